@@ -1,0 +1,20 @@
+# Every dependency comes from a Debian 12 package; scripts/install-deps.sh installs them all.
+find_package(Threads REQUIRED)
+find_package(OpenSSL 3 REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(Boost 1.74 REQUIRED)  # header-only use: Beast, Asio
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SECP256K1 REQUIRED IMPORTED_TARGET libsecp256k1)
+find_package(RocksDB CONFIG QUIET)
+if(NOT RocksDB_FOUND)
+  find_library(ROCKSDB_LIBRARY rocksdb REQUIRED)
+  find_path(ROCKSDB_INCLUDE_DIR rocksdb/db.h REQUIRED)
+  add_library(RocksDB::rocksdb UNKNOWN IMPORTED)
+  set_target_properties(RocksDB::rocksdb PROPERTIES IMPORTED_LOCATION ${ROCKSDB_LIBRARY}
+                        INTERFACE_INCLUDE_DIRECTORIES ${ROCKSDB_INCLUDE_DIR})
+endif()
+find_path(CEREAL_INCLUDE_DIR cereal/cereal.hpp REQUIRED)
+if(POLNODE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

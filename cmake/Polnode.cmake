@@ -1,0 +1,32 @@
+# Build conventions shared by every polnode target.
+
+# Sanitizers apply to everything we compile (not to the Debian libraries we link).
+if(POLNODE_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${POLNODE_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=${POLNODE_SANITIZE})
+endif()
+if(POLNODE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "POLNODE_FUZZ needs clang (use the 'fuzz' preset)")
+  endif()
+  # Libraries get coverage instrumentation only; the fuzz binary links libFuzzer's main.
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)
+endif()
+
+# polnode_project_target(TARGET): marks a target as project code: warnings are errors.
+# Generated code (protobuf) is not marked, since we do not control what protoc emits.
+function(polnode_project_target target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+      -Wcast-align -Wnull-dereference -Wformat=2 -Wimplicit-fallthrough -Werror>)
+  target_link_libraries(${target} PUBLIC Threads::Threads)
+endfunction()
+
+# polnode_glob_sources(VAR DIR): the .cc files directly in DIR (not in subfolders), sorted.
+function(polnode_glob_sources var dir)
+  file(GLOB sources CONFIGURE_DEPENDS ${dir}/*.cc)
+  list(SORT sources)
+  set(${var} ${sources} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,90 @@
+#include "polnode/consensus/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+
+namespace polnode::consensus {
+namespace {
+
+// EVP calls on SHA-256 fail only on allocation failure or a broken OpenSSL install; neither can
+// be handled meaningfully by a caller, so they abort instead of returning a digest of garbage.
+void CheckEvp(int rc) {
+  if (rc != 1) std::abort();
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+struct Sha256Hasher::Impl {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Sha256Hasher::Sha256Hasher() : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = EVP_MD_CTX_new();
+  if (impl_->ctx == nullptr) std::abort();
+  CheckEvp(EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr));
+}
+
+Sha256Hasher::~Sha256Hasher() { EVP_MD_CTX_free(impl_->ctx); }
+
+void Sha256Hasher::Update(std::span<const std::uint8_t> data) {
+  CheckEvp(EVP_DigestUpdate(impl_->ctx, data.data(), data.size()));
+}
+
+void Sha256Hasher::Update(std::string_view data) {
+  CheckEvp(EVP_DigestUpdate(impl_->ctx, data.data(), data.size()));
+}
+
+Hash256 Sha256Hasher::Finalize() {
+  Hash256 out{};
+  unsigned int len = 0;
+  CheckEvp(EVP_DigestFinal_ex(impl_->ctx, out.data(), &len));
+  if (len != out.size()) std::abort();
+  CheckEvp(EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr));
+  return out;
+}
+
+Hash256 Sha256(std::span<const std::uint8_t> data) {
+  Hash256 out{};
+  unsigned int len = 0;
+  CheckEvp(EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr));
+  return out;
+}
+
+Hash256 Sha256(std::string_view data) {
+  return Sha256(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
+}
+
+std::string HashToHex(const Hash256& hash) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(64);
+  for (std::uint8_t b : hash) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xf]);
+  }
+  return out;
+}
+
+Result<Hash256> HashFromHex(std::string_view hex) {
+  if (hex.size() != 64) {
+    return Status::InvalidArgument("a hash is 64 hex characters, got " + std::to_string(hex.size()));
+  }
+  Hash256 out{};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    int hi = HexValue(hex[2 * i]);
+    int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return Status::InvalidArgument("non-hex character in hash");
+    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return out;
+}
+
+}  // namespace polnode::consensus

@@ -1,0 +1,128 @@
+// The operator set and each operator's canonical evaluation order (DESIGN.md section 3).
+//
+// Every backend (scalar reference, AVX2/AVX-512, CUDA, HIP) and every thread count must produce
+// the same bits as the order written here. "fma chain over j ascending from x" means:
+//   acc = x; for j in ascending order: acc = fmaf(a_j, b_j, acc);
+// with exactly one rounding per step. Threads and GPU blocks split outputs, never a chain.
+//
+// Inputs and outputs are listed in order; the backend validates input shapes and resizes outputs
+// (Tensor::Resize), so callers may pass empty tensors as outputs. An output may alias an input only
+// where the operator says so.
+#ifndef POLNODE_KERNELS_OP_H_
+#define POLNODE_KERNELS_OP_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/kernels/tensor.h"
+
+namespace polnode::kernels {
+
+enum class Op : std::uint8_t {
+  // in: A[M,K], B[K,N]. out: C[M,N].
+  // C[m,n] = fma chain over k ascending from +0.0f of A[m,k]*B[k,n].
+  kMatmul = 0,
+  // in: dC[M,N], B[K,N]. out: dA[M,K] = dC * B^T.
+  // dA[m,k] = fma chain over n ascending from +0.0f of dC[m,n]*B[k,n].
+  kMatmulGradA,
+  // in: A[M,K], dC[M,N]. out: dB[K,N] = A^T * dC.
+  // dB[k,n] = fma chain over m ascending from +0.0f of A[m,k]*dC[m,n].
+  kMatmulGradB,
+  // in: X[M,N] or X[N,C,H,W], b[N] (resp. b[C]). out: Y, same shape as X.
+  // Y = X + b broadcast over the last axis (2-D) or the channel axis (4-D); one rounding.
+  kBiasAdd,
+  // in: dY[M,N] or dY[N,C,H,W]. out: db[N] (resp. db[C]).
+  // 2-D: db[n] = sum over m ascending from +0.0f of dY[m,n] (plain adds).
+  // 4-D: db[c] = sum over (n, h, w) ascending, row-major, from +0.0f of dY[n,c,h,w].
+  kBiasGrad,
+  // in: X. out: Y = X > 0 ? X : +0.0f (so ReLU(-0.0) = +0.0 and ReLU(NaN) = +0.0).
+  kRelu,
+  // in: X (the forward input), dY. out: dX = X > 0 ? dY : +0.0f.
+  kReluGrad,
+  // in: X[N,Ci,H,W], W[Co,Ci,3,3]. out: Y[N,Co,H,W]. Stride 1, zero padding 1.
+  // Y[n,o,h,w] = fma chain over (ci, kh, kw) ascending, row-major, from +0.0f of
+  //              W[o,ci,kh,kw] * Xpad[n,ci,h+kh-1,w+kw-1], where padded taps read +0.0f and are
+  //              part of the chain (so an im2col + matmul evaluation gives the same bits).
+  kConv2d3x3,
+  // in: dY[N,Co,H,W], W[Co,Ci,3,3]. out: dX[N,Ci,H,W].
+  // dX[n,ci,h,w] = fma chain over (o, kh, kw) ascending, row-major, from +0.0f of
+  //                W[o,ci,kh,kw] * dYpad[n,o,h-kh+1,w-kw+1] (out-of-range taps read +0.0f).
+  kConv2d3x3GradInput,
+  // in: X[N,Ci,H,W], dY[N,Co,H,W]. out: dW[Co,Ci,3,3].
+  // dW[o,ci,kh,kw] = fma chain over (n, h, w) ascending, row-major, from +0.0f of
+  //                  dY[n,o,h,w] * Xpad[n,ci,h+kh-1,w+kw-1].
+  kConv2d3x3GradWeight,
+  // in: X[N,C,H,W]. out: Y[N,C,H/2,W/2] (floor), and Arg[N,C,H/2,W/2]: the index 0..3 of the
+  // chosen tap in the window, row-major, stored as a float. The first tap wins; a later tap
+  // replaces it only if strictly greater (so NaN never wins over the first tap).
+  kMaxPool2x2,
+  // in: Arg[N,C,H/2,W/2], dY[N,C,H/2,W/2], and attrs.pool_input_h / pool_input_w.
+  // out: dX[N,C,H,W] (H, W from attrs): dY routed to the chosen tap, +0.0f elsewhere.
+  kMaxPool2x2Grad,
+  // in: logits Z[B,C], labels L[B] (class indices stored as floats, exact integers in [0,C)).
+  // out: loss[1], P[B,C] (softmax probabilities, kept for the gradient).
+  // Per row b: mx = max over c ascending (first wins, strictly-greater replaces);
+  //   e[c] = det::Exp(Z[b,c] - mx); s = sum over c ascending from +0.0f of e[c];
+  //   P[b,c] = e[c] / s; row_loss[b] = (mx + det::Log(s)) - Z[b, L[b]].
+  // loss = (sum over b ascending from +0.0f of row_loss[b]) / B.
+  kSoftmaxCrossEntropy,
+  // in: P[B,C], labels L[B]. out: dZ[B,C] = (P[b,c] - (c == L[b] ? 1 : 0)) / B.
+  // (Upstream gradient of the mean loss is 1.)
+  kSoftmaxCrossEntropyGrad,
+  // in: W, G, V (same shape). out: W', V'. May alias W' = W and V' = V.
+  // Per element, PyTorch's SGD with momentum, dampening 0, no Nesterov:
+  //   d = fma(wd, w, g); v' = fma(momentum, v, d); w' = fma(-lr, v', w).
+  kSgdMomentum,
+  // in: W, G, M, V (same shape). out: W', M', V'. May alias in place.
+  // Per element, AdamW (decoupled weight decay, PyTorch's torch.optim.AdamW):
+  //   w1 = fma(-lr * wd, w, w)            (lr * wd rounded once, on the host)
+  //   m' = fma(beta1, m, (1 - beta1) * g)  ((1 - beta1) rounded once)
+  //   v' = fma(beta2, v, ((1 - beta2) * g) * g)
+  //   mhat = m' / bias_correction1;  vhat = v' / bias_correction2
+  //   w' = w1 - lr * (mhat / (sqrt(vhat) + eps))
+  // bias_correction_i = 1 - beta_i^t is computed on the host by AdamBiasCorrection (below), so every
+  // backend divides by the same float. Plain Adam is AdamW with weight_decay = 0.
+  kAdamW,
+};
+
+inline constexpr int kNumOps = static_cast<int>(Op::kAdamW) + 1;
+
+/// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
+std::string_view OpName(Op op);
+
+/// Parses an OpName back; kInvalidArgument for an unknown name.
+Result<Op> OpFromName(std::string_view name);
+
+/// Scalar parameters. Fields an operator does not use are ignored (and must not change its output).
+struct OpAttrs {
+  float lr = 0.0f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float bias_correction1 = 1.0f;  // kAdamW: 1 - beta1^t (AdamBiasCorrection)
+  float bias_correction2 = 1.0f;  // kAdamW: 1 - beta2^t
+  std::int64_t pool_input_h = 0;  // kMaxPool2x2Grad
+  std::int64_t pool_input_w = 0;
+};
+
+/// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square
+/// and multiply, most significant bit first). Pure and platform-independent.
+float AdamBiasCorrection(float beta, std::int64_t t);
+
+/// Number of inputs and outputs of `op`.
+int NumInputs(Op op);
+int NumOutputs(Op op);
+
+/// Checks input count, ranks and shapes against the operator's contract and returns the output
+/// shapes. Every backend calls this before computing, so shape errors read the same everywhere.
+Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
+                                             std::span<const Tensor* const> inputs);
+
+}  // namespace polnode::kernels
+
+#endif  // POLNODE_KERNELS_OP_H_
