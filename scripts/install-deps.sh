@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libsecp256k1-dev libssl-dev librocksdb-dev libboost-dev
-  libprotobuf-dev protobuf-compiler libcereal-dev libgtest-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler libcereal-dev rapidjson-dev libgtest-dev zlib1g-dev
   clang-14 libclang-rt-14-dev
   hipcc libamdhip64-dev
   dataset-fashion-mnist

@@ -1,0 +1,73 @@
+#include "commands.h"
+
+#include <ostream>
+#include <string_view>
+
+namespace polnode::node {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"keygen", "create a key file (mode 0600) and print its BIP-340 x-only public key", RunKeygenCommand},
+    {"sign", "sign a transaction file with a key file, writing the signed envelope", RunSignCommand},
+    {"verify", "verify a signed transaction envelope", RunVerifyCommand},
+    {"version", "print the version, the compiled kernel backends and the build's determinism flags",
+     RunVersionCommand},
+};
+
+// Protocol roles that later releases run as long-lived daemons. Listed in --help so that users
+// see the shape of the system; invoking one says plainly that this build does not have it yet.
+struct PlannedRole {
+  std::string_view name;
+  std::string_view summary;
+};
+constexpr PlannedRole kPlannedRoles[] = {
+    {"submitter", "post a training task with escrowed payment and follow it to settlement"},
+    {"solver", "stake, claim tasks, train with proof of learning, commit the proof's Merkle root"},
+    {"verifier", "profile tasks, replay drawn proof segments, post verdicts, answer disputes"},
+    {"whistleblower", "re-check verifiers' verdicts, open disputes, collect jackpots"},
+    {"ledger", "run the embedded ledger: block producer, contracts and the HTTP API"},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: polnode <command> [flags]   (every command takes --help and --json)\n\n"
+         "polnode takes part in a proof-of-learning protocol: solvers train models with a\n"
+         "verifiable proof, verifiers replay segments of it, disputes are settled on a ledger.\n\n"
+         "Commands:\n";
+  for (const Command& c : AllCommands()) out << "  " << c.name << std::string(14 - std::min<size_t>(13, c.name.size()), ' ') << c.summary << "\n";
+  bool header = false;
+  for (const PlannedRole& r : kPlannedRoles) {
+    bool implemented = false;
+    for (const Command& c : AllCommands()) implemented = implemented || c.name == r.name;
+    if (implemented) continue;
+    if (!header) out << "\nRoles to come (not in this build yet):\n";
+    header = true;
+    out << "  " << r.name << std::string(14 - std::min<size_t>(13, r.name.size()), ' ') << r.summary << "\n";
+  }
+}
+
+}  // namespace
+
+std::span<const Command> AllCommands() { return kCommands; }
+
+int RunCli(const std::vector<std::string>& args, Io& io) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    PrintUsage(args.empty() ? io.err : io.out);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string& name = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const Command& c : AllCommands()) {
+    if (c.name == name) return c.run(rest, io);
+  }
+  for (const PlannedRole& r : kPlannedRoles) {
+    if (r.name == name) {
+      io.err << "polnode: error: the " << name << " role is not part of this build yet ("
+             << r.summary << "); run 'polnode --help' for what it can do\n";
+      return kExitFailure;
+    }
+  }
+  io.err << "polnode: error: unknown command '" << name << "'; run 'polnode --help' for the list\n";
+  return kExitUsage;
+}
+
+}  // namespace polnode::node

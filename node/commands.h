@@ -1,0 +1,27 @@
+// The table of `polnode` subcommands and the top-level dispatcher.
+#ifndef POLNODE_NODE_COMMANDS_H_
+#define POLNODE_NODE_COMMANDS_H_
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace polnode::node {
+
+/// Every subcommand this binary runs, in the order --help lists them.
+std::span<const Command> AllCommands();
+
+/// Runs `polnode` with `args` (argv without the program name); returns the exit code.
+int RunCli(const std::vector<std::string>& args, Io& io);
+
+// Each command's entry point lives in its own <name>_command.cc.
+int RunVersionCommand(const std::vector<std::string>& args, Io& io);
+int RunKeygenCommand(const std::vector<std::string>& args, Io& io);
+int RunSignCommand(const std::vector<std::string>& args, Io& io);
+int RunVerifyCommand(const std::vector<std::string>& args, Io& io);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_NODE_COMMANDS_H_
