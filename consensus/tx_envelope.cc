@@ -1,0 +1,157 @@
+#include "polnode/consensus/tx_envelope.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "polnode/consensus/encoding.h"
+#include "polnode/tx.pb.h"
+
+namespace polnode::consensus {
+namespace {
+
+bool IsIdentifierChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-' || c == '/';
+}
+
+Status CheckIdentifier(std::string_view field, std::string_view value) {
+  if (value.empty() || value.size() > kMaxIdentifierBytes) {
+    return Status::InvalidArgument(std::string(field) + " must be 1 to " + std::to_string(kMaxIdentifierBytes) +
+                                   " bytes, got " + std::to_string(value.size()));
+  }
+  if (!std::all_of(value.begin(), value.end(), IsIdentifierChar)) {
+    return Status::InvalidArgument(std::string(field) +
+                                   " may only contain ASCII letters, digits and the characters . _ - /");
+  }
+  return Status::Ok();
+}
+
+std::span<const std::uint8_t> AsBytes(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+// Serializes with deterministic ordering, so the canonical-form check in DecodeEnvelope stays
+// meaningful even if a map field is ever added to the message.
+bool SerializeDeterministic(const proto::TxEnvelope& message, std::string* out) {
+  out->clear();
+  google::protobuf::io::StringOutputStream stream(out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return message.SerializeToCodedStream(&coded) && !coded.HadError();
+}
+
+template <std::size_t N>
+Status CopyFixed(std::string_view field, const std::string& wire, std::array<std::uint8_t, N>& out) {
+  if (wire.size() != N) {
+    return Status::InvalidArgument(std::string(field) + " must be " + std::to_string(N) + " bytes, got " +
+                                   std::to_string(wire.size()));
+  }
+  std::copy(wire.begin(), wire.end(), out.begin());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckEnvelopeFields(const TxEnvelope& envelope) {
+  POLNODE_RETURN_IF_ERROR(CheckIdentifier("chain_id", envelope.chain_id));
+  POLNODE_RETURN_IF_ERROR(CheckIdentifier("payload_type", envelope.payload_type));
+  if (envelope.payload.size() > kMaxPayloadBytes) {
+    return Status::InvalidArgument("payload of " + std::to_string(envelope.payload.size()) +
+                                   " bytes exceeds the limit of " + std::to_string(kMaxPayloadBytes));
+  }
+  return Status::Ok();
+}
+
+Hash256 EnvelopeSigningDigest(const TxEnvelope& envelope) {
+  HashWriter w;
+  w.String(kTxDomain);
+  w.String(envelope.chain_id);
+  w.U64(envelope.nonce);
+  w.Fixed(envelope.signer_pubkey);
+  w.String(envelope.payload_type);
+  w.String(envelope.payload);
+  return w.Finalize();
+}
+
+Result<TxEnvelope> SignEnvelope(const SecretKey& key, TxEnvelope envelope,
+                                std::span<const std::uint8_t, 32> aux_rand) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  envelope.signer_pubkey = key.PublicKey().bytes();
+  const Hash256 digest = EnvelopeSigningDigest(envelope);
+  POLNODE_ASSIGN_OR_RETURN(envelope.signature, SignSchnorr(key, digest, aux_rand));
+  return envelope;
+}
+
+Result<TxEnvelope> SignEnvelope(const SecretKey& key, TxEnvelope envelope) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  envelope.signer_pubkey = key.PublicKey().bytes();
+  const Hash256 digest = EnvelopeSigningDigest(envelope);
+  POLNODE_ASSIGN_OR_RETURN(envelope.signature, SignSchnorr(key, digest));
+  return envelope;
+}
+
+Status VerifyEnvelope(const TxEnvelope& envelope) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  Result<XOnlyPublicKey> signer = XOnlyPublicKey::FromBytes(envelope.signer_pubkey);
+  if (!signer.ok()) return signer.status().WithContext("signer_pubkey");
+  if (!VerifySchnorr(*signer, EnvelopeSigningDigest(envelope), envelope.signature)) {
+    return Status::Corruption("the signature does not match the envelope's contents and signer");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> EncodeEnvelope(const TxEnvelope& envelope) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  proto::TxEnvelope message;
+  message.set_chain_id(envelope.chain_id);
+  message.set_nonce(envelope.nonce);
+  message.set_signer_pubkey(envelope.signer_pubkey.data(), envelope.signer_pubkey.size());
+  message.set_payload_type(envelope.payload_type);
+  message.set_payload(envelope.payload);
+  message.set_signature(envelope.signature.data(), envelope.signature.size());
+  std::string out;
+  if (!SerializeDeterministic(message, &out)) return Status::Internal("protobuf failed to serialize a TxEnvelope");
+  return out;
+}
+
+Result<TxEnvelope> DecodeEnvelope(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() > kMaxEnvelopeBytes) {
+    return Status::ResourceExhausted("encoded envelope of " + std::to_string(bytes.size()) +
+                                     " bytes exceeds the limit of " + std::to_string(kMaxEnvelopeBytes));
+  }
+  proto::TxEnvelope message;
+  // An empty span may carry a null pointer; protobuf gets a valid one either way.
+  const void* data = bytes.empty() ? static_cast<const void*>("") : static_cast<const void*>(bytes.data());
+  if (!message.ParseFromArray(data, static_cast<int>(bytes.size()))) {
+    return Status::Corruption("not a protobuf TxEnvelope message");
+  }
+  if (!message.GetReflection()->GetUnknownFields(message).empty()) {
+    return Status::Corruption("envelope has unknown fields");
+  }
+  TxEnvelope envelope;
+  envelope.chain_id = message.chain_id();
+  envelope.nonce = message.nonce();
+  POLNODE_RETURN_IF_ERROR(CopyFixed("signer_pubkey", message.signer_pubkey(), envelope.signer_pubkey));
+  envelope.payload_type = message.payload_type();
+  envelope.payload = message.payload();
+  POLNODE_RETURN_IF_ERROR(CopyFixed("signature", message.signature(), envelope.signature));
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  // Canonical form: re-encoding must give back the input exactly. This is what makes the byte
+  // form of a transaction unique (so hashes of it cannot be malleated by re-encoding).
+  std::string canonical;
+  if (!SerializeDeterministic(message, &canonical)) {
+    return Status::Internal("protobuf failed to serialize a TxEnvelope");
+  }
+  if (!std::equal(canonical.begin(), canonical.end(), bytes.begin(), bytes.end(),
+                  [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; })) {
+    return Status::Corruption("envelope is not in canonical protobuf form");
+  }
+  return envelope;
+}
+
+Result<TxEnvelope> DecodeEnvelope(std::string_view bytes) { return DecodeEnvelope(AsBytes(bytes)); }
+
+}  // namespace polnode::consensus
