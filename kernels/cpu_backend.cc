@@ -1,0 +1,375 @@
+// The fast CPU backend: op.h's operators with the bits of the reference backend, computed by
+// the packed SGEMM (gemm.cc) for matrix products and convolutions (im2col), by the
+// per-instruction-set vector kernels (cpu_kernels_*.cc) for element-wise work, and split over a
+// persistent thread pool by output only.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu_kernels.h"
+#include "gemm.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/cpu_backend.h"
+#include "polnode/kernels/detmath.h"
+#include "polnode/kernels/validate_run.h"
+#include "thread_pool.h"
+
+namespace polnode::kernels {
+namespace {
+
+using std::int64_t;
+
+// Element-wise work below this many elements per thread is not worth a thread hand-off.
+constexpr int64_t kElementwiseGrain = 1 << 14;
+// Softmax costs an exp per element, so fewer elements already pay for a hand-off.
+constexpr int64_t kSoftmaxGrain = 1 << 10;
+
+// Scratch for im2col, one per thread, reused across calls.
+thread_local std::vector<float> tls_columns;
+
+float* Scratch(std::vector<float>& storage, int64_t floats) {
+  if (static_cast<int64_t>(storage.size()) < floats) storage.resize(static_cast<std::size_t>(floats));
+  return storage.data();
+}
+
+// The 3x3, padding-1 patch matrix of one [C, H, W] image: row (c, kh, kw), column (h, w) holds
+// img[c, h + sign*(kh-1), w + sign*(kw-1)], or +0.0f outside the image. sign = +1 gives the
+// forward taps Xpad[h+kh-1, w+kw-1]; sign = -1 the input-gradient taps dYpad[h-kh+1, w-kw+1].
+void Im2col(const float* img, int64_t channels, int64_t height, int64_t width, int sign,
+            float* col) {
+  const int64_t plane = height * width;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      for (int64_t kw = 0; kw < 3; ++kw) {
+        float* row = col + ((c * 3 + kh) * 3 + kw) * plane;
+        const int64_t dh = sign * (kh - 1), dw = sign * (kw - 1);
+        for (int64_t h = 0; h < height; ++h) {
+          const int64_t ih = h + dh;
+          float* out = row + h * width;
+          if (ih < 0 || ih >= height) {
+            std::fill(out, out + width, 0.0f);
+            continue;
+          }
+          const float* in = img + (c * height + ih) * width;
+          for (int64_t w = 0; w < width; ++w) {
+            const int64_t iw = w + dw;
+            out[w] = (iw >= 0 && iw < width) ? in[iw] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const CpuKernels& kernels, int threads) : kr_(kernels), pool_(threads) {}
+
+  std::string name() const override { return "cpu-" + std::string(CpuIsaName(kr_.isa)); }
+
+  Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
+             std::span<Tensor* const> outputs) override {
+    POLNODE_RETURN_IF_ERROR(ValidateAndResizeOutputs(op, attrs, inputs, outputs));
+    const auto in = [&](int i) -> const Tensor& { return *inputs[static_cast<std::size_t>(i)]; };
+    const auto out = [&](int i) -> Tensor& { return *outputs[static_cast<std::size_t>(i)]; };
+    switch (op) {
+      case Op::kMatmul: Matmul(in(0), in(1), out(0)); break;
+      case Op::kMatmulGradA: MatmulGradA(in(0), in(1), out(0)); break;
+      case Op::kMatmulGradB: MatmulGradB(in(0), in(1), out(0)); break;
+      case Op::kBiasAdd: BiasAdd(in(0), in(1), out(0)); break;
+      case Op::kBiasGrad: BiasGrad(in(0), out(0)); break;
+      case Op::kRelu: Relu(in(0), out(0)); break;
+      case Op::kReluGrad: ReluGrad(in(0), in(1), out(0)); break;
+      case Op::kConv2d3x3: Conv(in(0), in(1), out(0)); break;
+      case Op::kConv2d3x3GradInput: ConvGradInput(in(0), in(1), out(0)); break;
+      case Op::kConv2d3x3GradWeight: ConvGradWeight(in(0), in(1), out(0)); break;
+      case Op::kMaxPool2x2: MaxPool(in(0), out(0), out(1)); break;
+      case Op::kMaxPool2x2Grad: MaxPoolGrad(in(0), in(1), out(0)); break;
+      case Op::kSoftmaxCrossEntropy: SoftmaxCrossEntropy(in(0), in(1), out(0), out(1)); break;
+      case Op::kSoftmaxCrossEntropyGrad: SoftmaxCrossEntropyGrad(in(0), in(1), out(0)); break;
+      case Op::kSgdMomentum: Sgd(attrs, in(0), in(1), in(2), out(0), out(1)); break;
+      case Op::kAdamW: AdamW(attrs, in(0), in(1), in(2), in(3), out(0), out(1), out(2)); break;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Calls fn(begin, end) over [0, count) in at most pool-size contiguous chunks, each at least
+  // `grain` long (aligned to 16 elements so vector bodies line up).
+  template <typename Fn>
+  void ParallelRange(int64_t count, int64_t grain, Fn&& fn) {
+    const int64_t chunks = std::clamp<int64_t>(count / std::max<int64_t>(grain, 1), 1, pool_.size());
+    if (chunks == 1) {
+      fn(int64_t{0}, count);
+      return;
+    }
+    pool_.Run(chunks, [&](int64_t t) {
+      const int64_t begin = (count * t / chunks) / 16 * 16;
+      const int64_t end = t + 1 == chunks ? count : (count * (t + 1) / chunks) / 16 * 16;
+      fn(begin, end);
+    });
+  }
+
+  void Matmul(const Tensor& a, const Tensor& b, Tensor& c) {
+    const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
+    Gemm(kr_, {m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c.data(), n, false}, &pool_);
+  }
+
+  // dA[M,K] = dC[M,N] * B^T: the product's inner index is n.
+  void MatmulGradA(const Tensor& dc, const Tensor& b, Tensor& da) {
+    const int64_t m = dc.dim(0), n = dc.dim(1), k = b.dim(0);
+    Gemm(kr_, {m, k, n, {dc.data(), n, 1}, {b.data(), 1, n}, da.data(), k, false}, &pool_);
+  }
+
+  // dB[K,N] = A^T * dC: the product's inner index is m.
+  void MatmulGradB(const Tensor& a, const Tensor& dc, Tensor& db) {
+    const int64_t m = a.dim(0), k = a.dim(1), n = dc.dim(1);
+    Gemm(kr_, {k, n, m, {a.data(), 1, k}, {dc.data(), n, 1}, db.data(), n, false}, &pool_);
+  }
+
+  void BiasAdd(const Tensor& x, const Tensor& b, Tensor& y) {
+    if (x.rank() == 2) {
+      const int64_t rows = x.dim(0), cols = x.dim(1);
+      ParallelRange(rows, kElementwiseGrain / std::max<int64_t>(cols, 1) + 1,
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; ++r) {
+                        kr_.add(x.data() + r * cols, b.data(), y.data() + r * cols, cols);
+                      }
+                    });
+      return;
+    }
+    const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
+    ParallelRange(x.dim(0) * channels, kElementwiseGrain / std::max<int64_t>(plane, 1) + 1,
+                  [&](int64_t p0, int64_t p1) {
+                    for (int64_t p = p0; p < p1; ++p) {
+                      kr_.add_scalar(x.data() + p * plane, b.data()[p % channels],
+                                     y.data() + p * plane, plane);
+                    }
+                  });
+  }
+
+  void BiasGrad(const Tensor& dy, Tensor& db) {
+    std::fill(db.values().begin(), db.values().end(), 0.0f);
+    if (dy.rank() == 2) {
+      // Column sums taken row by row: each column's chain is m ascending, as in op.h.
+      const int64_t rows = dy.dim(0), cols = dy.dim(1);
+      ParallelRange(cols, 64, [&](int64_t c0, int64_t c1) {
+        for (int64_t r = 0; r < rows; ++r) {
+          kr_.accumulate(dy.data() + r * cols + c0, db.data() + c0, c1 - c0);
+        }
+      });
+      return;
+    }
+    // One chain per channel over (n, h, w); channels are independent, so split them.
+    const int64_t batch = dy.dim(0), channels = dy.dim(1), plane = dy.dim(2) * dy.dim(3);
+    ParallelRange(channels, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        float acc = 0.0f;
+        for (int64_t n = 0; n < batch; ++n) {
+          const float* src = dy.data() + (n * channels + c) * plane;
+          for (int64_t i = 0; i < plane; ++i) acc = acc + src[i];
+        }
+        db.data()[c] = acc;
+      }
+    });
+  }
+
+  void Relu(const Tensor& x, Tensor& y) {
+    ParallelRange(x.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      kr_.relu(x.data() + b, y.data() + b, e - b);
+    });
+  }
+
+  void ReluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
+    ParallelRange(x.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      kr_.relu_grad(x.data() + b, dy.data() + b, dx.data() + b, e - b);
+    });
+  }
+
+  // Runs per_image(n, pool) for every image: images in parallel (each on one thread) when there
+  // are enough of them, else one after another with the pool passed down to the GEMM.
+  template <typename Fn>
+  void ForEachImage(int64_t batch, Fn&& per_image) {
+    if (batch >= pool_.size() && pool_.size() > 1) {
+      pool_.Run(pool_.size(), [&](int64_t t) {
+        for (int64_t n = batch * t / pool_.size(); n < batch * (t + 1) / pool_.size(); ++n) {
+          per_image(n, nullptr);
+        }
+      });
+      return;
+    }
+    for (int64_t n = 0; n < batch; ++n) per_image(n, &pool_);
+  }
+
+  // Y[n] [Co, HW] = W [Co, Ci*9] * im2col(X[n]) [Ci*9, HW]: the inner index (ci, kh, kw) runs
+  // in op.h's order and padded taps are zeros inside the chain, so the bits equal the reference.
+  void Conv(const Tensor& x, const Tensor& w, Tensor& y) {
+    const int64_t cin = x.dim(1), height = x.dim(2), width = x.dim(3), cout = w.dim(0);
+    const int64_t plane = height * width, depth = cin * 9;
+    ForEachImage(x.dim(0), [&](int64_t n, ThreadPool* pool) {
+      float* col = Scratch(tls_columns, depth * plane);
+      Im2col(x.data() + n * cin * plane, cin, height, width, +1, col);
+      Gemm(kr_, {cout, plane, depth, {w.data(), depth, 1}, {col, plane, 1},
+                 y.data() + n * cout * plane, plane, false},
+           pool);
+    });
+  }
+
+  // dX[n] [Ci, HW] = Wt [Ci, Co*9] * im2col_flipped(dY[n]) [Co*9, HW], Wt[ci][(o,kh,kw)] =
+  // W[o,ci,kh,kw]: the inner index (o, kh, kw) runs in op.h's order.
+  void ConvGradInput(const Tensor& dy, const Tensor& w, Tensor& dx) {
+    const int64_t cout = dy.dim(1), height = dy.dim(2), width = dy.dim(3), cin = w.dim(1);
+    const int64_t plane = height * width, depth = cout * 9;
+    std::vector<float> wt(static_cast<std::size_t>(cin * depth));
+    for (int64_t o = 0; o < cout; ++o) {
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        for (int64_t t = 0; t < 9; ++t) wt[ci * depth + o * 9 + t] = w.data()[(o * cin + ci) * 9 + t];
+      }
+    }
+    ForEachImage(dy.dim(0), [&](int64_t n, ThreadPool* pool) {
+      float* col = Scratch(tls_columns, depth * plane);
+      Im2col(dy.data() + n * cout * plane, cout, height, width, -1, col);
+      Gemm(kr_, {cin, plane, depth, {wt.data(), depth, 1}, {col, plane, 1},
+                 dx.data() + n * cin * plane, plane, false},
+           pool);
+    });
+  }
+
+  // dW [Co, Ci*9] = sum over images of dY[n] [Co, HW] * im2col(X[n])^T [HW, Ci*9]: the chain
+  // over (n, h, w) is one chain, so images run in order, each GEMM continuing from the last
+  // (accumulate), and only the output is split among threads.
+  void ConvGradWeight(const Tensor& x, const Tensor& dy, Tensor& dw) {
+    const int64_t batch = x.dim(0), cin = x.dim(1), height = x.dim(2), width = x.dim(3);
+    const int64_t cout = dy.dim(1), plane = height * width, depth = cin * 9;
+    if (batch == 0) std::fill(dw.values().begin(), dw.values().end(), 0.0f);
+    float* col = Scratch(tls_columns, depth * plane);
+    for (int64_t n = 0; n < batch; ++n) {
+      Im2col(x.data() + n * cin * plane, cin, height, width, +1, col);
+      Gemm(kr_, {cout, depth, plane, {dy.data() + n * cout * plane, plane, 1}, {col, 1, plane},
+                 dw.data(), depth, n > 0},
+           &pool_);
+    }
+  }
+
+  void MaxPool(const Tensor& x, Tensor& y, Tensor& arg) {
+    const int64_t height = x.dim(2), width = x.dim(3), out_h = y.dim(2), out_w = y.dim(3);
+    ParallelRange(x.dim(0) * x.dim(1), 64, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        for (int64_t h = 0; h < out_h; ++h) {
+          const float* top = x.data() + (p * height + 2 * h) * width;
+          const float* bottom = top + width;
+          for (int64_t w = 0; w < out_w; ++w) {
+            // Taps in row-major order; a later tap wins only if strictly greater.
+            const float taps[4] = {top[2 * w], top[2 * w + 1], bottom[2 * w], bottom[2 * w + 1]};
+            int best = 0;
+            for (int t = 1; t < 4; ++t) {
+              if (taps[t] > taps[best]) best = t;
+            }
+            y.data()[(p * out_h + h) * out_w + w] = taps[best];
+            arg.data()[(p * out_h + h) * out_w + w] = static_cast<float>(best);
+          }
+        }
+      }
+    });
+  }
+
+  void MaxPoolGrad(const Tensor& arg, const Tensor& dy, Tensor& dx) {
+    const int64_t out_h = dy.dim(2), out_w = dy.dim(3), height = dx.dim(2), width = dx.dim(3);
+    ParallelRange(dy.dim(0) * dy.dim(1), 64, [&](int64_t p0, int64_t p1) {
+      std::fill(dx.data() + p0 * height * width, dx.data() + p1 * height * width, 0.0f);
+      for (int64_t p = p0; p < p1; ++p) {
+        for (int64_t h = 0; h < out_h; ++h) {
+          for (int64_t w = 0; w < out_w; ++w) {
+            const int64_t o = (p * out_h + h) * out_w + w;
+            const int tap = static_cast<int>(arg.data()[o]);
+            dx.data()[(p * height + 2 * h + tap / 2) * width + 2 * w + tap % 2] = dy.data()[o];
+          }
+        }
+      }
+    });
+  }
+
+  // Rows in parallel; the batch mean is then one chain over rows ascending, as in op.h.
+  void SoftmaxCrossEntropy(const Tensor& z, const Tensor& labels, Tensor& loss, Tensor& p) {
+    const int64_t rows = z.dim(0), classes = z.dim(1);
+    std::vector<float> row_loss(static_cast<std::size_t>(rows));
+    ParallelRange(rows, kSoftmaxGrain / classes + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t b = r0; b < r1; ++b) {
+        const float* zr = z.data() + b * classes;
+        float* pr = p.data() + b * classes;
+        float mx = zr[0];
+        for (int64_t c = 1; c < classes; ++c) mx = zr[c] > mx ? zr[c] : mx;
+        float s = 0.0f;
+        for (int64_t c = 0; c < classes; ++c) {
+          pr[c] = det::Exp(zr[c] - mx);
+          s = s + pr[c];
+        }
+        kr_.divide(pr, s, pr, classes);
+        row_loss[static_cast<std::size_t>(b)] =
+            (mx + det::Log(s)) - zr[static_cast<int64_t>(labels.data()[b])];
+      }
+    });
+    float total = 0.0f;
+    for (float v : row_loss) total = total + v;
+    loss.data()[0] = total / static_cast<float>(rows);
+  }
+
+  // dZ = (P - onehot) / B: P / B everywhere (P - 0 is P exactly), then the label's element.
+  void SoftmaxCrossEntropyGrad(const Tensor& p, const Tensor& labels, Tensor& dz) {
+    const int64_t rows = p.dim(0), classes = p.dim(1);
+    const auto batch = static_cast<float>(rows);
+    ParallelRange(rows, kElementwiseGrain / classes + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t b = r0; b < r1; ++b) {
+        kr_.divide(p.data() + b * classes, batch, dz.data() + b * classes, classes);
+        const auto label = static_cast<int64_t>(labels.data()[b]);
+        dz.data()[b * classes + label] = (p.data()[b * classes + label] - 1.0f) / batch;
+      }
+    });
+  }
+
+  void Sgd(const OpAttrs& attrs, const Tensor& w, const Tensor& g, const Tensor& v, Tensor& w_out,
+           Tensor& v_out) {
+    const SgdParams prm{attrs.lr, attrs.momentum, attrs.weight_decay};
+    ParallelRange(w.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      kr_.sgd(prm, w.data() + b, g.data() + b, v.data() + b, w_out.data() + b, v_out.data() + b,
+              e - b);
+    });
+  }
+
+  void AdamW(const OpAttrs& attrs, const Tensor& w, const Tensor& g, const Tensor& m,
+             const Tensor& v, Tensor& w_out, Tensor& m_out, Tensor& v_out) {
+    const AdamParams prm{attrs.lr,          attrs.lr * attrs.weight_decay, attrs.beta1,
+                         1.0f - attrs.beta1, attrs.beta2, 1.0f - attrs.beta2,
+                         attrs.bias_correction1, attrs.bias_correction2, attrs.eps};
+    ParallelRange(w.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      kr_.adamw(prm, w.data() + b, g.data() + b, m.data() + b, v.data() + b, w_out.data() + b,
+                m_out.data() + b, v_out.data() + b, e - b);
+    });
+  }
+
+  const CpuKernels& kr_;
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> MakeCpuBackendForIsa(CpuIsa isa, int threads) {
+  if (threads < 1) {
+    return Status::InvalidArgument("the cpu backend needs threads >= 1, got " +
+                                   std::to_string(threads));
+  }
+  const std::vector<CpuIsa> available = AvailableCpuIsas();
+  if (std::find(available.begin(), available.end(), isa) == available.end()) {
+    return Status::Unavailable("this machine cannot run the cpu backend's " +
+                               std::string(CpuIsaName(isa)) + " kernels");
+  }
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(GetCpuKernels(isa), threads));
+}
+
+std::unique_ptr<Backend> MakeCpuBackend(int threads) {
+  return std::make_unique<CpuBackend>(GetCpuKernels(SelectedCpuIsa()), std::max(threads, 1));
+}
+
+}  // namespace polnode::kernels

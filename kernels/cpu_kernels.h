@@ -1,0 +1,65 @@
+// The per-instruction-set kernels of the fast CPU backend: one table per level, each compiled in
+// its own translation unit with that level's compiler flags (cpu_kernels_avx512.cc, ...), chosen
+// at run time. Everything ISA-independent (blocking, packing, threading) lives in gemm.cc and
+// cpu_backend.cc, compiled for the baseline architecture.
+//
+// Every kernel computes exactly the operations of op.h's canonical order, lane by lane, so all
+// tables give the same bits.
+//
+// This header is included by the ISA-flagged files, so it includes nothing that defines inline
+// functions (see cpu_isa.h for why).
+#ifndef POLNODE_KERNELS_CPU_KERNELS_H_
+#define POLNODE_KERNELS_CPU_KERNELS_H_
+
+#include <cstdint>
+
+#include "polnode/kernels/cpu_isa.h"
+
+namespace polnode::kernels {
+
+struct SgdParams {
+  float lr, momentum, weight_decay;
+};
+
+// The per-element constants of AdamW as op.h defines them (products rounded once, on the host).
+struct AdamParams {
+  float lr, lr_times_wd, beta1, one_minus_beta1, beta2, one_minus_beta2, bias_correction1,
+      bias_correction2, eps;
+};
+
+struct CpuKernels {
+  CpuIsa isa;
+  // The GEMM microkernel computes an mr x nr tile of C from packed panels (gemm.cc):
+  //   a: kc groups of mr floats (a[p*mr + i] = A(i, p)); b: kc groups of nr floats.
+  //   c[i*ldc + j] = fma chain over p ascending of a[p*mr+i] * b[p*nr+j], starting from
+  //   c[i*ldc + j] when load_c, else from +0.0f. Each element is one chain: never split.
+  int mr;
+  int nr;
+  void (*microkernel)(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                      bool load_c);
+  // y[i] = x[i] + b[i].
+  void (*add)(const float* x, const float* b, float* y, std::int64_t count);
+  // y[i] = x[i] + b.
+  void (*add_scalar)(const float* x, float b, float* y, std::int64_t count);
+  // acc[i] = acc[i] + x[i]: one step of a column sum taken row by row.
+  void (*accumulate)(const float* x, float* acc, std::int64_t count);
+  // y[i] = x[i] > 0 ? x[i] : +0.0f.
+  void (*relu)(const float* x, float* y, std::int64_t count);
+  // dx[i] = x[i] > 0 ? dy[i] : +0.0f.
+  void (*relu_grad)(const float* x, const float* dy, float* dx, std::int64_t count);
+  // y[i] = x[i] / divisor.
+  void (*divide)(const float* x, float divisor, float* y, std::int64_t count);
+  // op.h's kSgdMomentum per element; w_out may be w and v_out may be v.
+  void (*sgd)(const SgdParams& p, const float* w, const float* g, const float* v, float* w_out,
+              float* v_out, std::int64_t count);
+  // op.h's kAdamW per element; outputs may be their inputs (w, m, v).
+  void (*adamw)(const AdamParams& p, const float* w, const float* g, const float* m,
+                const float* v, float* w_out, float* m_out, float* v_out, std::int64_t count);
+};
+
+/// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().
+const CpuKernels& GetCpuKernels(CpuIsa isa);
+
+}  // namespace polnode::kernels
+
+#endif  // POLNODE_KERNELS_CPU_KERNELS_H_

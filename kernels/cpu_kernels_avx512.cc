@@ -1,0 +1,48 @@
+// The fast CPU kernels for AVX-512 (F, BW, VL) with FMA: 16 floats per register. Compiled with
+// -mavx512f -mavx512bw -mavx512vl -mfma (kernels/CMakeLists.txt); only called after a run-time
+// check (cpu_isa.cc).
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#define POLNODE_CPU_ISA_NS avx512
+#define POLNODE_CPU_ISA CpuIsa::kAvx512
+
+#include "cpu_kernels.h"
+#include "cpu_one_lane.h"
+
+namespace polnode::kernels::avx512 {
+
+struct Lanes {
+  using Reg = __m512;
+  static constexpr int kWidth = 16;
+  static Reg Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg Set1(float x) { return _mm512_set1_ps(x); }
+  static Reg Zero() { return _mm512_setzero_ps(); }
+  static Reg Add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg Sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static Reg Mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static Reg Div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  // All lanes selected: the zero-masking form avoids GCC 12's false "may be used uninitialized"
+  // on _mm512_sqrt_ps's undefined pass-through operand.
+  static Reg Sqrt(Reg a) { return _mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xFFFF), a); }
+  static Reg Fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg PositiveSelect(Reg x, Reg v) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+  }
+};
+
+// 12 x 32 tile: 24 accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers.
+constexpr int kMicroRows = 12;
+constexpr int kMicroVectors = 2;
+
+}  // namespace polnode::kernels::avx512
+
+#include "cpu_kernels_impl.h"
+
+namespace polnode::kernels::avx512 {
+const CpuKernels& Kernels() { return kKernels; }
+}  // namespace polnode::kernels::avx512
+
+#endif  // __x86_64__

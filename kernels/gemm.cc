@@ -1,0 +1,186 @@
+// Goto/BLIS-style blocking: for each column block of C (nc wide) and each k block (kc deep), B's
+// block is packed into nr-wide panels; for each row block (mc tall) A's block is packed into
+// mr-tall panels; then the microkernel sweeps mr x nr tiles, B's panel staying in L1 while A's
+// panels stream from L2. Partial tiles at the right and bottom edges run on a padded copy.
+#include "gemm.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace polnode::kernels {
+namespace {
+
+using std::int64_t;
+
+// Block sizes: a kc x nr panel of B (32 KiB for nr = 32) fits in L1, an mc x kc block of A in
+// L2, and a kc x nc block of B in L2/L3.
+constexpr int64_t kKc = 256;
+constexpr int64_t kMcTarget = 192;
+constexpr int64_t kNc = 3072;
+constexpr int kMaxTile = 16 * 64;  // the largest mr * nr of any level
+constexpr int kMaxMr = 16;         // the largest mr of any level
+constexpr int kMaxNr = 64;         // the largest nr of any level
+
+// Packing buffers, one set per thread and reused across calls (64-byte aligned starts).
+struct PackBuffers {
+  std::vector<float> a_storage, b_storage;
+  float* a = nullptr;
+  float* b = nullptr;
+  void Reserve(int64_t a_floats, int64_t b_floats) {
+    a = Aligned(a_storage, a_floats);
+    b = Aligned(b_storage, b_floats);
+  }
+  static float* Aligned(std::vector<float>& storage, int64_t floats) {
+    if (static_cast<int64_t>(storage.size()) < floats + 16) {
+      storage.resize(static_cast<std::size_t>(floats + 16));
+    }
+    auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+    return storage.data() + ((64 - address % 64) % 64) / sizeof(float);
+  }
+};
+thread_local PackBuffers tls_buffers;
+
+// A(i0.., p0..) as panels of mr rows: out[panel * mr * kc + p * mr + i]; rows past `rows` are 0.
+// The writes run contiguously while the reads walk the mr rows side by side, so the rows'
+// cache misses overlap instead of coming one row at a time.
+void PackA(const MatrixView& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, int mr,
+           float* out) {
+  const float* row_start[kMaxMr];
+  for (int64_t ip = 0; ip < rows; ip += mr) {
+    float* panel = out + ip * kc;
+    const int64_t live = std::min<int64_t>(mr, rows - ip);
+    for (int64_t i = 0; i < live; ++i) {
+      row_start[i] = a.data + (i0 + ip + i) * a.row_stride + p0 * a.col_stride;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      float* dst = panel + p * mr;
+      const int64_t offset = p * a.col_stride;
+      for (int64_t i = 0; i < live; ++i) dst[i] = row_start[i][offset];
+      for (int64_t i = live; i < mr; ++i) dst[i] = 0.0f;
+    }
+  }
+}
+
+// B(p0.., j0..) as panels of nr columns: out[panel * nr * kc + p * nr + j]; columns past `cols`
+// are 0.
+void PackB(const MatrixView& b, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+           float* out) {
+  for (int64_t jp = 0; jp < cols; jp += nr) {
+    float* panel = out + jp * kc;
+    const int64_t live = std::min<int64_t>(nr, cols - jp);
+    if (b.col_stride == 1) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = b.data + (p0 + p) * b.row_stride + j0 + jp;
+        std::memcpy(panel + p * nr, src, static_cast<std::size_t>(live) * sizeof(float));
+        for (int64_t j = live; j < nr; ++j) panel[p * nr + j] = 0.0f;
+      }
+      continue;
+    }
+    // Transposed source (columns contiguous): read the live columns side by side.
+    const float* col_start[kMaxNr];
+    for (int64_t j = 0; j < live; ++j) {
+      col_start[j] = b.data + p0 * b.row_stride + (j0 + jp + j) * b.col_stride;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      float* dst = panel + p * nr;
+      const int64_t offset = p * b.row_stride;
+      for (int64_t j = 0; j < live; ++j) dst[j] = col_start[j][offset];
+      for (int64_t j = live; j < nr; ++j) dst[j] = 0.0f;
+    }
+  }
+}
+
+// Asks the cache for the C tile the next microkernel call will read and write, so its rows
+// (one ldc apart, usually not in cache) arrive while the current tile computes.
+void PrefetchTile(const float* c, int64_t ldc, int64_t rows, int nr) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + i * ldc + j, 1, 3);
+  }
+}
+
+// One tile at c (rows x cols live of mr x nr): direct when full, else through a padded copy.
+void RunTile(const CpuKernels& kr, int64_t kc, const float* a, const float* b, float* c,
+             int64_t ldc, int64_t rows, int64_t cols, bool load_c) {
+  if (rows == kr.mr && cols == kr.nr) {
+    kr.microkernel(kc, a, b, c, ldc, load_c);
+    return;
+  }
+  alignas(64) float tile[kMaxTile];
+  if (load_c) {
+    for (int64_t i = 0; i < kr.mr; ++i) {
+      for (int64_t j = 0; j < kr.nr; ++j) {
+        tile[i * kr.nr + j] = (i < rows && j < cols) ? c[i * ldc + j] : 0.0f;
+      }
+    }
+  }
+  kr.microkernel(kc, a, b, tile, kr.nr, load_c);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(c + i * ldc, tile + i * kr.nr, static_cast<std::size_t>(cols) * sizeof(float));
+  }
+}
+
+// The rows [m0, m1) and columns [n0, n1) of the product, on the calling thread.
+void GemmBlock(const CpuKernels& kr, const GemmProblem& g, int64_t m0, int64_t m1, int64_t n0,
+               int64_t n1) {
+  if (g.k == 0) {
+    if (!g.accumulate) {
+      for (int64_t i = m0; i < m1; ++i) std::fill(g.c + i * g.ldc + n0, g.c + i * g.ldc + n1, 0.0f);
+    }
+    return;
+  }
+  const int64_t mc_max = std::max<int64_t>(kr.mr, kMcTarget / kr.mr * kr.mr);
+  const int64_t nc_max = kNc / kr.nr * kr.nr;
+  PackBuffers& buf = tls_buffers;
+  buf.Reserve(mc_max * kKc, nc_max * kKc);
+  for (int64_t jc = n0; jc < n1; jc += nc_max) {
+    const int64_t nc = std::min(nc_max, n1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += kKc) {
+      const int64_t kc = std::min(kKc, g.k - pc);
+      const bool load_c = g.accumulate || pc > 0;  // later k blocks continue the chains in C
+      PackB(g.b, pc, kc, jc, nc, kr.nr, buf.b);
+      for (int64_t ic = m0; ic < m1; ic += mc_max) {
+        const int64_t mc = std::min(mc_max, m1 - ic);
+        PackA(g.a, ic, mc, pc, kc, kr.mr, buf.a);
+        for (int64_t jr = 0; jr < nc; jr += kr.nr) {
+          for (int64_t ir = 0; ir < mc; ir += kr.mr) {
+            PrefetchTile(g.c + (ic + ir + kr.mr) * g.ldc + jc + jr, g.ldc,
+                         std::min<int64_t>(kr.mr, mc - ir - kr.mr), kr.nr);
+            RunTile(kr, kc, buf.a + ir * kc, buf.b + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr,
+                    g.ldc, std::min<int64_t>(kr.mr, mc - ir), std::min<int64_t>(kr.nr, nc - jr),
+                    load_c);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm(const CpuKernels& kernels, const GemmProblem& problem, ThreadPool* pool) {
+  const int64_t m = problem.m, n = problem.n;
+  if (m == 0 || n == 0) return;
+  const int threads = pool == nullptr ? 1 : pool->size();
+  // Split the output along the dimension with more microkernel tiles, in whole tiles.
+  const int64_t row_units = (m + kernels.mr - 1) / kernels.mr;
+  const int64_t col_units = (n + kernels.nr - 1) / kernels.nr;
+  const bool split_rows = row_units >= col_units;
+  const int64_t units = split_rows ? row_units : col_units;
+  const int64_t tasks = std::min<int64_t>(threads, units);
+  if (tasks <= 1) {
+    GemmBlock(kernels, problem, 0, m, 0, n);
+    return;
+  }
+  pool->Run(tasks, [&](int64_t t) {
+    const int64_t u0 = units * t / tasks, u1 = units * (t + 1) / tasks;
+    if (split_rows) {
+      GemmBlock(kernels, problem, u0 * kernels.mr, std::min(m, u1 * kernels.mr), 0, n);
+    } else {
+      GemmBlock(kernels, problem, 0, m, u0 * kernels.nr, std::min(n, u1 * kernels.nr));
+    }
+  });
+}
+
+}  // namespace polnode::kernels

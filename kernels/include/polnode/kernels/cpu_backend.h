@@ -1,0 +1,33 @@
+// The fast CPU backend's instruction-set levels, for tests and benchmarks that want a specific
+// one. Normal callers use MakeCpuBackend (backend.h), which picks the best level at run time.
+#ifndef POLNODE_KERNELS_CPU_BACKEND_H_
+#define POLNODE_KERNELS_CPU_BACKEND_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/cpu_isa.h"
+
+namespace polnode::kernels {
+
+/// "scalar", "avx2", "avx512" (the backend's name() is "cpu-" followed by this).
+std::string_view CpuIsaName(CpuIsa isa);
+
+/// The levels this machine (and this build) can run, lowest first; always contains kScalar.
+std::vector<CpuIsa> AvailableCpuIsas();
+
+/// The level MakeCpuBackend uses: the highest available one, lowered to the value of the
+/// environment variable POLNODE_CPU_ISA ("scalar", "avx2" or "avx512") when that is set to an
+/// available level. An unknown or unavailable value is ignored (the highest level is used).
+CpuIsa SelectedCpuIsa();
+
+/// The fast CPU backend at exactly `isa` with `threads` threads (>= 1); kUnavailable when this
+/// machine or build cannot run that level, kInvalidArgument for threads < 1.
+Result<std::unique_ptr<Backend>> MakeCpuBackendForIsa(CpuIsa isa, int threads);
+
+}  // namespace polnode::kernels
+
+#endif  // POLNODE_KERNELS_CPU_BACKEND_H_

@@ -1,0 +1,314 @@
+// Operator names, arity, shape inference and Adam's bias correction (op.h).
+#include "polnode/kernels/op.h"
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace polnode::kernels {
+namespace {
+
+struct OpInfo {
+  Op op;
+  std::string_view name;
+  int inputs;
+  int outputs;
+};
+
+// Indexed by the enum value; the static_assert below keeps it in step with op.h.
+constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
+    {Op::kMatmul, "matmul", 2, 1},
+    {Op::kMatmulGradA, "matmul_grad_a", 2, 1},
+    {Op::kMatmulGradB, "matmul_grad_b", 2, 1},
+    {Op::kBiasAdd, "bias_add", 2, 1},
+    {Op::kBiasGrad, "bias_grad", 1, 1},
+    {Op::kRelu, "relu", 1, 1},
+    {Op::kReluGrad, "relu_grad", 2, 1},
+    {Op::kConv2d3x3, "conv2d_3x3", 2, 1},
+    {Op::kConv2d3x3GradInput, "conv2d_3x3_grad_input", 2, 1},
+    {Op::kConv2d3x3GradWeight, "conv2d_3x3_grad_weight", 2, 1},
+    {Op::kMaxPool2x2, "max_pool_2x2", 1, 2},
+    {Op::kMaxPool2x2Grad, "max_pool_2x2_grad", 2, 1},
+    {Op::kSoftmaxCrossEntropy, "softmax_cross_entropy", 2, 2},
+    {Op::kSoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", 2, 1},
+    {Op::kSgdMomentum, "sgd_momentum", 3, 2},
+    {Op::kAdamW, "adamw", 4, 3},
+}};
+
+constexpr bool OpInfoIsIndexedByEnum() {
+  for (int i = 0; i < kNumOps; ++i) {
+    if (static_cast<int>(kOpInfo[static_cast<std::size_t>(i)].op) != i) return false;
+  }
+  return true;
+}
+static_assert(OpInfoIsIndexedByEnum(), "kOpInfo must list the operators in enum order");
+
+const OpInfo& Info(Op op) { return kOpInfo[static_cast<std::size_t>(op)]; }
+
+// Builds the error messages of one InferOutputShapes call, all prefixed by the operator name.
+class ShapeChecker {
+ public:
+  ShapeChecker(Op op, std::span<const Tensor* const> inputs) : op_(op), inputs_(inputs) {}
+
+  Status Error(const std::string& what) const {
+    return Status::InvalidArgument(std::string(OpName(op_)) + ": " + what);
+  }
+
+  const Shape& shape(int i) const { return inputs_[static_cast<std::size_t>(i)]->shape(); }
+  const Tensor& tensor(int i) const { return *inputs_[static_cast<std::size_t>(i)]; }
+
+  // "input 1 (B) is [3, 4]": names the input so a message points at the argument to fix.
+  std::string Describe(int i, std::string_view role) const {
+    return "input " + std::to_string(i) + " (" + std::string(role) + ") is " +
+           ShapeToString(shape(i));
+  }
+
+  Status RequireRank(int i, std::string_view role, int rank) const {
+    if (static_cast<int>(shape(i).size()) != rank) {
+      return Error(Describe(i, role) + ", expected rank " + std::to_string(rank));
+    }
+    return Status::Ok();
+  }
+
+  Status RequireSameShape(int i, std::string_view role_i, int j, std::string_view role_j) const {
+    if (shape(i) != shape(j)) {
+      return Error(Describe(i, role_i) + " but " + Describe(j, role_j) + "; they must match");
+    }
+    return Status::Ok();
+  }
+
+  Status RequireDim(int i, std::string_view role, int axis, std::int64_t want,
+                    std::string_view why) const {
+    if (shape(i)[static_cast<std::size_t>(axis)] != want) {
+      return Error(Describe(i, role) + ", expected dimension " + std::to_string(axis) + " to be " +
+                   std::to_string(want) + " (" + std::string(why) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // Class labels / pool taps: every value an exact integer in [0, limit). Checked here because a
+  // bad index would otherwise make a backend read or write out of bounds.
+  Status RequireIndices(int i, std::string_view role, std::int64_t limit) const {
+    const Tensor& t = tensor(i);
+    const float* v = t.data();
+    for (std::int64_t e = 0; e < t.numel(); ++e) {
+      const float x = v[e];
+      if (!(x >= 0.0f && x < static_cast<float>(limit)) ||
+          static_cast<float>(static_cast<std::int64_t>(x)) != x) {
+        return Error("input " + std::to_string(i) + " (" + std::string(role) + ") element " +
+                     std::to_string(e) + " is " + std::to_string(x) +
+                     ", expected an integer in [0, " + std::to_string(limit) + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Op op_;
+  std::span<const Tensor* const> inputs_;
+};
+
+Result<std::vector<Shape>> InferMatmul(Op op, const ShapeChecker& c) {
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(0, op == Op::kMatmulGradA ? "dC" : "A", 2));
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(1, op == Op::kMatmulGradB ? "dC" : "B", 2));
+  const Shape& s0 = c.shape(0);
+  const Shape& s1 = c.shape(1);
+  switch (op) {
+    case Op::kMatmul:  // A[M,K], B[K,N] -> C[M,N]
+      if (s0[1] != s1[0]) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "B") +
+                       ": the inner dimensions differ (" + std::to_string(s0[1]) + " vs " +
+                       std::to_string(s1[0]) + ")");
+      }
+      return std::vector<Shape>{{s0[0], s1[1]}};
+    case Op::kMatmulGradA:  // dC[M,N], B[K,N] -> dA[M,K]
+      if (s0[1] != s1[1]) {
+        return c.Error(c.Describe(0, "dC") + " and " + c.Describe(1, "B") +
+                       ": their column counts differ (" + std::to_string(s0[1]) + " vs " +
+                       std::to_string(s1[1]) + ")");
+      }
+      return std::vector<Shape>{{s0[0], s1[0]}};
+    default:  // kMatmulGradB: A[M,K], dC[M,N] -> dB[K,N]
+      if (s0[0] != s1[0]) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "dC") +
+                       ": their row counts differ (" + std::to_string(s0[0]) + " vs " +
+                       std::to_string(s1[0]) + ")");
+      }
+      return std::vector<Shape>{{s0[1], s1[1]}};
+  }
+}
+
+Result<std::vector<Shape>> InferBias(Op op, const ShapeChecker& c) {
+  const Shape& x = c.shape(0);
+  const std::string_view role = op == Op::kBiasAdd ? "X" : "dY";
+  if (x.size() != 2 && x.size() != 4) {
+    return c.Error(c.Describe(0, role) + ", expected rank 2 [M,N] or rank 4 [N,C,H,W]");
+  }
+  const std::int64_t channels = x[1];  // the last axis of [M,N], the channel axis of [N,C,H,W]
+  if (op == Op::kBiasGrad) return std::vector<Shape>{{channels}};
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "b", 1));
+  POLNODE_RETURN_IF_ERROR(
+      c.RequireDim(1, "b", 0, channels,
+                   x.size() == 2 ? "the last dimension of X" : "the channel dimension of X"));
+  return std::vector<Shape>{x};
+}
+
+Status RequireConvWeight(const ShapeChecker& c, int i) {
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(i, "W", 4));
+  if (c.shape(i)[2] != 3 || c.shape(i)[3] != 3) {
+    return c.Error(c.Describe(i, "W") + ", expected a [Co, Ci, 3, 3] kernel");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<Shape>> InferConv(Op op, const ShapeChecker& c) {
+  switch (op) {
+    case Op::kConv2d3x3: {  // X[N,Ci,H,W], W[Co,Ci,3,3] -> Y[N,Co,H,W]
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "X", 4));
+      POLNODE_RETURN_IF_ERROR(RequireConvWeight(c, 1));
+      const Shape& x = c.shape(0);
+      POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "W", 1, x[1], "the channel count Ci of X"));
+      return std::vector<Shape>{{x[0], c.shape(1)[0], x[2], x[3]}};
+    }
+    case Op::kConv2d3x3GradInput: {  // dY[N,Co,H,W], W[Co,Ci,3,3] -> dX[N,Ci,H,W]
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "dY", 4));
+      POLNODE_RETURN_IF_ERROR(RequireConvWeight(c, 1));
+      const Shape& dy = c.shape(0);
+      POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "W", 0, dy[1], "the channel count Co of dY"));
+      return std::vector<Shape>{{dy[0], c.shape(1)[1], dy[2], dy[3]}};
+    }
+    default: {  // kConv2d3x3GradWeight: X[N,Ci,H,W], dY[N,Co,H,W] -> dW[Co,Ci,3,3]
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "X", 4));
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "dY", 4));
+      const Shape& x = c.shape(0);
+      const Shape& dy = c.shape(1);
+      if (x[0] != dy[0] || x[2] != dy[2] || x[3] != dy[3]) {
+        return c.Error(c.Describe(0, "X") + " but " + c.Describe(1, "dY") +
+                       "; N, H and W must match");
+      }
+      return std::vector<Shape>{{dy[1], x[1], 3, 3}};
+    }
+  }
+}
+
+Result<std::vector<Shape>> InferPool(Op op, const OpAttrs& attrs, const ShapeChecker& c) {
+  if (op == Op::kMaxPool2x2) {
+    POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "X", 4));
+    const Shape& x = c.shape(0);
+    Shape y = {x[0], x[1], x[2] / 2, x[3] / 2};
+    return std::vector<Shape>{y, y};
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "Arg", 4));
+  POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "Arg", 1, "dY"));
+  const Shape& dy = c.shape(1);
+  const std::int64_t h = attrs.pool_input_h;
+  const std::int64_t w = attrs.pool_input_w;
+  if (h < 0 || w < 0 || h / 2 != dy[2] || w / 2 != dy[3]) {
+    return c.Error("attrs.pool_input_h/w = " + std::to_string(h) + "x" + std::to_string(w) +
+                   " do not pool to " + c.Describe(1, "dY") +
+                   " (expected H/2 and W/2, rounded down, to equal dY's last two dimensions)");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireIndices(0, "Arg", 4));
+  return std::vector<Shape>{{dy[0], dy[1], h, w}};
+}
+
+Result<std::vector<Shape>> InferSoftmax(Op op, const ShapeChecker& c) {
+  const std::string_view role = op == Op::kSoftmaxCrossEntropy ? "Z" : "P";
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(0, role, 2));
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "labels", 1));
+  const Shape& z = c.shape(0);
+  if (z[0] < 1 || z[1] < 1) {
+    return c.Error(c.Describe(0, role) + ", expected at least one row and one class");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "labels", 0, z[0], "one label per row"));
+  POLNODE_RETURN_IF_ERROR(c.RequireIndices(1, "labels", z[1]));
+  if (op == Op::kSoftmaxCrossEntropy) return std::vector<Shape>{{1}, z};
+  return std::vector<Shape>{z};
+}
+
+}  // namespace
+
+std::string_view OpName(Op op) {
+  const auto index = static_cast<std::size_t>(op);
+  return index < kOpInfo.size() ? kOpInfo[index].name : std::string_view("unknown_op");
+}
+
+Result<Op> OpFromName(std::string_view name) {
+  for (const OpInfo& info : kOpInfo) {
+    if (info.name == name) return info.op;
+  }
+  return Status::InvalidArgument("unknown operator name \"" + std::string(name) + "\"");
+}
+
+float AdamBiasCorrection(float beta, std::int64_t t) {
+  float power = 1.0f;
+  for (int bit = 62; bit >= 0; --bit) {
+    power = power * power;
+    if ((t >> bit) & 1) power = power * beta;
+  }
+  return 1.0f - power;
+}
+
+int NumInputs(Op op) { return static_cast<std::size_t>(op) < kOpInfo.size() ? Info(op).inputs : 0; }
+
+int NumOutputs(Op op) {
+  return static_cast<std::size_t>(op) < kOpInfo.size() ? Info(op).outputs : 0;
+}
+
+Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
+                                             std::span<const Tensor* const> inputs) {
+  if (static_cast<int>(op) >= kNumOps) {
+    return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
+  }
+  const std::string name(OpName(op));
+  if (static_cast<int>(inputs.size()) != NumInputs(op)) {
+    return Status::InvalidArgument(name + " takes " + std::to_string(NumInputs(op)) +
+                                   " inputs, got " + std::to_string(inputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) {
+      return Status::InvalidArgument(name + ": input " + std::to_string(i) + " is null");
+    }
+    if (inputs[i]->rank() == 0 || inputs[i]->numel() != NumElements(inputs[i]->shape())) {
+      return Status::InvalidArgument(name + ": input " + std::to_string(i) +
+                                     " is an empty tensor (rank 0); a scalar has shape [1]");
+    }
+  }
+  const ShapeChecker c(op, inputs);
+  switch (op) {
+    case Op::kMatmul:
+    case Op::kMatmulGradA:
+    case Op::kMatmulGradB:
+      return InferMatmul(op, c);
+    case Op::kBiasAdd:
+    case Op::kBiasGrad:
+      return InferBias(op, c);
+    case Op::kRelu:
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kReluGrad:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kConv2d3x3:
+    case Op::kConv2d3x3GradInput:
+    case Op::kConv2d3x3GradWeight:
+      return InferConv(op, c);
+    case Op::kMaxPool2x2:
+    case Op::kMaxPool2x2Grad:
+      return InferPool(op, attrs, c);
+    case Op::kSoftmaxCrossEntropy:
+    case Op::kSoftmaxCrossEntropyGrad:
+      return InferSoftmax(op, c);
+    case Op::kSgdMomentum:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 1, "G"));
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 2, "V"));
+      return std::vector<Shape>{c.shape(0), c.shape(0)};
+    case Op::kAdamW:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 1, "G"));
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 2, "M"));
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 3, "V"));
+      return std::vector<Shape>{c.shape(0), c.shape(0), c.shape(0)};
+  }
+  return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
+}
+
+}  // namespace polnode::kernels

@@ -1,0 +1,301 @@
+// The fast CPU backend against the scalar reference: identical bits for every operator, on
+// ragged and larger shapes, at every instruction-set level this machine has and at 1, 2, 3 and 7
+// threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels_test_util.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/cpu_backend.h"
+
+namespace polnode::kernels {
+namespace {
+
+using testing::RandomLabels;
+using testing::RandomTensor;
+using testing::RunOp;
+
+// Random values with the awkward ones mixed in: +-0, subnormals, and (where `with_nan`) NaN and
+// infinities. Products skip NaN: its payload is not part of op.h's contract.
+Tensor AwkwardTensor(const Shape& shape, std::uint32_t seed, bool with_nan) {
+  Tensor t = RandomTensor(shape, seed);
+  std::mt19937 gen(seed ^ 0x9E3779B9u);
+  for (float& v : t.values()) {
+    switch (gen() % 32) {
+      case 0: v = 0.0f; break;
+      case 1: v = -0.0f; break;
+      case 2: v = 1e-39f * (v < 0 ? -1.0f : 1.0f); break;
+      case 3: if (with_nan) v = std::numeric_limits<float>::quiet_NaN(); break;
+      case 4: if (with_nan) v = -std::numeric_limits<float>::infinity(); break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+struct Config {
+  CpuIsa isa;
+  int threads;
+};
+
+std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return std::string(CpuIsaName(info.param.isa)) + "_threads" + std::to_string(info.param.threads);
+}
+
+std::vector<Config> AllConfigs() {
+  std::vector<Config> configs;
+  for (CpuIsa isa : AvailableCpuIsas()) {
+    for (int threads : {1, 2, 3, 7}) configs.push_back({isa, threads});
+  }
+  return configs;
+}
+
+class CpuBackendTest : public ::testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    auto backend = MakeCpuBackendForIsa(GetParam().isa, GetParam().threads);
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    fast_ = std::move(backend).value();
+  }
+
+  // The reference outputs for (op, inputs, attrs), computed once per test program: every
+  // (level, threads) configuration compares against the same reference run, which keeps the
+  // slow scalar reference out of the 12-fold repetition.
+  const Result<std::vector<Tensor>>& ReferenceOutputs(Op op, const std::vector<const Tensor*>& inputs,
+                                                      const OpAttrs& attrs) {
+    std::string key(OpName(op));
+    std::uint64_t hash = 1469598103934665603ull;  // FNV-1a over the input bits and the attrs
+    const auto mix = [&](const void* data, std::size_t bytes) {
+      for (std::size_t i = 0; i < bytes; ++i) {
+        hash = (hash ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+      }
+    };
+    for (const Tensor* t : inputs) {
+      key += ShapeToString(t->shape());
+      mix(t->data(), static_cast<std::size_t>(t->numel()) * sizeof(float));
+    }
+    for (float f : {attrs.lr, attrs.momentum, attrs.weight_decay, attrs.beta1, attrs.beta2,
+                    attrs.eps, attrs.bias_correction1, attrs.bias_correction2}) {
+      mix(&f, sizeof f);
+    }
+    mix(&attrs.pool_input_h, sizeof attrs.pool_input_h);
+    mix(&attrs.pool_input_w, sizeof attrs.pool_input_w);
+    key += std::to_string(hash);
+    static std::map<std::string, Result<std::vector<Tensor>>> cache;
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, RunOp(*reference_, op, attrs, inputs)).first;
+    return it->second;
+  }
+
+  // Runs `op` on both backends and asserts every output has the same bits.
+  void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {}) {
+    const Result<std::vector<Tensor>>& want = ReferenceOutputs(op, inputs, attrs);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    auto got = RunOp(*fast_, op, attrs, inputs);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    for (std::size_t o = 0; o < want->size(); ++o) {
+      const Tensor& w = (*want)[o];
+      const Tensor& g = (*got)[o];
+      ASSERT_EQ(g.shape(), w.shape()) << OpName(op) << " output " << o;
+      if (g.BitwiseEqual(w)) continue;
+      for (std::int64_t e = 0; e < w.numel(); ++e) {
+        ASSERT_EQ(std::memcmp(g.data() + e, w.data() + e, sizeof(float)), 0)
+            << OpName(op) << " on " << ShapeToString(inputs[0]->shape()) << ", output " << o
+            << " element " << e << ": fast " << g.data()[e] << " vs reference " << w.data()[e];
+      }
+    }
+  }
+
+  std::unique_ptr<Backend> reference_ = MakeReferenceBackend();
+  std::unique_ptr<Backend> fast_;
+};
+
+TEST_P(CpuBackendTest, NameReportsTheLevel) {
+  EXPECT_EQ(fast_->name(), "cpu-" + std::string(CpuIsaName(GetParam().isa)));
+}
+
+TEST_P(CpuBackendTest, MatmulAndGradients) {
+  // Ragged sizes around the tile sizes, k beyond one cache block (256), n beyond one column
+  // block (3072), m beyond one row block (192).
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {1, 1, 1}, {7, 17, 129}, {129, 7, 17}, {17, 129, 7}, {13, 0, 5},
+      {33, 300, 65}, {3, 5, 3100}, {300, 513, 257}};
+  std::uint32_t seed = 1;
+  for (const auto& [m, k, n] : shapes) {
+    const Tensor a = AwkwardTensor({m, k}, seed++, false), b = AwkwardTensor({k, n}, seed++, false);
+    const Tensor dc = AwkwardTensor({m, n}, seed++, false);
+    ExpectSameBits(Op::kMatmul, {&a, &b});
+    ExpectSameBits(Op::kMatmulGradA, {&dc, &b});
+    ExpectSameBits(Op::kMatmulGradB, {&a, &dc});
+  }
+}
+
+TEST_P(CpuBackendTest, BiasAddAndGrad) {
+  std::uint32_t seed = 100;
+  for (const Shape& shape : {Shape{1, 1}, Shape{7, 129}, Shape{300, 1000}, Shape{3, 17, 5, 7},
+                             Shape{2, 5, 1, 33}, Shape{8, 16, 28, 28}}) {
+    const Tensor x = AwkwardTensor(shape, seed++, true), b = AwkwardTensor({shape[1]}, seed++, true);
+    ExpectSameBits(Op::kBiasAdd, {&x, &b});
+    ExpectSameBits(Op::kBiasGrad, {&x});
+  }
+}
+
+TEST_P(CpuBackendTest, ReluAndGrad) {
+  std::uint32_t seed = 200;
+  for (const Shape& shape : {Shape{1}, Shape{17}, Shape{7, 129}, Shape{70001}}) {
+    const Tensor x = AwkwardTensor(shape, seed++, true), dy = AwkwardTensor(shape, seed++, true);
+    ExpectSameBits(Op::kRelu, {&x});
+    ExpectSameBits(Op::kReluGrad, {&x, &dy});
+  }
+}
+
+TEST_P(CpuBackendTest, Conv2d3x3AndGradients) {
+  struct ConvShape {
+    std::int64_t batch, cin, cout, height, width;
+  };
+  std::uint32_t seed = 300;
+  for (const ConvShape& s : {ConvShape{1, 1, 1, 1, 1}, ConvShape{2, 3, 4, 7, 5},
+                             ConvShape{3, 5, 7, 17, 9}, ConvShape{9, 2, 3, 6, 6},
+                             ConvShape{4, 16, 8, 14, 14}}) {
+    const Tensor x = AwkwardTensor({s.batch, s.cin, s.height, s.width}, seed++, false);
+    const Tensor w = AwkwardTensor({s.cout, s.cin, 3, 3}, seed++, false);
+    const Tensor dy = AwkwardTensor({s.batch, s.cout, s.height, s.width}, seed++, false);
+    ExpectSameBits(Op::kConv2d3x3, {&x, &w});
+    ExpectSameBits(Op::kConv2d3x3GradInput, {&dy, &w});
+    ExpectSameBits(Op::kConv2d3x3GradWeight, {&x, &dy});
+  }
+}
+
+TEST_P(CpuBackendTest, MaxPoolAndGrad) {
+  std::uint32_t seed = 400;
+  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 7, 9}, Shape{3, 4, 16, 17},
+                             Shape{16, 32, 28, 28}}) {
+    // Values on a coarse grid so that windows have ties (the first tap must win).
+    Tensor x = AwkwardTensor(shape, seed++, true);
+    for (float& v : x.values()) v = std::isfinite(v) ? std::round(v * 2.0f) : v;
+    OpAttrs attrs;
+    attrs.pool_input_h = shape[2];
+    attrs.pool_input_w = shape[3];
+    auto pooled = RunOp(*reference_, Op::kMaxPool2x2, attrs, {&x});
+    ASSERT_TRUE(pooled.ok());
+    const Tensor dy = AwkwardTensor((*pooled)[0].shape(), seed++, true);
+    ExpectSameBits(Op::kMaxPool2x2, {&x}, attrs);
+    ExpectSameBits(Op::kMaxPool2x2Grad, {&(*pooled)[1], &dy}, attrs);
+  }
+}
+
+TEST_P(CpuBackendTest, SoftmaxCrossEntropyAndGrad) {
+  std::uint32_t seed = 500;
+  for (const auto& [rows, classes] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 1}, {7, 10}, {129, 17}, {3000, 10}}) {
+    const Tensor z = RandomTensor({rows, classes}, seed++, -20.0f, 20.0f);
+    const Tensor labels = RandomLabels(rows, classes, seed++);
+    ExpectSameBits(Op::kSoftmaxCrossEntropy, {&z, &labels});
+    auto fwd = RunOp(*reference_, Op::kSoftmaxCrossEntropy, {}, {&z, &labels});
+    ASSERT_TRUE(fwd.ok());
+    ExpectSameBits(Op::kSoftmaxCrossEntropyGrad, {&(*fwd)[1], &labels});
+  }
+}
+
+TEST_P(CpuBackendTest, Optimizers) {
+  OpAttrs attrs;
+  attrs.lr = 0.01f;
+  attrs.momentum = 0.9f;
+  attrs.weight_decay = 5e-4f;
+  attrs.bias_correction1 = AdamBiasCorrection(attrs.beta1, 3);
+  attrs.bias_correction2 = AdamBiasCorrection(attrs.beta2, 3);
+  std::uint32_t seed = 600;
+  for (std::int64_t size : {1, 17, 129, 70001}) {
+    const Tensor w = AwkwardTensor({size}, seed++, true), g = AwkwardTensor({size}, seed++, true);
+    const Tensor m = AwkwardTensor({size}, seed++, true);
+    const Tensor v = RandomTensor({size}, seed++, 0.0f, 1.0f);
+    ExpectSameBits(Op::kSgdMomentum, {&w, &g, &m}, attrs);
+    ExpectSameBits(Op::kAdamW, {&w, &g, &m, &v}, attrs);
+  }
+}
+
+TEST_P(CpuBackendTest, OptimizersInPlaceMatchOutOfPlace) {
+  OpAttrs attrs;
+  attrs.lr = 0.01f;
+  attrs.weight_decay = 0.1f;
+  const Tensor w0 = RandomTensor({1000}, 700), g = RandomTensor({1000}, 701);
+  const Tensor m0 = RandomTensor({1000}, 702), v0 = RandomTensor({1000}, 703, 0.0f, 1.0f);
+  auto want = RunOp(*reference_, Op::kAdamW, attrs, {&w0, &g, &m0, &v0});
+  ASSERT_TRUE(want.ok());
+  Tensor w = w0, m = m0, v = v0;
+  std::vector<const Tensor*> inputs = {&w, &g, &m, &v};
+  std::vector<Tensor*> outputs = {&w, &m, &v};
+  ASSERT_TRUE(fast_->Run(Op::kAdamW, attrs, inputs, outputs).ok());
+  EXPECT_TRUE(w.BitwiseEqual((*want)[0]));
+  EXPECT_TRUE(m.BitwiseEqual((*want)[1]));
+  EXPECT_TRUE(v.BitwiseEqual((*want)[2]));
+}
+
+TEST_P(CpuBackendTest, RejectsBadShapesWithTheReferenceMessage) {
+  const Tensor a({3, 4}), b({5, 6});
+  Tensor c({2, 2});
+  const Tensor before = c;
+  std::vector<const Tensor*> inputs = {&a, &b};
+  std::vector<Tensor*> outputs = {&c};
+  const Status fast = fast_->Run(Op::kMatmul, {}, inputs, outputs);
+  const Status ref = reference_->Run(Op::kMatmul, {}, inputs, outputs);
+  EXPECT_EQ(fast.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fast, ref);
+  EXPECT_TRUE(c.BitwiseEqual(before));  // outputs untouched on error
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLevelsAndThreads, CpuBackendTest, ::testing::ValuesIn(AllConfigs()),
+                         ConfigName);
+
+TEST(CpuIsaTest, EnvironmentVariableLowersTheLevel) {
+  const CpuIsa best = AvailableCpuIsas().back();
+  for (CpuIsa isa : AvailableCpuIsas()) {
+    ASSERT_EQ(setenv("POLNODE_CPU_ISA", std::string(CpuIsaName(isa)).c_str(), 1), 0);
+    EXPECT_EQ(SelectedCpuIsa(), isa);
+    EXPECT_EQ(MakeCpuBackend(2)->name(), "cpu-" + std::string(CpuIsaName(isa)));
+  }
+  ASSERT_EQ(setenv("POLNODE_CPU_ISA", "no-such-level", 1), 0);
+  EXPECT_EQ(SelectedCpuIsa(), best);
+  ASSERT_EQ(unsetenv("POLNODE_CPU_ISA"), 0);
+  EXPECT_EQ(SelectedCpuIsa(), best);
+}
+
+TEST(CpuIsaTest, FactoryChecksArguments) {
+  EXPECT_EQ(MakeCpuBackendForIsa(CpuIsa::kScalar, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MakeCpuBackendForIsa(CpuIsa::kScalar, 1).ok());
+}
+
+TEST(BackendRegistryTest, MakesBackendsByName) {
+  auto reference = MakeBackend("reference", 1);
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ((*reference)->name(), "reference");
+  auto cpu = MakeBackend("cpu", 3);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ((*cpu)->name().rfind("cpu-", 0), 0u);
+  EXPECT_EQ(MakeBackend("tpu", 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeBackend("cpu", 0).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<std::string> compiled = CompiledBackends();
+  ASSERT_GE(compiled.size(), 2u);
+  EXPECT_EQ(compiled[0], "reference");
+  EXPECT_EQ(compiled[1], "cpu");
+  for (const char* gpu : {"cuda", "hip"}) {
+    if (std::find(compiled.begin(), compiled.end(), gpu) != compiled.end()) continue;
+    auto r = MakeBackend(gpu, 1);
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << gpu;
+  }
+}
+
+}  // namespace
+}  // namespace polnode::kernels

@@ -1,0 +1,179 @@
+// op.h's metadata: names, arity, AdamBiasCorrection, and InferOutputShapes with its error cases.
+#include "polnode/kernels/op.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "polnode/kernels/validate_run.h"
+
+namespace polnode::kernels {
+namespace {
+
+Result<std::vector<Shape>> Infer(Op op, const std::vector<const Tensor*>& inputs,
+                                 const OpAttrs& attrs = {}) {
+  return InferOutputShapes(op, attrs, inputs);
+}
+
+// Asserts an kInvalidArgument whose message contains `fragment`.
+void ExpectError(const Result<std::vector<Shape>>& r, const std::string& fragment) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().message();
+}
+
+TEST(OpTest, NamesRoundTripAndAreUnique) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    const std::string name(OpName(op));
+    for (const std::string& other : seen) EXPECT_NE(name, other);
+    seen.push_back(name);
+    auto parsed = OpFromName(name);
+    ASSERT_TRUE(parsed.ok()) << name;
+    EXPECT_EQ(*parsed, op);
+    EXPECT_GE(NumInputs(op), 1);
+    EXPECT_GE(NumOutputs(op), 1);
+  }
+  EXPECT_EQ(OpName(Op::kMatmul), "matmul");
+  EXPECT_EQ(OpName(Op::kConv2d3x3GradInput), "conv2d_3x3_grad_input");
+  EXPECT_EQ(OpFromName("no_such_op").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(OpTest, ArityMatchesTheOperatorComments) {
+  EXPECT_EQ(NumInputs(Op::kBiasGrad), 1);
+  EXPECT_EQ(NumOutputs(Op::kMaxPool2x2), 2);
+  EXPECT_EQ(NumOutputs(Op::kSoftmaxCrossEntropy), 2);
+  EXPECT_EQ(NumInputs(Op::kSgdMomentum), 3);
+  EXPECT_EQ(NumOutputs(Op::kSgdMomentum), 2);
+  EXPECT_EQ(NumInputs(Op::kAdamW), 4);
+  EXPECT_EQ(NumOutputs(Op::kAdamW), 3);
+}
+
+TEST(OpTest, AdamBiasCorrectionMatchesSquareAndMultiply) {
+  EXPECT_EQ(AdamBiasCorrection(0.9f, 1), 1.0f - 0.9f);
+  EXPECT_EQ(AdamBiasCorrection(0.9f, 2), 1.0f - 0.9f * 0.9f);
+  // t = 5 = 0b101, most significant bit first: ((b)^2)^2 * b.
+  const float b = 0.999f;
+  EXPECT_EQ(AdamBiasCorrection(b, 5), 1.0f - ((b * b) * (b * b)) * b);
+  for (std::int64_t t : {1, 7, 100, 1000, 123456}) {
+    const double exact = 1.0 - std::pow(0.999, static_cast<double>(t));
+    EXPECT_NEAR(AdamBiasCorrection(0.999f, t), exact, 1e-4 * exact + 1e-6) << t;
+  }
+}
+
+TEST(OpTest, InfersShapesForEveryOperator) {
+  const Tensor a({5, 3}), b({3, 7}), c({5, 7}), bias7({7}), x4({2, 3, 6, 5}), bias3({3});
+  const Tensor w({4, 3, 3, 3}), y4({2, 4, 6, 5}), pooled({2, 3, 3, 2}), labels({5});
+  EXPECT_EQ(*Infer(Op::kMatmul, {&a, &b}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kMatmulGradA, {&c, &b}), (std::vector<Shape>{{5, 3}}));
+  EXPECT_EQ(*Infer(Op::kMatmulGradB, {&a, &c}), (std::vector<Shape>{{3, 7}}));
+  EXPECT_EQ(*Infer(Op::kBiasAdd, {&c, &bias7}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kBiasAdd, {&x4, &bias3}), (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kBiasGrad, {&c}), (std::vector<Shape>{{7}}));
+  EXPECT_EQ(*Infer(Op::kBiasGrad, {&x4}), (std::vector<Shape>{{3}}));
+  EXPECT_EQ(*Infer(Op::kRelu, {&x4}), (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kReluGrad, {&c, &c}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kConv2d3x3, {&x4, &w}), (std::vector<Shape>{{2, 4, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kConv2d3x3GradInput, {&y4, &w}), (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kConv2d3x3GradWeight, {&x4, &y4}), (std::vector<Shape>{{4, 3, 3, 3}}));
+  EXPECT_EQ(*Infer(Op::kMaxPool2x2, {&x4}), (std::vector<Shape>{{2, 3, 3, 2}, {2, 3, 3, 2}}));
+  OpAttrs pool;
+  pool.pool_input_h = 6;
+  pool.pool_input_w = 5;
+  EXPECT_EQ(*Infer(Op::kMaxPool2x2Grad, {&pooled, &pooled}, pool),
+            (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kSoftmaxCrossEntropy, {&c, &labels}), (std::vector<Shape>{{1}, {5, 7}}));
+  EXPECT_EQ(*Infer(Op::kSoftmaxCrossEntropyGrad, {&c, &labels}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kSgdMomentum, {&c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}}));
+  EXPECT_EQ(*Infer(Op::kAdamW, {&c, &c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}, {5, 7}}));
+}
+
+TEST(OpTest, RejectsWrongInputCountsNullsAndEmptyTensors) {
+  const Tensor a({2, 2}), empty;
+  ExpectError(Infer(Op::kMatmul, {&a}), "matmul takes 2 inputs, got 1");
+  ExpectError(Infer(Op::kRelu, {nullptr}), "relu: input 0 is null");
+  ExpectError(Infer(Op::kRelu, {&empty}), "rank 0");
+}
+
+TEST(OpTest, RejectsMismatchedMatmulShapes) {
+  const Tensor a({5, 3}), b({4, 7}), v({3});
+  ExpectError(Infer(Op::kMatmul, {&a, &b}), "inner dimensions differ (3 vs 4)");
+  ExpectError(Infer(Op::kMatmul, {&v, &b}), "input 0 (A) is [3], expected rank 2");
+  ExpectError(Infer(Op::kMatmulGradA, {&a, &b}), "column counts differ");
+  ExpectError(Infer(Op::kMatmulGradB, {&a, &b}), "row counts differ");
+}
+
+TEST(OpTest, RejectsMismatchedBiasShapes) {
+  const Tensor x({5, 7}), b({6}), x3({2, 3, 4}), x4({2, 3, 4, 4});
+  ExpectError(Infer(Op::kBiasAdd, {&x, &b}), "the last dimension of X");
+  ExpectError(Infer(Op::kBiasAdd, {&x4, &b}), "the channel dimension of X");
+  ExpectError(Infer(Op::kBiasGrad, {&x3}), "expected rank 2 [M,N] or rank 4 [N,C,H,W]");
+}
+
+TEST(OpTest, RejectsMismatchedConvShapes) {
+  const Tensor x({2, 3, 6, 5}), w5({4, 3, 5, 5}), w_ci({4, 2, 3, 3}), dy({2, 4, 6, 4});
+  const Tensor w({4, 3, 3, 3});
+  ExpectError(Infer(Op::kConv2d3x3, {&x, &w5}), "expected a [Co, Ci, 3, 3] kernel");
+  ExpectError(Infer(Op::kConv2d3x3, {&x, &w_ci}), "the channel count Ci of X");
+  ExpectError(Infer(Op::kConv2d3x3GradInput, {&x, &w}), "the channel count Co of dY");
+  ExpectError(Infer(Op::kConv2d3x3GradWeight, {&x, &dy}), "N, H and W must match");
+}
+
+TEST(OpTest, RejectsBadPoolShapesAndTaps) {
+  const Tensor x3({2, 3, 4}), pooled({1, 1, 2, 2}), other({1, 1, 2, 3});
+  ExpectError(Infer(Op::kMaxPool2x2, {&x3}), "expected rank 4");
+  OpAttrs attrs;
+  attrs.pool_input_h = 5;  // 5 / 2 = 2: fine
+  attrs.pool_input_w = 6;  // 6 / 2 = 3: not 2
+  ExpectError(Infer(Op::kMaxPool2x2Grad, {&pooled, &pooled}, attrs), "do not pool to");
+  attrs.pool_input_w = 4;
+  ExpectError(Infer(Op::kMaxPool2x2Grad, {&pooled, &other}, attrs), "they must match");
+  auto bad_arg = Tensor::FromValues({1, 1, 2, 2}, {0.0f, 1.0f, 4.0f, 3.0f});
+  ASSERT_TRUE(bad_arg.ok());
+  ExpectError(Infer(Op::kMaxPool2x2Grad, {&*bad_arg, &pooled}, attrs),
+              "element 2 is 4.000000, expected an integer in [0, 4)");
+}
+
+TEST(OpTest, RejectsBadSoftmaxShapesAndLabels) {
+  const Tensor z({3, 4}), labels2({2}), none({0, 4});
+  ExpectError(Infer(Op::kSoftmaxCrossEntropy, {&z, &labels2}), "one label per row");
+  ExpectError(Infer(Op::kSoftmaxCrossEntropy, {&none, &labels2}), "at least one row");
+  for (float bad : {-1.0f, 4.0f, 1.5f, std::nanf("")}) {
+    auto labels = Tensor::FromValues({3}, {0.0f, bad, 2.0f});
+    ASSERT_TRUE(labels.ok());
+    ExpectError(Infer(Op::kSoftmaxCrossEntropyGrad, {&z, &*labels}), "input 1 (labels) element 1");
+  }
+}
+
+TEST(OpTest, RejectsMismatchedOptimizerShapes) {
+  const Tensor w({3, 4}), g({4, 3});
+  ExpectError(Infer(Op::kSgdMomentum, {&w, &g, &w}), "input 1 (G) is [4, 3]");
+  ExpectError(Infer(Op::kAdamW, {&w, &w, &w, &g}), "input 3 (V) is [4, 3]");
+}
+
+TEST(ValidateRunTest, AllowsOnlyTheDocumentedAliasing) {
+  Tensor w({3}), g({3}), v({3}), m({3});
+  const OpAttrs attrs;
+  std::vector<const Tensor*> sgd_in = {&w, &g, &v};
+  std::vector<Tensor*> in_place = {&w, &v};
+  EXPECT_TRUE(ValidateRun(Op::kSgdMomentum, attrs, sgd_in, in_place).ok());
+  std::vector<Tensor*> swapped = {&v, &w};
+  EXPECT_FALSE(ValidateRun(Op::kSgdMomentum, attrs, sgd_in, swapped).ok());
+  std::vector<Tensor*> twice = {&m, &m};
+  EXPECT_FALSE(ValidateRun(Op::kSgdMomentum, attrs, sgd_in, twice).ok());
+  std::vector<const Tensor*> relu_in = {&w};
+  std::vector<Tensor*> relu_out = {&w};
+  auto r = ValidateRun(Op::kRelu, attrs, relu_in, relu_out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("same tensor as input 0"), std::string::npos);
+  std::vector<Tensor*> too_many = {&m, &v};
+  EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, too_many).ok());
+  std::vector<Tensor*> null_out = {nullptr};
+  EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, null_out).ok());
+}
+
+}  // namespace
+}  // namespace polnode::kernels

@@ -1,0 +1,140 @@
+// The exact edge-case semantics op.h spells out, on the reference backend (the fast CPU backend
+// is held to the same bits by cpu_backend_test.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels_test_util.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/detmath.h"
+
+namespace polnode::kernels {
+namespace {
+
+using testing::RunOp;
+
+Tensor Values(Shape shape, std::vector<float> values) {
+  auto t = Tensor::FromValues(std::move(shape), std::move(values));
+  EXPECT_TRUE(t.ok());
+  return t.ok() ? std::move(t).value() : Tensor();
+}
+
+std::uint32_t Bits(float x) { return det::FloatBits(x); }
+
+class ReferenceSemanticsTest : public ::testing::Test {
+ protected:
+  std::vector<Tensor> Run(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {}) {
+    auto r = RunOp(*backend_, op, attrs, inputs);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : std::vector<Tensor>{};
+  }
+  std::unique_ptr<Backend> backend_ = MakeReferenceBackend();
+};
+
+TEST_F(ReferenceSemanticsTest, ReluMapsNegativeZeroAndNanToPositiveZero) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Values({5}, {-0.0f, nan, -2.0f, 3.0f, 1e-40f});
+  const Tensor y = Run(Op::kRelu, {&x})[0];
+  EXPECT_EQ(Bits(y.data()[0]), Bits(0.0f));
+  EXPECT_EQ(Bits(y.data()[1]), Bits(0.0f));
+  EXPECT_EQ(Bits(y.data()[2]), Bits(0.0f));
+  EXPECT_EQ(y.data()[3], 3.0f);
+  EXPECT_EQ(y.data()[4], 1e-40f);  // subnormals pass through: no flush to zero
+}
+
+TEST_F(ReferenceSemanticsTest, MatmulChainStartsAtPositiveZero) {
+  // A single product of -0: fma(-0 * 1) + (+0) = +0, not -0; K = 0 gives +0 too.
+  const Tensor a = Values({1, 1}, {-0.0f}), b = Values({1, 1}, {1.0f});
+  EXPECT_EQ(Bits(Run(Op::kMatmul, {&a, &b})[0].data()[0]), Bits(0.0f));
+  const Tensor a0({2, 0}), b0({0, 3});
+  const Tensor c0 = Run(Op::kMatmul, {&a0, &b0})[0];
+  ASSERT_EQ(c0.shape(), (Shape{2, 3}));
+  for (float v : c0.values()) EXPECT_EQ(Bits(v), Bits(0.0f));
+}
+
+TEST_F(ReferenceSemanticsTest, MatmulIsOneFmaChain) {
+  // 1 + 2^-24 + (-1): an fma chain keeps the 2^-24 that separate multiply-then-add would lose.
+  const float tiny = std::ldexp(1.0f, -24);
+  const Tensor a = Values({1, 3}, {1.0f + std::ldexp(1.0f, -23), tiny, -1.0f});
+  const Tensor b = Values({3, 1}, {1.0f + std::ldexp(1.0f, -23), 1.0f, 1.0f});
+  float expect = 0.0f;
+  for (int k = 0; k < 3; ++k) expect = std::fma(a.data()[k], b.data()[k], expect);
+  EXPECT_EQ(Bits(Run(Op::kMatmul, {&a, &b})[0].data()[0]), Bits(expect));
+}
+
+TEST_F(ReferenceSemanticsTest, MaxPoolFirstTapWinsTiesAndNanNeverWins) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Two 2x2 windows in a 2x4 image: [5 5; 5 5] and [nan 1; 7 7].
+  const Tensor x = Values({1, 1, 2, 4}, {5.0f, 5.0f, nan, 1.0f, 5.0f, 5.0f, 7.0f, 7.0f});
+  const std::vector<Tensor> out = Run(Op::kMaxPool2x2, {&x});
+  EXPECT_EQ(out[0].data()[0], 5.0f);
+  EXPECT_EQ(out[1].data()[0], 0.0f);  // tap 0
+  // The first tap is NaN; no later tap compares greater than NaN, so it stays.
+  EXPECT_TRUE(std::isnan(out[0].data()[1]));
+  EXPECT_EQ(out[1].data()[1], 0.0f);
+}
+
+TEST_F(ReferenceSemanticsTest, MaxPoolGradRoutesToTheChosenTapAndZeroesTheRest) {
+  const Tensor arg = Values({1, 1, 1, 2}, {3.0f, 1.0f}), dy = Values({1, 1, 1, 2}, {2.0f, -4.0f});
+  OpAttrs attrs;
+  attrs.pool_input_h = 3;  // odd: the last row receives nothing
+  attrs.pool_input_w = 5;
+  const Tensor dx = Run(Op::kMaxPool2x2Grad, {&arg, &dy}, attrs)[0];
+  ASSERT_EQ(dx.shape(), (Shape{1, 1, 3, 5}));
+  std::vector<float> want(15, 0.0f);
+  want[1 * 5 + 1] = 2.0f;   // window 0, tap 3 = (1, 1)
+  want[0 * 5 + 3] = -4.0f;  // window 1, tap 1 = (0, 3)
+  for (int e = 0; e < 15; ++e) EXPECT_EQ(dx.data()[e], want[static_cast<std::size_t>(e)]) << e;
+}
+
+TEST_F(ReferenceSemanticsTest, SoftmaxCrossEntropyIsStableForHugeLogits) {
+  const Tensor z = Values({2, 3}, {1000.0f, 0.0f, -1000.0f, 50.0f, 50.0f, 50.0f});
+  const Tensor labels = Values({2}, {1.0f, 2.0f});
+  const std::vector<Tensor> out = Run(Op::kSoftmaxCrossEntropy, {&z, &labels});
+  // Row 0: loss 1000 for the label-1 logit; row 1: log 3. Mean of the two.
+  EXPECT_NEAR(out[0].data()[0], (1000.0 + std::log(3.0)) / 2, 1e-3);
+  EXPECT_EQ(out[1].data()[0], 1.0f);
+  EXPECT_EQ(out[1].data()[1], 0.0f);
+  EXPECT_NEAR(out[1].data()[3], 1.0 / 3, 1e-7);
+}
+
+TEST_F(ReferenceSemanticsTest, SoftmaxCrossEntropyFollowsTheWrittenOrder) {
+  const Tensor z = Values({1, 4}, {0.5f, -1.25f, 2.0f, 0.75f});
+  const Tensor labels = Values({1}, {3.0f});
+  const std::vector<Tensor> out = Run(Op::kSoftmaxCrossEntropy, {&z, &labels});
+  const float mx = 2.0f;
+  float e[4], s = 0.0f;
+  for (int c = 0; c < 4; ++c) {
+    e[c] = det::Exp(z.data()[c] - mx);
+    s = s + e[c];
+  }
+  EXPECT_EQ(Bits(out[0].data()[0]), Bits(((mx + det::Log(s)) - z.data()[3]) / 1.0f));
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(Bits(out[1].data()[c]), Bits(e[c] / s));
+}
+
+TEST_F(ReferenceSemanticsTest, ConvPaddedTapsArePartOfTheChain) {
+  // On a 1x1 image only the centre tap (kh = kw = 1) is real. Its product, -1e-60, rounds to -0,
+  // and the padded taps after it (+0 * w) turn the chain back into +0 (-0 + +0 = +0): a backend
+  // that skipped padded taps would return -0.
+  const Tensor x = Values({1, 1, 1, 1}, {-1e-30f});
+  Tensor w({1, 1, 3, 3});
+  for (float& v : w.values()) v = 1e-30f;  // product -1e-60 rounds to -0
+  const Tensor y = Run(Op::kConv2d3x3, {&x, &w})[0];
+  float expect = 0.0f;
+  for (int t = 0; t < 9; ++t) expect = std::fma(w.data()[t], t == 4 ? x.data()[0] : 0.0f, expect);
+  EXPECT_EQ(Bits(y.data()[0]), Bits(expect));
+}
+
+TEST_F(ReferenceSemanticsTest, RejectsAliasingAndLeavesOutputsUntouched) {
+  Tensor x = Values({2}, {1.0f, -1.0f});
+  std::vector<const Tensor*> in = {&x};
+  std::vector<Tensor*> out = {&x};
+  EXPECT_EQ(backend_->Run(Op::kRelu, {}, in, out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(x.data()[1], -1.0f);
+}
+
+}  // namespace
+}  // namespace polnode::kernels
