@@ -1,0 +1,465 @@
+#include "gpu/conformance.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "polnode/kernels/tensor.h"
+
+namespace polnode::kernels::conformance {
+namespace {
+
+// splitmix64: a fixed, platform-independent sequence, so a seed names the same inputs on every
+// machine (std:: distributions are implementation-defined).
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+
+  std::uint64_t Next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+  // Uniform in [lo, hi), from 24 random bits.
+  float Uniform(float lo, float hi) {
+    const float unit = static_cast<float>(Next() >> 40) * 0x1p-24f;
+    return lo + (hi - lo) * unit;
+  }
+
+  // Uniform in [0, n).
+  std::int64_t Below(std::int64_t n) { return static_cast<std::int64_t>(Next() % static_cast<std::uint64_t>(n)); }
+
+ private:
+  std::uint64_t state_;
+};
+
+// How a tensor's values are drawn.
+enum class Fill {
+  kSigned,     // uniform in [-1, 1), with +0.0f and -0.0f sprinkled in (2% each)
+  kCoarse,     // multiples of 0.5 in [-2, 2], signed zeros included: frequent exact ties
+  kLogits,     // uniform in [-10, 10)
+  kWide,       // uniform in [-80, 80): exercises det::Exp far from 0
+  kPositive,   // uniform in [0, 1)
+  kSmallPos,   // uniform in [0, 0.01): Adam's second moment
+};
+
+Tensor Random(const Shape& shape, Rng& rng, Fill fill) {
+  Tensor t(shape);
+  for (float& v : t.values()) {
+    switch (fill) {
+      case Fill::kSigned: {
+        const std::int64_t pick = rng.Below(50);
+        v = pick == 0 ? 0.0f : pick == 1 ? -0.0f : rng.Uniform(-1.0f, 1.0f);
+        break;
+      }
+      case Fill::kCoarse: {
+        const std::int64_t k = rng.Below(10);  // 0..9 -> -2.0 .. 2.0, with -0.0 at 9
+        v = k == 9 ? -0.0f : static_cast<float>(k - 4) * 0.5f;
+        break;
+      }
+      case Fill::kLogits:
+        v = rng.Uniform(-10.0f, 10.0f);
+        break;
+      case Fill::kWide:
+        v = rng.Uniform(-80.0f, 80.0f);
+        break;
+      case Fill::kPositive:
+        v = rng.Uniform(0.0f, 1.0f);
+        break;
+      case Fill::kSmallPos:
+        v = rng.Uniform(0.0f, 0.01f);
+        break;
+    }
+  }
+  return t;
+}
+
+// Class indices (or max-pool taps) in [0, n), stored as floats as op.h requires.
+Tensor Indices(const Shape& shape, Rng& rng, std::int64_t n) {
+  Tensor t(shape);
+  for (float& v : t.values()) v = static_cast<float>(rng.Below(n));
+  return t;
+}
+
+struct Case {
+  std::string name;
+  OpAttrs attrs;
+  std::vector<Tensor> inputs;
+  bool expect_error = false;
+  // Run the candidate with its outputs aliasing inputs (the optimizers' in-place update): output
+  // o is input in_place_inputs[o].
+  std::vector<int> in_place_inputs;
+};
+
+Case Make(std::string name, std::vector<Tensor> inputs, OpAttrs attrs = {}) {
+  Case c;
+  c.name = std::move(name);
+  c.attrs = attrs;
+  c.inputs = std::move(inputs);
+  return c;
+}
+
+Case Invalid(std::string name, std::vector<Tensor> inputs, OpAttrs attrs = {}) {
+  Case c = Make(std::move(name) + " (malformed)", std::move(inputs), attrs);
+  c.expect_error = true;
+  return c;
+}
+
+std::string Describe(std::string_view op, const std::vector<Tensor>& inputs) {
+  std::string s(op);
+  for (const Tensor& t : inputs) {
+    // append, not s += " " + ...: GCC 12 reports a false -Wrestrict on operator+(const char*, string&&)
+    s.append(" ").append(ShapeToString(t.shape()));
+  }
+  return s;
+}
+
+struct MatmulDims {
+  std::int64_t m, k, n;
+};
+// Ragged sizes around the GPU's 64-wide tiles and 16-deep k-steps, a long chain (k = 1000), an
+// empty chain (k = 0) and an MLP layer's real size.
+constexpr MatmulDims kMatmulDims[] = {{1, 1, 1},    {1, 7, 17},     {7, 17, 1},   {17, 129, 7}, {64, 64, 64},
+                                      {65, 127, 63}, {3, 1000, 5}, {200, 3, 130}, {4, 0, 5},   {128, 784, 256}};
+
+struct ConvDimsCase {
+  std::int64_t n, ci, co, h, w;
+};
+constexpr ConvDimsCase kConvDims[] = {{1, 1, 1, 1, 1}, {1, 1, 1, 2, 3},   {2, 3, 5, 7, 9},  {3, 4, 6, 17, 5},
+                                      {1, 2, 3, 1, 12}, {4, 16, 8, 14, 14}, {2, 1, 16, 28, 28}};
+
+const std::vector<Shape>& BiasShapes() {
+  static const std::vector<Shape> shapes = {{1, 1},       {7, 17},       {129, 3},      {128, 256},
+                                            {1, 1, 1, 1}, {2, 3, 5, 7},  {3, 16, 14, 14}, {64, 2, 28, 28}};
+  return shapes;
+}
+
+const std::vector<Shape>& ElementwiseShapes() {
+  static const std::vector<Shape> shapes = {{1}, {17}, {7, 129}, {4, 3, 5, 7}, {100003}};
+  return shapes;
+}
+
+const std::vector<Shape>& PoolShapes() {
+  static const std::vector<Shape> shapes = {{1, 1, 2, 2}, {1, 1, 1, 1}, {2, 3, 5, 7}, {1, 2, 9, 4}, {2, 2, 3, 3},
+                                            {3, 4, 28, 28}};
+  return shapes;
+}
+
+struct SoftmaxDims {
+  std::int64_t b, c;
+  Fill fill;
+};
+constexpr SoftmaxDims kSoftmaxDims[] = {{1, 1, Fill::kLogits},  {1, 10, Fill::kLogits},  {7, 17, Fill::kLogits},
+                                        {128, 10, Fill::kLogits}, {3, 1000, Fill::kLogits}, {129, 3, Fill::kLogits},
+                                        {33, 10, Fill::kWide}};
+
+std::vector<Case> CasesFor(Op op, Rng& rng) {
+  std::vector<Case> cases;
+  const std::string_view name = OpName(op);
+  switch (op) {
+    case Op::kMatmul:
+      for (const MatmulDims& d : kMatmulDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.m, d.k}, rng, Fill::kSigned));
+        in.push_back(Random({d.k, d.n}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("matmul inner sizes differ", {Tensor({2, 3}), Tensor({4, 5})}));
+      break;
+    case Op::kMatmulGradA:
+      for (const MatmulDims& d : kMatmulDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.m, d.n}, rng, Fill::kSigned));
+        in.push_back(Random({d.k, d.n}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("matmul_grad_a column counts differ", {Tensor({2, 3}), Tensor({4, 5})}));
+      break;
+    case Op::kMatmulGradB:
+      for (const MatmulDims& d : kMatmulDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.m, d.k}, rng, Fill::kSigned));
+        in.push_back(Random({d.m, d.n}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("matmul_grad_b row counts differ", {Tensor({2, 3}), Tensor({4, 5})}));
+      break;
+    case Op::kBiasAdd:
+      for (const Shape& s : BiasShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        in.push_back(Random({s[1]}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("bias_add bias length differs", {Tensor({3, 4}), Tensor({5})}));
+      break;
+    case Op::kBiasGrad:
+      for (const Shape& s : BiasShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("bias_grad rank 3", {Tensor({2, 3, 4})}));
+      break;
+    case Op::kRelu:
+      for (const Shape& s : ElementwiseShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kCoarse));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+        std::vector<Tensor> in2;
+        in2.push_back(Random(s, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in2), std::move(in2)));
+      }
+      break;
+    case Op::kReluGrad:
+      for (const Shape& s : ElementwiseShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kCoarse));
+        in.push_back(Random(s, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("relu_grad shapes differ", {Tensor({3}), Tensor({4})}));
+      break;
+    case Op::kConv2d3x3:
+      for (const ConvDimsCase& d : kConvDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.n, d.ci, d.h, d.w}, rng, Fill::kSigned));
+        in.push_back(Random({d.co, d.ci, 3, 3}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("conv2d_3x3 channel counts differ", {Tensor({1, 2, 4, 4}), Tensor({3, 5, 3, 3})}));
+      break;
+    case Op::kConv2d3x3GradInput:
+      for (const ConvDimsCase& d : kConvDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.n, d.co, d.h, d.w}, rng, Fill::kSigned));
+        in.push_back(Random({d.co, d.ci, 3, 3}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("conv2d_3x3_grad_input kernel not 3x3", {Tensor({1, 3, 4, 4}), Tensor({3, 2, 5, 5})}));
+      break;
+    case Op::kConv2d3x3GradWeight:
+      for (const ConvDimsCase& d : kConvDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.n, d.ci, d.h, d.w}, rng, Fill::kSigned));
+        in.push_back(Random({d.n, d.co, d.h, d.w}, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("conv2d_3x3_grad_weight batch sizes differ", {Tensor({2, 3, 4, 4}), Tensor({3, 3, 4, 4})}));
+      break;
+    case Op::kMaxPool2x2:
+      for (const Shape& s : PoolShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kCoarse));  // ties, so "first tap wins" is exercised
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("max_pool_2x2 rank 2", {Tensor({4, 4})}));
+      break;
+    case Op::kMaxPool2x2Grad:
+      for (const Shape& s : PoolShapes()) {
+        const Shape pooled = {s[0], s[1], s[2] / 2, s[3] / 2};
+        OpAttrs attrs;
+        attrs.pool_input_h = s[2];
+        attrs.pool_input_w = s[3];
+        std::vector<Tensor> in;
+        in.push_back(Indices(pooled, rng, 4));
+        in.push_back(Random(pooled, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in) + " -> " + ShapeToString(s), std::move(in), attrs));
+      }
+      {
+        OpAttrs attrs;
+        attrs.pool_input_h = 8;  // pooled height 2 needs an input height of 4 or 5
+        attrs.pool_input_w = 4;
+        cases.push_back(Invalid("max_pool_2x2_grad input size does not pool to dY",
+                                {Tensor({1, 1, 2, 2}), Tensor({1, 1, 2, 2})}, attrs));
+      }
+      break;
+    case Op::kSoftmaxCrossEntropy:
+      for (const SoftmaxDims& d : kSoftmaxDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.b, d.c}, rng, d.fill));
+        in.push_back(Indices({d.b}, rng, d.c));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("softmax_cross_entropy label count differs", {Tensor({3, 4}), Tensor({2})}));
+      break;
+    case Op::kSoftmaxCrossEntropyGrad:
+      for (const SoftmaxDims& d : kSoftmaxDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.b, d.c}, rng, Fill::kPositive));
+        in.push_back(Indices({d.b}, rng, d.c));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("softmax_cross_entropy_grad label count differs", {Tensor({3, 4}), Tensor({2})}));
+      break;
+    case Op::kSgdMomentum: {
+      OpAttrs attrs;
+      attrs.lr = 0.05f;
+      attrs.momentum = 0.9f;
+      attrs.weight_decay = 5e-4f;
+      OpAttrs plain;  // no momentum, no decay: d = g exactly, v' = g
+      plain.lr = 0.1f;
+      for (const Shape& s : ElementwiseShapes()) {
+        for (const OpAttrs& a : {attrs, plain}) {
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, Fill::kSigned));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          cases.push_back(Make(Describe(name, in) + (a.momentum == 0.0f ? " plain" : ""), std::move(in), a));
+        }
+      }
+      std::vector<Tensor> in;
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      Case c = Make(Describe(name, in) + " in place", std::move(in), attrs);
+      c.in_place_inputs = {0, 2};  // W' = W, V' = V
+      cases.push_back(std::move(c));
+      cases.push_back(Invalid("sgd_momentum gradient shape differs", {Tensor({3}), Tensor({4}), Tensor({3})}, attrs));
+      break;
+    }
+    case Op::kAdamW: {
+      OpAttrs attrs;
+      attrs.lr = 1e-3f;
+      attrs.weight_decay = 0.01f;
+      for (const std::int64_t t : {std::int64_t{1}, std::int64_t{10}, std::int64_t{1000}}) {
+        attrs.bias_correction1 = AdamBiasCorrection(attrs.beta1, t);
+        attrs.bias_correction2 = AdamBiasCorrection(attrs.beta2, t);
+        for (const Shape& s : ElementwiseShapes()) {
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, Fill::kSigned));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          in.push_back(Random(s, rng, Fill::kSmallPos));
+          cases.push_back(Make(Describe(name, in) + " t=" + std::to_string(t), std::move(in), attrs));
+        }
+      }
+      std::vector<Tensor> in;
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      in.push_back(Random({129, 7}, rng, Fill::kSigned));
+      in.push_back(Random({129, 7}, rng, Fill::kSmallPos));
+      Case c = Make(Describe(name, in) + " in place", std::move(in), attrs);
+      c.in_place_inputs = {0, 2, 3};  // W' = W, M' = M, V' = V
+      cases.push_back(std::move(c));
+      cases.push_back(Invalid("adamw moment shape differs", {Tensor({3}), Tensor({3}), Tensor({4}), Tensor({3})}, attrs));
+      break;
+    }
+  }
+  return cases;
+}
+
+std::string FloatText(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g (0x%08x)", static_cast<double>(v), bits);
+  return buf;
+}
+
+// Empty when the outputs agree bit for bit; else a sentence about the first difference.
+std::string CompareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  for (std::size_t o = 0; o < want.size(); ++o) {
+    const Tensor& g = got[o];
+    const Tensor& w = want[o];
+    if (g.BitwiseEqual(w)) continue;
+    if (g.shape() != w.shape()) {
+      return "output " + std::to_string(o) + " has shape " + ShapeToString(g.shape()) + ", reference " +
+             ShapeToString(w.shape());
+    }
+    std::int64_t first = -1;
+    std::int64_t count = 0;
+    for (std::int64_t e = 0; e < w.numel(); ++e) {
+      if (std::memcmp(g.data() + e, w.data() + e, sizeof(float)) != 0) {
+        if (first < 0) first = e;
+        ++count;
+      }
+    }
+    return "output " + std::to_string(o) + ": " + std::to_string(count) + " of " + std::to_string(w.numel()) +
+           " elements differ; first at flat index " + std::to_string(first) + ": got " +
+           FloatText(g.data()[first]) + ", reference " + FloatText(w.data()[first]);
+  }
+  return "";
+}
+
+std::vector<const Tensor*> Pointers(const std::vector<Tensor>& ts) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : ts) p.push_back(&t);
+  return p;
+}
+
+CaseResult RunCase(Backend& candidate, Backend& reference, Op op, Case& c) {
+  CaseResult r;
+  r.op = op;
+  r.name = c.name;
+  const int n_out = NumOutputs(op);
+
+  std::vector<Tensor> want(static_cast<std::size_t>(n_out));
+  std::vector<Tensor*> want_ptrs;
+  for (Tensor& t : want) want_ptrs.push_back(&t);
+  const std::vector<const Tensor*> ref_in = Pointers(c.inputs);
+  const Status ref_status = reference.Run(op, c.attrs, ref_in, want_ptrs);
+
+  // The candidate gets its own copy of the inputs, so that an in-place run cannot disturb what
+  // the reference saw and a backend that writes its inputs is caught.
+  std::vector<Tensor> cand_inputs = c.inputs;
+  std::vector<Tensor> got(static_cast<std::size_t>(n_out));
+  std::vector<Tensor*> got_ptrs;
+  for (int o = 0; o < n_out; ++o) {
+    const bool aliased = o < static_cast<int>(c.in_place_inputs.size());
+    got_ptrs.push_back(aliased ? &cand_inputs[static_cast<std::size_t>(c.in_place_inputs[static_cast<std::size_t>(o)])]
+                               : &got[static_cast<std::size_t>(o)]);
+  }
+  const std::vector<const Tensor*> cand_in = Pointers(cand_inputs);
+  const Status cand_status = candidate.Run(op, c.attrs, cand_in, got_ptrs);
+
+  if (c.expect_error && ref_status.ok()) {
+    r.detail = "the reference accepted a malformed case, so the case itself is wrong";
+    return r;
+  }
+  if (!c.expect_error && !ref_status.ok()) {
+    r.detail = "the reference rejected a valid case: " + ref_status.ToString();
+    return r;
+  }
+  if (ref_status.code() != cand_status.code()) {
+    r.detail = "status differs: got \"" + cand_status.ToString() + "\", reference \"" + ref_status.ToString() + "\"";
+    return r;
+  }
+  if (!ref_status.ok()) {
+    r.passed = true;
+    return r;
+  }
+  std::vector<Tensor> got_values;
+  for (Tensor* t : got_ptrs) got_values.push_back(*t);
+  r.detail = CompareOutputs(got_values, want);
+  if (r.detail.empty() && c.in_place_inputs.empty()) {
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+      if (!cand_inputs[i].BitwiseEqual(c.inputs[i])) {
+        r.detail = "input " + std::to_string(i) + " was modified although no output aliases it";
+        break;
+      }
+    }
+  }
+  r.passed = r.detail.empty();
+  return r;
+}
+
+}  // namespace
+
+std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed) {
+  // Each operator draws from its own stream, so adding cases to one operator leaves the inputs of
+  // the others unchanged.
+  Rng rng(seed ^ (0xD1B54A32D192ED03ull * (static_cast<std::uint64_t>(op) + 1)));
+  std::vector<Case> cases = CasesFor(op, rng);
+  std::vector<CaseResult> results;
+  results.reserve(cases.size());
+  for (Case& c : cases) results.push_back(RunCase(candidate, reference, op, c));
+  return results;
+}
+
+}  // namespace polnode::kernels::conformance

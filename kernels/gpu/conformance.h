@@ -1,0 +1,39 @@
+// Backend conformance: runs one operator on a fixed battery of random inputs through two
+// backends and compares the results bit for bit. This is how the CUDA and HIP backends are held
+// to the scalar reference (tests/kernels/gpu_backend_test.cc and the polnode_gpu_check program
+// that scripts/gpu-check.sh runs on GPU machines); it works for any pair of backends.
+#ifndef POLNODE_KERNELS_GPU_CONFORMANCE_H_
+#define POLNODE_KERNELS_GPU_CONFORMANCE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/op.h"
+
+namespace polnode::kernels::conformance {
+
+/// The outcome of one case: one operator on one set of inputs, run by both backends.
+struct CaseResult {
+  Op op = Op::kMatmul;
+  /// What the case is, e.g. "matmul A[7, 17] B[17, 129]" or "sgd_momentum [129, 7] in place".
+  std::string name;
+  /// True when both backends agree: the same status code and, when ok, every output with the
+  /// same shape and bits; and the reference accepted a valid case / rejected an invalid one.
+  bool passed = false;
+  /// Empty when passed; otherwise a sentence naming what differed (first differing element with
+  /// both values and their bits, the count of differing elements, or the two statuses).
+  std::string detail;
+};
+
+/// Runs every case of `op` through `candidate` and `reference` and compares them. The cases cover
+/// ragged shapes (1, 7, 17, 129, ...), signed zeros and ties where the operator's order matters,
+/// in-place updates where op.h allows aliasing, and malformed shapes that both backends must
+/// reject with the same status code. Inputs are drawn from a generator seeded with `seed`, so a
+/// failing case can be replayed. Never empty: every operator has cases.
+std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed);
+
+}  // namespace polnode::kernels::conformance
+
+#endif  // POLNODE_KERNELS_GPU_CONFORMANCE_H_

@@ -1,0 +1,467 @@
+// The GPU backend: every operator of op.h as a CUDA/HIP kernel, one source for both vendors
+// (gpu_vendor.h maps the runtime names; gpu.cmake compiles this file with nvcc and with hipcc).
+//
+// Determinism (DESIGN.md section 3): each output element is computed by exactly one thread, which
+// runs that element's chain in the order op.h writes down, with det::Fma (a single-rounding fma)
+// for every fma of the chain and plain + - * / sqrt elsewhere (--fmad=false / -ffp-contract=off
+// stop the compilers from fusing the rest). No float atomics, no tensor cores, no fast-math
+// intrinsics; exp and log come from detmath.h, the same code the CPU backends run. Threads and
+// blocks split outputs only. The arithmetic itself lives in gpu_elements.h, which also compiles
+// for the host so that tests/kernels/gpu_twin_test.cc checks it without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+// The vendor runtime first: later headers' device code (detmath.h) uses its intrinsics.
+#include "gpu/gpu_vendor.h"
+
+#include "gpu/gpu_backend.h"
+#include "gpu/gpu_elements.h"
+#include "polnode/base/status.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/kernels/detmath.h"
+#include "polnode/kernels/op.h"
+#include "polnode/kernels/tensor.h"
+#include "polnode/kernels/validate_run.h"
+
+namespace polnode::kernels {
+namespace POLNODE_GPU_NS {
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kThreadsPerBlock = 256;
+// Grid-stride loops cover any element count with a bounded grid.
+constexpr i64 kMaxBlocks = i64{1} << 20;
+
+unsigned BlocksFor(i64 n) {
+  return static_cast<unsigned>(std::min<i64>((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
+}
+
+__device__ inline i64 GlobalThread() {
+  return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline i64 GridStride() { return static_cast<i64>(gridDim.x) * blockDim.x; }
+// CUDA and HIP overload min() differently for 64-bit integers; this one reads the same in both.
+__device__ inline i64 MinI64(i64 a, i64 b) { return a < b ? a : b; }
+
+// ---------------------------------------------------------------------------------------------
+// Device self-test: y = fma(a, b, c). Run once when a backend is created, and compared bit for bit
+// with the host's std::fma, so a device that cannot run this build's code (or a toolchain whose
+// fma is not fused) is reported as unavailable instead of producing wrong bits later.
+__global__ void VectorFmaKernel(const float* a, const float* b, const float* c, float* y, i64 n) {
+  for (i64 i = GlobalThread(); i < n; i += GridStride()) y[i] = det::Fma(a[i], b[i], c[i]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operator kernels: loops over the elements a thread owns around the per-element arithmetic of
+// gpu_elements.h (shared with the CPU twin test). Grid-stride loops give each element to exactly
+// one thread; only the matrix products and the bias gradient use shared memory, both with
+// barriers between staging and use, and neither splits a chain.
+
+using gpu::ChannelLayout;
+using gpu::ConvDims;
+using gpu::MatmulOperands;
+
+__global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands m) {
+  __shared__ float xs[gpu::kTileStage];
+  __shared__ float ys[gpu::kTileStage];
+  const int tx = static_cast<int>(threadIdx.x);
+  const int ty = static_cast<int>(threadIdx.y);
+  const int tid = ty * gpu::kTileThreads + tx;
+  i64 i0 = 0;
+  i64 j0 = 0;
+  gpu::MatmulTileOrigin(m, blockIdx.x, &i0, &j0);
+  float acc[gpu::kMicro][gpu::kMicro];
+  for (int r = 0; r < gpu::kMicro; ++r)
+    for (int c = 0; c < gpu::kMicro; ++c) acc[r][c] = 0.0f;
+  for (i64 p0 = 0; p0 < m.depth; p0 += gpu::kTileP) {
+    for (int e = tid; e < gpu::kTile * gpu::kTileP; e += gpu::kTileThreads * gpu::kTileThreads) {
+      gpu::MatmulStage(m, i0, j0, p0, e, xs, ys);
+    }
+    __syncthreads();
+    gpu::MatmulSteps(xs, ys, tx, ty, gpu::MatmulTileDepth(m, p0), acc);
+    __syncthreads();
+  }
+  gpu::MatmulStore(m, i0, j0, tx, ty, acc);
+}
+
+__global__ void BiasAddKernel(const float* x, const float* b, float* y, i64 n, ChannelLayout l) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::BiasAddAt(x, b, e, l);
+}
+
+// One block per channel: its threads stage kSumChunk terms of the channel's sum in shared memory
+// (hiding memory latency), then thread 0 adds them in order to the one running chain.
+__global__ void BiasGradKernel(const float* dy, float* db, ChannelLayout l) {
+  __shared__ float chunk[gpu::kSumChunk];
+  const i64 c = blockIdx.x;
+  const i64 total = l.outer * l.inner;
+  float acc = 0.0f;
+  for (i64 s0 = 0; s0 < total; s0 += gpu::kSumChunk) {
+    const int len = static_cast<int>(MinI64(gpu::kSumChunk, total - s0));
+    for (int t = static_cast<int>(threadIdx.x); t < len; t += static_cast<int>(blockDim.x)) {
+      chunk[t] = gpu::BiasGradTerm(dy, c, s0 + t, l);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int t = 0; t < len; ++t) acc = acc + chunk[t];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[c] = acc;
+}
+
+__global__ void ReluKernel(const float* x, float* y, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::ReluAt(x[e]);
+}
+
+__global__ void ReluGradKernel(const float* x, const float* dy, float* dx, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::ReluGradAt(x[e], dy[e]);
+}
+
+__global__ void ConvKernel(const float* x, const float* wt, float* y, ConvDims d, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::ConvAt(x, wt, d, e);
+}
+
+__global__ void ConvGradInputKernel(const float* dy, const float* wt, float* dx, ConvDims d, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::ConvGradInputAt(dy, wt, d, e);
+}
+
+// One thread per weight; the nine taps of one (o, ci) sit in neighbouring threads, which read the
+// same dY values and neighbouring X values, so the caches serve most loads.
+__global__ void ConvGradWeightKernel(const float* x, const float* dy, float* dw, ConvDims d, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dw[e] = gpu::ConvGradWeightAt(x, dy, d, e);
+}
+
+__global__ void MaxPoolKernel(const float* x, float* y, float* arg, i64 h, i64 w, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) gpu::MaxPoolAt(x, y, arg, h, w, e);
+}
+
+__global__ void MaxPoolGradKernel(const float* arg, const float* dy, float* dx, i64 h, i64 w, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::MaxPoolGradAt(arg, dy, h, w, e);
+}
+
+// One thread per row; P holds e[c] until the row's sum is known.
+__global__ void SoftmaxRowsKernel(const float* z, const float* labels, float* p, float* row_loss, i64 batch,
+                                  i64 classes) {
+  for (i64 b = GlobalThread(); b < batch; b += GridStride()) row_loss[b] = gpu::SoftmaxRow(z, labels, p, classes, b);
+}
+
+// The batch mean is one chain, so one thread.
+__global__ void MeanLossKernel(const float* row_loss, float* loss, i64 batch) {
+  if (GlobalThread() == 0) loss[0] = gpu::MeanLoss(row_loss, batch);
+}
+
+__global__ void SoftmaxGradKernel(const float* p, const float* labels, float* dz, i64 batch, i64 classes) {
+  const i64 n = batch * classes;
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dz[e] = gpu::SoftmaxGradAt(p, labels, batch, classes, e);
+}
+
+__global__ void SgdMomentumKernel(const float* w, const float* g, const float* v, float* w_out, float* v_out,
+                                  float neg_lr, float momentum, float wd, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) {
+    gpu::SgdMomentumAt(w, g, v, w_out, v_out, neg_lr, momentum, wd, e);
+  }
+}
+
+__global__ void AdamWKernel(const float* w, const float* g, const float* m, const float* v, float* w_out,
+                            float* m_out, float* v_out, gpu::AdamScalars s, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) gpu::AdamWAt(w, g, m, v, w_out, m_out, v_out, s, e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+Status DeviceError(gpuError_t err, const std::string& what) {
+  return Status::Internal(std::string(POLNODE_GPU_RUNTIME_NAME) + " " + what + " failed: " + gpuGetErrorString(err));
+}
+
+#define POLNODE_GPU_CHECK(expr, what)                          \
+  do {                                                         \
+    const gpuError_t polnode_gpu_err_ = (expr);                \
+    if (polnode_gpu_err_ != gpuSuccess) return DeviceError(polnode_gpu_err_, what); \
+  } while (false)
+
+// A device allocation that only grows, reused across Run calls so steady-state training does
+// not allocate.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) (void)gpuFree(ptr_);
+  }
+
+  // A device array of at least `n` floats (contents unspecified), or the allocation error.
+  Result<float*> Reserve(i64 n) {
+    const std::size_t bytes = static_cast<std::size_t>(std::max<i64>(n, 1)) * sizeof(float);
+    if (bytes <= capacity_) return ptr_;
+    if (ptr_ != nullptr) {
+      (void)gpuFree(ptr_);
+      ptr_ = nullptr;
+      capacity_ = 0;
+    }
+    void* p = nullptr;
+    const gpuError_t err = gpuMalloc(&p, bytes);
+    if (err != gpuSuccess) {
+      (void)gpuGetLastError();  // consume it, so the post-launch check of a later Run does not report it again
+      return DeviceError(err, "allocation of " + std::to_string(bytes) + " bytes");
+    }
+    ptr_ = static_cast<float*>(p);
+    capacity_ = bytes;
+    return ptr_;
+  }
+
+ private:
+  float* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+// Buffer slots: inputs first, then outputs, then scratch.
+constexpr int kMaxInputs = 4;
+constexpr int kMaxOutputs = 3;
+constexpr int kScratchSlot = kMaxInputs + kMaxOutputs;
+constexpr int kNumSlots = kScratchSlot + 1;
+
+class GpuBackend final : public Backend {
+ public:
+  explicit GpuBackend(gpuStream_t stream) : stream_(stream), buffers_(kNumSlots) {}
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+  ~GpuBackend() override {
+    buffers_.clear();  // frees device memory before the stream goes
+    (void)gpuStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return POLNODE_GPU_VENDOR_NAME; }
+
+  Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
+             std::span<Tensor* const> outputs) override {
+    // The same checks, in the same order and with the same messages, as every other backend:
+    // output count and aliasing, then shapes and index values (labels, pool taps).
+    POLNODE_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ValidateRun(op, attrs, inputs, outputs));
+
+    // Every input reaches the device before any output is written back, so outputs may alias
+    // inputs (the optimizers' in-place update) without reading overwritten values.
+    const float* in[kMaxInputs] = {};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      POLNODE_ASSIGN_OR_RETURN(in[i], Upload(static_cast<int>(i), *inputs[i]));
+    }
+    float* out[kMaxOutputs] = {};
+    for (std::size_t o = 0; o < shapes.size(); ++o) {
+      POLNODE_ASSIGN_OR_RETURN(out[o], buffers_[kMaxInputs + o].Reserve(NumElements(shapes[o])));
+    }
+    POLNODE_RETURN_IF_ERROR(Launch(op, attrs, inputs, shapes, in, out));
+    POLNODE_GPU_CHECK(gpuGetLastError(), std::string("launch of ") + std::string(OpName(op)));
+
+    for (std::size_t o = 0; o < shapes.size(); ++o) {
+      Tensor& t = *outputs[o];
+      t.Resize(shapes[o]);
+      if (t.numel() == 0) continue;
+      POLNODE_GPU_CHECK(gpuMemcpyAsync(t.data(), out[o], static_cast<std::size_t>(t.numel()) * sizeof(float),
+                                       gpuMemcpyDeviceToHost, stream_),
+                        "copy of an output to the host");
+    }
+    POLNODE_GPU_CHECK(gpuStreamSynchronize(stream_), std::string("running ") + std::string(OpName(op)));
+    return Status::Ok();
+  }
+
+ private:
+  Result<const float*> Upload(int slot, const Tensor& t) {
+    POLNODE_ASSIGN_OR_RETURN(float* dev, buffers_[static_cast<std::size_t>(slot)].Reserve(t.numel()));
+    if (t.numel() > 0) {
+      POLNODE_GPU_CHECK(gpuMemcpyAsync(dev, t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float),
+                                       gpuMemcpyHostToDevice, stream_),
+                        "copy of an input to the device");
+    }
+    return static_cast<const float*>(dev);
+  }
+
+  // Launches `op`'s kernels on the stream. The sizes come from the same helpers the CPU twin test
+  // uses (gpu_elements.h). Empty outputs launch nothing.
+  Status Launch(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs, const std::vector<Shape>& shapes,
+                const float* const* in, float* const* out) {
+    const i64 n = NumElements(shapes[0]);
+    const unsigned blocks = BlocksFor(n);
+    switch (op) {
+      case Op::kMatmul:
+      case Op::kMatmulGradA:
+      case Op::kMatmulGradB: {
+        MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
+        m.x = in[0];
+        m.y = in[1];
+        m.out = out[0];
+        return Matmul(m);
+      }
+      case Op::kBiasAdd:
+        if (n > 0) BiasAddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n, gpu::ChannelLayoutOf(*inputs[0]));
+        return Status::Ok();
+      case Op::kBiasGrad: {
+        const ChannelLayout l = gpu::ChannelLayoutOf(*inputs[0]);
+        if (l.channels > 0) BiasGradKernel<<<static_cast<unsigned>(l.channels), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], l);
+        return Status::Ok();
+      }
+      case Op::kRelu:
+        if (n > 0) ReluKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], n);
+        return Status::Ok();
+      case Op::kReluGrad:
+        if (n > 0) ReluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
+        return Status::Ok();
+      case Op::kConv2d3x3:
+        if (n > 0) ConvKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        return Status::Ok();
+      case Op::kConv2d3x3GradInput:
+        if (n > 0) ConvGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        return Status::Ok();
+      case Op::kConv2d3x3GradWeight: {
+        // Few outputs with long chains: small blocks spread them over more multiprocessors.
+        constexpr int kSmallBlock = 64;
+        const auto small_blocks = static_cast<unsigned>(std::min<i64>((n + kSmallBlock - 1) / kSmallBlock, kMaxBlocks));
+        if (n > 0) ConvGradWeightKernel<<<small_blocks, kSmallBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        return Status::Ok();
+      }
+      case Op::kMaxPool2x2:
+        if (n > 0) MaxPoolKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], out[1], inputs[0]->dim(2), inputs[0]->dim(3), n);
+        return Status::Ok();
+      case Op::kMaxPool2x2Grad:  // dX's shape [N, C, H, W] comes from attrs
+        if (n > 0) MaxPoolGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], shapes[0][2], shapes[0][3], n);
+        return Status::Ok();
+      case Op::kSoftmaxCrossEntropy: {  // InferOutputShapes guarantees batch >= 1, classes >= 1
+        const i64 batch = inputs[0]->dim(0), classes = inputs[0]->dim(1);
+        POLNODE_ASSIGN_OR_RETURN(float* row_loss, buffers_[kScratchSlot].Reserve(batch));
+        SoftmaxRowsKernel<<<BlocksFor(batch), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[1], row_loss, batch, classes);
+        MeanLossKernel<<<1, 1, 0, stream_>>>(row_loss, out[0], batch);
+        return Status::Ok();
+      }
+      case Op::kSoftmaxCrossEntropyGrad:
+        SoftmaxGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(0), inputs[0]->dim(1));
+        return Status::Ok();
+      case Op::kSgdMomentum:
+        if (n > 0)
+          SgdMomentumKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], out[0], out[1], -attrs.lr,
+                                                                     attrs.momentum, attrs.weight_decay, n);
+        return Status::Ok();
+      case Op::kAdamW:
+        if (n > 0)
+          AdamWKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], in[3], out[0], out[1], out[2],
+                                                               gpu::AdamScalarsOf(attrs), n);
+        return Status::Ok();
+    }
+    return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
+  }
+
+  Status Matmul(const MatmulOperands& m) {
+    const i64 blocks = gpu::MatmulBlocks(m);
+    if (blocks == 0) return Status::Ok();
+    // 2^31 - 1 blocks of 4096 outputs each: beyond any output that fits in device memory.
+    if (blocks > (i64{1} << 31) - 1) {
+      return Status::ResourceExhausted("a matrix product with " + std::to_string(m.rows) + " x " +
+                                       std::to_string(m.cols) + " outputs exceeds one GPU grid");
+    }
+    const dim3 block(gpu::kTileThreads, gpu::kTileThreads);
+    MatmulKernel<<<static_cast<unsigned>(blocks), block, 0, stream_>>>(m);
+    return Status::Ok();
+  }
+
+  gpuStream_t stream_;
+  std::vector<DeviceBuffer> buffers_;
+};
+
+// Inputs for the self-test whose fused and unfused results differ, so a device or compiler that
+// splits the fma into a rounded multiply and an add fails it.
+constexpr int kSelfTestSize = 4096;
+
+// "NVIDIA H100 80GB HBM3 (sm_90)" / "AMD Instinct MI210 (gfx90a:sramecc+:xnack-)", for messages.
+std::string DeviceDescription(int device) {
+  gpuDeviceProp_t prop{};
+  if (gpuGetDeviceProperties(&prop, device) != gpuSuccess) {
+    (void)gpuGetLastError();
+    return "device " + std::to_string(device);
+  }
+#if defined(__HIPCC__)
+  return std::string(prop.name) + " (" + prop.gcnArchName + ")";
+#else
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+#endif
+}
+
+Status SelfTest(gpuStream_t stream, const std::string& device) {
+  std::vector<float> a(kSelfTestSize), b(kSelfTestSize), c(kSelfTestSize), got(kSelfTestSize);
+  std::uint32_t state = 0x9E3779B9u;
+  auto next = [&state]() {  // xorshift32: any fixed sequence works, it only needs variety
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+  };
+  for (int i = 0; i < kSelfTestSize; ++i) {
+    a[i] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
+    b[i] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
+    c[i] = -(a[i] * b[i]);  // a*b + c is then the rounding error of a*b, which only an fma keeps
+  }
+  DeviceBuffer da, db, dc, dy;
+  POLNODE_ASSIGN_OR_RETURN(float* pa, da.Reserve(kSelfTestSize));
+  POLNODE_ASSIGN_OR_RETURN(float* pb, db.Reserve(kSelfTestSize));
+  POLNODE_ASSIGN_OR_RETURN(float* pc, dc.Reserve(kSelfTestSize));
+  POLNODE_ASSIGN_OR_RETURN(float* py, dy.Reserve(kSelfTestSize));
+  const std::size_t bytes = kSelfTestSize * sizeof(float);
+  POLNODE_GPU_CHECK(gpuMemcpyAsync(pa, a.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
+  POLNODE_GPU_CHECK(gpuMemcpyAsync(pb, b.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
+  POLNODE_GPU_CHECK(gpuMemcpyAsync(pc, c.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
+  VectorFmaKernel<<<BlocksFor(kSelfTestSize), kThreadsPerBlock, 0, stream>>>(pa, pb, pc, py, kSelfTestSize);
+  gpuError_t err = gpuGetLastError();
+  if (err != gpuSuccess) {
+    return Status::Unavailable(std::string(POLNODE_GPU_RUNTIME_NAME) + " device " + device +
+                               " cannot run this build's kernels (launch failed: " + gpuGetErrorString(err) +
+                               "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES / "
+                               "POLNODE_HIP_ARCHITECTURES");
+  }
+  POLNODE_GPU_CHECK(gpuMemcpyAsync(got.data(), py, bytes, gpuMemcpyDeviceToHost, stream), "self-test copy");
+  POLNODE_GPU_CHECK(gpuStreamSynchronize(stream), "self-test");
+  for (int i = 0; i < kSelfTestSize; ++i) {
+    const float want = std::fma(a[i], b[i], c[i]);
+    if (std::memcmp(&want, &got[i], sizeof(float)) != 0) {
+      return Status::Unavailable(std::string(POLNODE_GPU_RUNTIME_NAME) + " device " + device +
+                                 " failed the self-test: fma on the device differs from std::fma on the host at "
+                                 "element " + std::to_string(i) + ", so its results would not be bit-exact");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Backend>> Create() {
+  int count = 0;
+  const gpuError_t err = gpuGetDeviceCount(&count);
+  if (err != gpuSuccess || count == 0) {
+    (void)gpuGetLastError();
+    return Status::Unavailable(std::string("no usable ") + POLNODE_GPU_RUNTIME_NAME + " device on this machine" +
+                               (err != gpuSuccess ? std::string(" (") + gpuGetErrorString(err) + ")" : std::string()));
+  }
+  POLNODE_GPU_CHECK(gpuSetDevice(0), "selecting device 0");
+  gpuStream_t stream = nullptr;
+  POLNODE_GPU_CHECK(gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking), "stream creation");
+  const Status self_test = SelfTest(stream, DeviceDescription(0));
+  if (!self_test.ok()) {
+    (void)gpuStreamDestroy(stream);
+    return self_test;
+  }
+  return std::unique_ptr<Backend>(std::make_unique<GpuBackend>(stream));
+}
+
+}  // namespace
+}  // namespace POLNODE_GPU_NS
+
+#if defined(__HIPCC__)
+Result<std::unique_ptr<Backend>> MakeHipBackend() { return POLNODE_GPU_NS::Create(); }
+#else
+Result<std::unique_ptr<Backend>> MakeCudaBackend() { return POLNODE_GPU_NS::Create(); }
+#endif
+
+}  // namespace polnode::kernels

@@ -1,0 +1,392 @@
+// gpu_elements.h: the arithmetic of the GPU kernels, one output element (or one phase of a tile)
+// at a time, as POLNODE_HOST_DEVICE functions.
+//
+// gpu_backend.cu's kernels are thin loops around these functions, and the same functions compile
+// for the host, so tests/kernels/gpu_twin_test.cc can run the GPU backend's exact index math and
+// evaluation order on a CPU (where CI has no GPU) and compare it bit for bit with the reference.
+// Every fma is det::Fma (fmaf's single rounding on both sides); every other operation is a plain
+// IEEE + - * / or sqrt, which nvcc (--fmad=false), hipcc and g++ (-ffp-contract=off) all leave
+// unfused.
+#ifndef POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_
+#define POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_
+
+#include <cstdint>
+#include <span>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+// The vendor runtime first: detmath.h's device paths use its intrinsics (__fmaf_rn, ...).
+#include "gpu/gpu_vendor.h"
+#endif
+#include "polnode/kernels/detmath.h"
+#include "polnode/kernels/op.h"
+#include "polnode/kernels/tensor.h"
+
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#include <cmath>
+#endif
+
+namespace polnode::kernels::gpu {
+
+using i64 = std::int64_t;
+
+/// Correctly rounded square root on host and device (nvcc --prec-sqrt=true, hipcc
+/// -fhip-fp32-correctly-rounded-divide-sqrt).
+POLNODE_HOST_DEVICE inline float Sqrt(float x) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return sqrtf(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
+// ---- Matrix products -----------------------------------------------------------------------
+// One tiled kernel serves kMatmul and both gradients through strides:
+//   out[i, j] = fma chain over p ascending from +0.0f of X(i, p) * Y(p, j),
+//   X(i, p) = x[i * xsi + p * xsp],  Y(p, j) = y[p * ysp + j * ysj].
+// A block owns a kTile x kTile output tile (MatmulTileOrigin); each of its kTileThreads^2 threads owns kMicro^2 outputs
+// (rows ty + kTileThreads * r, columns tx + kTileThreads * c). The block walks p in tiles of kTileP:
+// all threads stage the tile (MatmulStage), a barrier, each thread continues its chains over the
+// staged p in ascending order (MatmulSteps), a barrier; finally MatmulStore.
+inline constexpr int kTile = 64;
+inline constexpr int kTileP = 16;
+inline constexpr int kTileThreads = 16;
+inline constexpr int kMicro = kTile / kTileThreads;
+// Row length of the staged tiles: +1 so that loads that run along p do not all hit one
+// shared-memory bank.
+inline constexpr int kTileStride = kTile + 1;
+inline constexpr int kTileStage = kTileP * kTileStride;  // floats per staged operand
+
+struct MatmulOperands {
+  const float* x;
+  i64 xsi, xsp;
+  const float* y;
+  i64 ysp, ysj;
+  float* out;
+  i64 rows, cols, depth;
+};
+
+/// The strides and sizes of `op` (kMatmul, kMatmulGradA or kMatmulGradB) for validated `inputs`,
+/// with x, y, out left null for the caller to fill with device (or host) pointers.
+inline MatmulOperands MatmulOperandsFor(Op op, std::span<const Tensor* const> inputs) {
+  const Tensor& a = *inputs[0];
+  const Tensor& b = *inputs[1];
+  switch (op) {
+    case Op::kMatmulGradA: {  // dC[M,N] B[K,N] -> dA[M,K]: X = dC, Y(p = n, j = k) = B[k, n]
+      const i64 m = a.dim(0), n = a.dim(1), k = b.dim(0);
+      return {nullptr, n, 1, nullptr, 1, n, nullptr, m, k, n};
+    }
+    case Op::kMatmulGradB: {  // A[M,K] dC[M,N] -> dB[K,N]: X(i = k, p = m) = A[m, k], Y = dC
+      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
+      return {nullptr, 1, k, nullptr, n, 1, nullptr, k, n, m};
+    }
+    default: {  // kMatmul: A[M,K] B[K,N] -> C[M,N]
+      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
+      return {nullptr, k, 1, nullptr, n, 1, nullptr, m, n, k};
+    }
+  }
+}
+
+/// Number of kTile x kTile output tiles, one block each (0 for an empty output).
+inline i64 MatmulBlocks(const MatmulOperands& m) {
+  return ((m.rows + kTile - 1) / kTile) * ((m.cols + kTile - 1) / kTile);
+}
+
+/// The first output row and column of block `block`'s tile, tiles numbered row-major. A 1-D grid
+/// avoids the 65535-block limit of the second grid axis.
+POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 block, i64* i0, i64* j0) {
+  const i64 tiles_per_row = (m.cols + kTile - 1) / kTile;
+  *i0 = (block / tiles_per_row) * kTile;
+  *j0 = (block % tiles_per_row) * kTile;
+}
+
+/// Stages element `e` (0 <= e < kTile * kTileP) of the p-tile at p0 of block (i0, j0) into
+/// xs[p][i] and ys[p][j] (row length kTileStride). Out-of-range elements stage +0.0f; they are
+/// never read by MatmulSteps. Consecutive e read consecutive addresses along whichever axis has
+/// stride 1; only which thread loads what changes with that, never the staged values.
+POLNODE_HOST_DEVICE inline void MatmulStage(const MatmulOperands& m, i64 i0, i64 j0, i64 p0, int e, float* xs,
+                                            float* ys) {
+  const int xi = m.xsp == 1 ? e / kTileP : e % kTile;
+  const int xp = m.xsp == 1 ? e % kTileP : e / kTile;
+  const i64 gi = i0 + xi;
+  const i64 gxp = p0 + xp;
+  xs[xp * kTileStride + xi] = (gi < m.rows && gxp < m.depth) ? m.x[gi * m.xsi + gxp * m.xsp] : 0.0f;
+  const int yj = m.ysj == 1 ? e % kTile : e / kTileP;
+  const int yp = m.ysj == 1 ? e / kTile : e % kTileP;
+  const i64 gj = j0 + yj;
+  const i64 gyp = p0 + yp;
+  ys[yp * kTileStride + yj] = (gj < m.cols && gyp < m.depth) ? m.y[gyp * m.ysp + gj * m.ysj] : 0.0f;
+}
+
+/// How many p of the tile at p0 are real. The chains stop there: padding steps would be
+/// fma(0, 0, acc), which turns an acc of -0.0f into +0.0f.
+POLNODE_HOST_DEVICE inline int MatmulTileDepth(const MatmulOperands& m, i64 p0) {
+  return m.depth - p0 < kTileP ? static_cast<int>(m.depth - p0) : kTileP;
+}
+
+/// Thread (tx, ty) continues its kMicro x kMicro chains over the first `pn` staged p, ascending.
+POLNODE_HOST_DEVICE inline void MatmulSteps(const float* xs, const float* ys, int tx, int ty, int pn,
+                                            float (&acc)[kMicro][kMicro]) {
+  for (int pp = 0; pp < pn; ++pp) {
+    float a[kMicro];
+    float b[kMicro];
+    for (int r = 0; r < kMicro; ++r) a[r] = xs[pp * kTileStride + ty + kTileThreads * r];
+    for (int c = 0; c < kMicro; ++c) b[c] = ys[pp * kTileStride + tx + kTileThreads * c];
+    for (int r = 0; r < kMicro; ++r)
+      for (int c = 0; c < kMicro; ++c) acc[r][c] = det::Fma(a[r], b[c], acc[r][c]);
+  }
+}
+
+/// Writes thread (tx, ty)'s finished chains of block (i0, j0), skipping rows and columns beyond
+/// the matrix.
+POLNODE_HOST_DEVICE inline void MatmulStore(const MatmulOperands& m, i64 i0, i64 j0, int tx, int ty,
+                                            const float (&acc)[kMicro][kMicro]) {
+  for (int r = 0; r < kMicro; ++r) {
+    const i64 i = i0 + ty + kTileThreads * r;
+    if (i >= m.rows) continue;
+    for (int c = 0; c < kMicro; ++c) {
+      const i64 j = j0 + tx + kTileThreads * c;
+      if (j < m.cols) m.out[i * m.cols + j] = acc[r][c];
+    }
+  }
+}
+
+// ---- Bias -----------------------------------------------------------------------------------
+/// X viewed as [outer, channels, inner]: [M, N] is [M, N, 1], [N, C, H, W] is [N, C, H*W]; the
+/// bias (gradient) runs along `channels`.
+struct ChannelLayout {
+  i64 outer, channels, inner;
+};
+
+inline ChannelLayout ChannelLayoutOf(const Tensor& x) {
+  if (x.rank() == 4) return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+  return {x.dim(0), x.dim(1), 1};
+}
+
+/// Y[e] = X[e] + b[channel of e]; one rounding.
+POLNODE_HOST_DEVICE inline float BiasAddAt(const float* x, const float* b, i64 e, ChannelLayout l) {
+  return x[e] + b[(e / l.inner) % l.channels];
+}
+
+/// Element s of channel c's sum, s in [0, outer * inner): db[c] = sum over s ascending from +0.0f
+/// of these, which is dY[m, c] over m (2-D) or dY[n, c, h, w] over (n, h, w) row-major (4-D).
+POLNODE_HOST_DEVICE inline float BiasGradTerm(const float* dy, i64 c, i64 s, ChannelLayout l) {
+  return dy[((s / l.inner) * l.channels + c) * l.inner + s % l.inner];
+}
+
+/// Chunk length of the bias-gradient kernel: a block stages this many terms in shared memory,
+/// then one thread adds them in order, continuing the channel's single chain.
+inline constexpr int kSumChunk = 1024;
+
+// ---- ReLU -----------------------------------------------------------------------------------
+/// X > 0 ? X : +0.0f; the comparison is false for -0.0f and NaN, which both give +0.0f.
+POLNODE_HOST_DEVICE inline float ReluAt(float x) { return x > 0.0f ? x : 0.0f; }
+POLNODE_HOST_DEVICE inline float ReluGradAt(float x, float dy) { return x > 0.0f ? dy : 0.0f; }
+
+// ---- 3x3 convolution, stride 1, zero padding 1 ----------------------------------------------
+struct ConvDims {
+  i64 n, ci, co, h, w;
+};
+
+/// The sizes of `op` (one of the three conv operators) for validated `inputs`.
+inline ConvDims ConvDimsFor(Op op, std::span<const Tensor* const> inputs) {
+  const Tensor& t0 = *inputs[0];
+  const Tensor& t1 = *inputs[1];
+  switch (op) {
+    case Op::kConv2d3x3GradInput:  // dY[N,Co,H,W] W[Co,Ci,3,3]
+      return {t0.dim(0), t1.dim(1), t0.dim(1), t0.dim(2), t0.dim(3)};
+    case Op::kConv2d3x3GradWeight:  // X[N,Ci,H,W] dY[N,Co,H,W]
+      return {t0.dim(0), t0.dim(1), t1.dim(1), t0.dim(2), t0.dim(3)};
+    default:  // kConv2d3x3: X[N,Ci,H,W] W[Co,Ci,3,3]
+      return {t0.dim(0), t0.dim(1), t1.dim(0), t0.dim(2), t0.dim(3)};
+  }
+}
+
+/// plane[row, col] of an h x w plane, +0.0f outside it (the zero padding).
+POLNODE_HOST_DEVICE inline float PaddedAt(const float* plane, i64 h, i64 w, i64 row, i64 col) {
+  return (row >= 0 && row < h && col >= 0 && col < w) ? plane[row * w + col] : 0.0f;
+}
+
+/// Y[n,o,h,w] (flat index e) = fma chain over (ci, kh, kw) ascending from +0.0f of
+/// W[o,ci,kh,kw] * Xpad[n,ci,h+kh-1,w+kw-1]; padded taps take their step with +0.0f.
+POLNODE_HOST_DEVICE inline float ConvAt(const float* x, const float* wt, ConvDims d, i64 e) {
+  const i64 col = e % d.w;
+  const i64 row = (e / d.w) % d.h;
+  const i64 o = (e / (d.w * d.h)) % d.co;
+  const i64 n = e / (d.w * d.h * d.co);
+  float acc = 0.0f;
+  for (i64 ci = 0; ci < d.ci; ++ci) {
+    const float* plane = x + (n * d.ci + ci) * d.h * d.w;
+    const float* k = wt + (o * d.ci + ci) * 9;
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw)
+        acc = det::Fma(k[kh * 3 + kw], PaddedAt(plane, d.h, d.w, row + kh - 1, col + kw - 1), acc);
+  }
+  return acc;
+}
+
+/// dX[n,ci,h,w] (flat index e) = fma chain over (o, kh, kw) ascending from +0.0f of
+/// W[o,ci,kh,kw] * dYpad[n,o,h-kh+1,w-kw+1].
+POLNODE_HOST_DEVICE inline float ConvGradInputAt(const float* dy, const float* wt, ConvDims d, i64 e) {
+  const i64 col = e % d.w;
+  const i64 row = (e / d.w) % d.h;
+  const i64 ci = (e / (d.w * d.h)) % d.ci;
+  const i64 n = e / (d.w * d.h * d.ci);
+  float acc = 0.0f;
+  for (i64 o = 0; o < d.co; ++o) {
+    const float* plane = dy + (n * d.co + o) * d.h * d.w;
+    const float* k = wt + (o * d.ci + ci) * 9;
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw)
+        acc = det::Fma(k[kh * 3 + kw], PaddedAt(plane, d.h, d.w, row - kh + 1, col - kw + 1), acc);
+  }
+  return acc;
+}
+
+/// dW[o,ci,kh,kw] (flat index e) = fma chain over (n, h, w) ascending from +0.0f of
+/// dY[n,o,h,w] * Xpad[n,ci,h+kh-1,w+kw-1].
+POLNODE_HOST_DEVICE inline float ConvGradWeightAt(const float* x, const float* dy, ConvDims d, i64 e) {
+  const int kw = static_cast<int>(e % 3);
+  const int kh = static_cast<int>((e / 3) % 3);
+  const i64 ci = (e / 9) % d.ci;
+  const i64 o = e / (9 * d.ci);
+  float acc = 0.0f;
+  for (i64 n = 0; n < d.n; ++n) {
+    const float* dplane = dy + (n * d.co + o) * d.h * d.w;
+    const float* xplane = x + (n * d.ci + ci) * d.h * d.w;
+    for (i64 row = 0; row < d.h; ++row)
+      for (i64 col = 0; col < d.w; ++col)
+        acc = det::Fma(dplane[row * d.w + col], PaddedAt(xplane, d.h, d.w, row + kh - 1, col + kw - 1), acc);
+  }
+  return acc;
+}
+
+// ---- 2x2 max-pool ---------------------------------------------------------------------------
+/// Output e of pooling `planes` h x w planes (stride 2, floor): writes Y[e] and Arg[e], the tap
+/// index 0..3 in row-major order. The first tap wins; a later one replaces it only when strictly
+/// greater, so a NaN never replaces the first tap.
+POLNODE_HOST_DEVICE inline void MaxPoolAt(const float* x, float* y, float* arg, i64 h, i64 w, i64 e) {
+  const i64 ho = h / 2;
+  const i64 wo = w / 2;
+  const i64 oc = e % wo;
+  const i64 orow = (e / wo) % ho;
+  const i64 p = e / (wo * ho);
+  const float* top = x + (p * h + 2 * orow) * w + 2 * oc;
+  const float taps[4] = {top[0], top[1], top[w], top[w + 1]};
+  float best = taps[0];
+  int best_tap = 0;
+  for (int t = 1; t < 4; ++t) {
+    if (taps[t] > best) {
+      best = taps[t];
+      best_tap = t;
+    }
+  }
+  y[e] = best;
+  arg[e] = static_cast<float>(best_tap);
+}
+
+/// dX[e] for an h x w input: dY of the window holding e if that window chose e's tap, else
+/// +0.0f (also for the row and column beyond the floored windows). Arg holds taps 0..3
+/// (InferOutputShapes checks).
+POLNODE_HOST_DEVICE inline float MaxPoolGradAt(const float* arg, const float* dy, i64 h, i64 w, i64 e) {
+  const i64 ho = h / 2;
+  const i64 wo = w / 2;
+  const i64 col = e % w;
+  const i64 row = (e / w) % h;
+  const i64 p = e / (w * h);
+  const i64 orow = row / 2;
+  const i64 oc = col / 2;
+  if (orow >= ho || oc >= wo) return 0.0f;
+  const i64 o = (p * ho + orow) * wo + oc;
+  const int tap = static_cast<int>((row % 2) * 2 + (col % 2));
+  return static_cast<int>(arg[o]) == tap ? dy[o] : 0.0f;
+}
+
+// ---- Softmax cross-entropy ------------------------------------------------------------------
+/// Row b in op.h's order: max over c (first wins), e[c] = det::Exp(Z - max) into P, their sum
+/// ascending, P = e / s; returns row_loss = (max + det::Log(s)) - Z[b, label].
+POLNODE_HOST_DEVICE inline float SoftmaxRow(const float* z, const float* labels, float* p, i64 classes, i64 b) {
+  const float* zr = z + b * classes;
+  float* pr = p + b * classes;
+  float mx = zr[0];
+  for (i64 c = 1; c < classes; ++c) {
+    if (zr[c] > mx) mx = zr[c];
+  }
+  float s = 0.0f;
+  for (i64 c = 0; c < classes; ++c) {
+    const float e = det::Exp(zr[c] - mx);
+    pr[c] = e;
+    s = s + e;
+  }
+  for (i64 c = 0; c < classes; ++c) pr[c] = pr[c] / s;
+  const i64 label = static_cast<i64>(labels[b]);
+  return (mx + det::Log(s)) - zr[label];
+}
+
+/// loss = (sum over b ascending from +0.0f of row_loss[b]) / B.
+POLNODE_HOST_DEVICE inline float MeanLoss(const float* row_loss, i64 batch) {
+  float acc = 0.0f;
+  for (i64 b = 0; b < batch; ++b) acc = acc + row_loss[b];
+  return acc / static_cast<float>(batch);
+}
+
+/// dZ[e] = (P[e] - (c == L[b] ? 1 : 0)) / B for e = b * classes + c.
+POLNODE_HOST_DEVICE inline float SoftmaxGradAt(const float* p, const float* labels, i64 batch, i64 classes, i64 e) {
+  const i64 c = e % classes;
+  const i64 label = static_cast<i64>(labels[e / classes]);
+  return (p[e] - (c == label ? 1.0f : 0.0f)) / static_cast<float>(batch);
+}
+
+// ---- Optimizers -----------------------------------------------------------------------------
+/// SGD with momentum, element e: d = fma(wd, w, g); v' = fma(momentum, v, d); w' = fma(-lr, v', w).
+POLNODE_HOST_DEVICE inline void SgdMomentumAt(const float* w, const float* g, const float* v, float* w_out,
+                                              float* v_out, float neg_lr, float momentum, float wd, i64 e) {
+  const float we = w[e];
+  const float d = det::Fma(wd, we, g[e]);
+  const float v1 = det::Fma(momentum, v[e], d);
+  v_out[e] = v1;
+  w_out[e] = det::Fma(neg_lr, v1, we);
+}
+
+/// AdamW's scalars, the products op.h rounds once on the host already rounded.
+struct AdamScalars {
+  float lr;
+  float neg_lr_wd;  // -(lr * wd)
+  float beta1, one_minus_beta1;
+  float beta2, one_minus_beta2;
+  float eps;
+  float bias_correction1, bias_correction2;
+};
+
+inline AdamScalars AdamScalarsOf(const OpAttrs& attrs) {
+  AdamScalars s{};
+  s.lr = attrs.lr;
+  s.neg_lr_wd = -(attrs.lr * attrs.weight_decay);
+  s.beta1 = attrs.beta1;
+  s.one_minus_beta1 = 1.0f - attrs.beta1;
+  s.beta2 = attrs.beta2;
+  s.one_minus_beta2 = 1.0f - attrs.beta2;
+  s.eps = attrs.eps;
+  s.bias_correction1 = attrs.bias_correction1;
+  s.bias_correction2 = attrs.bias_correction2;
+  return s;
+}
+
+/// AdamW, element e, in op.h's formulas. Reads every input of e before writing any output, so
+/// the in-place update (outputs aliasing inputs) is safe.
+POLNODE_HOST_DEVICE inline void AdamWAt(const float* w, const float* g, const float* m, const float* v, float* w_out,
+                                        float* m_out, float* v_out, const AdamScalars& s, i64 e) {
+  const float we = w[e];
+  const float ge = g[e];
+  const float w1 = det::Fma(s.neg_lr_wd, we, we);
+  const float m1 = det::Fma(s.beta1, m[e], s.one_minus_beta1 * ge);
+  const float v1 = det::Fma(s.beta2, v[e], (s.one_minus_beta2 * ge) * ge);
+  const float mhat = m1 / s.bias_correction1;
+  const float vhat = v1 / s.bias_correction2;
+  m_out[e] = m1;
+  v_out[e] = v1;
+  w_out[e] = w1 - s.lr * (mhat / (Sqrt(vhat) + s.eps));
+}
+
+}  // namespace polnode::kernels::gpu
+
+#endif  // POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the GPU-versus-CPU bitwise check in one command, on any machine with a GPU.
+#
+#   scripts/gpu-check.sh [--backend cuda|hip] [--jobs N] [--steps N] [--standalone]
+#                        [--polnode PATH] [--data DIR]
+#
+# 1. Configures and builds a release build with the GPU backend required (POLNODE_CUDA=ON or
+#    POLNODE_HIP=ON) in build/release. If the full configure fails (GPU machines often lack the
+#    node's other dependencies: OpenSSL, RocksDB, protobuf, libsecp256k1, GoogleTest), it builds
+#    only the kernels and the standalone checker from kernels/gpu/check in build/gpu-check
+#    (--standalone goes there directly).
+# 2. Runs polnode_gpu_check: every operator on ragged random shapes, GPU against the scalar
+#    reference, bit for bit; one PASS/FAIL line per operator.
+# 3. Runs the GoogleTest GPU suite too when the full build has it.
+# 4. When a polnode binary is at hand (the full build's, or --polnode PATH, e.g. one built
+#    elsewhere and copied here with its libraries) and its `train` takes --backend: a 200-step
+#    training run on the CPU and on the GPU, compared by state hash (and the GPU's steps/s).
+#    --data DIR names the Fashion-MNIST folder (default: Debian's dataset-fashion-mnist).
+# Ends with a summary; the exit status is 0 only if everything that ran passed.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+backend=""
+jobs="$(nproc 2>/dev/null || echo 2)"
+steps=200
+standalone=0
+polnode_bin=""
+data=fashion-mnist
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --backend) backend="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --standalone) standalone=1; shift ;;
+    --polnode) polnode_bin="$2"; shift 2 ;;
+    --data) data="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if [[ -z "$backend" ]]; then
+  if command -v nvidia-smi >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    backend=cuda
+  elif [[ -e /dev/kfd ]]; then
+    backend=hip
+  else
+    echo "gpu-check: no NVIDIA or AMD GPU toolchain found; pass --backend cuda|hip" >&2
+    exit 2
+  fi
+fi
+case "$backend" in
+  cuda) gpu_flags=(-DPOLNODE_CUDA=ON -DPOLNODE_HIP=OFF) ;;
+  hip) gpu_flags=(-DPOLNODE_CUDA=OFF -DPOLNODE_HIP=ON) ;;
+  *) echo "gpu-check: --backend must be cuda or hip, not '$backend'" >&2; exit 2 ;;
+esac
+
+summary=()
+failed=0
+note() { summary+=("$1"); }
+
+echo "== gpu-check: backend $backend, $jobs build jobs"
+if [[ "$backend" == cuda ]] && command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+fi
+
+# ---- 1. build ------------------------------------------------------------------------------
+full=0
+mkdir -p "$root/build"
+build_dir="$root/build/release"
+if [[ $standalone -eq 0 ]]; then
+  echo "== configure (full release build) in $build_dir"
+  if cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc "${gpu_flags[@]}" >"$root/build/gpu-check-configure.log" 2>&1; then
+    full=1
+  else
+    echo "   full configure failed (last lines below); building the kernels alone instead"
+    tail -n 5 "$root/build/gpu-check-configure.log" | sed 's/^/   | /'
+  fi
+fi
+if [[ $full -eq 0 ]]; then
+  build_dir="$root/build/gpu-check"
+  echo "== configure (standalone kernels + checker) in $build_dir"
+  if ! cmake -S "$root/kernels/gpu/check" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc "${gpu_flags[@]}"; then
+    echo "FAIL configure: see the CMake errors above"
+    exit 1
+  fi
+fi
+
+# The checker is required; the test suite and the node are extras that depend on everyone
+# else's code, so a break there is reported without hiding the operator results.
+echo "== build polnode_gpu_check"
+start=$(date +%s)
+if ! cmake --build "$build_dir" --target polnode_gpu_check -j "$jobs"; then
+  echo "FAIL build: see the compiler errors above"
+  exit 1
+fi
+echo "   built in $(( $(date +%s) - start )) s"
+if [[ $full -eq 1 ]]; then
+  available="$(cmake --build "$build_dir" --target help 2>/dev/null)"
+  for t in polnode_kernels_tests polnode; do
+    if ! grep -q "^$t:" <<<"$available"; then continue; fi
+    echo "== build $t"
+    if ! cmake --build "$build_dir" --target "$t" -j "$jobs" >"$build_dir/gpu-check-build-$t.log" 2>&1; then
+      note "FAIL build of $t (last lines of $build_dir/gpu-check-build-$t.log):"
+      while read -r line; do note "       $line"; done < <(tail -n 5 "$build_dir/gpu-check-build-$t.log")
+      failed=1
+    fi
+  done
+fi
+
+# ---- 2. per-operator bitwise check -----------------------------------------------------------
+echo "== bitwise check: $backend against the scalar reference, every operator"
+check_log="$build_dir/gpu-check-ops.log"
+"$build_dir/kernels/polnode_gpu_check" --backend "$backend" | tee "$check_log"
+rc=${PIPESTATUS[0]}
+pass_ops=$(grep -c '^PASS' "$check_log" || true)
+fail_ops=$(grep -c '^FAIL' "$check_log" || true)
+while read -r line; do note "$line"; done < <(grep -E '^(PASS|FAIL|SKIP) |^       ' "$check_log")
+if [[ $rc -eq 0 ]]; then
+  note "PASS operators: $pass_ops of $((pass_ops + fail_ops)) bit-identical to the reference ($backend)"
+elif [[ $rc -eq 2 ]]; then
+  note "FAIL operators: the $backend backend could not run here (see the SKIP line)"
+  failed=1
+else
+  note "FAIL operators: $fail_ops of $((pass_ops + fail_ops)) differ from the reference ($backend)"
+  failed=1
+fi
+
+# ---- 3. GoogleTest suite -------------------------------------------------------------------
+tests_bin="$build_dir/tests/polnode_kernels_tests"
+if [[ -x "$tests_bin" ]]; then
+  echo "== GoogleTest: GPU suites"
+  if "$tests_bin" --gtest_filter='*GpuBitwise*:*GpuFactory*:*ConformanceHarness*' --gtest_brief=1; then
+    note "PASS gtest GPU suites"
+  else
+    note "FAIL gtest GPU suites (see output above)"
+    failed=1
+  fi
+else
+  note "SKIP gtest GPU suites: polnode_kernels_tests not built here (GoogleTest or other dependencies missing)"
+fi
+
+# ---- 4. training run by state hash ---------------------------------------------------------
+if [[ -z "$polnode_bin" ]]; then polnode_bin="$build_dir/node/polnode"; fi
+hash_of() { grep -o '"state_hash"[[:space:]]*:[[:space:]]*"[0-9a-fA-F]*"' | head -n 1 | grep -o '[0-9a-fA-F]\{16,\}'; }
+rate_of() { grep -o '"steps_per_s[a-z_]*"[[:space:]]*:[[:space:]]*[0-9.eE+-]*' | head -n 1 | sed 's/.*:[[:space:]]*//' | awk '{printf "%.1f", $1}'; }
+if [[ ! -x "$polnode_bin" ]]; then
+  note "SKIP training: $polnode_bin not built here"
+elif ! "$polnode_bin" train --help 2>&1 | grep -q -- '--backend'; then
+  note "SKIP training: this polnode's train command has no --backend option yet"
+else
+  # An MLP with SGD and a CNN with AdamW: between them every operator of a training step.
+  runs=("mlp:784-256-128-10 sgd" "cnn:c8-p-c16-p-f64-10 adam")
+  for run in "${runs[@]}"; do
+    read -r model optimizer <<<"$run"
+    train_args=(train --model "$model" --data "$data" --steps "$steps" --batch 128
+                --optimizer "$optimizer" --seed 7 --json)
+    echo "== training: ${train_args[*]} on cpu and on $backend"
+    cpu_out="$("$polnode_bin" "${train_args[@]}" --backend cpu --threads 4 2>&1)"; cpu_rc=$?
+    gpu_out="$("$polnode_bin" "${train_args[@]}" --backend "$backend" --threads 1 2>&1)"; gpu_rc=$?
+    echo "   cpu: $(tail -n 1 <<<"$cpu_out")"
+    echo "   $backend: $(tail -n 1 <<<"$gpu_out")"
+    cpu_hash="$(hash_of <<<"$cpu_out")"
+    gpu_hash="$(hash_of <<<"$gpu_out")"
+    if [[ $cpu_rc -ne 0 || $gpu_rc -ne 0 || -z "$cpu_hash" || -z "$gpu_hash" ]]; then
+      note "FAIL training $model $optimizer: a run failed or printed no state_hash (cpu rc $cpu_rc, $backend rc $gpu_rc)"
+      failed=1
+    elif [[ "$cpu_hash" == "$gpu_hash" ]]; then
+      note "PASS training $model $optimizer: $steps steps, identical state hash $cpu_hash ($backend $(rate_of <<<"$gpu_out") steps/s, cpu x4 $(rate_of <<<"$cpu_out") steps/s)"
+    else
+      note "FAIL training $model $optimizer: $steps steps, state hash cpu $cpu_hash vs $backend $gpu_hash"
+      failed=1
+    fi
+  done
+fi
+
+echo
+echo "== gpu-check summary ($backend)"
+for line in "${summary[@]}"; do echo "$line"; done
+if [[ $failed -eq 0 ]]; then echo "RESULT: PASS"; else echo "RESULT: FAIL"; fi
+exit $failed
