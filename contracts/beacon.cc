@@ -1,0 +1,107 @@
+#include "polnode/contracts/beacon.h"
+
+#include <algorithm>
+#include <span>
+
+#include "polnode/consensus/encoding.h"
+
+namespace polnode::contracts {
+namespace {
+
+std::span<const std::uint8_t> Span(std::string_view bytes) {
+  return {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
+}
+
+// The first 8 bytes of a digest as a big-endian integer.
+std::uint64_t Leading64(const Hash256& hash) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < 8; ++i) value = (value << 8) | hash[i];
+  return value;
+}
+
+}  // namespace
+
+Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
+  consensus::HashWriter w;
+  w.String("polnode/task-spec/v1");
+  w.String(spec.model_spec());
+  w.Bytes(Span(spec.dataset_hash()));
+  w.Bytes(Span(spec.hyperparameters_hash()));
+  w.U64(spec.total_steps());
+  w.U64(spec.checkpoint_interval());
+  w.U32(spec.segments_per_verification());
+  w.U64(spec.payment());
+  w.U64(spec.claim_window());
+  w.U64(spec.training_window());
+  return w.Finalize();
+}
+
+Hash256 TaskIdFor(const Hash256& spec_hash, std::string_view submitter, std::uint64_t nonce) {
+  consensus::HashWriter w;
+  w.String("polnode/task-id/v1");
+  w.Fixed(spec_hash);
+  w.Bytes(Span(submitter));
+  w.U64(nonce);
+  return w.Finalize();
+}
+
+Hash256 SecretCommitment(std::string_view secret) { return consensus::Sha256(secret); }
+
+Hash256 ForcedSeed(const Hash256& block_randomness, std::string_view task_id) {
+  consensus::HashWriter w;
+  w.String("polnode/forced-seed/v1");
+  w.Fixed(block_randomness);
+  w.Bytes(Span(task_id));
+  return w.Finalize();
+}
+
+bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::string_view task_id,
+                   std::uint64_t rate) {
+  if (rate == 0) return false;
+  consensus::HashWriter w;
+  w.String("polnode/forced-error/v1");
+  w.Bytes(Span(secret));
+  w.Bytes(Span(forced_seed));
+  w.Bytes(Span(task_id));
+  return Leading64(w.Finalize()) % rate == 0;
+}
+
+Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root) {
+  consensus::HashWriter w;
+  w.String("polnode/segment-beacon/v1");
+  w.Fixed(block_randomness);
+  w.Bytes(Span(task_id));
+  w.Bytes(Span(proof_root));
+  return w.Finalize();
+}
+
+Hash256 AssignmentScore(std::string_view segment_beacon, std::string_view verifier) {
+  consensus::HashWriter w;
+  w.String("polnode/assignment/v1");
+  w.Bytes(Span(segment_beacon));
+  w.Bytes(Span(verifier));
+  return w.Finalize();
+}
+
+std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::string_view verifier,
+                                        std::uint64_t segment_count, std::uint32_t q) {
+  std::vector<std::uint64_t> drawn;
+  if (q == 0 || q > segment_count) return drawn;
+  // 2^64 mod n: accepting only draws >= this leaves a range whose size is a multiple of n.
+  const std::uint64_t reject_below = (0 - segment_count) % segment_count;
+  for (std::uint64_t counter = 0; drawn.size() < q; ++counter) {
+    consensus::HashWriter w;
+    w.String("polnode/segments/v1");
+    w.Bytes(Span(segment_beacon));
+    w.Bytes(Span(verifier));
+    w.U64(counter);
+    const std::uint64_t x = Leading64(w.Finalize());
+    if (x < reject_below) continue;
+    const std::uint64_t index = x % segment_count;
+    if (std::find(drawn.begin(), drawn.end(), index) == drawn.end()) drawn.push_back(index);
+  }
+  std::sort(drawn.begin(), drawn.end());
+  return drawn;
+}
+
+}  // namespace polnode::contracts

@@ -1,0 +1,50 @@
+#include "keys.h"
+
+#include <cstdio>
+#include <span>
+
+#include "polnode/consensus/hex.h"
+
+namespace polnode::contracts {
+namespace {
+
+// 16 lowercase hex digits, so that bytewise key order is numeric order.
+std::string FixedHex64(std::uint64_t value) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return std::string(buffer, 16);
+}
+
+}  // namespace
+
+std::string ToHex(std::string_view raw) {
+  return consensus::BytesToHex(
+      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+}
+
+std::string_view RoleName(proto::Role role) {
+  switch (role) {
+    case proto::ROLE_SOLVER:
+      return "solver";
+    case proto::ROLE_VERIFIER:
+      return "verifier";
+    case proto::ROLE_WHISTLEBLOWER:
+      return "whistleblower";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string AccountKey(std::string_view pubkey) { return std::string(kAccountPrefix) + ToHex(pubkey); }
+
+std::string StakeKey(proto::Role role, std::string_view pubkey) {
+  return std::string(kStakePrefix) + std::string(RoleName(role)) + "/" + ToHex(pubkey);
+}
+
+std::string TaskKey(std::string_view task_id) { return std::string(kTaskPrefix) + ToHex(task_id); }
+
+std::string TaskSeqKey(std::uint64_t seq) { return std::string(kTaskSeqPrefix) + FixedHex64(seq); }
+
+std::string DueKey(std::uint64_t height) { return std::string(kDuePrefix) + FixedHex64(height); }
+
+}  // namespace polnode::contracts

@@ -1,0 +1,110 @@
+#include "payload_rules.h"
+
+#include <string>
+#include <string_view>
+
+#include "dispatch.h"
+#include "keys.h"
+
+namespace polnode::contracts {
+namespace {
+
+Status Check32(std::string_view bytes, std::string_view field) {
+  if (bytes.size() != kIdBytes) return Status::InvalidArgument(std::string(field) + " must be 32 bytes");
+  return Status::Ok();
+}
+
+Status CheckPositive(std::uint64_t value, std::string_view field) {
+  if (value == 0) return Status::InvalidArgument(std::string(field) + " must be positive");
+  return Status::Ok();
+}
+
+// 1..kMaxTextBytes printable ASCII characters: safe in logs, JSON and file names.
+Status CheckText(std::string_view text, std::string_view field) {
+  if (text.empty() || text.size() > kMaxTextBytes) {
+    return Status::InvalidArgument(std::string(field) + " must be 1.." + std::to_string(kMaxTextBytes) + " bytes");
+  }
+  for (char c : text) {
+    if (c < 0x20 || c > 0x7e) return Status::InvalidArgument(std::string(field) + " must be printable ASCII");
+  }
+  return Status::Ok();
+}
+
+Status CheckRole(proto::Role role) {
+  if (role != proto::ROLE_SOLVER && role != proto::ROLE_VERIFIER && role != proto::ROLE_WHISTLEBLOWER) {
+    return Status::InvalidArgument("role must be solver, verifier or whistleblower");
+  }
+  return Status::Ok();
+}
+
+Status CheckSpec(const proto::TaskSpec& spec) {
+  POLNODE_RETURN_IF_ERROR(CheckText(spec.model_spec(), "model_spec"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.dataset_hash(), "dataset_hash"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.hyperparameters_hash(), "hyperparameters_hash"));
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.total_steps(), "total_steps"));
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.checkpoint_interval(), "checkpoint_interval"));
+  if (spec.total_steps() % spec.checkpoint_interval() != 0) {
+    return Status::InvalidArgument("total_steps must be a multiple of checkpoint_interval");
+  }
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.segments_per_verification(), "segments_per_verification"));
+  if (spec.segments_per_verification() > spec.total_steps() / spec.checkpoint_interval()) {
+    return Status::InvalidArgument("segments_per_verification exceeds the number of segments");
+  }
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.payment(), "payment"));
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.claim_window(), "claim_window"));
+  return CheckPositive(spec.training_window(), "training_window");
+}
+
+}  // namespace
+
+Status CheckRules(const proto::TransferTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.to(), "to"));
+  return CheckPositive(msg.amount(), "amount");
+}
+
+Status CheckRules(const proto::StakeTx& msg) {
+  POLNODE_RETURN_IF_ERROR(CheckRole(msg.role()));
+  return CheckPositive(msg.amount(), "amount");
+}
+
+Status CheckRules(const proto::UnstakeTx& msg) {
+  POLNODE_RETURN_IF_ERROR(CheckRole(msg.role()));
+  return CheckPositive(msg.amount(), "amount");
+}
+
+Status CheckRules(const proto::SubmitTaskTx& msg) {
+  if (!msg.has_spec()) return Status::InvalidArgument("spec is missing");
+  POLNODE_RETURN_IF_ERROR(CheckSpec(msg.spec()));
+  return CheckText(msg.spec_uri(), "spec_uri");
+}
+
+Status CheckRules(const proto::CancelTaskTx& msg) { return Check32(msg.task_id(), "task_id"); }
+
+Status CheckRules(const proto::ClaimTaskTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  return Check32(msg.secret_commitment(), "secret_commitment");
+}
+
+Status CheckRules(const proto::CommitProofTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  POLNODE_RETURN_IF_ERROR(Check32(msg.proof_root(), "proof_root"));
+  return CheckText(msg.proof_uri(), "proof_uri");
+}
+
+Status CheckRules(const proto::VerdictTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  return Check32(msg.report_hash(), "report_hash");
+}
+
+Status CheckRules(const proto::DisputeTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  return Check32(msg.verifier(), "verifier");
+}
+
+Status CheckRules(const proto::RevealTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  POLNODE_RETURN_IF_ERROR(Check32(msg.secret(), "secret"));
+  return Check32(msg.result_root(), "result_root");
+}
+
+}  // namespace polnode::contracts

@@ -1,0 +1,146 @@
+// Reveal and settlement when the round is not a forced error, and the reveal deadline.
+// Money of the 10,000-unit task: escrow 9,800 (2% jackpot cut), verifier fee budget 980
+// (490 per assigned verifier), solver pay 8,820.
+#include <gtest/gtest.h>
+
+#include "polnode/contracts/payloads.h"
+#include "task_flow.h"
+
+namespace polnode::contracts::testing {
+namespace {
+
+// Runs to the reveal window with the given verdicts (true = accept) from the assigned verifiers.
+void RunToReveal(TaskFlow& flow, bool first_accepts, bool second_accepts) {
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], first_accepts).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(assigned[1], second_accepts).code, StatusCode::kOk);
+}
+
+TEST(Settlement, AcceptedProofPaysSolverAndVerifiers) {
+  TaskFlow flow;
+  RunToReveal(flow, true, true);
+  flow.AdvancePastDeadline();
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t v0 = flow.chain.Balance(assigned[0]);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  TxResult r = flow.Reveal(flow.proof_root);
+  ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_FALSE(task.forced_error());
+  EXPECT_EQ(task.escrow(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), v0 + 490);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter);  // 9,800 = 8,820 + 2 * 490: nothing left
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).locked(), 0u);
+}
+
+TEST(Settlement, UndisputedRejectionSlashesSolverToTheRejecter) {
+  TaskFlow flow;
+  RunToReveal(flow, true, false);
+  flow.AdvancePastDeadline();
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const std::uint64_t accepter = flow.chain.Balance(assigned[0]);
+  const std::uint64_t rejecter = flow.chain.Balance(assigned[1]);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), accepter + 490);
+  EXPECT_EQ(flow.chain.Balance(assigned[1]), rejecter + 490 + 1'000);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
+}
+
+TEST(Settlement, SlashedSolverStakeIsSplitAmongRejecters) {
+  TaskFlow flow;
+  RunToReveal(flow, false, false);
+  flow.AdvancePastDeadline();
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const std::uint64_t first = flow.chain.Balance(assigned[0]);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), first + 490 + 500);
+}
+
+TEST(Settlement, AbsentVerifiersShareIsRefunded) {
+  TaskFlow flow;
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // verdict deadline: assigned[1] slashed
+  flow.AdvancePastDeadline();  // challenge window closes
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
+}
+
+TEST(Settlement, StandingDisputeLocksEverything) {
+  TaskFlow flow;
+  RunToReveal(flow, true, true);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_DISPUTED);
+  EXPECT_EQ(task.escrow(), 9'800u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 1'000u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 500u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).locked(), 500u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 300u);
+  // Nothing more happens to a disputed task here: later blocks leave it alone.
+  flow.chain.AdvanceTo(flow.chain.height() + 20);
+  EXPECT_EQ(flow.task().status(), proto::TASK_DISPUTED);
+}
+
+TEST(Reveal, RejectsWrongSecretWrongRootWrongTimeAndWrongSigner) {
+  TaskFlow flow;
+  RunToReveal(flow, true, true);
+  EXPECT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kFailedPrecondition);  // challenge window open
+  flow.AdvancePastDeadline();
+  // All in one block: the reveal window is only 3 blocks long.
+  proto::RevealTx wrong_root;
+  wrong_root.set_task_id(flow.task_id);
+  wrong_root.set_secret(flow.secret);
+  wrong_root.set_result_root(Bytes32(0xBB));  // not forced: must equal the committed root
+  proto::RevealTx wrong_secret = wrong_root;
+  wrong_secret.set_secret(Bytes32(0x01));
+  wrong_secret.set_result_root(flow.proof_root);
+  proto::RevealTx by_outsider = wrong_secret;
+  by_outsider.set_secret(flow.secret);
+  BlockResult result = flow.chain.Block({flow.chain.Tx(flow.solver, payload::kReveal, wrong_root),
+                                         flow.chain.Tx(flow.solver, payload::kReveal, wrong_secret),
+                                         flow.chain.Tx(flow.outsider, payload::kReveal, by_outsider)});
+  ASSERT_EQ(result.tx_results.size(), 3u);
+  EXPECT_EQ(result.tx_results[0].code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.tx_results[1].code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.tx_results[2].code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(flow.task().status(), proto::TASK_REVEALING);
+}
+
+TEST(RevealDeadline, SilentSolverIsSlashedToSubmitterVerifiersStillPaid) {
+  TaskFlow flow;
+  RunToReveal(flow, true, false);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // challenge window closes
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  const std::uint64_t v1 = flow.chain.Balance(assigned[1]);
+  flow.AdvancePastDeadline();  // reveal deadline
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_NO_REVEAL);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820 + 1'000);
+  EXPECT_EQ(flow.chain.Balance(assigned[1]), v1 + 490);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 300u);
+}
+
+}  // namespace
+}  // namespace polnode::contracts::testing

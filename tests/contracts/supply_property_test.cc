@@ -1,0 +1,256 @@
+// Property test: random sequences of transactions (fixed seeds, so failures reproduce) keep the
+// total supply constant after every block (checked by Chain::Block), keep every stake record
+// consistent, never fail a block, and replay to the identical state.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "chain_harness.h"
+#include "polnode/contracts/beacon.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/contracts/supply.h"
+
+namespace polnode::contracts::testing {
+namespace {
+
+constexpr int kActors = 8;
+constexpr int kBlocks = 300;
+
+std::string SecretOf(std::uint8_t actor) { return Bytes32(static_cast<std::uint8_t>(0x80 + actor)); }
+
+std::string ToRaw(const Hash256& hash) { return std::string(hash.begin(), hash.end()); }
+
+class RandomTraffic {
+ public:
+  RandomTraffic(Chain& chain, std::uint64_t seed) : chain_(chain), rng_(seed) {}
+
+  // One random transaction: half the time the step a recent task waits for (so tasks reach
+  // every outcome), otherwise any kind of transaction from anyone (mostly noise and failures).
+  VerifiedTx Next() {
+    const std::uint8_t actor = static_cast<std::uint8_t>(Pick(kActors) + 1);
+    const std::string task_id = RandomTaskId();
+    if (Pick(2) == 0) return Progress(task_id, actor);
+    return Noise(task_id, actor);
+  }
+
+ private:
+  VerifiedTx Progress(const std::string& task_id, std::uint8_t actor) {
+    switch (chain_.Task(task_id).status()) {
+      case proto::TASK_OPEN:
+        return Build(5, task_id, actor);
+      case proto::TASK_CLAIMED:
+        return Build(6, task_id, actor);
+      case proto::TASK_VERIFYING:
+        return Build(7, task_id, actor);
+      case proto::TASK_CHALLENGE:  // disputes are rare, or few tasks would ever settle
+        return Build(Pick(4) == 0 ? 8 : 0, task_id, actor);
+      case proto::TASK_REVEALING:
+        return RevealFor(task_id, Key(actor));
+      default:  // closed or disputed: sometimes a new task, else anything
+        return Pick(5) == 0 ? Build(4, task_id, actor) : Noise(task_id, actor);
+    }
+  }
+
+  VerifiedTx Noise(const std::string& task_id, std::uint8_t actor) { return Build(Pick(10), task_id, actor); }
+
+  // Transaction kind `kind` (0 transfer .. 9 reveal) signed by `actor` or, for task steps, by the
+  // participant the step needs (most of the time).
+  VerifiedTx Build(std::uint64_t kind, const std::string& task_id, std::uint8_t actor) {
+    const PubKey signer = Key(actor);
+    switch (kind) {
+      case 0: {
+        proto::TransferTx msg;
+        msg.set_to(Raw(Key(static_cast<std::uint8_t>(Pick(kActors) + 1))));
+        msg.set_amount(1 + Pick(3'000));
+        return chain_.Tx(signer, payload::kTransfer, msg);
+      }
+      case 1:
+      case 2: {
+        proto::StakeTx msg;
+        msg.set_role(static_cast<proto::Role>(1 + Pick(3)));
+        msg.set_amount(300 + Pick(1'200));
+        return chain_.Tx(signer, payload::kStake, msg);
+      }
+      case 3: {
+        proto::UnstakeTx msg;
+        msg.set_role(static_cast<proto::Role>(1 + Pick(3)));
+        msg.set_amount(1 + Pick(800));
+        return chain_.Tx(signer, payload::kUnstake, msg);
+      }
+      case 4: {
+        proto::SubmitTaskTx msg = TaskSubmission(100 + Pick(20'000));
+        msg.mutable_spec()->set_claim_window(1 + Pick(8));
+        msg.mutable_spec()->set_training_window(3 + Pick(8));
+        return chain_.Tx(signer, payload::kSubmitTask, msg);
+      }
+      case 5: {
+        proto::ClaimTaskTx msg;
+        msg.set_task_id(task_id);
+        msg.set_secret_commitment(ToRaw(SecretCommitment(SecretOf(actor))));
+        return chain_.Tx(signer, payload::kClaimTask, msg);
+      }
+      case 6: {
+        proto::CommitProofTx msg;
+        msg.set_task_id(task_id);
+        msg.set_proof_root(Bytes32(0xAA));
+        msg.set_proof_uri("http://solver/proof");
+        return chain_.Tx(SolverOr(task_id, signer), payload::kCommitProof, msg);
+      }
+      case 7: {
+        proto::VerdictTx msg;
+        msg.set_task_id(task_id);
+        msg.set_accept(Pick(3) != 0);
+        msg.set_report_hash(Bytes32(0xCC));
+        return chain_.Tx(SlotOr(task_id, signer), payload::kVerdict, msg);
+      }
+      case 8: {
+        proto::DisputeTx msg;
+        msg.set_task_id(task_id);
+        msg.set_verifier(Raw(SlotOr(task_id, signer)));
+        return chain_.Tx(signer, payload::kDispute, msg);
+      }
+      default:
+        return RevealFor(task_id, signer);
+    }
+  }
+
+  std::uint64_t Pick(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng_); }
+
+  std::string RandomTaskId() {
+    auto count = chain_.state().Get("meta/task_count");
+    std::uint64_t tasks = 0;
+    if (count.ok() && count->has_value()) {
+      for (unsigned char c : **count) tasks = (tasks << 8) | c;
+    }
+    if (tasks == 0) return Bytes32(0);
+    // Favour recent tasks: they are the ones still moving.
+    const std::uint64_t back = std::min<std::uint64_t>(tasks, 4);
+    return chain_.TaskIdAt(tasks - 1 - Pick(back));
+  }
+
+  PubKey ToKey(const std::string& raw) {
+    PubKey key{};
+    std::copy(raw.begin(), raw.end(), key.begin());
+    return key;
+  }
+
+  PubKey SolverOr(const std::string& task_id, const PubKey& fallback) {
+    const proto::Task task = chain_.Task(task_id);
+    return task.solver().size() == 32 && Pick(5) != 0 ? ToKey(task.solver()) : fallback;
+  }
+
+  PubKey SlotOr(const std::string& task_id, const PubKey& fallback) {
+    const proto::Task task = chain_.Task(task_id);
+    if (task.verifiers_size() == 0 || Pick(5) == 0) return fallback;
+    return ToKey(task.verifiers(static_cast<int>(Pick(static_cast<std::uint64_t>(task.verifiers_size())))).verifier());
+  }
+
+  VerifiedTx RevealFor(const std::string& task_id, const PubKey& fallback) {
+    const proto::Task task = chain_.Task(task_id);
+    const PubKey solver = SolverOr(task_id, fallback);
+    const std::string secret = SecretOf(solver[0]);
+    const bool forced = IsForcedError(secret, task.forced_seed(), task_id, chain_.params().forced_error_rate());
+    proto::RevealTx msg;
+    msg.set_task_id(task_id);
+    msg.set_secret(secret);
+    msg.set_result_root(forced || Pick(10) == 0 ? Bytes32(0xBB) : Bytes32(0xAA));
+    return chain_.Tx(solver, payload::kReveal, msg);
+  }
+
+  Chain& chain_;
+  std::mt19937_64 rng_;
+};
+
+std::vector<PubKey> Actors() {
+  std::vector<PubKey> actors;
+  for (int i = 1; i <= kActors; ++i) actors.push_back(Key(static_cast<std::uint8_t>(i)));
+  return actors;
+}
+
+proto::Params PropertyParams() {
+  proto::Params params = TestParams();
+  params.set_forced_error_rate(3);
+  params.set_verify_window(4);
+  params.set_challenge_window(3);
+  params.set_reveal_window(3);
+  return params;
+}
+
+// Runs kBlocks random blocks; returns the final state and counts outcomes seen.
+std::map<std::string, std::string, std::less<>> RunTraffic(std::uint64_t seed, std::map<StatusCode, int>& codes,
+                                                           std::set<int>& outcomes) {
+  Chain chain(PropertyParams(), Actors(), 50'000);
+  // Everyone starts staked at three times the minimum of every role, so tasks can be claimed and
+  // verified from the first block; the traffic then bonds and unbonds at random.
+  std::vector<VerifiedTx> stakes;
+  for (const PubKey& actor : Actors()) {
+    for (proto::Role role : {proto::ROLE_SOLVER, proto::ROLE_VERIFIER, proto::ROLE_WHISTLEBLOWER}) {
+      proto::StakeTx msg;
+      msg.set_role(role);
+      msg.set_amount(role == proto::ROLE_SOLVER ? 3'000 : role == proto::ROLE_VERIFIER ? 1'500 : 900);
+      stakes.push_back(chain.Tx(actor, payload::kStake, msg));
+    }
+  }
+  chain.Block(stakes);
+  RandomTraffic traffic(chain, seed);
+  std::mt19937_64 sizes(seed ^ 0x5eed);
+  for (int block = 0; block < kBlocks; ++block) {
+    std::vector<VerifiedTx> txs;
+    const int count = static_cast<int>(sizes() % 7);
+    for (int i = 0; i < count; ++i) txs.push_back(traffic.Next());
+    BlockResult result = chain.Block(txs);
+    EXPECT_EQ(result.tx_results.size(), txs.size()) << "block " << chain.height();
+    for (const TxResult& r : result.tx_results) ++codes[r.code];
+    Status consistent = chain.state().Scan("stake/", [](std::string_view, std::string_view value) {
+      proto::StakeRecord stake;
+      EXPECT_TRUE(stake.ParseFromString(std::string(value)));
+      EXPECT_LE(stake.locked(), stake.bonded());
+      return true;
+    });
+    EXPECT_TRUE(consistent.ok());
+  }
+  Status scanned = chain.state().Scan("task/", [&outcomes](std::string_view, std::string_view value) {
+    proto::Task task;
+    EXPECT_TRUE(task.ParseFromString(std::string(value)));
+    if (task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED) {
+      EXPECT_EQ(task.escrow(), 0u);
+    }
+    outcomes.insert(task.outcome());
+    return true;
+  });
+  EXPECT_TRUE(scanned.ok());
+  return chain.state().pairs();
+}
+
+TEST(SupplyProperty, RandomTrafficConservesSupplyAndReplaysIdentically) {
+  std::set<int> all_outcomes;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::map<StatusCode, int> codes;
+    std::set<int> outcomes;
+    const auto first = RunTraffic(seed, codes, outcomes);
+    std::map<StatusCode, int> replay_codes;
+    std::set<int> replay_outcomes;
+    EXPECT_EQ(RunTraffic(seed, replay_codes, replay_outcomes), first);
+    // The traffic must exercise both successes and failures, and more than one way a task ends.
+    EXPECT_GT(codes[StatusCode::kOk], 100);
+    EXPECT_GT(codes.size(), 2u);
+    EXPECT_GT(outcomes.size(), 5u);
+    std::string seen;
+    for (int outcome : outcomes) seen += proto::TaskOutcome_Name(static_cast<proto::TaskOutcome>(outcome)) + " ";
+    RecordProperty("seed_" + std::to_string(seed) + "_outcomes", seen);
+    RecordProperty("seed_" + std::to_string(seed) + "_ok_txs", codes[StatusCode::kOk]);
+    all_outcomes.insert(outcomes.begin(), outcomes.end());
+  }
+  // Settlement paths with payouts and slashing are part of what conserves supply.
+  for (proto::TaskOutcome outcome : {proto::OUTCOME_ACCEPTED, proto::OUTCOME_REJECTED, proto::OUTCOME_FORCED_ERROR,
+                                     proto::OUTCOME_NO_REVEAL, proto::OUTCOME_NO_COMMIT, proto::OUTCOME_UNVERIFIED}) {
+    EXPECT_TRUE(all_outcomes.count(outcome)) << proto::TaskOutcome_Name(outcome);
+  }
+}
+
+}  // namespace
+}  // namespace polnode::contracts::testing
