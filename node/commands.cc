@@ -9,7 +9,10 @@ namespace {
 constexpr Command kCommands[] = {
     {"keygen", "create a key file (mode 0600) and print its BIP-340 x-only public key", RunKeygenCommand},
     {"sign", "sign a transaction file with a key file, writing the signed envelope", RunSignCommand},
-    {"verify", "verify a signed transaction envelope", RunVerifyCommand},
+    {"verify", "verify a signed transaction envelope (--tx) or a proof of learning (--proof)", RunVerifyCommand},
+    {"prove", "train a task with proof of learning (checkpoint blobs + signed manifest), resumable", RunProveCommand},
+    {"profile", "replay proof segments on every backend/thread count and print distance thresholds", RunProfileCommand},
+    {"train", "train a model on Fashion-MNIST deterministically and print its state hash", RunTrainCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},
 };

@@ -21,6 +21,9 @@ int RunVersionCommand(const std::vector<std::string>& args, Io& io);
 int RunKeygenCommand(const std::vector<std::string>& args, Io& io);
 int RunSignCommand(const std::vector<std::string>& args, Io& io);
 int RunVerifyCommand(const std::vector<std::string>& args, Io& io);
+int RunTrainCommand(const std::vector<std::string>& args, Io& io);
+int RunProveCommand(const std::vector<std::string>& args, Io& io);
+int RunProfileCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace polnode::node
 

@@ -23,27 +23,30 @@ Result<consensus::TxEnvelope> ParseTxJson(std::string_view json, bool signed_for
   if (!doc.IsObject()) return Status::InvalidArgument("transaction JSON must be an object");
   std::initializer_list<std::string_view> unsigned_fields = {"chain_id", "nonce", "payload_type", "payload_hex"};
   std::initializer_list<std::string_view> signed_fields = {"signer_pubkey", "signature"};
-  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
-    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+  // Members are visited by index and looked up with HasMember: comparing rapidjson's member
+  // iterators is ambiguous under C++20's reversed operators (clang rejects it with -Werror).
+  auto members = doc.MemberBegin();
+  for (rapidjson::SizeType i = 0; i < doc.MemberCount(); ++i) {
+    const auto& member = members[i];
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
     bool known = std::find(unsigned_fields.begin(), unsigned_fields.end(), name) != unsigned_fields.end() ||
                  (signed_form && std::find(signed_fields.begin(), signed_fields.end(), name) != signed_fields.end());
     if (!known) return Status::InvalidArgument("unknown field \"" + std::string(name) + "\" in transaction JSON");
   }
   auto string_field = [&](const char* name) -> Result<std::string> {
-    auto it = doc.FindMember(name);
-    if (it == doc.MemberEnd() || !it->value.IsString()) {
+    if (!doc.HasMember(name) || !doc[name].IsString()) {
       return Status::InvalidArgument(std::string("transaction JSON needs a string field \"") + name + "\"");
     }
-    return std::string(it->value.GetString(), it->value.GetStringLength());
+    const rapidjson::Value& value = doc[name];
+    return std::string(value.GetString(), value.GetStringLength());
   };
   consensus::TxEnvelope tx;
   POLNODE_ASSIGN_OR_RETURN(tx.chain_id, string_field("chain_id"));
   POLNODE_ASSIGN_OR_RETURN(tx.payload_type, string_field("payload_type"));
-  auto nonce = doc.FindMember("nonce");
-  if (nonce == doc.MemberEnd() || !nonce->value.IsUint64()) {
+  if (!doc.HasMember("nonce") || !doc["nonce"].IsUint64()) {
     return Status::InvalidArgument("transaction JSON needs a non-negative integer field \"nonce\"");
   }
-  tx.nonce = nonce->value.GetUint64();
+  tx.nonce = doc["nonce"].GetUint64();
   POLNODE_ASSIGN_OR_RETURN(std::string payload_hex, string_field("payload_hex"));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> payload, consensus::HexToBytes(payload_hex));
   tx.payload.assign(payload.begin(), payload.end());

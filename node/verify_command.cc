@@ -3,6 +3,9 @@
 #include "commands.h"
 #include "file_util.h"
 #include "json.h"
+#include "pol_cli.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/verifier/replay.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/consensus/tx_envelope.h"
@@ -39,15 +42,109 @@ int VerifyTxFile(const FlagSet& flags, Io& io) {
   return kExitOk;
 }
 
+void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solver::ProofManifest& m,
+                      const std::string& task_source) {
+  JsonWriter w;
+  w.BeginObject()
+      .Field("accept", v.accept)
+      .Field("reason", v.reason)
+      .Field("task_id", consensus::HashToHex(m.task_id))
+      .Field("task_source", task_source)
+      .Field("merkle_root", consensus::HashToHex(m.merkle_root))
+      .Field("signed", v.is_signed)
+      .Field("manifest_ok", v.manifest_ok)
+      .Field("initial_state_ok", v.initial_state_ok)
+      .Key("segments")
+      .BeginArray();
+  for (const verifier::SegmentEvidence& e : v.segments) {
+    w.BeginObject()
+        .Field("segment", e.segment)
+        .Field("ok", e.ok)
+        .Field("reason", e.reason)
+        .Field("replayed", e.replayed)
+        .Field("claimed_hash", consensus::HashToHex(e.claimed))
+        .Field("recomputed_hash", e.replayed ? consensus::HashToHex(e.recomputed) : std::string())
+        .Field("losses_match", e.losses_match)
+        .Key("distances");
+    if (e.have_distances) {
+      w.BeginObject()
+          .Field("l1", e.distances.l1)
+          .Field("l2", e.distances.l2)
+          .Field("linf", e.distances.linf)
+          .Field("cosine", e.distances.cosine)
+          .EndObject();
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+  out << w.str() << "\n";
+}
+
+// Exit 0: accepted; 1: rejected (the verdict says why); 2: the proof, task or data could not be
+// read, or the flags are wrong.
+int VerifyProofDir(const FlagSet& flags, Io& io) {
+  const std::string dir = flags.Get("proof");
+  Result<consensus::Hash256> beacon = consensus::HashFromHex(flags.Get("beacon"));
+  if (!beacon.ok()) return ReportError(io, kName, beacon.status().WithContext("--beacon")), kExitUsage;
+  Result<std::int64_t> q = flags.GetInt("segments", 1, 1 << 20);
+  if (!q.ok()) return ReportError(io, kName, q.status()), kExitUsage;
+  Result<std::int64_t> threads = flags.GetInt("threads", 1, 1024);
+  if (!threads.ok()) return ReportError(io, kName, threads.status()), kExitUsage;
+  // Without --task the proof's own copy is used: the verdict then shows its task id, which the
+  // caller must compare with the one committed on the ledger.
+  const std::string task_path = flags.Given("task") ? flags.Get("task") : dir + "/task.pb";
+  Result<solver::TaskSpec> task = ReadTaskFile(task_path);
+  if (!task.ok()) return ReportError(io, kName, task.status()), kExitUsage;
+  Result<ProofDir> proof = OpenProofDir(dir);
+  if (!proof.ok()) return ReportError(io, kName, proof.status()), kExitUsage;
+  Result<solver::ImageDataset> data = LoadTaskData(*task);
+  if (!data.ok()) return ReportError(io, kName, data.status()), kExitUsage;
+  Result<std::unique_ptr<kernels::Backend>> backend =
+      kernels::MakeBackend(flags.Get("backend"), static_cast<int>(*threads));
+  if (!backend.ok()) return ReportError(io, kName, backend.status()), kExitUsage;
+  verifier::VerifyOptions options;
+  options.beacon = *beacon;
+  options.segments = *q;
+  Result<verifier::Verdict> verdict =
+      verifier::VerifyProof(*task, *data, proof->manifest, proof->store, **backend, options);
+  if (!verdict.ok()) return ReportError(io, kName, verdict.status()), kExitUsage;
+  WriteVerdictJson(io.out, *verdict, proof->manifest, task_path);
+  if (!verdict->accept) {
+    io.err << kName << ": proof " << dir << " rejected: " << verdict->reason << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunVerifyCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(kName,
-                "Check a signed transaction envelope (from 'polnode sign'): decode it strictly and "
-                "verify its BIP-340 signature. Exit code 0: valid; 1: invalid; 2: unreadable.");
-  flags.Value("tx", "FILE", "signed envelope (protobuf wire form)", "", true);
+                "Check a signed transaction envelope (--tx, from 'polnode sign'): decode it strictly "
+                "and verify its BIP-340 signature; or check a proof of learning (--proof, from "
+                "'polnode prove'): manifest, initial state, and Q segments drawn from --beacon "
+                "replayed, printing the verdict as JSON. Exit code 0: valid/accepted; 1: "
+                "invalid/rejected; 2: unreadable input or bad flags.");
+  flags.Value("tx", "FILE", "signed envelope (protobuf wire form)");
+  flags.Value("proof", "DIR", "proof directory written by 'polnode prove'");
+  flags.Value("beacon", "HEX", "32-byte randomness (64 hex) that draws the segments (with --proof)");
+  flags.Value("segments", "Q", "segments to replay (with --proof)", "1");
+  flags.Value("task", "FILE", "the task (TOML or .pb) to hold the proof to; default: DIR/task.pb");
+  flags.Value("backend", "NAME", "replay backend: reference, cpu, cuda or hip", "cpu");
+  flags.Value("threads", "T", "replay threads", "1");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
-  return VerifyTxFile(flags, io);
+  if (flags.Given("tx") == flags.Given("proof")) {
+    io.err << kName << ": error: give exactly one of --tx FILE or --proof DIR\n";
+    return kExitUsage;
+  }
+  if (flags.Given("tx")) return VerifyTxFile(flags, io);
+  if (!flags.Given("beacon")) {
+    io.err << kName << ": error: --proof needs --beacon HEX\n";
+    return kExitUsage;
+  }
+  return VerifyProofDir(flags, io);
 }
 
 }  // namespace polnode::node

@@ -1,0 +1,36 @@
+#include "pol_cli.h"
+
+#include "polnode/solver/prover.h"
+#include "polnode/solver/task_steps.h"
+
+namespace polnode::node {
+
+Result<solver::TaskSpec> ReadTaskFile(const std::string& path) {
+  Result<std::vector<std::uint8_t>> bytes = solver::ReadWholeFile(path, solver::kMaxTaskBytes);
+  if (!bytes.ok()) return bytes.status().WithContext("task file " + path);
+  const bool proto = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+  Result<solver::TaskSpec> task =
+      proto ? solver::DecodeTaskProto(*bytes)
+            : solver::ParseTaskToml(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!task.ok()) return task.status().WithContext("task file " + path);
+  return task;
+}
+
+Result<ProofDir> OpenProofDir(const std::string& dir) {
+  const std::string path = dir + "/" + std::string(solver::kManifestFile);
+  Result<std::vector<std::uint8_t>> bytes = solver::ReadWholeFile(path, solver::kMaxManifestBytes);
+  if (!bytes.ok()) return bytes.status().WithContext("manifest " + path);
+  Result<solver::ProofManifest> manifest = solver::DecodeManifest(*bytes);
+  if (!manifest.ok()) return manifest.status().WithContext("manifest " + path);
+  POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store,
+                           solver::BlobStore::Open(dir + "/" + std::string(solver::kBlobDir)));
+  return ProofDir{std::move(*manifest), std::move(store)};
+}
+
+Result<solver::ImageDataset> LoadTaskData(const solver::TaskSpec& task) {
+  POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadImageDataset(task.data_location));
+  POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(task, data));
+  return data;
+}
+
+}  // namespace polnode::node

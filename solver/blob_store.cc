@@ -1,0 +1,111 @@
+#include "polnode/solver/blob_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace polnode::solver {
+namespace {
+
+Status OsError(const std::string& what, const std::string& path, int err) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(err));
+}
+
+// Unique per process and call, so concurrent writers never share a temporary file.
+std::string TempPathFor(const std::string& path) {
+  static std::atomic<std::uint64_t> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes) {
+  const std::string temp = TempPathFor(path);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return OsError("creating", temp, errno);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return OsError("writing", temp, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // fsync before rename: otherwise a crash can leave the new name pointing at missing data.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return OsError("syncing", temp, err);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return OsError("renaming onto", path, err);
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path, std::uint64_t max_bytes) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return Status::NotFound("no file " + path);
+    return Status::IOError("reading " + path + ": " + ec.message());
+  }
+  if (size > max_bytes) return Status::ResourceExhausted(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)) ||
+      in.peek() != std::ifstream::traits_type::eof()) {
+    return Status::IOError("reading " + path + ": short read or file changed while reading");
+  }
+  return bytes;
+}
+
+Result<BlobStore> BlobStore::Open(std::string dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError("creating blob directory " + dir + ": " + ec.message());
+  return BlobStore(std::move(dir));
+}
+
+std::string BlobStore::PathOf(const consensus::Hash256& hash) const {
+  return dir_ + "/" + consensus::HashToHex(hash);
+}
+
+Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
+  const consensus::Hash256 hash = consensus::Sha256(bytes);
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(PathOf(hash), bytes));
+  return hash;
+}
+
+Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash) const {
+  const std::string path = PathOf(hash);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxBlobBytes);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("blob " + consensus::HashToHex(hash) + " is not in " + dir_);
+    }
+    return bytes.status();
+  }
+  if (consensus::Sha256(*bytes) != hash) {
+    return Status::Corruption("blob " + consensus::HashToHex(hash) + " holds bytes with another hash");
+  }
+  return bytes;
+}
+
+bool BlobStore::Contains(const consensus::Hash256& hash) const {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(PathOf(hash), ec);
+}
+
+}  // namespace polnode::solver

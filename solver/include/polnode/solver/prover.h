@@ -1,0 +1,66 @@
+// Training with proof of learning (DESIGN.md section 5): runs a task, writes the full state every
+// k steps (step 0 included) as a content-addressed blob, and finishes with a signed manifest.
+//
+// Layout of the output directory:
+//   blobs/<sha256 hex>   checkpoints: EncodeState bytes
+//   task.pb              the task (protobuf), so the proof travels with what it claims to prove
+//   progress.bin         checkpoints written so far (see below), for resuming
+//   manifest.pb          the finished manifest (protobuf), written last
+// progress.bin is the canonical encoding String "polnode/pol-progress/v1", Fixed task id,
+// U64 n, n x Fixed checkpoint hash, U64 m, m x U32 loss bits (m = (n - 1) * k), rewritten
+// atomically after each checkpoint blob is on disk, so it never names a blob that is missing.
+//
+// Checkpoints are encoded on the training thread (a copy of the state) and hashed and written by
+// a writer thread behind a bounded queue, so disk time overlaps the next steps.
+#ifndef POLNODE_SOLVER_PROVER_H_
+#define POLNODE_SOLVER_PROVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/keys.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/proof_manifest.h"
+#include "polnode/solver/task_spec.h"
+#include "polnode/solver/trainer.h"
+
+namespace polnode::solver {
+
+inline constexpr std::string_view kManifestFile = "manifest.pb";
+inline constexpr std::string_view kTaskFile = "task.pb";
+inline constexpr std::string_view kProgressFile = "progress.bin";
+inline constexpr std::string_view kBlobDir = "blobs";
+
+struct ProveOptions {
+  std::string out_dir;
+  /// Signs the manifest when set; must outlive the call.
+  const consensus::SecretKey* key = nullptr;
+  ProgressSink* sink = nullptr;
+  /// For tests of resumption: stop once this many steps of the task are done (after the writer
+  /// has finished, as if the process had been killed there) and return kFailedPrecondition.
+  /// < 0: run to the end.
+  std::int64_t stop_after_step = -1;
+  /// Checkpoints waiting for the writer before training blocks (memory bound: this many states).
+  std::size_t queue_capacity = 2;
+};
+
+struct ProveResult {
+  ProofManifest manifest;
+  std::int64_t resumed_from_step = 0;  // 0 for a fresh run
+  double train_seconds = 0.0;          // the step loop, checkpoint hand-off included
+};
+
+/// Trains `task` on `data` with proof into options.out_dir, resuming from progress.bin when the
+/// directory holds one for the same task. The manifest (and manifest.pb) is byte-identical
+/// however often the run was interrupted, for the same backend. Errors: those of
+/// TaskStepper::Create; kFailedPrecondition when the data set hash differs from the task's, the
+/// directory's progress belongs to another task, or stop_after_step was reached; kCorruption for
+/// a damaged progress file or checkpoint; kIOError from the disk.
+Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernels::Backend& backend,
+                          const ProveOptions& options);
+
+}  // namespace polnode::solver
+
+#endif  // POLNODE_SOLVER_PROVER_H_

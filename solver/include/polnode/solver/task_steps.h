@@ -1,0 +1,54 @@
+// Runs the training steps a task defines, one at a time, from any state: what the prover runs
+// from step 0 and what a verifier runs from a checkpoint. Step t always takes the batch at
+// PositionOfStep(t) of EpochPermutation(task seed, epoch), so replaying from a checkpoint sees
+// exactly the data the solver saw.
+#ifndef POLNODE_SOLVER_TASK_STEPS_H_
+#define POLNODE_SOLVER_TASK_STEPS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/model_spec.h"
+#include "polnode/solver/step_runner.h"
+#include "polnode/solver/task_spec.h"
+#include "polnode/solver/train_state.h"
+
+namespace polnode::solver {
+
+/// kFailedPrecondition unless DatasetContentHash(data) is the task's dataset_hash.
+[[nodiscard]] Status CheckTaskData(const TaskSpec& task, const ImageDataset& data);
+
+class TaskStepper {
+ public:
+  /// Builds the task's step graph. `data` must outlive the stepper. kInvalidArgument when the
+  /// task is invalid, the model does not fit the data or the batch exceeds the training split.
+  /// Does not hash the data (CheckTaskData does).
+  static Result<TaskStepper> Create(const TaskSpec& task, const ImageDataset& data);
+
+  /// InitialState of the task: a pure function of model, optimizer and seed.
+  TrainState Initial() const;
+  /// Runs step state.step (one batch) and returns its loss. kFailedPrecondition when the state is
+  /// already at the task's last step or the loss is not finite.
+  Result<float> Step(TrainState& state, kernels::Backend& backend);
+
+  const ModelSpec& model() const { return model_; }
+  const TaskSpec& task() const { return task_; }
+
+ private:
+  TaskStepper(TaskSpec task, const ImageDataset* data, ModelSpec model, StepRunner runner)
+      : task_(std::move(task)), data_(data), model_(std::move(model)), runner_(std::move(runner)) {}
+  TaskSpec task_;
+  const ImageDataset* data_;
+  ModelSpec model_;
+  StepRunner runner_;
+  std::int64_t order_epoch_ = -1;  // epoch whose permutation `order_` holds
+  std::vector<std::uint32_t> order_;
+  kernels::Tensor images_, labels_;
+};
+
+}  // namespace polnode::solver
+
+#endif  // POLNODE_SOLVER_TASK_STEPS_H_

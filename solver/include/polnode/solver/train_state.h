@@ -1,0 +1,65 @@
+// The training state (DESIGN.md section 3): weights, optimizer buffers and the step counter, with
+// the canonical byte encoding whose SHA-256 is the state hash that checkpoints, proofs and
+// disputes name.
+//
+// Encoding, version 1 (all integers little-endian):
+//   8 bytes  "PLNSTATE"
+//   u32      version = 1
+//   u64      step (number of completed steps)
+//   u32      tensor count
+//   per tensor, in state order:
+//     u32 name length (1..255), the name (printable ASCII, no spaces)
+//     u32 rank (1..8), rank x u64 dimensions
+//     the elements row-major, each as the u32 of its IEEE-754 bits
+// Nothing follows the last tensor.
+//
+// State order: the model's parameters in ModelSpec::params order, then, parameter by parameter,
+// its optimizer buffers in OptimizerBufferSuffixes order (e.g. fc1.w, fc1.b, fc2.w, fc2.b,
+// fc1.w.velocity, fc1.b.velocity, fc2.w.velocity, fc2.b.velocity).
+#ifndef POLNODE_SOLVER_TRAIN_STATE_H_
+#define POLNODE_SOLVER_TRAIN_STATE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
+#include "polnode/kernels/tensor.h"
+
+namespace polnode::solver {
+
+struct NamedTensor {
+  std::string name;
+  kernels::Tensor tensor;
+};
+
+struct TrainState {
+  std::int64_t step = 0;
+  std::vector<NamedTensor> tensors;
+
+  /// The tensor called `name`, or nullptr.
+  const kernels::Tensor* Find(std::string_view name) const;
+};
+
+/// The version-1 encoding above. Precondition: every name is 1..255 printable ASCII characters
+/// and every tensor has rank 1..8 (states built by this library always do).
+std::vector<std::uint8_t> EncodeState(const TrainState& state);
+
+/// Decodes bytes from anywhere (a checkpoint blob, a peer). kCorruption, saying what and where,
+/// for any deviation from the encoding: wrong magic or version, truncation, a name or rank out of
+/// range, a repeated name, dimensions whose element count does not fit in the remaining bytes, a
+/// negative step, trailing bytes.
+Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes);
+
+/// SHA-256 of EncodeState(state), computed without materialising the encoding.
+consensus::Hash256 StateHash(const TrainState& state);
+
+/// SHA-256 naming one tensor (per-node outputs in the pinpoint game): "polnode.tensor.v1\n",
+/// u32 rank, rank x u64 dimensions, the element bits as u32 (all little-endian).
+consensus::Hash256 TensorHash(const kernels::Tensor& tensor);
+
+}  // namespace polnode::solver
+
+#endif  // POLNODE_SOLVER_TRAIN_STATE_H_

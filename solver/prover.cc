@@ -1,0 +1,239 @@
+#include "polnode/solver/prover.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "polnode/consensus/encoding.h"
+#include "polnode/consensus/merkle.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/task_steps.h"
+
+namespace polnode::solver {
+namespace {
+
+constexpr std::string_view kProgressDomain = "polnode/pol-progress/v1";
+
+std::uint32_t FloatBits(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+// What a resumed run starts from: the checkpoints already on disk and the losses before them.
+struct Progress {
+  std::vector<consensus::Hash256> hashes;
+  std::vector<std::uint32_t> loss_bits;
+};
+
+std::vector<std::uint8_t> EncodeProgress(const consensus::Hash256& task_id, const Progress& p) {
+  consensus::BufferWriter w;
+  w.String(kProgressDomain);
+  w.Fixed(task_id);
+  w.U64(p.hashes.size());
+  for (const consensus::Hash256& h : p.hashes) w.Fixed(h);
+  w.U64(p.loss_bits.size());
+  for (std::uint32_t bits : p.loss_bits) w.U32(bits);
+  return w.Take();
+}
+
+Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskSpec& task) {
+  consensus::Reader r(bytes);
+  POLNODE_ASSIGN_OR_RETURN(std::string domain, r.String(64));
+  if (domain != kProgressDomain) return Status::Corruption("progress file has an unknown format");
+  consensus::Hash256 task_id{};
+  POLNODE_RETURN_IF_ERROR(r.Fixed(task_id));
+  if (task_id != TaskId(task)) {
+    return Status::FailedPrecondition("the output directory holds progress of another task (" +
+                                      consensus::HashToHex(task_id) + "); use an empty directory");
+  }
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
+  if (n < 1 || n > static_cast<std::uint64_t>(task.checkpoint_count())) {
+    return Status::Corruption("progress file names " + std::to_string(n) + " checkpoints");
+  }
+  Progress p;
+  p.hashes.resize(n);
+  for (consensus::Hash256& h : p.hashes) POLNODE_RETURN_IF_ERROR(r.Fixed(h));
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t m, r.U64());
+  if (m != (n - 1) * static_cast<std::uint64_t>(task.checkpoint_interval)) {
+    return Status::Corruption("progress file has " + std::to_string(m) + " losses for " + std::to_string(n) + " checkpoints");
+  }
+  p.loss_bits.resize(m);
+  for (std::uint32_t& bits : p.loss_bits) {
+    POLNODE_ASSIGN_OR_RETURN(bits, r.U32());
+  }
+  POLNODE_RETURN_IF_ERROR(r.ExpectEnd());
+  return p;
+}
+
+// Hashes and stores checkpoints on its own thread; after each blob is durable it rewrites the
+// progress file, so progress never names a missing blob.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(BlobStore store, std::string progress_path, consensus::Hash256 task_id,
+                   Progress progress, std::size_t capacity)
+      : store_(std::move(store)), progress_path_(std::move(progress_path)), task_id_(task_id),
+        progress_(std::move(progress)), capacity_(std::max<std::size_t>(1, capacity)),
+        thread_([this] { Loop(); }) {}
+  ~CheckpointWriter() { static_cast<void>(Finish()); }
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Queues one checkpoint with the losses of the steps since the previous one; blocks while the
+  // queue is full. Returns the writer's first error, if it had one.
+  [[nodiscard]] Status Push(std::vector<std::uint8_t> state_bytes, std::vector<std::uint32_t> losses) {
+    std::unique_lock lock(mu_);
+    space_.wait(lock, [&] { return queue_.size() < capacity_ || !error_.ok(); });
+    if (!error_.ok()) return error_;
+    queue_.push_back({std::move(state_bytes), std::move(losses)});
+    ready_.notify_one();
+    return Status::Ok();
+  }
+
+  // Waits until every queued checkpoint is written; returns the first error.
+  [[nodiscard]] Status Finish() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      ready_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+
+  // Valid after Finish.
+  const Progress& progress() const { return progress_; }
+
+ private:
+  struct Job {
+    std::vector<std::uint8_t> state_bytes;
+    std::vector<std::uint32_t> losses;
+  };
+
+  void Loop() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+        space_.notify_one();
+      }
+      Status s = Write(job);
+      if (!s.ok()) {
+        std::lock_guard lock(mu_);
+        error_ = s;
+        queue_.clear();
+        space_.notify_all();
+        return;
+      }
+    }
+  }
+
+  Status Write(const Job& job) {
+    POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 hash, store_.Put(job.state_bytes));
+    progress_.hashes.push_back(hash);
+    progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
+    return WriteFileAtomically(progress_path_, EncodeProgress(task_id_, progress_));
+  }
+
+  BlobStore store_;
+  std::string progress_path_;
+  consensus::Hash256 task_id_;
+  Progress progress_;  // owned by the writer thread until Finish
+  std::size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  std::deque<Job> queue_;
+  bool done_ = false;
+  Status error_;
+  std::thread thread_;  // last: starts after every member it uses exists
+};
+
+// Loads the state of the last checkpoint named in `progress`, checked against its name.
+Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const Progress& progress, const TaskSpec& task) {
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(progress.hashes.back()));
+  POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
+  const std::int64_t want = static_cast<std::int64_t>(progress.hashes.size() - 1) * task.checkpoint_interval;
+  if (state.step != want) {
+    return Status::Corruption("last checkpoint is at step " + std::to_string(state.step) + ", expected " + std::to_string(want));
+  }
+  return state;
+}
+
+}  // namespace
+
+Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernels::Backend& backend,
+                          const ProveOptions& options) {
+  POLNODE_ASSIGN_OR_RETURN(TaskStepper stepper, TaskStepper::Create(task, data));
+  POLNODE_RETURN_IF_ERROR(CheckTaskData(task, data));
+  const std::string dir = options.out_dir;
+  POLNODE_ASSIGN_OR_RETURN(BlobStore store, BlobStore::Open(dir + "/" + std::string(kBlobDir)));
+  const std::string task_bytes = EncodeTaskProto(task);
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(
+      dir + "/" + std::string(kTaskFile),
+      std::span(reinterpret_cast<const std::uint8_t*>(task_bytes.data()), task_bytes.size())));
+  const consensus::Hash256 task_id = TaskId(task);
+  const std::string progress_path = dir + "/" + std::string(kProgressFile);
+
+  ProveResult result;
+  Progress progress;
+  TrainState state;
+  Result<std::vector<std::uint8_t>> saved = ReadWholeFile(progress_path, kMaxManifestBytes);
+  if (saved.ok()) {
+    POLNODE_ASSIGN_OR_RETURN(progress, DecodeProgress(*saved, task));
+    POLNODE_ASSIGN_OR_RETURN(state, LoadLastCheckpoint(store, progress, task));
+    result.resumed_from_step = state.step;
+  } else if (saved.status().code() != StatusCode::kNotFound) {
+    return saved.status();
+  } else {
+    state = stepper.Initial();
+  }
+
+  const std::int64_t steps_per_epoch = data.train.count / task.batch;
+  const auto start = std::chrono::steady_clock::now();
+  CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity);
+  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(EncodeState(state), {}));
+  std::vector<std::uint32_t> pending;
+  while (state.step < task.steps) {
+    if (options.stop_after_step >= 0 && state.step >= options.stop_after_step) break;
+    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(state, backend));
+    pending.push_back(FloatBits(loss));
+    if (state.step % task.checkpoint_interval == 0) {
+      POLNODE_RETURN_IF_ERROR(writer.Push(EncodeState(state), std::move(pending)));
+      pending.clear();
+    }
+    if (options.sink != nullptr) {
+      options.sink->OnStep({state.step, task.steps, (state.step - 1) / steps_per_epoch, loss,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    }
+  }
+  POLNODE_RETURN_IF_ERROR(writer.Finish());
+  result.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (state.step < task.steps) {
+    return Status::FailedPrecondition("stopped after step " + std::to_string(state.step) + " as asked");
+  }
+
+  ProofManifest& m = result.manifest;
+  m.task_id = task_id;
+  m.checkpoint_interval = task.checkpoint_interval;
+  m.steps = task.steps;
+  m.checkpoint_hashes = writer.progress().hashes;
+  m.merkle_root = consensus::MerkleRoot(m.checkpoint_hashes);
+  m.loss_bits = writer.progress().loss_bits;
+  m.backend = backend.name();
+  if (options.key != nullptr) POLNODE_RETURN_IF_ERROR(SignManifest(m, *options.key));
+  const std::string wire = EncodeManifest(m);
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(
+      dir + "/" + std::string(kManifestFile),
+      std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size())));
+  return result;
+}
+
+}  // namespace polnode::solver

@@ -1,0 +1,58 @@
+#include "polnode/solver/task_steps.h"
+
+#include <cmath>
+
+#include "polnode/solver/init.h"
+#include "polnode/solver/philox.h"
+#include "polnode/solver/step_graph.h"
+#include "polnode/solver/trainer.h"
+
+namespace polnode::solver {
+
+Status CheckTaskData(const TaskSpec& task, const ImageDataset& data) {
+  const consensus::Hash256 actual = DatasetContentHash(data);
+  if (actual != task.dataset_hash) {
+    return Status::FailedPrecondition("data set hash " + consensus::HashToHex(actual) +
+                                      " is not the task's " + consensus::HashToHex(task.dataset_hash));
+  }
+  return Status::Ok();
+}
+
+Result<TaskStepper> TaskStepper::Create(const TaskSpec& task, const ImageDataset& data) {
+  POLNODE_RETURN_IF_ERROR(ValidateTask(task));
+  POLNODE_ASSIGN_OR_RETURN(ModelSpec model, ParseModelSpec(task.model));
+  POLNODE_RETURN_IF_ERROR(CheckModelFitsData(model, data.train, data.num_classes));
+  if (task.batch > data.train.count) {
+    return Status::InvalidArgument("task batch " + std::to_string(task.batch) + " exceeds the " +
+                                   std::to_string(data.train.count) + " training samples");
+  }
+  POLNODE_ASSIGN_OR_RETURN(StepGraph graph, BuildTrainStepGraph(model, task.optimizer, task.batch));
+  POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
+  return TaskStepper(task, &data, std::move(model), std::move(runner));
+}
+
+TrainState TaskStepper::Initial() const { return InitialState(model_, task_.optimizer.kind, task_.seed); }
+
+Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend) {
+  if (state.step < 0 || state.step >= task_.steps) {
+    return Status::FailedPrecondition("state at step " + std::to_string(state.step) +
+                                      " is outside the task's " + std::to_string(task_.steps) + " steps");
+  }
+  const ImageSplit& train = data_->train;
+  const std::int64_t steps_per_epoch = train.count / task_.batch;
+  const BatchPosition pos = PositionOfStep(state.step, steps_per_epoch, task_.batch);
+  if (pos.epoch != order_epoch_) {
+    order_ = EpochPermutation(task_.seed, static_cast<std::uint32_t>(pos.epoch),
+                              static_cast<std::uint32_t>(train.count));
+    order_epoch_ = pos.epoch;
+  }
+  const std::span<const std::uint32_t> indices(order_.data() + pos.first, static_cast<std::size_t>(task_.batch));
+  POLNODE_RETURN_IF_ERROR(GatherBatch(train, indices, runner_.graph().images_shape, images_, labels_));
+  POLNODE_ASSIGN_OR_RETURN(float loss, runner_.Step(state, images_, labels_, backend));
+  if (!std::isfinite(loss)) {
+    return Status::FailedPrecondition("training diverged at step " + std::to_string(state.step));
+  }
+  return loss;
+}
+
+}  // namespace polnode::solver

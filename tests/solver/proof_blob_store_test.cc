@@ -1,0 +1,78 @@
+// The blob store serves only bytes that hash to their name; and the manifest's wire form.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "polnode/consensus/merkle.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/proof_manifest.h"
+#include "solver_test_util.h"
+
+namespace polnode::solver {
+namespace {
+
+std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
+
+TEST(ProofBlobStoreTest, StoresUnderTheHashAndRefusesTamperedBytes) {
+  testing::ScratchDir dir("blobs");
+  Result<BlobStore> store = BlobStore::Open(dir.File("b"));
+  ASSERT_TRUE(store.ok());
+  Result<consensus::Hash256> h = store->Put(Bytes("checkpoint"));
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(*h, consensus::Sha256("checkpoint"));
+  EXPECT_TRUE(store->Contains(*h));
+  EXPECT_EQ(*store->Get(*h), Bytes("checkpoint"));
+  EXPECT_TRUE(store->Put(Bytes("checkpoint")).ok());  // idempotent
+  std::ofstream(store->PathOf(*h), std::ios::trunc) << "forged";
+  EXPECT_EQ(store->Get(*h).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(store->Get(consensus::Sha256("absent")).status().code(), StatusCode::kNotFound);
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("b"))) files += entry.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+ProofManifest SampleManifest() {
+  ProofManifest m;
+  m.task_id = consensus::Sha256("task");
+  m.checkpoint_interval = 2;
+  m.steps = 4;
+  m.checkpoint_hashes = {consensus::Sha256("a"), consensus::Sha256("b"), consensus::Sha256("c")};
+  m.merkle_root = consensus::MerkleRoot(m.checkpoint_hashes);
+  m.loss_bits = {1, 2, 3, 0x7fc00000};
+  m.backend = "reference";
+  return m;
+}
+
+TEST(ProofManifestTest, RoundTripsSignsAndDetectsTampering) {
+  ProofManifest m = SampleManifest();
+  std::array<std::uint8_t, 32> key_bytes{};
+  key_bytes.fill(0x44);
+  ASSERT_TRUE(SignManifest(m, *consensus::SecretKey::FromBytes(key_bytes)).ok());
+  EXPECT_TRUE(CheckManifestIntegrity(m).ok());
+  const std::string wire = EncodeManifest(m);
+  Result<ProofManifest> back =
+      DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(EncodeManifest(*back), wire);
+  EXPECT_TRUE(CheckManifestIntegrity(*back).ok());
+  ProofManifest tampered = *back;
+  tampered.loss_bits[0] ^= 1;
+  EXPECT_EQ(CheckManifestIntegrity(tampered).code(), StatusCode::kCorruption);
+  tampered = *back;
+  tampered.merkle_root[0] ^= 1;
+  EXPECT_EQ(CheckManifestIntegrity(tampered).code(), StatusCode::kCorruption);
+}
+
+TEST(ProofManifestTest, MalformedBytesAreCorruption) {
+  const std::uint8_t garbage[] = {0x0a, 0x05, 0x01};
+  EXPECT_EQ(DecodeManifest(garbage).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeManifest({}).status().code(), StatusCode::kCorruption);  // no task id
+  ProofManifest m = SampleManifest();
+  std::string wire = EncodeManifest(m);
+  wire.resize(wire.size() - 5);
+  EXPECT_FALSE(DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size())).ok());
+}
+
+}  // namespace
+}  // namespace polnode::solver

@@ -1,0 +1,129 @@
+// The prover: checkpoints every k steps as blobs, a manifest that checks out, deterministic
+// signatures, and resumption that yields a byte-identical manifest.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <filesystem>
+
+#include "polnode/consensus/merkle.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/prover.h"
+#include "polnode/solver/task_steps.h"
+#include "proof_test_util.h"
+#include "solver_test_util.h"
+
+namespace polnode::solver {
+namespace {
+
+std::vector<std::uint8_t> ReadAll(const std::string& path) {
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, 1 << 26);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<std::uint8_t>{};
+}
+
+consensus::SecretKey TestKey() {
+  std::array<std::uint8_t, 32> bytes{};
+  bytes.fill(0x22);
+  return *consensus::SecretKey::FromBytes(bytes);
+}
+
+TEST(ProofProverTest, WritesEveryCheckpointAndAConsistentSignedManifest) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  testing::ScratchDir dir("prove");
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  const consensus::SecretKey key = TestKey();
+  ProveOptions options;
+  options.out_dir = dir.path().string();
+  options.key = &key;
+  Result<ProveResult> result = Prove(task, data, **backend, options);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const ProofManifest& m = result->manifest;
+  ASSERT_EQ(m.checkpoint_hashes.size(), 9u);
+  EXPECT_EQ(m.loss_bits.size(), 40u);
+  EXPECT_EQ(m.task_id, TaskId(task));
+  EXPECT_TRUE(CheckManifestIntegrity(m).ok());
+
+  // Checkpoint 0 is the task's initial state and the last one the trained state.
+  Result<TaskStepper> stepper = TaskStepper::Create(task, data);
+  ASSERT_TRUE(stepper.ok());
+  TrainState state = stepper->Initial();
+  EXPECT_EQ(m.checkpoint_hashes[0], StateHash(state));
+  while (state.step < task.steps) ASSERT_TRUE(stepper->Step(state, **backend).ok());
+  EXPECT_EQ(m.checkpoint_hashes.back(), StateHash(state));
+
+  Result<BlobStore> store = BlobStore::Open(options.out_dir + "/blobs");
+  ASSERT_TRUE(store.ok());
+  for (const consensus::Hash256& h : m.checkpoint_hashes) EXPECT_TRUE(store->Get(h).ok());
+  Result<ProofManifest> decoded = DecodeManifest(ReadAll(options.out_dir + "/manifest.pb"));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(EncodeManifest(*decoded), EncodeManifest(m));
+}
+
+TEST(ProofProverTest, ResumedRunProducesTheIdenticalManifest) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  auto backend = kernels::MakeBackend("cpu", 2);
+  ASSERT_TRUE(backend.ok());
+  const consensus::SecretKey key = TestKey();
+  testing::ScratchDir clean("prove-clean");
+  ProveOptions options;
+  options.key = &key;
+  options.out_dir = clean.path().string();
+  ASSERT_TRUE(Prove(task, data, **backend, options).ok());
+  const std::vector<std::uint8_t> want = ReadAll(clean.File("manifest.pb"));
+
+  // Interrupted twice, once between checkpoints (steps 13..15 are redone) and once on one.
+  testing::ScratchDir resumed("prove-resumed");
+  options.out_dir = resumed.path().string();
+  options.stop_after_step = 13;
+  Result<ProveResult> first = Prove(task, data, **backend, options);
+  EXPECT_EQ(first.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(resumed.File("manifest.pb")));
+  options.stop_after_step = 30;
+  EXPECT_FALSE(Prove(task, data, **backend, options).ok());
+  options.stop_after_step = -1;
+  Result<ProveResult> last = Prove(task, data, **backend, options);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->resumed_from_step, 30);
+  EXPECT_EQ(ReadAll(resumed.File("manifest.pb")), want);
+}
+
+TEST(ProofProverTest, RefusesDataWithAnotherHashAndProgressOfAnotherTask) {
+  const ImageDataset data = testing::TinyDataset();
+  TaskSpec task = testing::TinyTask(data);
+  auto backend = kernels::MakeBackend("reference", 1);
+  ASSERT_TRUE(backend.ok());
+  testing::ScratchDir dir("prove-refuse");
+  ProveOptions options;
+  options.out_dir = dir.path().string();
+  options.stop_after_step = 5;
+  EXPECT_FALSE(Prove(task, data, **backend, options).ok());
+  task.optimizer.lr = 0.05f;
+  options.stop_after_step = -1;
+  EXPECT_EQ(Prove(task, data, **backend, options).status().code(), StatusCode::kFailedPrecondition);
+  task.dataset_hash[0] ^= 1;
+  EXPECT_EQ(Prove(task, data, **backend, options).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ProofProverTest, CorruptProgressFileIsReportedNotTrusted) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  testing::ScratchDir dir("prove-corrupt");
+  ProveOptions options;
+  options.out_dir = dir.path().string();
+  options.stop_after_step = 10;
+  EXPECT_FALSE(Prove(task, data, **backend, options).ok());
+  std::vector<std::uint8_t> progress = ReadAll(dir.File("progress.bin"));
+  progress.pop_back();
+  ASSERT_TRUE(WriteFileAtomically(dir.File("progress.bin"), progress).ok());
+  options.stop_after_step = -1;
+  EXPECT_EQ(Prove(task, data, **backend, options).status().code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace polnode::solver

@@ -1,0 +1,97 @@
+// Task specs: the TOML form, the protobuf form, validation, and the task id.
+#include <gtest/gtest.h>
+
+#include "polnode/solver/task_spec.h"
+
+namespace polnode::solver {
+namespace {
+
+constexpr std::string_view kToml = R"(# a task
+model = "mlp:784-64-10"   # the model
+data = "fashion-mnist"
+dataset_hash = "38d6d7e03e97342ea8c436c657cc3511156956bebf1551d93a26b82e876e6dc6"
+optimizer = "sgd"
+lr = 0.05
+momentum = 0.9
+batch = 64
+steps = 300
+checkpoint_interval = 50
+seed = 7
+mode = "exact"
+segments = 2
+)";
+
+TEST(ProofTaskSpecTest, ParsesTheTomlForm) {
+  Result<TaskSpec> t = ParseTaskToml(kToml);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->model, "mlp:784-64-10");
+  EXPECT_EQ(t->optimizer.lr, 0.05f);
+  EXPECT_EQ(t->optimizer.momentum, 0.9f);
+  EXPECT_EQ(t->batch, 64);
+  EXPECT_EQ(t->checkpoint_interval, 50);
+  EXPECT_EQ(t->checkpoint_count(), 7);
+  EXPECT_EQ(t->seed, 7u);
+  EXPECT_EQ(t->segments_per_check, 2);
+  EXPECT_EQ(t->mode, ReproMode::kExact);
+  EXPECT_EQ(consensus::HashToHex(t->dataset_hash), "38d6d7e03e97342ea8c436c657cc3511156956bebf1551d93a26b82e876e6dc6");
+}
+
+TEST(ProofTaskSpecTest, RejectsMalformedToml) {
+  const std::string base(kToml);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return ParseTaskToml(s).status();
+  };
+  EXPECT_EQ(with("lr = 0.05", "lr = \"fast\"").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("lr = 0.05", "lr = 0.05x").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("lr = 0.05", "colour = 3").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("lr = 0.05", "batch = 3").code(), StatusCode::kInvalidArgument);          // repeated
+  EXPECT_EQ(with("steps = 300", "steps = 301").code(), StatusCode::kInvalidArgument);      // not a multiple of k
+  EXPECT_EQ(with("seed = 7", "").code(), StatusCode::kInvalidArgument);                    // required
+  EXPECT_EQ(with("mode = \"exact\"", "mode = \"sloppy\"").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("model = \"mlp:784-64-10\"", "model = \"mlp:784-64-10").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("segments = 2", "segments = 7").code(), StatusCode::kInvalidArgument);    // only 6 segments
+  EXPECT_EQ(with("lr = 0.05", "lr 0.05").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with("lr = 0.05", "lr = -1").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseTaskToml(std::string(kMaxTaskBytes + 1, '#')).status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(ProofTaskSpecTest, ProtobufFormRoundTripsAndMalformedBytesAreErrors) {
+  Result<TaskSpec> t = ParseTaskToml(kToml);
+  ASSERT_TRUE(t.ok());
+  const std::string wire = EncodeTaskProto(*t);
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size());
+  Result<TaskSpec> back = DecodeTaskProto(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(TaskId(*back), TaskId(*t));
+  EXPECT_EQ(EncodeTaskProto(*back), wire);
+  EXPECT_FALSE(DecodeTaskProto(bytes.first(bytes.size() - 3)).ok());
+  const std::uint8_t garbage[] = {0xff, 0xff, 0xff};
+  EXPECT_EQ(DecodeTaskProto(garbage).status().code(), StatusCode::kCorruption);
+  EXPECT_FALSE(DecodeTaskProto({}).ok());  // empty: no model, no hash
+}
+
+TEST(ProofTaskSpecTest, TaskIdCoversEveryHyperparameterButNotTheDataLocation) {
+  Result<TaskSpec> t = ParseTaskToml(kToml);
+  ASSERT_TRUE(t.ok());
+  const consensus::Hash256 id = TaskId(*t);
+  TaskSpec moved = *t;
+  moved.data_location = "/elsewhere";
+  EXPECT_EQ(TaskId(moved), id);
+  TaskSpec other = *t;
+  other.optimizer.lr = 0.04f;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.seed = 8;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.checkpoint_interval = 100;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.mode = ReproMode::kTolerant;
+  EXPECT_NE(TaskId(other), id);
+}
+
+}  // namespace
+}  // namespace polnode::solver

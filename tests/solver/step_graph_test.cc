@@ -1,0 +1,255 @@
+#include "polnode/solver/step_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/init.h"
+#include "polnode/solver/philox.h"
+#include "polnode/solver/step_runner.h"
+
+namespace polnode::solver {
+namespace {
+
+using kernels::Shape;
+using kernels::Tensor;
+
+StepGraph BuildOrDie(const std::string& spec, OptimizerKind kind, std::int64_t batch) {
+  Result<ModelSpec> m = ParseModelSpec(spec);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  OptimizerConfig o;
+  o.kind = kind;
+  Result<StepGraph> g = BuildTrainStepGraph(*m, o, batch);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return *g;
+}
+
+// A reproducible synthetic batch for `graph`.
+void SyntheticBatch(const StepGraph& graph, std::uint32_t stream, Tensor& images, Tensor& labels) {
+  images = Tensor(graph.images_shape);
+  for (std::int64_t i = 0; i < images.numel(); ++i) {
+    images.data()[i] = UniformFloat(
+        RandomWord(1, RandomPurpose::kSynthetic, stream, static_cast<std::uint64_t>(i)));
+  }
+  labels = Tensor(graph.labels_shape);
+  const std::int64_t classes = graph.model.num_outputs();
+  for (std::int64_t b = 0; b < labels.numel(); ++b) {
+    labels.data()[b] = static_cast<float>(UniformIndex(
+        RandomU64(1, RandomPurpose::kSynthetic, stream + 1000, static_cast<std::uint64_t>(b)),
+        static_cast<std::uint64_t>(classes)));
+  }
+}
+
+std::vector<std::string> NodeNames(const StepGraph& g) {
+  std::vector<std::string> names;
+  for (const StepNode& n : g.nodes) names.push_back(n.name);
+  return names;
+}
+
+TEST(StepGraphTest, MlpSgdStepHasTheCanonicalNodeOrder) {
+  const StepGraph g = BuildOrDie("mlp:784-32-10", OptimizerKind::kSgd, 8);
+  EXPECT_EQ(NodeNames(g),
+            (std::vector<std::string>{"fc1.matmul", "fc1.bias_add", "fc1.relu", "fc2.matmul",
+                                      "fc2.bias_add", "loss.softmax_xent", "loss.softmax_xent.grad",
+                                      "fc2.bias_add.grad", "fc2.matmul.grad_b", "fc2.matmul.grad_a",
+                                      "fc1.relu.grad", "fc1.bias_add.grad", "fc1.matmul.grad_b",
+                                      "fc1.w.sgd", "fc1.b.sgd", "fc2.w.sgd", "fc2.b.sgd"}));
+  EXPECT_EQ(g.nodes[static_cast<std::size_t>(g.loss_node)].name, "loss.softmax_xent");
+  EXPECT_EQ(g.nodes[static_cast<std::size_t>(g.logits_node)].name, "fc2.bias_add");
+  // fc1.w.sgd reads fc1.w, its gradient, fc1.w.velocity and writes both state tensors back.
+  const StepNode& upd = g.nodes[13];
+  EXPECT_EQ(upd.op, kernels::Op::kSgdMomentum);
+  EXPECT_EQ(upd.state_writes, (std::vector<int>{0, 4}));
+  EXPECT_EQ(upd.inputs[1].source, SourceKind::kNode);
+  EXPECT_EQ(upd.inputs[1].index, 12);
+  EXPECT_EQ(upd.attrs.lr, 0.05f);
+  EXPECT_EQ(upd.attrs.momentum, 0.9f);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) EXPECT_EQ(g.nodes[i].index, static_cast<int>(i));
+}
+
+TEST(StepGraphTest, CnnGraphFlattensThroughViews) {
+  const StepGraph g = BuildOrDie("cnn:c4-p-f16-10", OptimizerKind::kAdam, 2);
+  const std::string dump = DescribeGraph(g);
+  EXPECT_NE(dump.find("fc1.matmul matmul (n3.0 as [2, 784], fc1.w) -> [2, 16]"), std::string::npos)
+      << dump;
+  EXPECT_NE(dump.find("18 pool1.maxpool.grad max_pool_2x2_grad (n3.1, n17.0 as [2, 4, 14, 14]) -> "
+                      "[2, 4, 28, 28]"),
+            std::string::npos)
+      << dump;
+  EXPECT_EQ(dump.find("conv1.conv.grad_input"), std::string::npos)
+      << "the first layer needs no input gradient";
+  EXPECT_NE(dump.find("conv1.w.adam adamw (conv1.w, n21.0, conv1.w.adam_m, conv1.w.adam_v)"),
+            std::string::npos)
+      << dump;
+  for (const StepNode& n : g.nodes) {
+    if (n.op == kernels::Op::kMaxPool2x2Grad) {
+      EXPECT_EQ(n.attrs.pool_input_h, 28);
+      EXPECT_EQ(n.attrs.pool_input_w, 28);
+    }
+  }
+}
+
+TEST(StepGraphTest, AdamBiasCorrectionFollowsTheStep) {
+  const StepGraph g = BuildOrDie("mlp:4-2", OptimizerKind::kAdam, 1);
+  const StepNode& adam = g.nodes.back();
+  ASSERT_EQ(adam.op, kernels::Op::kAdamW);
+  const kernels::OpAttrs first = AttrsForStep(adam, 0);
+  EXPECT_EQ(first.bias_correction1, kernels::AdamBiasCorrection(0.9f, 1));
+  EXPECT_EQ(first.bias_correction2, kernels::AdamBiasCorrection(0.999f, 1));
+  EXPECT_EQ(AttrsForStep(adam, 9).bias_correction1, kernels::AdamBiasCorrection(0.9f, 10));
+  const StepNode& matmul = g.nodes.front();
+  EXPECT_EQ(AttrsForStep(matmul, 9).bias_correction1, 1.0f);
+}
+
+TEST(StepGraphTest, RejectsBadBatchAndOptimizer) {
+  Result<ModelSpec> m = ParseModelSpec("mlp:4-2");
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(BuildTrainStepGraph(*m, {}, 0).ok());
+  OptimizerConfig bad;
+  bad.lr = -1.0f;
+  EXPECT_FALSE(BuildTrainStepGraph(*m, bad, 4).ok());
+  EXPECT_FALSE(BuildForwardGraph(*m, 0).ok());
+}
+
+// Runs one step with an observer and checks, for every node: it is seen once and in order, its
+// outputs have the shapes the graph declares, and re-executing the node alone on the recorded
+// inputs (as the pinpoint referee does) reproduces its outputs bit for bit.
+void CheckObservedStepAgainstSingleNodeReplay(const std::string& spec, OptimizerKind kind) {
+  StepGraph graph = BuildOrDie(spec, kind, 3);
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 2);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  Tensor images, labels;
+  SyntheticBatch(graph, 1, images, labels);
+  TrainState state = InitialState(graph.model, kind, 11);
+  const TrainState before = state;
+
+  Result<StepRunner> runner = StepRunner::Create(graph);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  std::map<std::pair<int, int>, Tensor> produced;  // every node output, copied
+  int expected_index = 0;
+  NodeObserver observer = [&](const StepNode& node, std::span<const Tensor* const> outs) -> Status {
+    EXPECT_EQ(node.index, expected_index++);
+    EXPECT_EQ(outs.size(), node.output_shapes.size());
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      EXPECT_EQ(outs[k]->shape(), node.output_shapes[k]) << node.name << " output " << k;
+      produced[{node.index, static_cast<int>(k)}] = *outs[k];
+    }
+    return Status::Ok();
+  };
+  Result<float> loss = runner->Step(state, images, labels, **backend, &observer);
+  ASSERT_TRUE(loss.ok()) << loss.status().ToString();
+  EXPECT_EQ(expected_index, static_cast<int>(graph.nodes.size()));
+  EXPECT_EQ(state.step, 1);
+
+  for (const StepNode& node : graph.nodes) {
+    std::vector<const Tensor*> inputs;
+    for (const TensorRef& r : node.inputs) {
+      switch (r.source) {
+        case SourceKind::kState:
+          inputs.push_back(&before.tensors[static_cast<std::size_t>(r.index)].tensor);
+          break;
+        case SourceKind::kBatchImages:
+          inputs.push_back(&images);
+          break;
+        case SourceKind::kBatchLabels:
+          inputs.push_back(&labels);
+          break;
+        case SourceKind::kNode:
+          inputs.push_back(&produced.at({r.index, r.output}));
+          break;
+      }
+    }
+    Result<std::vector<Tensor>> outs = RunSingleNode(node, 0, inputs, **backend);
+    ASSERT_TRUE(outs.ok()) << node.name << ": " << outs.status().ToString();
+    for (std::size_t k = 0; k < outs->size(); ++k) {
+      EXPECT_EQ(TensorHash((*outs)[k]), TensorHash(produced.at({node.index, static_cast<int>(k)})))
+          << node.name << " output " << k;
+    }
+  }
+}
+
+TEST(StepRunnerTest, ObservedMlpStepReplaysNodeByNode) {
+  CheckObservedStepAgainstSingleNodeReplay("mlp:20-7-3", OptimizerKind::kSgd);
+}
+
+TEST(StepRunnerTest, ObservedCnnAdamStepReplaysNodeByNode) {
+  CheckObservedStepAgainstSingleNodeReplay("cnn:i1x8x8-c3-p-c2-p-f5-4", OptimizerKind::kAdam);
+}
+
+TEST(StepRunnerTest, ObserverErrorStopsTheStep) {
+  const StepGraph graph = BuildOrDie("mlp:6-2", OptimizerKind::kSgd, 2);
+  Result<StepRunner> runner = StepRunner::Create(graph);
+  ASSERT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("reference", 1);
+  ASSERT_TRUE(backend.ok());
+  Tensor images, labels;
+  SyntheticBatch(graph, 2, images, labels);
+  TrainState state = InitialState(graph.model, OptimizerKind::kSgd, 1);
+  int calls = 0;
+  NodeObserver stop = [&](const StepNode&, std::span<const Tensor* const>) -> Status {
+    return ++calls == 2 ? Status::Internal("enough") : Status::Ok();
+  };
+  Result<float> loss = runner->Step(state, images, labels, **backend, &stop);
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.status().message(), "enough");
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(state.step, 0);
+}
+
+TEST(StepRunnerTest, RejectsMismatchedStateAndBatch) {
+  const StepGraph graph = BuildOrDie("mlp:6-2", OptimizerKind::kSgd, 2);
+  Result<StepRunner> runner = StepRunner::Create(graph);
+  ASSERT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("reference", 1);
+  ASSERT_TRUE(backend.ok());
+  Tensor images, labels;
+  SyntheticBatch(graph, 3, images, labels);
+  TrainState adam_state = InitialState(graph.model, OptimizerKind::kAdam, 1);
+  EXPECT_EQ(runner->Step(adam_state, images, labels, **backend).status().code(),
+            StatusCode::kInvalidArgument);
+  TrainState state = InitialState(graph.model, OptimizerKind::kSgd, 1);
+  const Tensor wrong(Shape{3, 6});
+  EXPECT_EQ(runner->Step(state, wrong, labels, **backend).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(state.step, 0);
+}
+
+TEST(StepRunnerTest, CreateRejectsForwardReferences) {
+  StepGraph graph = BuildOrDie("mlp:6-2", OptimizerKind::kSgd, 2);
+  graph.nodes[0].inputs[0] = {SourceKind::kNode, 3, 0, {}};
+  Result<StepRunner> runner = StepRunner::Create(graph);
+  ASSERT_FALSE(runner.ok());
+  EXPECT_NE(runner.status().message().find("fc1.matmul"), std::string::npos);
+  StepGraph viewed = BuildOrDie("mlp:6-2", OptimizerKind::kSgd, 2);
+  viewed.nodes[1].inputs[0].view = {5};
+  EXPECT_FALSE(StepRunner::Create(viewed).ok());
+}
+
+TEST(StepRunnerTest, ForwardGivesTheTrainingGraphsLogits) {
+  const StepGraph train = BuildOrDie("cnn:i1x8x8-c2-p-3", OptimizerKind::kSgd, 4);
+  Result<StepGraph> fwd = BuildForwardGraph(train.model, 4);
+  ASSERT_TRUE(fwd.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Tensor images, labels;
+  SyntheticBatch(train, 4, images, labels);
+  TrainState state = InitialState(train.model, OptimizerKind::kSgd, 2);
+  Result<StepRunner> fwd_runner = StepRunner::Create(*fwd);
+  ASSERT_TRUE(fwd_runner.ok());
+  Result<const Tensor*> logits = fwd_runner->Forward(state, images, **backend);
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  Tensor seen;
+  NodeObserver grab = [&](const StepNode& n, std::span<const Tensor* const> outs) -> Status {
+    if (n.index == train.logits_node) seen = *outs[0];
+    return Status::Ok();
+  };
+  Result<StepRunner> train_runner = StepRunner::Create(train);
+  ASSERT_TRUE(train_runner.ok());
+  ASSERT_TRUE(train_runner->Step(state, images, labels, **backend, &grab).ok());
+  EXPECT_TRUE((*logits)->BitwiseEqual(seen));
+}
+
+}  // namespace
+}  // namespace polnode::solver

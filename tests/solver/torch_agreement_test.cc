@@ -1,0 +1,133 @@
+// Agreement with PyTorch (Debian's python3-torch through /usr/bin/python3): two SGD-momentum steps
+// of the default MLP from the same initial weights and the same Fashion-MNIST batches.
+//
+// The two sides sum in different orders, so bits differ; the test bounds the difference:
+//   parameters: |ours - torch| <= 1e-5 * |torch| + 1e-7 * max|torch| (1e-5 relative, with a floor
+//               for the rare elements that sit near zero);
+//   momentum buffers (the accumulated gradients) and losses, which carry all the reordering error
+//   and no initial weights to hide it: 1e-4 relative to the tensor's largest magnitude.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/init.h"
+#include "polnode/solver/philox.h"
+#include "polnode/solver/step_graph.h"
+#include "polnode/solver/step_runner.h"
+#include "solver_test_util.h"
+
+namespace polnode::solver {
+namespace {
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+void WriteRaw(const std::string& path, const kernels::Tensor& t) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.numel() * 4));
+}
+
+std::vector<float> ReadRaw(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+float MaxAbs(std::span<const float> v) {
+  float m = 0.0f;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
+  POLNODE_REQUIRE_FASHION_MNIST(data);
+  const std::string probe = std::string(kPython) + " -c 'import torch, numpy' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) {
+    GTEST_SKIP() << kPython << " cannot import torch and numpy (install python3-torch)";
+  }
+  testing::ScratchDir dir("torch");
+  Result<ModelSpec> model = ParseModelSpec("mlp:784-256-128-10");
+  ASSERT_TRUE(model.ok());
+  OptimizerConfig opt;
+  opt.lr = 0.05f;
+  opt.momentum = 0.9f;
+  opt.weight_decay = 1e-4f;
+  const std::int64_t batch = 128;
+  Result<StepGraph> graph = BuildTrainStepGraph(*model, opt, batch);
+  ASSERT_TRUE(graph.ok());
+  Result<StepRunner> runner = StepRunner::Create(*graph);
+  ASSERT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 2);
+  ASSERT_TRUE(backend.ok());
+
+  TrainState state = InitialState(*model, OptimizerKind::kSgd, 99);
+  std::ofstream manifest(dir.File("manifest.txt"));
+  manifest << "lr " << opt.lr << "\nmomentum " << opt.momentum << "\nweight_decay "
+           << opt.weight_decay << "\n";
+  for (const ParamSpec& p : model->params) {
+    WriteRaw(dir.File(p.name + ".bin"), *state.Find(p.name));
+    manifest << "param " << p.name;
+    for (std::int64_t d : p.shape) manifest << " " << d;
+    manifest << "\n";
+  }
+  const std::vector<std::uint32_t> order =
+      EpochPermutation(99, 0, static_cast<std::uint32_t>(data->train.count));
+  std::vector<float> our_losses;
+  for (int step = 0; step < 2; ++step) {
+    kernels::Tensor images, labels;
+    ASSERT_TRUE(GatherBatch(data->train,
+                            std::span(order).subspan(static_cast<std::size_t>(step * batch), batch),
+                            graph->images_shape, images, labels)
+                    .ok());
+    WriteRaw(dir.File("x" + std::to_string(step) + ".bin"), images);
+    WriteRaw(dir.File("y" + std::to_string(step) + ".bin"), labels);
+    manifest << "batch " << step << " " << batch << " 784\n";
+    Result<float> loss = runner->Step(state, images, labels, **backend);
+    ASSERT_TRUE(loss.ok()) << loss.status().ToString();
+    our_losses.push_back(*loss);
+  }
+  manifest.close();
+
+  const std::string script = std::string(POLNODE_SOURCE_DIR) + "/tests/solver/torch_sgd_step.py";
+  const std::string command = std::string(kPython) + " " + script + " " + dir.path().string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+
+  const std::vector<float> torch_losses = ReadRaw(dir.File("losses.out.bin"));
+  ASSERT_EQ(torch_losses.size(), 2u);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(our_losses[static_cast<std::size_t>(i)], torch_losses[static_cast<std::size_t>(i)],
+                1e-4 * torch_losses[static_cast<std::size_t>(i)]);
+
+  for (const ParamSpec& p : model->params) {
+    const kernels::Tensor& ours = *state.Find(p.name);
+    const std::vector<float> theirs = ReadRaw(dir.File(p.name + ".out.bin"));
+    ASSERT_EQ(static_cast<std::int64_t>(theirs.size()), ours.numel()) << p.name;
+    const float floor = 1e-7f * MaxAbs(theirs);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < theirs.size(); ++i) {
+      const double diff = std::fabs(static_cast<double>(ours.data()[i]) - theirs[i]);
+      worst = std::max(worst, diff / (std::fabs(theirs[i]) + floor));
+      ASSERT_LE(diff, 1e-5 * std::fabs(theirs[i]) + floor) << p.name << "[" << i << "]";
+    }
+    const kernels::Tensor& our_v = *state.Find(p.name + ".velocity");
+    const std::vector<float> their_v = ReadRaw(dir.File(p.name + ".velocity.out.bin"));
+    ASSERT_EQ(static_cast<std::int64_t>(their_v.size()), our_v.numel());
+    const float v_scale = MaxAbs(their_v);
+    double worst_v = 0.0;
+    for (std::size_t i = 0; i < their_v.size(); ++i) {
+      const double diff = std::fabs(static_cast<double>(our_v.data()[i]) - their_v[i]);
+      worst_v = std::max(worst_v, diff / v_scale);
+      ASSERT_LE(diff, 1e-4 * v_scale) << p.name << ".velocity[" << i << "]";
+    }
+    std::printf("%-6s worst relative difference: parameter %.2e, velocity %.2e (of max)\n",
+                p.name.c_str(), worst, worst_v);
+  }
+}
+
+}  // namespace
+}  // namespace polnode::solver

@@ -1,0 +1,141 @@
+#include "polnode/solver/train_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "polnode/solver/init.h"
+
+namespace polnode::solver {
+namespace {
+
+TrainState SampleState() {
+  Result<ModelSpec> m = ParseModelSpec("cnn:i1x6x6-c2-p-3");
+  EXPECT_TRUE(m.ok());
+  TrainState s = InitialState(*m, OptimizerKind::kAdam, 3);
+  s.step = 1234567;
+  // Values whose bits an encoding could lose: -0, a NaN payload, infinities, a subnormal.
+  float* b = s.tensors[1].tensor.data();
+  b[0] = -0.0f;
+  b[1] = std::numeric_limits<float>::denorm_min();
+  std::uint32_t nan_bits = 0x7fc01234u;
+  std::memcpy(&s.tensors[3].tensor.data()[0], &nan_bits, 4);
+  s.tensors[3].tensor.data()[1] = -std::numeric_limits<float>::infinity();
+  return s;
+}
+
+void ExpectSameState(const TrainState& a, const TrainState& b) {
+  EXPECT_EQ(a.step, b.step);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+    EXPECT_TRUE(a.tensors[i].tensor.BitwiseEqual(b.tensors[i].tensor)) << a.tensors[i].name;
+  }
+}
+
+TEST(TrainStateTest, EncodeDecodeRoundTripsEveryBit) {
+  const TrainState s = SampleState();
+  const std::vector<std::uint8_t> bytes = EncodeState(s);
+  Result<TrainState> back = DecodeState(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameState(s, *back);
+  EXPECT_EQ(EncodeState(*back), bytes);
+}
+
+TEST(TrainStateTest, HashIsSha256OfTheEncodingAndSeesEveryBit) {
+  TrainState s = SampleState();
+  EXPECT_EQ(StateHash(s), consensus::Sha256(EncodeState(s)));
+  const consensus::Hash256 before = StateHash(s);
+  s.tensors[0].tensor.data()[0] = std::nextafter(s.tensors[0].tensor.data()[0], 1.0f);
+  EXPECT_NE(StateHash(s), before);
+  TrainState t = SampleState();
+  t.step += 1;
+  EXPECT_NE(StateHash(t), before);
+}
+
+TEST(TrainStateTest, EncodingLayoutIsAsDocumented) {
+  TrainState s;
+  s.step = 2;
+  s.tensors.push_back({"w", *kernels::Tensor::FromValues({2}, {1.0f, -2.0f})});
+  const std::vector<std::uint8_t> expected = {
+      'P',  'L',  'N',  'S',  'T', 'A', 'T', 'E',              // magic
+      1,    0,    0,    0,                                     // version
+      2,    0,    0,    0,    0,   0,   0,   0,                // step
+      1,    0,    0,    0,                                     // tensor count
+      1,    0,    0,    0,    'w',                             // name
+      1,    0,    0,    0,    2,   0,   0,   0,   0, 0, 0, 0,  // rank, dims
+      0x00, 0x00, 0x80, 0x3f,                                  // 1.0f
+      0x00, 0x00, 0x00, 0xc0,                                  // -2.0f
+  };
+  EXPECT_EQ(EncodeState(s), expected);
+}
+
+TEST(TrainStateTest, EveryTruncationIsRejected) {
+  const std::vector<std::uint8_t> bytes = EncodeState(SampleState());
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    Result<TrainState> r = DecodeState(std::span(bytes.data(), len));
+    ASSERT_FALSE(r.ok()) << "length " << len;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  }
+}
+
+TEST(TrainStateTest, GarbledFieldsAreRejectedWithAReason) {
+  const std::vector<std::uint8_t> good = EncodeState(SampleState());
+  struct Case {
+    std::size_t offset;
+    std::uint8_t value;
+    const char* expect;
+  };
+  // Offsets: magic 0..7, version 8..11, step 12..19, count 20..23, first name length 24..27,
+  // first name 28.., then its rank.
+  const Case cases[] = {
+      {0, 'X', "bad magic"},
+      {8, 2, "version"},
+      {19, 0x80, "negative"},
+      {23, 0x40, "tensor count"},
+      {24, 0, "name length"},
+      {27, 1, "name length"},
+      {28, ' ', "printable"},
+      {28 + 7, 9, "rank"},  // "conv1.w" is 7 characters
+      {28 + 7 + 4 + 7, 0x7f, "dimensions exceed"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    bad[c.offset] = c.value;
+    Result<TrainState> r = DecodeState(bad);
+    ASSERT_FALSE(r.ok()) << "offset " << c.offset;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << "offset " << c.offset << ": " << r.status().ToString();
+  }
+  std::vector<std::uint8_t> trailing = good;
+  trailing.push_back(0);
+  Result<TrainState> r = DecodeState(trailing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("trailing"), std::string::npos);
+}
+
+TEST(TrainStateTest, RepeatedNamesAreRejected) {
+  TrainState s;
+  s.tensors.push_back({"a", kernels::Tensor({1})});
+  s.tensors.push_back({"a", kernels::Tensor({1})});
+  Result<TrainState> r = DecodeState(EncodeState(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("twice"), std::string::npos);
+}
+
+TEST(TrainStateTest, TensorHashCoversShapeAndBits) {
+  const kernels::Tensor a = *kernels::Tensor::FromValues({2, 2}, {1, 2, 3, 4});
+  kernels::Tensor b = a;
+  EXPECT_EQ(TensorHash(a), TensorHash(b));
+  ASSERT_TRUE(b.Reshape({4}).ok());
+  EXPECT_NE(TensorHash(a), TensorHash(b));
+  kernels::Tensor c = a;
+  c.data()[3] = -c.data()[3];
+  EXPECT_NE(TensorHash(a), TensorHash(c));
+}
+
+}  // namespace
+}  // namespace polnode::solver

@@ -1,0 +1,225 @@
+// The published proof-of-learning spoofing attacks and simpler forgeries (issue 4's list), each
+// built as a complete, internally consistent, signed proof. Each must be rejected whenever a
+// forged segment is drawn, and forgeries that the manifest or initial-state checks catch must be
+// rejected for every beacon.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "pol_fixture.h"
+
+namespace polnode::verifier {
+namespace {
+
+using solver::TrainState;
+using testing::Chain;
+using testing::WrittenProof;
+
+class AttackTest : public ::testing::Test {
+ protected:
+  AttackTest() : data_(solver::testing::TinyDataset()), task_(solver::testing::TinyTask(data_)),
+                 honest_(testing::HonestChain(task_, data_)) {}
+
+  std::int64_t segment_count() const { return task_.checkpoint_count() - 1; }
+
+  // Every forged segment fails its own replay, and over many beacons a verdict rejects exactly
+  // when it draws a forged segment (honest segments of a forged proof still replay fine).
+  void ExpectCaughtWhenDrawn(const WrittenProof& proof, const std::set<std::int64_t>& forged) {
+    auto backend = kernels::MakeBackend("cpu", 1);
+    ASSERT_TRUE(backend.ok());
+    Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task_, data_);
+    ASSERT_TRUE(stepper.ok());
+    ASSERT_TRUE(CheckManifestAgainstTask(proof.manifest, task_).ok());
+    for (std::int64_t s = 0; s < segment_count(); ++s) {
+      Result<SegmentEvidence> e = ReplaySegment(proof.manifest, *proof.store, *stepper, **backend, s, {});
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->ok, !forged.contains(s)) << "segment " << s << ": " << e->reason;
+    }
+    int drew_forged = 0;
+    for (int i = 0; i < 40; ++i) {
+      VerifyOptions options;
+      options.beacon = testing::Beacon(i);
+      options.segments = 2;
+      Result<Verdict> v = VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, options);
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      bool hit = false;
+      for (const SegmentEvidence& e : v->segments) hit = hit || forged.contains(e.segment);
+      drew_forged += hit ? 1 : 0;
+      EXPECT_EQ(v->accept, !hit) << "beacon " << i << ": " << v->reason;
+    }
+    if (!forged.empty()) {
+      EXPECT_GT(drew_forged, 0) << "no beacon drew a forged segment: the test would prove nothing";
+    }
+  }
+
+  // Rejected for every beacon, with `reason_part` in the reason.
+  void ExpectAlwaysRejected(const WrittenProof& proof, const std::string& reason_part) {
+    auto backend = kernels::MakeBackend("cpu", 1);
+    ASSERT_TRUE(backend.ok());
+    for (int i = 0; i < 10; ++i) {
+      VerifyOptions options;
+      options.beacon = testing::Beacon(i);
+      options.segments = 2;
+      Result<Verdict> v = VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, options);
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      EXPECT_FALSE(v->accept);
+      EXPECT_NE(v->reason.find(reason_part), std::string::npos) << v->reason;
+    }
+  }
+
+  std::set<std::int64_t> AllSegments() const {
+    std::set<std::int64_t> all;
+    for (std::int64_t s = 0; s < segment_count(); ++s) all.insert(s);
+    return all;
+  }
+
+  // a + t * (b - a) elementwise, with b's layout and the given step counter.
+  static TrainState Lerp(const TrainState& a, const TrainState& b, double t, std::int64_t step) {
+    TrainState out = b;
+    out.step = step;
+    for (std::size_t i = 0; i < out.tensors.size(); ++i) {
+      float* o = out.tensors[i].tensor.data();
+      const float* x = a.tensors[i].tensor.data();
+      const float* y = b.tensors[i].tensor.data();
+      for (std::int64_t e = 0; e < out.tensors[i].tensor.numel(); ++e) {
+        o[e] = static_cast<float>(x[e] + t * (static_cast<double>(y[e]) - x[e]));
+      }
+    }
+    return out;
+  }
+
+  solver::ImageDataset data_;
+  solver::TaskSpec task_;
+  Chain honest_;
+};
+
+TEST_F(AttackTest, HonestProofIsAcceptedForEveryBeacon) {
+  WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  ExpectCaughtWhenDrawn(proof, {});
+}
+
+// 1. Zhang et al.: checkpoints interpolated from the (real) initial weights to a stolen model.
+TEST_F(AttackTest, InterpolatedCheckpointsTowardATargetModel) {
+  const TrainState& w0 = honest_.checkpoints.front();
+  const TrainState& stolen = honest_.checkpoints.back();
+  std::vector<TrainState> forged;
+  const std::int64_t n = segment_count();
+  for (std::int64_t i = 0; i <= n; ++i) {
+    forged.push_back(Lerp(w0, stolen, static_cast<double>(i) / static_cast<double>(n), i * task_.checkpoint_interval));
+  }
+  forged.front() = w0;  // keeps the initial-state check satisfied, as the attacker would
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, forged, honest_.loss_bits), AllSegments());
+}
+
+// 2. Fang et al.: "infinitesimal update", tiny steps away from a real initialisation.
+TEST_F(AttackTest, InfinitesimalUpdates) {
+  const TrainState& w0 = honest_.checkpoints.front();
+  std::vector<TrainState> forged;
+  for (std::int64_t i = 0; i <= segment_count(); ++i) {
+    forged.push_back(Lerp(w0, honest_.checkpoints.back(), 1e-6 * static_cast<double>(i), i * task_.checkpoint_interval));
+  }
+  forged.front() = w0;
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, forged, honest_.loss_bits), AllSegments());
+}
+
+// 3. Fang et al.: "blindfold top-Q", honest early segments with large updates, then small forged
+// updates that top-Q selection would never pick. Uniform selection does.
+TEST_F(AttackTest, BlindfoldTopQ) {
+  std::vector<TrainState> forged(honest_.checkpoints.begin(), honest_.checkpoints.begin() + 3);
+  for (std::int64_t i = 3; i <= segment_count(); ++i) {
+    forged.push_back(Lerp(honest_.checkpoints[2], honest_.checkpoints.back(), 1e-4 * static_cast<double>(i - 2),
+                          i * task_.checkpoint_interval));
+  }
+  std::set<std::int64_t> bad;
+  for (std::int64_t s = 2; s < segment_count(); ++s) bad.insert(s);
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, forged, honest_.loss_bits), bad);
+}
+
+// 4. A segment copied (checkpoint 5 repeats checkpoint 4, with or without fixing the step
+// counter) or skipped (one checkpoint fewer).
+TEST_F(AttackTest, CopiedSegment) {
+  std::vector<TrainState> copied = honest_.checkpoints;
+  copied[5] = copied[4];
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, copied, honest_.loss_bits), {4, 5});
+  copied[5].step = 5 * task_.checkpoint_interval;
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, copied, honest_.loss_bits), {4, 5});
+}
+
+TEST_F(AttackTest, SkippedSegment) {
+  std::vector<TrainState> skipped = honest_.checkpoints;
+  skipped.erase(skipped.begin() + 5);
+  ExpectAlwaysRejected(testing::WriteProof(task_, skipped, honest_.loss_bits), "checkpoints");
+}
+
+// 5. Data order altered: the same samples, visited in another order (the split reversed).
+TEST_F(AttackTest, DataOrderAltered) {
+  solver::ImageDataset reordered = data_;
+  const std::int64_t n = reordered.train.count;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t j = n - 1 - i;
+    std::copy_n(data_.train.pixels.begin() + j * 16, 16, reordered.train.pixels.begin() + i * 16);
+    reordered.train.labels[static_cast<std::size_t>(i)] = data_.train.labels[static_cast<std::size_t>(j)];
+  }
+  const Chain other = testing::RunChain(task_, reordered, honest_.checkpoints.front());
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, other.checkpoints, other.loss_bits), AllSegments());
+}
+
+// 6. A hyperparameter altered: trained with half the learning rate, claimed under the real task.
+TEST_F(AttackTest, LearningRateAltered) {
+  solver::TaskSpec cheaper = task_;
+  cheaper.optimizer.lr = task_.optimizer.lr / 2;
+  const Chain other = testing::RunChain(cheaper, data_, honest_.checkpoints.front());
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, other.checkpoints, other.loss_bits), AllSegments());
+}
+
+// 7. One weight of one checkpoint moved by one ulp.
+TEST_F(AttackTest, OneWeightOneUlp) {
+  std::vector<TrainState> forged = honest_.checkpoints;
+  float* w = forged[3].tensors[0].tensor.data();
+  w[0] = std::nextafter(w[0], INFINITY);
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, forged, honest_.loss_bits), {2, 3});
+}
+
+// A checkpoint whose weights make the replay diverge is a rejection, not a verifier error.
+TEST_F(AttackTest, NonFiniteWeightsAreRejectedNotErrors) {
+  std::vector<TrainState> forged = honest_.checkpoints;
+  for (std::int64_t e = 0; e < forged[3].tensors[0].tensor.numel(); ++e) forged[3].tensors[0].tensor.data()[e] = NAN;
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, forged, honest_.loss_bits), {2, 3});
+}
+
+// 8. A blob whose bytes do not match its name (checkpoint 4's file holds checkpoint 3's bytes).
+TEST_F(AttackTest, BlobBytesDoNotMatchName) {
+  WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  const std::vector<std::uint8_t> other = solver::EncodeState(honest_.checkpoints[3]);
+  std::ofstream(proof.store->PathOf(proof.manifest.checkpoint_hashes[4]), std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(other.data()), static_cast<std::streamsize>(other.size()));
+  ExpectCaughtWhenDrawn(proof, {3, 4});
+}
+
+// 9. A manifest whose Merkle root does not match its hashes (re-signed, so only the root is off).
+TEST_F(AttackTest, MerkleRootDoesNotMatchHashes) {
+  WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  std::swap(proof.manifest.checkpoint_hashes[2], proof.manifest.checkpoint_hashes[3]);
+  ASSERT_TRUE(solver::SignManifest(proof.manifest, testing::ForgerKey()).ok());
+  ExpectAlwaysRejected(proof, "Merkle root");
+  // A tampered signature is caught as well.
+  WrittenProof signed_proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  signed_proof.manifest.signature[10] ^= 1;
+  ExpectAlwaysRejected(signed_proof, "signature");
+}
+
+// 10. Initial weights not from the task seed: an honest run from another seed's initialisation
+// replays consistently segment by segment, so only the initial-state check can catch it.
+TEST_F(AttackTest, InitialWeightsNotFromTaskSeed) {
+  solver::TaskSpec other_seed = task_;
+  other_seed.seed = task_.seed + 1;
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(other_seed, data_);
+  ASSERT_TRUE(stepper.ok());
+  const Chain other = testing::RunChain(task_, data_, stepper->Initial());
+  ExpectAlwaysRejected(testing::WriteProof(task_, other.checkpoints, other.loss_bits), "initial state");
+}
+
+}  // namespace
+}  // namespace polnode::verifier

@@ -1,0 +1,56 @@
+// Profiling (DESIGN.md section 3): replays sample segments of a proof under every variation the
+// task allows (backends present on this machine, thread counts) and sets each metric's threshold
+// to the largest distance observed between a replay and the proof's claimed checkpoint. In exact
+// mode every distance must come out 0; verdicts then compare hashes.
+#ifndef POLNODE_VERIFIER_PROFILE_H_
+#define POLNODE_VERIFIER_PROFILE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/proof_manifest.h"
+#include "polnode/solver/task_spec.h"
+#include "polnode/verifier/distance.h"
+
+namespace polnode::verifier {
+
+struct ProfileVariation {
+  std::string backend;  // a MakeBackend name
+  int threads = 1;
+};
+
+struct ProfileObservation {
+  ProfileVariation variation;
+  std::string backend_impl;  // Backend::name() of what ran
+  std::int64_t segment = 0;
+  Distances distances;
+  bool hash_equal = false;  // replayed state hash == claimed checkpoint hash
+};
+
+struct Profile {
+  Thresholds thresholds;
+  std::vector<ProfileObservation> observations;
+  std::vector<std::string> skipped;  // variations whose backend is not present, with the reason
+};
+
+/// Every variation polnode allows: backends reference and cpu, plus cuda and hip (MakeBackend
+/// tells later whether present), each at 1 and 2 threads.
+std::vector<ProfileVariation> AllVariations();
+
+/// Replays `segments` of the proof under each variation whose backend can be made here (the
+/// others are listed in Profile::skipped) and returns the per-metric maxima. kFailedPrecondition
+/// when the manifest does not match the task, a sampled checkpoint cannot be loaded, or no
+/// variation could run; other errors as TaskStepper::Create and CheckTaskData.
+Result<Profile> ProfileProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                             const solver::ProofManifest& manifest, const solver::BlobStore& store,
+                             std::span<const std::int64_t> segments,
+                             std::span<const ProfileVariation> variations);
+
+}  // namespace polnode::verifier
+
+#endif  // POLNODE_VERIFIER_PROFILE_H_

@@ -1,0 +1,133 @@
+#include "polnode/verifier/replay.h"
+
+#include <cstring>
+
+#include "polnode/verifier/segments.h"
+
+namespace polnode::verifier {
+namespace {
+
+std::uint32_t FloatBits(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+// Loads checkpoint `index` through the store (which re-hashes it) and checks its step counter.
+Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const solver::BlobStore& store,
+                                          std::int64_t index) {
+  const consensus::Hash256& hash = m.checkpoint_hashes[static_cast<std::size_t>(index)];
+  Result<std::vector<std::uint8_t>> bytes = store.Get(hash);
+  if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
+  Result<solver::TrainState> state = solver::DecodeState(*bytes);
+  if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
+  if (state->step != index * m.checkpoint_interval) {
+    return Status::Corruption("checkpoint " + std::to_string(index) + " holds step " +
+                              std::to_string(state->step) + ", expected " +
+                              std::to_string(index * m.checkpoint_interval));
+  }
+  return state;
+}
+
+}  // namespace
+
+Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::TaskSpec& task) {
+  if (m.task_id != solver::TaskId(task)) return Status::FailedPrecondition("manifest is for another task");
+  if (m.checkpoint_interval != task.checkpoint_interval || m.steps != task.steps) {
+    return Status::Corruption("manifest k or step count differs from the task's");
+  }
+  if (static_cast<std::int64_t>(m.checkpoint_hashes.size()) != task.checkpoint_count()) {
+    return Status::Corruption("manifest has " + std::to_string(m.checkpoint_hashes.size()) +
+                              " checkpoints, the task needs " + std::to_string(task.checkpoint_count()));
+  }
+  if (static_cast<std::int64_t>(m.loss_bits.size()) != task.steps) {
+    return Status::Corruption("manifest has " + std::to_string(m.loss_bits.size()) + " losses for " +
+                              std::to_string(task.steps) + " steps");
+  }
+  return solver::CheckManifestIntegrity(m);
+}
+
+Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solver::BlobStore& store,
+                                      solver::TaskStepper& stepper, kernels::Backend& backend,
+                                      std::int64_t segment, const Thresholds& thresholds) {
+  SegmentEvidence e;
+  e.segment = segment;
+  e.claimed = m.checkpoint_hashes[static_cast<std::size_t>(segment + 1)];
+  Result<solver::TrainState> state = LoadCheckpoint(m, store, segment);
+  if (!state.ok()) {
+    e.reason = state.status().ToString();
+    return e;
+  }
+  e.losses_match = true;
+  for (std::int64_t s = 0; s < m.checkpoint_interval; ++s) {
+    const std::int64_t step = state->step;
+    Result<float> loss = stepper.Step(*state, backend);
+    // A claimed state that makes training diverge (NaN or infinite weights) is the proof's
+    // fault: the segment fails. Anything else is the verifier's own error.
+    if (!loss.ok() && loss.status().code() == StatusCode::kFailedPrecondition) {
+      e.losses_match = false;
+      e.reason = "replay from checkpoint " + std::to_string(segment) + ": " + loss.status().ToString();
+      return e;
+    }
+    if (!loss.ok()) return loss.status();
+    if (FloatBits(*loss) != m.loss_bits[static_cast<std::size_t>(step)]) e.losses_match = false;
+  }
+  e.replayed = true;
+  e.recomputed = solver::StateHash(*state);
+  Result<solver::TrainState> claimed = LoadCheckpoint(m, store, segment + 1);
+  if (claimed.ok()) {
+    Result<Distances> d = StateDistance(*state, *claimed);
+    if (d.ok()) {
+      e.distances = *d;
+      e.have_distances = true;
+    }
+  }
+  const bool exact = stepper.task().mode == solver::ReproMode::kExact;
+  // The end checkpoint must be servable even when its hash alone would settle an exact replay:
+  // a proof whose blobs cannot be fetched intact cannot be checked by anyone else.
+  if (!claimed.ok()) {
+    e.reason = claimed.status().ToString();
+  } else if (exact) {
+    if (e.recomputed != e.claimed) {
+      e.reason = "replayed state hash differs from checkpoint " + std::to_string(segment + 1);
+    } else if (!e.losses_match) {
+      e.reason = "replayed step losses differ from the manifest's";
+    }
+  } else if (!e.have_distances) {
+    e.reason = "checkpoint " + std::to_string(segment + 1) + " has another tensor layout";
+  } else if (!WithinThresholds(e.distances, thresholds)) {
+    e.reason = "replay distance exceeds the profiled thresholds";
+  }
+  e.ok = e.reason.empty();
+  return e;
+}
+
+Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                            const solver::ProofManifest& manifest, const solver::BlobStore& store,
+                            kernels::Backend& backend, const VerifyOptions& options) {
+  POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
+  POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(task, data));
+  const std::int64_t segment_count = task.checkpoint_count() - 1;
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::int64_t> drawn,
+                           SelectSegments(options.beacon, segment_count, options.segments));
+  Verdict v;
+  v.is_signed = manifest.is_signed;
+  if (Status s = CheckManifestAgainstTask(manifest, task); !s.ok()) {
+    v.reason = "manifest: " + s.ToString();
+    return v;
+  }
+  v.manifest_ok = true;
+  // Checkpoint 0 is named by its hash, so comparing hashes compares every bit of the state.
+  v.initial_state_ok = solver::StateHash(stepper.Initial()) == manifest.checkpoint_hashes[0];
+  if (!v.initial_state_ok) v.reason = "checkpoint 0 is not the task's initial state";
+  for (std::int64_t segment : drawn) {
+    POLNODE_ASSIGN_OR_RETURN(SegmentEvidence e,
+                             ReplaySegment(manifest, store, stepper, backend, segment, options.thresholds));
+    if (!e.ok && v.reason.empty()) v.reason = "segment " + std::to_string(segment) + ": " + e.reason;
+    v.segments.push_back(std::move(e));
+  }
+  v.accept = v.reason.empty();
+  return v;
+}
+
+}  // namespace polnode::verifier
