@@ -85,7 +85,15 @@ Status WriteTemporary(const std::string& tmp, const SecretKey& key) {
   if (fd.get() < 0) return ErrnoStatus(errno, "cannot create " + tmp);
   // The umask can only remove bits from 0600; set the mode exactly anyway so it never depends on it.
   if (::fchmod(fd.get(), 0600) != 0) return ErrnoStatus(errno, "cannot set mode 0600 on " + tmp);
-  std::string text = BytesToHex(key.bytes());
+  // Reserve the final size before building the text: a push_back that reallocated would free a
+  // heap copy of the secret hex that the cleanse below never reaches.
+  std::string text;
+  text.reserve(2 * key.bytes().size() + 1);
+  {
+    std::string hex = BytesToHex(key.bytes());
+    text.append(hex);
+    OPENSSL_cleanse(hex.data(), hex.size());
+  }
   text.push_back('\n');
   Status written = WriteAll(fd.get(), text, tmp);
   OPENSSL_cleanse(text.data(), text.size());

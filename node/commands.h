@@ -18,6 +18,9 @@ int RunCli(const std::vector<std::string>& args, Io& io);
 
 // Each command's entry point lives in its own <name>_command.cc.
 int RunVersionCommand(const std::vector<std::string>& args, Io& io);
+int RunInitCommand(const std::vector<std::string>& args, Io& io);
+int RunLedgerCommand(const std::vector<std::string>& args, Io& io);
+int RunTxCommand(const std::vector<std::string>& args, Io& io);
 int RunKeygenCommand(const std::vector<std::string>& args, Io& io);
 int RunSignCommand(const std::vector<std::string>& args, Io& io);
 int RunVerifyCommand(const std::vector<std::string>& args, Io& io);

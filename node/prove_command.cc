@@ -24,18 +24,16 @@ int Prove(const FlagSet& flags, Io& io) {
                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(flags.Get("backend"), thread_count);
   if (!backend.ok()) return ReportError(io, kCommand, backend.status());
-  std::optional<consensus::SecretKey> key;
-  if (flags.Given("key")) {
-    Result<consensus::SecretKey> read = consensus::ReadKeyFile(flags.Get("key"));
-    if (!read.ok()) return ReportError(io, kCommand, read.status().WithContext(flags.Get("key")));
-    key = *read;
-  }
+  // Verifiers reject unsigned proofs, so --key is required (FlagSet enforces it): training for
+  // hours into a proof nobody will accept would only waste the run.
+  Result<consensus::SecretKey> key = consensus::ReadKeyFile(flags.Get("key"));
+  if (!key.ok()) return ReportError(io, kCommand, key.status().WithContext(flags.Get("key")));
   Result<solver::ImageDataset> data = LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kCommand, data.status());
 
   solver::ProveOptions options;
   options.out_dir = flags.Get("out");
-  options.key = key ? &*key : nullptr;
+  options.key = &*key;
   Result<solver::ProveResult> result = solver::Prove(*task, *data, **backend, options);
   if (!result.ok()) return ReportError(io, kCommand, result.status());
   const solver::ProofManifest& m = result->manifest;
@@ -75,7 +73,8 @@ int RunProveCommand(const std::vector<std::string>& args, Io& io) {
                 "byte-identical.");
   flags.Value("task", "FILE", "task file (TOML, or protobuf when it ends in .pb)", "", true);
   flags.Value("out", "DIR", "proof directory (created; an existing one is resumed)", "", true);
-  flags.Value("key", "FILE", "solver key file (polnode keygen) that signs the manifest");
+  flags.Value("key", "FILE", "solver key file (polnode keygen) that signs the manifest; verifiers reject unsigned proofs",
+              "", true);
   flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
   flags.Value("threads", "T", "CPU threads (0: every hardware thread); never changes the result", "0");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;

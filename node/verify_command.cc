@@ -1,3 +1,6 @@
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <ostream>
 
 #include "commands.h"
@@ -54,6 +57,8 @@ void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solve
       .Field("signed", v.is_signed)
       .Field("manifest_ok", v.manifest_ok)
       .Field("initial_state_ok", v.initial_state_ok)
+      .Field("drawn_segments", v.drawn)
+      .Field("final_segment_ok", v.final_segment_ok)
       .Key("segments")
       .BeginArray();
   for (const verifier::SegmentEvidence& e : v.segments) {
@@ -88,8 +93,17 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
   const std::string dir = flags.Get("proof");
   Result<consensus::Hash256> beacon = consensus::HashFromHex(flags.Get("beacon"));
   if (!beacon.ok()) return ReportError(io, kName, beacon.status().WithContext("--beacon")), kExitUsage;
-  Result<std::int64_t> q = flags.GetInt("segments", 1, 1 << 20);
+  // Without --segments the verifier replays the task's own Q (VerifyProof never replays fewer).
+  Result<std::int64_t> q = flags.Given("segments") ? flags.GetInt("segments", 1, 1 << 20) : Result<std::int64_t>(1);
   if (!q.ok()) return ReportError(io, kName, q.status()), kExitUsage;
+  std::optional<std::array<std::uint8_t, 32>> solver_pubkey;
+  if (flags.Given("solver-pubkey")) {
+    std::array<std::uint8_t, 32> key{};
+    if (Status s = consensus::HexToFixed(flags.Get("solver-pubkey"), key); !s.ok()) {
+      return ReportError(io, kName, s.WithContext("--solver-pubkey (64 hex characters)")), kExitUsage;
+    }
+    solver_pubkey = key;
+  }
   Result<std::int64_t> threads = flags.GetInt("threads", 1, 1024);
   if (!threads.ok()) return ReportError(io, kName, threads.status()), kExitUsage;
   // Without --task the proof's own copy is used: the verdict then shows its task id, which the
@@ -107,6 +121,7 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
   verifier::VerifyOptions options;
   options.beacon = *beacon;
   options.segments = *q;
+  options.solver_pubkey = solver_pubkey;
   Result<verifier::Verdict> verdict =
       verifier::VerifyProof(*task, *data, proof->manifest, proof->store, **backend, options);
   if (!verdict.ok()) return ReportError(io, kName, verdict.status()), kExitUsage;
@@ -124,13 +139,18 @@ int RunVerifyCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(kName,
                 "Check a signed transaction envelope (--tx, from 'polnode sign'): decode it strictly "
                 "and verify its BIP-340 signature; or check a proof of learning (--proof, from "
-                "'polnode prove'): manifest, initial state, and Q segments drawn from --beacon "
+                "'polnode prove'): manifest and solver signature, initial state, and Q segments drawn from --beacon "
                 "replayed, printing the verdict as JSON. Exit code 0: valid/accepted; 1: "
                 "invalid/rejected; 2: unreadable input or bad flags.");
   flags.Value("tx", "FILE", "signed envelope (protobuf wire form)");
   flags.Value("proof", "DIR", "proof directory written by 'polnode prove'");
   flags.Value("beacon", "HEX", "32-byte randomness (64 hex) that draws the segments (with --proof)");
-  flags.Value("segments", "Q", "segments to replay (with --proof)", "1");
+  flags.Value("segments", "Q",
+              "segments to replay (with --proof); never fewer than the task's segments_per_check, "
+              "which is the default");
+  flags.Value("solver-pubkey", "HEX",
+              "x-only solver public key (64 hex) the proof must be signed by (with --proof); "
+              "without it any valid signature is accepted, but unsigned proofs never are");
   flags.Value("task", "FILE", "the task (TOML or .pb) to hold the proof to; default: DIR/task.pb");
   flags.Value("backend", "NAME", "replay backend: reference, cpu, cuda or hip", "cpu");
   flags.Value("threads", "T", "replay threads", "1");

@@ -22,6 +22,18 @@ std::string TempPathFor(const std::string& path) {
   return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
 }
 
+// Syncs the directory that holds `path`, making a rename into it durable.
+Status SyncParentDirectory(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const std::string target = dir.empty() ? std::string(".") : dir;
+  const int fd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return OsError("opening directory", target, errno);
+  const int sync_err = ::fsync(fd) != 0 ? errno : 0;
+  ::close(fd);  // read-only descriptor: a close error cannot lose data
+  if (sync_err != 0) return OsError("syncing directory", target, sync_err);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes) {
@@ -41,17 +53,21 @@ Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t
     done += static_cast<std::size_t>(n);
   }
   // fsync before rename: otherwise a crash can leave the new name pointing at missing data.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
+  // The descriptor is closed whatever fsync returns, so a failed sync never leaks it.
+  const int sync_err = ::fsync(fd) != 0 ? errno : 0;
+  const int close_err = ::close(fd) != 0 ? errno : 0;
+  if (sync_err != 0 || close_err != 0) {
     ::unlink(temp.c_str());
-    return OsError("syncing", temp, err);
+    return OsError(sync_err != 0 ? "syncing" : "closing", temp, sync_err != 0 ? sync_err : close_err);
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
     return OsError("renaming onto", path, err);
   }
-  return Status::Ok();
+  // The rename is only durable once the directory holding the new entry is synced; until then a
+  // power loss can leave the old name (or none) even though the call reported success.
+  return SyncParentDirectory(path);
 }
 
 Result<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path, std::uint64_t max_bytes) {

@@ -1,7 +1,9 @@
 #include "polnode/verifier/replay.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/verifier/segments.h"
 
 namespace polnode::verifier {
@@ -13,9 +15,31 @@ std::uint32_t FloatBits(float f) {
   return bits;
 }
 
-// Loads checkpoint `index` through the store (which re-hashes it) and checks its step counter.
+// The checkpoint's tensors must be exactly the task's state layout (same names, shapes, order as
+// `layout`): the stepper treats a mismatch as a caller error, but here the bytes are the prover's,
+// so a mismatch must become a rejection (kCorruption), never a verifier error.
+Status CheckLayout(const solver::TrainState& state, const solver::TrainState& layout, std::int64_t index) {
+  const std::string where = "checkpoint " + std::to_string(index);
+  if (state.tensors.size() != layout.tensors.size()) {
+    return Status::Corruption(where + " has " + std::to_string(state.tensors.size()) + " tensors, the task's state has " +
+                              std::to_string(layout.tensors.size()));
+  }
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
+    const solver::NamedTensor& got = state.tensors[i];
+    const solver::NamedTensor& want = layout.tensors[i];
+    if (got.name != want.name || got.tensor.shape() != want.tensor.shape()) {
+      return Status::Corruption(where + " tensor " + std::to_string(i) + " is " + got.name + " " +
+                                kernels::ShapeToString(got.tensor.shape()) + ", the task's state has " + want.name +
+                                " " + kernels::ShapeToString(want.tensor.shape()));
+    }
+  }
+  return Status::Ok();
+}
+
+// Loads checkpoint `index` through the store (which re-hashes it) and checks its step counter and
+// its tensor layout against `layout` (the task's initial state).
 Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const solver::BlobStore& store,
-                                          std::int64_t index) {
+                                          const solver::TrainState& layout, std::int64_t index) {
   const consensus::Hash256& hash = m.checkpoint_hashes[static_cast<std::size_t>(index)];
   Result<std::vector<std::uint8_t>> bytes = store.Get(hash);
   if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
@@ -26,6 +50,7 @@ Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const 
                               std::to_string(state->step) + ", expected " +
                               std::to_string(index * m.checkpoint_interval));
   }
+  POLNODE_RETURN_IF_ERROR(CheckLayout(*state, layout, index));
   return state;
 }
 
@@ -53,7 +78,8 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solv
   SegmentEvidence e;
   e.segment = segment;
   e.claimed = m.checkpoint_hashes[static_cast<std::size_t>(segment + 1)];
-  Result<solver::TrainState> state = LoadCheckpoint(m, store, segment);
+  const solver::TrainState layout = stepper.Initial();
+  Result<solver::TrainState> state = LoadCheckpoint(m, store, layout, segment);
   if (!state.ok()) {
     e.reason = state.status().ToString();
     return e;
@@ -74,7 +100,7 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solv
   }
   e.replayed = true;
   e.recomputed = solver::StateHash(*state);
-  Result<solver::TrainState> claimed = LoadCheckpoint(m, store, segment + 1);
+  Result<solver::TrainState> claimed = LoadCheckpoint(m, store, layout, segment + 1);
   if (claimed.ok()) {
     Result<Distances> d = StateDistance(*state, *claimed);
     if (d.ok()) {
@@ -107,23 +133,43 @@ Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDat
                             kernels::Backend& backend, const VerifyOptions& options) {
   POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
   POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(task, data));
+  if (options.segments < 1) return Status::InvalidArgument("Q must be at least 1");
   const std::int64_t segment_count = task.checkpoint_count() - 1;
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::int64_t> drawn,
-                           SelectSegments(options.beacon, segment_count, options.segments));
+  // The task's Q is the protocol's floor: a caller may replay more, never fewer, and asking for
+  // more than exist replays them all.
+  const std::int64_t q = std::min(segment_count, std::max(options.segments, task.segments_per_check));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::int64_t> drawn, SelectSegments(options.beacon, segment_count, q));
   Verdict v;
   v.is_signed = manifest.is_signed;
   if (Status s = CheckManifestAgainstTask(manifest, task); !s.ok()) {
     v.reason = "manifest: " + s.ToString();
     return v;
   }
+  // CheckManifestIntegrity only verifies a signature that is present; an unsigned manifest binds
+  // no solver to the work, so payment could go to anyone: reject it here.
+  if (!manifest.is_signed) {
+    v.reason = "manifest: not signed by a solver key";
+    return v;
+  }
+  if (options.solver_pubkey && *options.solver_pubkey != manifest.solver_pubkey) {
+    v.reason = "manifest: signed by solver key " + consensus::BytesToHex(manifest.solver_pubkey) + ", expected " +
+               consensus::BytesToHex(*options.solver_pubkey);
+    return v;
+  }
   v.manifest_ok = true;
   // Checkpoint 0 is named by its hash, so comparing hashes compares every bit of the state.
   v.initial_state_ok = solver::StateHash(stepper.Initial()) == manifest.checkpoint_hashes[0];
   if (!v.initial_state_ok) v.reason = "checkpoint 0 is not the task's initial state";
+  v.drawn = q;
+  // The final checkpoint is the model that gets paid for, so its segment is replayed whatever the
+  // beacon draws: a forger cannot swap the final model and hope it goes undrawn.
+  const std::int64_t final_segment = segment_count - 1;
+  if (std::find(drawn.begin(), drawn.end(), final_segment) == drawn.end()) drawn.push_back(final_segment);
   for (std::int64_t segment : drawn) {
     POLNODE_ASSIGN_OR_RETURN(SegmentEvidence e,
                              ReplaySegment(manifest, store, stepper, backend, segment, options.thresholds));
     if (!e.ok && v.reason.empty()) v.reason = "segment " + std::to_string(segment) + ": " + e.reason;
+    if (segment == final_segment) v.final_segment_ok = e.ok;
     v.segments.push_back(std::move(e));
   }
   v.accept = v.reason.empty();

@@ -9,6 +9,7 @@
 
 #include "../solver/proof_test_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/solver/proof_manifest.h"
 #include "subprocess.h"
 
 namespace polnode::testing {
@@ -71,6 +72,35 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   // Without --task the proof's own copy of the task is used.
   ProcessResult own = Polnode({"verify", "--proof", "proof", "--segments", "1", "--beacon", std::string(64, 'a')});
   EXPECT_EQ(own.exit_code, 0) << own.err;
+  // Asking for fewer segments than the task's Q (segments = 2), or none, replays the task's Q.
+  EXPECT_NE(own.out.find("\"drawn_segments\":2"), std::string::npos) << own.out;
+  EXPECT_NE(own.out.find("\"final_segment_ok\":true"), std::string::npos) << own.out;
+  ProcessResult dflt = Polnode({"verify", "--proof", "proof", "--beacon", std::string(64, 'a')});
+  EXPECT_EQ(dflt.exit_code, 0) << dflt.err;
+  EXPECT_NE(dflt.out.find("\"drawn_segments\":2"), std::string::npos) << dflt.out;
+
+  // --solver-pubkey: the signer must be that key.
+  ProcessResult keygen = Polnode({"keygen", "--out", "other.key", "--json"});
+  ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
+  const std::size_t at = keygen.out.find("\"public_key\":\"");
+  ASSERT_NE(at, std::string::npos) << keygen.out;
+  const std::string other_pubkey = keygen.out.substr(at + 14, 64);
+  ProcessResult wrong = Polnode({"verify", "--proof", "proof", "--beacon", std::string(64, 'a'), "--solver-pubkey", other_pubkey});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
+  EXPECT_NE(wrong.out.find("\"accept\":false"), std::string::npos) << wrong.out;
+  EXPECT_EQ(Polnode({"verify", "--proof", "proof", "--beacon", std::string(64, 'a'), "--solver-pubkey", "zz"}).exit_code, 2);
+
+  // The same proof with its signature stripped is rejected (exit 1), not accepted as anonymous.
+  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "stripped", "--key", "solver.key"}).exit_code, 0);
+  const std::string wire = ReadAll(dir_.File("stripped/manifest.pb"));
+  Result<solver::ProofManifest> manifest =
+      solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  manifest->is_signed = false;
+  std::ofstream(dir_.File("stripped/manifest.pb"), std::ios::binary | std::ios::trunc) << solver::EncodeManifest(*manifest);
+  ProcessResult stripped = Polnode({"verify", "--proof", "stripped", "--beacon", std::string(64, 'a')});
+  EXPECT_EQ(stripped.exit_code, 1) << stripped.out << stripped.err;
+  EXPECT_NE(stripped.out.find("not signed"), std::string::npos) << stripped.out;
 
   // Q = 8 draws every segment, so any tampered checkpoint is replayed.
   for (const auto& entry : std::filesystem::directory_iterator(dir_.File("proof/blobs"))) {
@@ -84,9 +114,18 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   EXPECT_NE(bad.out.find("\"accept\":false"), std::string::npos) << bad.out;
 }
 
+TEST_F(PolCliTest, ProveWithoutKeyIsAUsageError) {
+  // Verifiers reject unsigned proofs, so prove refuses to start without a key.
+  ProcessResult r = Polnode({"prove", "--task", "task.toml", "--out", "proof"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("key"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("proof/manifest.pb")));
+}
+
 TEST_F(PolCliTest, UnreadableInputIsExitTwo) {
   EXPECT_EQ(Verify("no-such-proof", "b").exit_code, 2);
-  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "proof"}).exit_code, 0);
+  ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key"}).exit_code, 0);
   std::ofstream(dir_.File("proof/manifest.pb"), std::ios::trunc) << "\xff\xff garbage";
   ProcessResult r = Verify("proof", "b");
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -94,17 +133,18 @@ TEST_F(PolCliTest, UnreadableInputIsExitTwo) {
   EXPECT_EQ(Polnode({"verify", "--proof", "proof", "--tx", "x", "--beacon", std::string(64, 'a')}).exit_code, 2);
   EXPECT_EQ(Polnode({"verify", "--proof", "proof", "--beacon", "zz"}).exit_code, 2);
   std::ofstream(dir_.File("bad.toml")) << "model = \n";
-  EXPECT_EQ(Polnode({"prove", "--task", "bad.toml", "--out", "p2"}).exit_code, 2);
+  EXPECT_EQ(Polnode({"prove", "--task", "bad.toml", "--out", "p2", "--key", "solver.key"}).exit_code, 2);
 }
 
 TEST_F(PolCliTest, InterruptedProofResumesToTheSameManifestAndProfilesToZero) {
-  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "clean", "--threads", "1"}).exit_code, 0);
+  ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "clean", "--threads", "1", "--key", "solver.key"}).exit_code, 0);
   // A run interrupted after its last checkpoint but before the manifest (the in-process prover
   // tests cover interruptions between checkpoints): rerunning completes it from progress.bin,
   // on another thread count, to the same bytes.
-  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "resumed", "--threads", "2"}).exit_code, 0);
+  ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "resumed", "--threads", "2", "--key", "solver.key"}).exit_code, 0);
   std::filesystem::remove(dir_.File("resumed/manifest.pb"));
-  ProcessResult again = Polnode({"prove", "--task", "task.toml", "--out", "resumed", "--threads", "2", "--json"});
+  ProcessResult again = Polnode({"prove", "--task", "task.toml", "--out", "resumed", "--threads", "2", "--key", "solver.key", "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("\"resumed_from_step\":40"), std::string::npos) << again.out;
   EXPECT_EQ(ReadAll(dir_.File("resumed/manifest.pb")), ReadAll(dir_.File("clean/manifest.pb")));

@@ -4,6 +4,7 @@
 // rejected for every beacon.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -219,6 +220,152 @@ TEST_F(AttackTest, InitialWeightsNotFromTaskSeed) {
   ASSERT_TRUE(stepper.ok());
   const Chain other = testing::RunChain(task_, data_, stepper->Initial());
   ExpectAlwaysRejected(testing::WriteProof(task_, other.checkpoints, other.loss_bits), "initial state");
+}
+
+// 11. The task's Q is a floor the caller cannot lower: with options.segments = 1, a verifier of a
+// task that demands every segment replays all of them and catches a single forged segment for
+// every beacon; with the tiny task (Q = 2) it still replays two.
+TEST_F(AttackTest, TaskSegmentsPerCheckIsTheMinimumReplayed) {
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  std::vector<TrainState> forged = honest_.checkpoints;
+  float* w = forged[3].tensors[0].tensor.data();
+  w[0] = std::nextafter(w[0], INFINITY);
+  solver::TaskSpec all = task_;
+  all.segments_per_check = segment_count();
+  const WrittenProof proof = testing::WriteProof(all, forged, honest_.loss_bits);
+  const WrittenProof tiny = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  for (int i = 0; i < 10; ++i) {
+    VerifyOptions options;
+    options.beacon = testing::Beacon(i);
+    options.segments = 1;
+    Result<Verdict> v = VerifyProof(all, data_, proof.manifest, *proof.store, **backend, options);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->drawn, segment_count());
+    EXPECT_EQ(v->segments.size(), static_cast<std::size_t>(segment_count()));
+    EXPECT_FALSE(v->accept);
+    EXPECT_NE(v->reason.find("segment"), std::string::npos) << v->reason;
+    Result<Verdict> t = VerifyProof(task_, data_, tiny.manifest, *tiny.store, **backend, options);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_TRUE(t->accept) << t->reason;
+    EXPECT_EQ(t->drawn, task_.segments_per_check);
+    // The drawn ones, plus the final segment when the beacon did not draw it.
+    EXPECT_GE(t->segments.size(), static_cast<std::size_t>(task_.segments_per_check));
+    EXPECT_LE(t->segments.size(), static_cast<std::size_t>(task_.segments_per_check + 1));
+  }
+  // Asking for more than exist replays each segment once.
+  VerifyOptions many;
+  many.segments = 1000;
+  Result<Verdict> v = VerifyProof(task_, data_, tiny.manifest, *tiny.store, **backend, many);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->segments.size(), static_cast<std::size_t>(segment_count()));
+  EXPECT_TRUE(v->accept) << v->reason;
+}
+
+// 12. An honest proof with its signature stripped binds no solver: rejected for every beacon.
+TEST_F(AttackTest, UnsignedManifestIsRejected) {
+  WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  proof.manifest.is_signed = false;
+  proof.manifest.solver_pubkey = {};
+  proof.manifest.signature = {};
+  ExpectAlwaysRejected(proof, "not signed");
+  Result<Verdict> v = [&] {
+    auto backend = kernels::MakeBackend("cpu", 1);
+    return VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, VerifyOptions{});
+  }();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->manifest_ok);
+  EXPECT_FALSE(v->is_signed);
+}
+
+// 13. A valid signature by someone other than the expected solver is rejected; by the expected
+// solver it is accepted.
+TEST_F(AttackTest, SolverKeyMustMatchWhenGiven) {
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  const WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  std::array<std::uint8_t, 32> other_bytes{};
+  other_bytes.fill(0x44);
+  const std::array<std::uint8_t, 32> other = consensus::SecretKey::FromBytes(other_bytes)->PublicKey().bytes();
+  VerifyOptions options;
+  options.beacon = testing::Beacon(1);
+  options.solver_pubkey = other;
+  Result<Verdict> wrong = VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, options);
+  ASSERT_TRUE(wrong.ok()) << wrong.status().ToString();
+  EXPECT_FALSE(wrong->accept);
+  EXPECT_NE(wrong->reason.find("expected"), std::string::npos) << wrong->reason;
+  options.solver_pubkey = testing::ForgerKey().PublicKey().bytes();
+  Result<Verdict> right = VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, options);
+  ASSERT_TRUE(right.ok()) << right.status().ToString();
+  EXPECT_TRUE(right->accept) << right->reason;
+}
+
+// 14. A checkpoint that decodes, is correctly hashed, in the Merkle root and signed, but has a
+// renamed tensor or a wrong shape: the segments touching it are rejections, not verifier errors
+// (ExpectCaughtWhenDrawn asserts ReplaySegment and VerifyProof return ok).
+TEST_F(AttackTest, CheckpointWithAnotherTensorLayoutIsRejectedNotAnError) {
+  std::vector<TrainState> renamed = honest_.checkpoints;
+  renamed[3].tensors[0].name += ".forged";
+  const WrittenProof r = testing::WriteProof(task_, renamed, honest_.loss_bits);
+  ExpectCaughtWhenDrawn(r, {2, 3});
+
+  std::vector<TrainState> reshaped = honest_.checkpoints;
+  kernels::Shape shape = reshaped[3].tensors[1].tensor.shape();
+  shape.push_back(1);
+  reshaped[3].tensors[1].tensor = kernels::Tensor(shape);
+  ExpectCaughtWhenDrawn(testing::WriteProof(task_, reshaped, honest_.loss_bits), {2, 3});
+
+  // The reason names the layout, for the segment that starts from the forged checkpoint.
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task_, data_);
+  ASSERT_TRUE(stepper.ok());
+  Result<SegmentEvidence> e = ReplaySegment(r.manifest, *r.store, *stepper, **backend, 3, {});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_FALSE(e->ok);
+  EXPECT_FALSE(e->replayed);
+  EXPECT_NE(e->reason.find("the task's state has"), std::string::npos) << e->reason;
+}
+
+// 15. The final checkpoint swapped for another model (a later-trained one, re-hashed, re-rooted and
+// re-signed): only the final segment is forged, and it is replayed for every beacon, drawn or not.
+TEST_F(AttackTest, SwappedFinalCheckpointIsAlwaysCaught) {
+  solver::TaskSpec longer = task_;
+  longer.steps = task_.steps + task_.checkpoint_interval;
+  const Chain more = testing::RunChain(longer, data_, honest_.checkpoints.front());
+  std::vector<TrainState> forged = honest_.checkpoints;
+  forged.back() = more.checkpoints.back();
+  forged.back().step = honest_.checkpoints.back().step;
+  const WrittenProof proof = testing::WriteProof(task_, forged, honest_.loss_bits);
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  const std::int64_t final_segment = segment_count() - 1;
+  int undrawn = 0;
+  for (int i = 0; i < 20; ++i) {
+    VerifyOptions options;
+    options.beacon = testing::Beacon(i);
+    Result<Verdict> v = VerifyProof(task_, data_, proof.manifest, *proof.store, **backend, options);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_FALSE(v->accept);
+    EXPECT_FALSE(v->final_segment_ok);
+    ASSERT_FALSE(v->segments.empty());
+    EXPECT_NE(v->reason.find("segment " + std::to_string(final_segment)), std::string::npos) << v->reason;
+    const bool drawn = std::any_of(v->segments.begin(), v->segments.begin() + v->drawn,
+                                   [&](const SegmentEvidence& e) { return e.segment == final_segment; });
+    if (!drawn) {
+      ++undrawn;
+      EXPECT_EQ(v->segments.size(), static_cast<std::size_t>(v->drawn + 1));
+      EXPECT_EQ(v->segments.back().segment, final_segment);
+    }
+  }
+  EXPECT_GT(undrawn, 0) << "every beacon drew the final segment: the test would prove nothing";
+  // The honest proof passes it.
+  const WrittenProof honest = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  VerifyOptions options;
+  Result<Verdict> ok = VerifyProof(task_, data_, honest.manifest, *honest.store, **backend, options);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->accept) << ok->reason;
+  EXPECT_TRUE(ok->final_segment_ok);
 }
 
 }  // namespace

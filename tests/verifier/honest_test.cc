@@ -20,12 +20,15 @@ class HonestTest : public ::testing::Test {
  protected:
   HonestTest() : data_(solver::testing::TinyDataset()), task_(solver::testing::TinyTask(data_)) {}
 
-  // Proves with the real prover into `dir` and returns the manifest.
+  // Proves with the real prover into `dir` and returns the manifest, signed (verifiers reject
+  // unsigned proofs).
   solver::ProofManifest ProveWith(const Config& c, const solver::testing::ScratchDir& dir) {
     auto backend = kernels::MakeBackend(c.backend, c.threads);
     EXPECT_TRUE(backend.ok());
+    const consensus::SecretKey key = testing::ForgerKey();
     solver::ProveOptions options;
     options.out_dir = dir.path().string();
+    options.key = &key;
     Result<solver::ProveResult> r = solver::Prove(task_, data_, **backend, options);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r->manifest;

@@ -49,5 +49,28 @@ TEST(SegmentsTest, RejectsImpossibleRequests) {
   EXPECT_EQ(SelectSegments(Beacon(0), 0, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
+// Known answers: the draw is consensus (every verifier must replay the same segments for a
+// beacon), so any change to the algorithm must fail here rather than silently split verifiers.
+// Pinned from the implementation at the time of writing.
+TEST(SegmentsTest, KnownAnswerVectors) {
+  struct Vector {
+    int beacon;
+    std::int64_t n;
+    std::int64_t q;
+    std::vector<std::int64_t> want;
+  };
+  const Vector vectors[] = {
+      {0, 8, 2, {1, 7}},
+      {1, 100, 3, {56, 29, 45}},
+      {2, 7, 7, {6, 3, 1, 4, 5, 2, 0}},
+      {3, 1000, 5, {593, 332, 286, 691, 496}},
+  };
+  for (const Vector& v : vectors) {
+    Result<std::vector<std::int64_t>> got = SelectSegments(Beacon(v.beacon), v.n, v.q);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, v.want) << "beacon " << v.beacon << ", n " << v.n << ", q " << v.q;
+  }
+}
+
 }  // namespace
 }  // namespace polnode::verifier

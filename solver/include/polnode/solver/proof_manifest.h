@@ -45,7 +45,9 @@ consensus::Hash256 ManifestSigningDigest(const ProofManifest& manifest);
 
 /// Checks what a manifest can prove about itself: the Merkle root equals MerkleRoot over the
 /// checkpoint hashes, and a signed manifest's signature verifies under its public key.
-/// kCorruption naming the failed check.
+/// kCorruption naming the failed check. An unsigned manifest passes: this is self-consistency
+/// only, and whether a signature is required is the caller's policy (verifier::VerifyProof
+/// requires one).
 [[nodiscard]] Status CheckManifestIntegrity(const ProofManifest& manifest);
 
 /// Deterministic protobuf wire form.

@@ -3,7 +3,9 @@
 #ifndef POLNODE_VERIFIER_REPLAY_H_
 #define POLNODE_VERIFIER_REPLAY_H_
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,12 +39,23 @@ struct Verdict {
   bool manifest_ok = false;
   bool is_signed = false;
   bool initial_state_ok = false;
+  /// Q, the number of segments drawn from the beacon (0 when the manifest checks failed).
+  std::int64_t drawn = 0;
+  /// The final segment (ending in the model that is paid for) replayed and passed; it is always
+  /// replayed, drawn or not.
+  bool final_segment_ok = false;
+  /// The drawn segments' evidence in draw order, then the final segment's when it was not drawn.
   std::vector<SegmentEvidence> segments;
 };
 
 struct VerifyOptions {
   consensus::Hash256 beacon{};
-  std::int64_t segments = 1;  // Q
+  /// Segments the caller asks to replay; the verifier replays max(segments, the task's
+  /// segments_per_check), capped at the number of segments. Must be >= 1.
+  std::int64_t segments = 1;
+  /// When set, the manifest must be signed by exactly this x-only solver key (the one committed
+  /// with the task's claim); when unset any valid signature is accepted, but one is required.
+  std::optional<std::array<std::uint8_t, 32>> solver_pubkey;
   /// Tolerant mode compares distances with these; exact mode compares hashes and ignores them.
   Thresholds thresholds;
 };
@@ -54,7 +67,8 @@ struct VerifyOptions {
 
 /// Replays segment `segment` with `stepper` on `backend`: loads checkpoint i from `store` (its
 /// name is the manifest's hash, and the store refuses bytes that do not hash to it), checks its
-/// step counter, runs k steps, and compares with checkpoint i + 1. Precondition: the manifest
+/// step counter and its tensor layout (names, shapes, order) against the task's initial state,
+/// runs k steps, and compares with checkpoint i + 1. Precondition: the manifest
 /// passed CheckManifestAgainstTask. A replay that cannot proceed, or whose end checkpoint is not
 /// servable intact (missing or corrupt blob), is a
 /// failed segment, not an error; errors are the verifier's own (a backend failure).
@@ -62,11 +76,13 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& manifest, con
                                       solver::TaskStepper& stepper, kernels::Backend& backend,
                                       std::int64_t segment, const Thresholds& thresholds);
 
-/// The full verification: manifest checks, checkpoint 0 == InitialState(task) bit for bit, then
-/// options.segments segments drawn by SelectSegments(options.beacon) and replayed. Accepts only
-/// when every check and every drawn segment passes; each drawn segment is replayed even after a
-/// failure so the verdict carries all the evidence. Errors (not verdicts): the task does not fit
-/// `data`, the data set hash differs from the task's (kFailedPrecondition), Q out of range.
+/// The full verification: manifest checks, a valid solver signature (required; it must be by
+/// options.solver_pubkey when that is set), checkpoint 0 == InitialState(task) bit for bit, then
+/// Q = min(n, max(options.segments, task.segments_per_check)) segments drawn by
+/// SelectSegments(options.beacon) and replayed, plus the final segment (n - 1) when not drawn.
+/// Accepts only when every check and every replayed segment passes; each segment is replayed
+/// even after a failure so the verdict carries all the evidence. Errors (not verdicts): the task does not fit
+/// `data`, the data set hash differs from the task's (kFailedPrecondition), options.segments < 1.
 Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
                             const solver::ProofManifest& manifest, const solver::BlobStore& store,
                             kernels::Backend& backend, const VerifyOptions& options);

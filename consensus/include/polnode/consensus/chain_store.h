@@ -1,0 +1,172 @@
+// ChainStore: the ledger's RocksDB database. A block and every state write it causes are committed
+// in ONE rocksdb::WriteBatch, so a crash (kill -9, power loss with sync on) at any moment leaves
+// the database at the last whole block: never a block without its state, never state without its
+// block.
+//
+// Key layout (one default column family, prefixes keep the kinds apart and sorted):
+//   "s/" + key            -> state value (contracts' key space, unchanged bytes)
+//   "b/" + u64be(height)  -> encoded block (block.proto bytes)
+//   "t/" + tx id (32)     -> u64be(height) + u32be(index in block)
+//   "m/tip"               -> u64be(height) + block hash (32)
+// Big-endian heights make RocksDB's bytewise order the height order.
+//
+// Thread safety: one writer (the block producer) calls Prepare/Write; any thread may read. Reads
+// that need several keys consistent with each other use a Snapshot.
+#ifndef POLNODE_CONSENSUS_CHAIN_STORE_H_
+#define POLNODE_CONSENSUS_CHAIN_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
+
+namespace rocksdb {
+class DB;
+class Snapshot;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace polnode::consensus {
+
+/// The state writes of one block: key -> new value, or nullopt for a delete. Sorted bytewise, so
+/// applying it and merging it into scans is deterministic.
+using StateDelta = std::map<std::string, std::optional<std::string>, std::less<>>;
+
+/// The last committed block.
+struct ChainTip {
+  std::uint64_t height = 0;
+  Hash256 hash{};
+};
+
+/// Where a committed transaction lives.
+struct TxLocation {
+  std::uint64_t height = 0;
+  std::uint32_t index = 0;
+};
+
+/// What one block commits besides its state writes.
+struct BlockRecord {
+  std::uint64_t height = 0;
+  Hash256 hash{};
+  std::string encoded_block;      // the block as stored and served (block.proto bytes)
+  std::vector<Hash256> tx_ids;    // in block order; indexed for look-up by id
+};
+
+struct ChainStoreOptions {
+  /// fsync the write-ahead log on every block commit. Off only in tests and benchmarks that do not
+  /// care about power loss (kill -9 is survived either way: the WAL is in the OS page cache).
+  bool sync = true;
+  /// Open without the write lock (RocksDB's OpenForReadOnly): reads see the database as it was at
+  /// open time, even while another process writes it; Prepare/Write fail with kFailedPrecondition.
+  bool read_only = false;
+};
+
+/// Visits one pair of a scan; return false to stop early.
+using StateVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+
+/// A point-in-time read view of the committed state. Keeps the RocksDB snapshot alive; must not
+/// outlive the ChainStore that made it.
+class StateSnapshot {
+ public:
+  ~StateSnapshot();
+  StateSnapshot(const StateSnapshot&) = delete;
+  StateSnapshot& operator=(const StateSnapshot&) = delete;
+
+  /// The value of `key`, nullopt when absent; kIOError/kCorruption from RocksDB.
+  [[nodiscard]] Result<std::optional<std::string>> Get(std::string_view key) const;
+  /// Visits every pair whose key starts with `prefix`, in ascending key order.
+  [[nodiscard]] Status Scan(std::string_view prefix, const StateVisitor& visit) const;
+
+ private:
+  friend class ChainStore;
+  StateSnapshot(rocksdb::DB* db, const rocksdb::Snapshot* snapshot) : db_(db), snapshot_(snapshot) {}
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+/// A block and its state writes, encoded into one WriteBatch but not yet written. Dropping it
+/// without ChainStore::Write is exactly what a crash between building and committing looks like.
+class PreparedCommit {
+ public:
+  PreparedCommit(PreparedCommit&&) noexcept;
+  PreparedCommit& operator=(PreparedCommit&&) noexcept;
+  ~PreparedCommit();
+
+  /// The tip this commit will produce.
+  const ChainTip& new_tip() const { return new_tip_; }
+  /// Bytes of the encoded batch (for metrics and tests).
+  std::size_t batch_bytes() const;
+
+ private:
+  friend class ChainStore;
+  PreparedCommit();
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  ChainTip new_tip_;
+  std::optional<ChainTip> expected_parent_;
+};
+
+class ChainStore {
+ public:
+  /// Opens (creating if needed) the database in directory `path`. kIOError if RocksDB refuses
+  /// (e.g. another process holds its lock), kCorruption if the tip record is malformed.
+  [[nodiscard]] static Result<std::unique_ptr<ChainStore>> Open(const std::string& path,
+                                                                const ChainStoreOptions& options = {});
+  ~ChainStore();
+  ChainStore(const ChainStore&) = delete;
+  ChainStore& operator=(const ChainStore&) = delete;
+
+  /// The last committed block; nullopt for a store with no block yet (before genesis).
+  std::optional<ChainTip> tip() const;
+
+  /// Committed state value of `key`; nullopt when absent.
+  [[nodiscard]] Result<std::optional<std::string>> GetState(std::string_view key) const;
+
+  /// Visits committed state with `pending` merged on top (a value in `pending` replaces the
+  /// committed one, nullopt hides it), over keys starting with `prefix`, ascending.
+  [[nodiscard]] Status ScanState(std::string_view prefix, const StateDelta& pending,
+                                 const StateVisitor& visit) const;
+
+  /// The state root (state_root.h) of committed state with `pending` applied on top.
+  [[nodiscard]] Result<Hash256> StateRoot(const StateDelta& pending) const;
+
+  /// The encoded block at `height`; kNotFound past the tip.
+  [[nodiscard]] Result<std::string> GetEncodedBlock(std::uint64_t height) const;
+
+  /// Where the transaction with id `tx_id` was committed; kNotFound if it never was.
+  [[nodiscard]] Result<TxLocation> FindTx(const Hash256& tx_id) const;
+
+  /// Builds the WriteBatch for `block` plus `delta`. kFailedPrecondition unless block.height is
+  /// tip+1 (or 0 on an empty store), and on a store opened read-only. Writes nothing.
+  [[nodiscard]] Result<PreparedCommit> Prepare(const BlockRecord& block, const StateDelta& delta) const;
+
+  /// Writes a prepared batch atomically and advances the tip. kFailedPrecondition if the tip moved
+  /// since Prepare; kIOError if RocksDB fails (then nothing of the block is visible).
+  [[nodiscard]] Status Write(PreparedCommit commit);
+
+  /// A consistent read view of the committed state at this moment.
+  std::unique_ptr<StateSnapshot> Snapshot() const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  ChainStore(std::string path, std::unique_ptr<rocksdb::DB> db, std::optional<ChainTip> tip,
+             ChainStoreOptions options);
+
+  std::string path_;
+  std::unique_ptr<rocksdb::DB> db_;
+  ChainStoreOptions options_;
+  mutable std::mutex tip_mu_;  // guards tip_ only; RocksDB does its own locking
+  std::optional<ChainTip> tip_;
+};
+
+}  // namespace polnode::consensus
+
+#endif  // POLNODE_CONSENSUS_CHAIN_STORE_H_

@@ -1,0 +1,109 @@
+// Mempool: signed transactions waiting for a block.
+//
+// Admission runs, in this order, and rejects with the first failure:
+//   1. size:        encoded bytes <= max_tx_bytes                       (kResourceExhausted)
+//   2. decode:      canonical TxEnvelope (tx_envelope.h)                 (its DecodeEnvelope error)
+//   3. chain id:    equals the ledger's chain id                         (kInvalidArgument)
+//   4. signature:   VerifyEnvelope                                       (kCorruption / kInvalidArgument)
+//   5. duplicates:  same tx id already pending                           (kAlreadyExists)
+//                   same (signer, nonce) already pending                 (kAlreadyExists)
+//   6. capacity:    fewer than max_txs pending                           (kUnavailable: retry later)
+//   7. application: the caller's check (nonce window, fee and balance via Application::CheckTx)
+// Steps 1-4 run without the pool's lock, so signature checks proceed in parallel on several HTTP
+// threads; steps 5-7 and the insertion run under the lock, so two racing copies of a tx cannot
+// both get in.
+//
+// Order: pending txs are kept, and offered to the block producer, in admission order (a sequence
+// number assigned under the lock). That order is a deterministic function of the order in which
+// Add calls won the lock; the Application then sorts each signer's txs into nonce order.
+//
+// Thread-safe: every method may be called from any thread.
+#ifndef POLNODE_CONSENSUS_MEMPOOL_H_
+#define POLNODE_CONSENSUS_MEMPOOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
+#include "polnode/consensus/tx_envelope.h"
+
+namespace polnode::consensus {
+
+struct MempoolOptions {
+  std::string chain_id;                       // txs for any other chain are rejected
+  std::size_t max_txs = 50000;                // pending txs at most
+  std::size_t max_tx_bytes = 64 * 1024;       // largest encoded envelope admitted
+};
+
+/// A transaction that passed admission.
+struct PendingTx {
+  TxEnvelope envelope;
+  std::string encoded;   // canonical envelope bytes (what goes into the block)
+  Hash256 id{};          // TxId(encoded)
+  std::uint64_t seq = 0; // admission order
+};
+
+/// The application's part of admission (step 7). Called under the pool's lock with the decoded,
+/// signature-checked tx; must not call back into the Mempool.
+using AdmissionCheck = std::function<Status(const PendingTx& tx)>;
+
+class Mempool {
+ public:
+  explicit Mempool(MempoolOptions options);
+
+  /// Runs admission (see the file comment) on `encoded` and keeps the tx on success. Returns the
+  /// tx id, or the first failed step's Status with a message that names the reason.
+  /// Equivalent to Insert(Precheck(encoded), check).
+  [[nodiscard]] Result<Hash256> Add(std::string_view encoded, const AdmissionCheck& check);
+
+  /// Steps 1-4 (size, decode, chain id, signature): pure checks that take no lock, so a caller can
+  /// run them before taking locks of its own. Returns the tx ready for Insert.
+  [[nodiscard]] Result<PendingTx> Precheck(std::string_view encoded) const;
+
+  /// Steps 5-7 and the insertion, for a tx that passed Precheck.
+  [[nodiscard]] Result<Hash256> Insert(PendingTx tx, const AdmissionCheck& check);
+
+  /// Up to `max` pending txs, in admission order (copies; the pool is unchanged).
+  std::vector<PendingTx> Candidates(std::size_t max) const;
+
+  /// Drops the txs with these ids (those committed in a block). Unknown ids are ignored.
+  void Remove(std::span<const Hash256> ids);
+
+  /// Re-runs `check` on every pending tx in admission order and drops those that now fail (their
+  /// nonce was used by a committed tx, the balance no longer covers the fee, ...). Returns how many
+  /// were dropped.
+  std::size_t Recheck(const AdmissionCheck& check);
+
+  /// Number of pending txs.
+  std::size_t size() const;
+
+  /// Whether a tx with this id is pending.
+  bool Contains(const Hash256& id) const;
+
+  const MempoolOptions& options() const { return options_; }
+
+ private:
+  using SignerNonce = std::pair<std::array<std::uint8_t, 32>, std::uint64_t>;
+
+  void EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it);
+
+  const MempoolOptions options_;
+  mutable std::mutex mu_;
+  std::uint64_t next_seq_ = 0;
+  std::map<std::uint64_t, PendingTx> by_seq_;     // admission order
+  std::map<Hash256, std::uint64_t> by_id_;        // id -> seq
+  std::map<SignerNonce, std::uint64_t> by_nonce_; // (signer, nonce) -> seq
+};
+
+}  // namespace polnode::consensus
+
+#endif  // POLNODE_CONSENSUS_MEMPOOL_H_

@@ -1,0 +1,65 @@
+// LedgerApi: the HTTP routes of `polnode ledger`, as a pure function from request to response
+// over a Ledger (no sockets; http_server.h carries the bytes).
+//
+//   POST /v1/tx                 body: TxEnvelope protobuf bytes (Content-Type
+//                               application/x-protobuf or application/octet-stream) or the signed
+//                               JSON form of tx_json.h (application/json). 200 {"tx_id": hex}.
+//   GET  /v1/status             chain id, height, tip hash, state root, mempool size, producer
+//   GET  /v1/blocks/{height}    JSON, or the stored protobuf bytes with Accept: application/x-protobuf;
+//                               {height} may be "latest"
+//   GET  /v1/txs/{id}           {"status": "committed", height, index} or {"status": "pending"}
+//   GET  /v1/accounts/{pubkey}  balance and nonce          (Application::Query "account/...")
+//   GET  /v1/accounts/{pubkey}/stakes                      (Query "stakes/...")
+//   GET  /v1/tasks[?start=&limit=]                         (Query "tasks?...")
+//   GET  /v1/tasks/{id}                                    (Query "task/...")
+//   GET  /v1/params, /v1/jackpot, /v1/supply, /v1/verifiers (Query of the same name)
+//   GET  /metrics               Prometheus text format
+//
+// Errors are JSON {"error": "..."}: 400 malformed input or a bad signature, 404 unknown path or
+// missing object, 405 wrong method (with Allow), 409 duplicate tx or nonce, 413 too large, 415
+// unsupported Content-Type, 422 rejected by the state machine (nonce, balance, payload), 503
+// mempool full, 500 storage failure.
+#ifndef POLNODE_NODE_LEDGER_API_H_
+#define POLNODE_NODE_LEDGER_API_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "http_types.h"
+#include "ledger.h"
+
+namespace polnode::node {
+
+class LedgerApi {
+ public:
+  /// `ledger` must outlive the API.
+  explicit LedgerApi(Ledger& ledger) : ledger_(ledger) {}
+
+  /// Routes one request. Never throws; every outcome is a response.
+  HttpResponse Handle(const HttpRequest& request);
+
+  /// Counts a response sent with `status` (called by the server for every response, its own
+  /// 400/408/413 ones included), for the http_requests_total metric.
+  void CountResponse(int status);
+
+  /// The /metrics body.
+  std::string Metrics() const;
+
+ private:
+  HttpResponse PostTx(const HttpRequest& request);
+  HttpResponse GetBlock(std::string_view height_text, const HttpRequest& request);
+  HttpResponse GetTx(std::string_view id_hex);
+  HttpResponse QueryResponse(std::string_view query_path);
+
+  Ledger& ledger_;
+  std::array<std::atomic<std::uint64_t>, 600> responses_by_code_{};
+};
+
+/// The HTTP status for a Status returned by the ledger (the mapping in the file comment).
+int HttpStatusFor(const Status& status);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_NODE_LEDGER_API_H_

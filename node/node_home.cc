@@ -1,0 +1,34 @@
+#include "node_home.h"
+
+#include <filesystem>
+
+#include "file_util.h"
+
+namespace polnode::node {
+
+std::string NodeHome::DataDir() const {
+  std::filesystem::path data(config.data_dir);
+  return data.is_absolute() ? data.string() : (std::filesystem::path(dir) / data).string();
+}
+
+Result<NodeHome> LoadNodeHome(const std::string& dir) {
+  NodeHome home;
+  home.dir = dir;
+  Result<std::string> config_text = ReadFile(home.ConfigPath(), 1 << 20);
+  if (!config_text.ok()) {
+    if (config_text.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("no " + home.ConfigPath() + "; create the node home with 'polnode init --home " + dir + "'");
+    }
+    return config_text.status();
+  }
+  Result<NodeConfig> config = ParseNodeConfig(*config_text);
+  if (!config.ok()) return config.status().WithContext(home.ConfigPath());
+  home.config = std::move(config).value();
+  POLNODE_ASSIGN_OR_RETURN(std::string genesis_text, ReadFile(home.GenesisPath(), 64 << 20));
+  Result<GenesisFile> genesis = ParseGenesisJson(genesis_text);
+  if (!genesis.ok()) return genesis.status().WithContext(home.GenesisPath());
+  home.genesis = std::move(genesis).value();
+  return home;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,176 @@
+// LedgerApi routing over a real Ledger (RocksDB in a temp dir), without sockets: every route, the
+// error statuses and their JSON reasons, and the metrics text.
+#include "ledger_api.h"
+
+#include <gtest/gtest.h>
+
+#include "json.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/contracts/genesis.h"
+#include "polnode/contracts/payloads.h"
+#include "subprocess.h"
+#include "tx_json.h"
+
+namespace polnode::node {
+namespace {
+
+using consensus::SecretKey;
+
+SecretKey KeyFromByte(std::uint8_t b) {
+  std::array<std::uint8_t, 32> bytes{};
+  bytes.fill(b);
+  return *SecretKey::FromBytes(bytes);
+}
+
+constexpr char kChain[] = "api-test";
+
+consensus::TxEnvelope SignedTransfer(std::uint64_t nonce, std::uint64_t amount) {
+  proto::TransferTx payload;
+  payload.set_to(KeyFromByte(2).PublicKey().bytes().data(), 32);
+  payload.set_amount(amount);
+  consensus::TxEnvelope e;
+  e.chain_id = kChain;
+  e.nonce = nonce;
+  e.payload_type = std::string(contracts::payload::kTransfer);
+  e.payload = payload.SerializeAsString();
+  return *consensus::SignEnvelope(KeyFromByte(1), e);
+}
+
+class LedgerApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GenesisFile g;
+    g.spec.set_chain_id(kChain);
+    *g.spec.mutable_params() = contracts::DefaultParams();
+    proto::Allocation* a = g.spec.add_allocations();
+    a->set_pubkey(KeyFromByte(1).PublicKey().bytes().data(), 32);
+    a->set_amount(100000);
+    LedgerOptions o;
+    o.data_dir = dir_.File("data");
+    o.sync_writes = false;
+    auto ledger = Ledger::Open(o, g, KeyFromByte(9));
+    ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+    ledger_ = std::move(ledger).value();
+    api_ = std::make_unique<LedgerApi>(*ledger_);
+  }
+
+  HttpResponse Call(std::string method, std::string target, std::string body = "", std::string type = "",
+                    std::string accept = "") {
+    HttpResponse r = api_->Handle(HttpRequest{std::move(method), std::move(target), std::move(type), std::move(accept), std::move(body)});
+    api_->CountResponse(r.status);
+    return r;
+  }
+
+  void ExpectError(const HttpResponse& r, int status, std::string_view text) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.body.rfind("{\"error\":", 0), 0u) << r.body;
+    EXPECT_NE(r.body.find(text), std::string::npos) << r.body;
+  }
+
+  polnode::testing::TempDir dir_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<LedgerApi> api_;
+};
+
+TEST_F(LedgerApiTest, PostProtobufTxThenSeeItPendingThenCommitted) {
+  std::string bytes = *consensus::EncodeEnvelope(SignedTransfer(0, 50));
+  HttpResponse r = Call("POST", "/v1/tx", bytes, "application/x-protobuf");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string id = consensus::HashToHex(consensus::TxId(bytes));
+  EXPECT_NE(r.body.find(id), std::string::npos);
+  EXPECT_NE(Call("GET", "/v1/txs/" + id).body.find("\"pending\""), std::string::npos);
+  ASSERT_TRUE(ledger_->ProduceBlock(1).ok());
+  HttpResponse tx = Call("GET", "/v1/txs/" + id);
+  EXPECT_NE(tx.body.find("\"committed\""), std::string::npos) << tx.body;
+  EXPECT_NE(tx.body.find("\"height\":1"), std::string::npos) << tx.body;
+  HttpResponse bob = Call("GET", "/v1/accounts/" + consensus::BytesToHex(KeyFromByte(2).PublicKey().bytes()));
+  EXPECT_EQ(bob.status, 200);
+  EXPECT_NE(bob.body.find("\"balance\":50"), std::string::npos) << bob.body;
+}
+
+TEST_F(LedgerApiTest, PostJsonTx) {
+  JsonWriter w;
+  w.BeginObject();
+  WriteTxFields(w, SignedTransfer(0, 5));
+  w.EndObject();
+  HttpResponse r = Call("POST", "/v1/tx", w.str(), "application/json; charset=utf-8");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+TEST_F(LedgerApiTest, BadTransactionsGetClientErrorsWithReasons) {
+  ExpectError(Call("POST", "/v1/tx", "{not json", "application/json"), 400, "not valid JSON");
+  ExpectError(Call("POST", "/v1/tx", "\x01\x02garbage", "application/x-protobuf"), 400, "error");
+  ExpectError(Call("POST", "/v1/tx", "x", "text/plain"), 415, "Content-Type");
+  consensus::TxEnvelope bad = SignedTransfer(0, 5);
+  bad.signature[1] ^= 1;
+  ExpectError(Call("POST", "/v1/tx", *consensus::EncodeEnvelope(bad), "application/x-protobuf"), 400, "signature");
+  std::string good = *consensus::EncodeEnvelope(SignedTransfer(0, 5));
+  ASSERT_EQ(Call("POST", "/v1/tx", good, "application/x-protobuf").status, 200);
+  ExpectError(Call("POST", "/v1/tx", good, "application/x-protobuf"), 409, "already pending");
+  ExpectError(Call("POST", "/v1/tx", std::string(100000, 'x'), "application/x-protobuf"), 413, "exceeds");
+  consensus::TxEnvelope wrong_chain = SignedTransfer(1, 5);
+  wrong_chain.chain_id = "elsewhere";
+  wrong_chain = *consensus::SignEnvelope(KeyFromByte(1), wrong_chain);
+  ExpectError(Call("POST", "/v1/tx", *consensus::EncodeEnvelope(wrong_chain), "application/x-protobuf"), 400, "chain id");
+}
+
+TEST_F(LedgerApiTest, UnknownPathsAndWrongMethods) {
+  ExpectError(Call("GET", "/nope"), 404, "no such endpoint");
+  ExpectError(Call("GET", "/v1/nope"), 404, "no such endpoint");
+  ExpectError(Call("GET", "/v1/blocks/1/extra"), 404, "no such endpoint");
+  HttpResponse wrong = Call("GET", "/v1/tx");
+  ExpectError(wrong, 405, "POST");
+  EXPECT_EQ(wrong.allow, "POST");
+  ExpectError(Call("DELETE", "/v1/status"), 405, "GET");
+  ExpectError(Call("POST", "/metrics", "x", "text/plain"), 405, "GET");
+  ExpectError(Call("GET", "relative"), 400, "absolute path");
+}
+
+TEST_F(LedgerApiTest, StatusBlocksAndQueries) {
+  ASSERT_TRUE(ledger_->ProduceBlock(1).ok());
+  HttpResponse status = Call("GET", "/v1/status");
+  EXPECT_EQ(status.status, 200);
+  EXPECT_NE(status.body.find("\"chain_id\":\"api-test\""), std::string::npos) << status.body;
+  EXPECT_NE(status.body.find("\"height\":1"), std::string::npos);
+
+  HttpResponse block = Call("GET", "/v1/blocks/1");
+  EXPECT_EQ(block.status, 200);
+  EXPECT_NE(block.body.find("\"prev_hash\""), std::string::npos);
+  HttpResponse latest = Call("GET", "/v1/blocks/latest", "", "", "application/x-protobuf");
+  EXPECT_EQ(latest.content_type, "application/x-protobuf");
+  auto decoded = consensus::DecodeBlock(latest.body);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->header.height, 1u);
+  ExpectError(Call("GET", "/v1/blocks/99"), 404, "no block");
+  ExpectError(Call("GET", "/v1/blocks/-1"), 400, "non-negative");
+  ExpectError(Call("GET", "/v1/txs/zz"), 400, "64 hex");
+  ExpectError(Call("GET", "/v1/txs/" + std::string(64, '0')), 404, "neither pending nor committed");
+
+  EXPECT_EQ(Call("GET", "/v1/tasks").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/tasks?start=0&limit=5").status, 200);
+  ExpectError(Call("GET", "/v1/tasks/" + std::string(64, 'a')), 404, "");
+  ExpectError(Call("GET", "/v1/tasks/xyz"), 400, "");
+  ExpectError(Call("GET", "/v1/accounts/short"), 400, "");
+  EXPECT_EQ(Call("GET", "/v1/params").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/supply").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/accounts/" + consensus::BytesToHex(KeyFromByte(1).PublicKey().bytes()) + "/stakes").status, 200);
+}
+
+TEST_F(LedgerApiTest, MetricsReportHeightMempoolTxsAndResponseCodes) {
+  ASSERT_EQ(Call("POST", "/v1/tx", *consensus::EncodeEnvelope(SignedTransfer(0, 5)), "application/x-protobuf").status, 200);
+  Call("GET", "/nope");
+  Call("POST", "/v1/tx", "junk", "application/x-protobuf");
+  HttpResponse m = Call("GET", "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.content_type.rfind("text/plain", 0), 0u);
+  EXPECT_NE(m.body.find("polnode_block_height 0\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("polnode_mempool_size 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("polnode_txs_accepted_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("polnode_txs_rejected_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("polnode_http_requests_total{code=\"404\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE polnode_txs_accepted_total counter"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace polnode::node
