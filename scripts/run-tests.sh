@@ -34,7 +34,12 @@ cmake --preset fuzz
 cmake --build --preset fuzz -j "$jobs"
 
 echo "== fuzz: every target for ${fuzz_seconds}s"
-fuzz_targets=$(./scripts/fuzz.sh "$fuzz_seconds" | tee /dev/stderr | sed -n 's/^fuzz: \([0-9]*\) targets passed$/\1/p')
+# The fuzz log goes to stdout and to a temporary file that is parsed afterwards (tee to
+# /dev/stderr would reopen, and truncate, a log file that stderr is redirected to).
+fuzz_log=$(mktemp)
+./scripts/fuzz.sh "$fuzz_seconds" | tee "$fuzz_log"
+fuzz_targets=$(sed -n 's/^fuzz: \([0-9]*\) targets passed$/\1/p' "$fuzz_log")
+rm -f "$fuzz_log"
 if [ -z "$fuzz_targets" ]; then
   echo "tests: fuzzing failed" >&2
   exit 1
