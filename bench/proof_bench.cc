@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/blobs")) storage += entry.file_size();
 
   // Replay the first Q segments from their blobs, as a verifier does.
-  auto manifest_bytes = solver::ReadWholeFile(dir + "/manifest.pb", solver::kMaxManifestBytes);
+  auto manifest_bytes = polnode::ReadWholeFile(dir + "/manifest.pb", solver::kMaxManifestBytes);
   auto manifest = manifest_bytes.ok() ? solver::DecodeManifest(*manifest_bytes) : manifest_bytes.status();
   auto store = solver::BlobStore::Open(dir + "/blobs");
   auto stepper = solver::TaskStepper::Create(task, *data);

@@ -9,9 +9,9 @@
 #include <ostream>
 
 #include "commands.h"
-#include "file_util.h"
 #include "json.h"
 #include "node_home.h"
+#include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts/genesis.h"
@@ -83,8 +83,8 @@ Status Init(const FlagSet& flags, Io& io) {
   NodeHome home;
   home.dir = dir;
   POLNODE_RETURN_IF_ERROR(consensus::WriteKeyFile(home.KeyPath(), key));
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomic(home.GenesisPath(), FormatGenesisJson(genesis)));
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomic(home.ConfigPath(), FormatNodeConfig(config)));
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(home.GenesisPath(), FormatGenesisJson(genesis)));
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(home.ConfigPath(), FormatNodeConfig(config)));
 
   if (flags.json()) {
     JsonWriter w;

@@ -6,7 +6,7 @@
 namespace polnode::node {
 
 Result<solver::TaskSpec> ReadTaskFile(const std::string& path) {
-  Result<std::vector<std::uint8_t>> bytes = solver::ReadWholeFile(path, solver::kMaxTaskBytes);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, solver::kMaxTaskBytes);
   if (!bytes.ok()) return bytes.status().WithContext("task file " + path);
   const bool proto = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
   Result<solver::TaskSpec> task =
@@ -18,7 +18,7 @@ Result<solver::TaskSpec> ReadTaskFile(const std::string& path) {
 
 Result<ProofDir> OpenProofDir(const std::string& dir) {
   const std::string path = dir + "/" + std::string(solver::kManifestFile);
-  Result<std::vector<std::uint8_t>> bytes = solver::ReadWholeFile(path, solver::kMaxManifestBytes);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, solver::kMaxManifestBytes);
   if (!bytes.ok()) return bytes.status().WithContext("manifest " + path);
   Result<solver::ProofManifest> manifest = solver::DecodeManifest(*bytes);
   if (!manifest.ok()) return manifest.status().WithContext("manifest " + path);

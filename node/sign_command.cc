@@ -1,8 +1,8 @@
 #include <ostream>
 
 #include "commands.h"
-#include "file_util.h"
 #include "json.h"
+#include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/consensus/sha256.h"
@@ -25,15 +25,16 @@ int RunSignCommand(const std::vector<std::string>& args, Io& io) {
 
   Result<consensus::SecretKey> key = consensus::ReadKeyFile(flags.Get("key"));
   if (!key.ok()) return ReportError(io, kName, key.status());
-  Result<std::string> text = ReadFile(flags.Get("tx"), consensus::kMaxEnvelopeBytes * 3);
+  Result<std::vector<std::uint8_t>> text = ReadWholeFile(flags.Get("tx"), consensus::kMaxEnvelopeBytes * 3);
   if (!text.ok()) return ReportError(io, kName, text.status());
-  Result<consensus::TxEnvelope> tx = ParseUnsignedTxJson(*text);
+  Result<consensus::TxEnvelope> tx =
+      ParseUnsignedTxJson(std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
   if (!tx.ok()) return ReportError(io, kName, tx.status().WithContext(flags.Get("tx")));
   Result<consensus::TxEnvelope> signed_tx = consensus::SignEnvelope(*key, std::move(tx).value());
   if (!signed_tx.ok()) return ReportError(io, kName, signed_tx.status());
   Result<std::string> wire = consensus::EncodeEnvelope(*signed_tx);
   if (!wire.ok()) return ReportError(io, kName, wire.status());
-  if (Status s = WriteFileAtomic(flags.Get("out"), *wire); !s.ok()) return ReportError(io, kName, s);
+  if (Status s = WriteFileAtomically(flags.Get("out"), *wire); !s.ok()) return ReportError(io, kName, s);
 
   std::string tx_id = consensus::HashToHex(consensus::Sha256(*wire));
   std::string signer = consensus::BytesToHex(signed_tx->signer_pubkey);

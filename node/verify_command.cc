@@ -4,9 +4,9 @@
 #include <ostream>
 
 #include "commands.h"
-#include "file_util.h"
 #include "json.h"
 #include "pol_cli.h"
+#include "polnode/base/file_util.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/verifier/replay.h"
 #include "polnode/consensus/hex.h"
@@ -21,7 +21,7 @@ constexpr const char* kName = "polnode verify";
 
 // Exit 0: valid; 1: the file is not a validly signed envelope; 2: it could not be read at all.
 int VerifyTxFile(const FlagSet& flags, Io& io) {
-  Result<std::string> wire = ReadFile(flags.Get("tx"), consensus::kMaxEnvelopeBytes);
+  Result<std::vector<std::uint8_t>> wire = ReadWholeFile(flags.Get("tx"), consensus::kMaxEnvelopeBytes);
   if (!wire.ok()) return ReportError(io, kName, wire.status()), kExitUsage;
   std::string tx_id = consensus::HashToHex(consensus::Sha256(*wire));
   Result<consensus::TxEnvelope> tx = consensus::DecodeEnvelope(*wire);

@@ -1,13 +1,11 @@
 // IDX files (the MNIST family's format), optionally gzip-compressed, read with zlib.
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "polnode/base/file_util.h"
 #include "polnode/solver/dataset.h"
 
 namespace polnode::solver {
@@ -16,33 +14,6 @@ namespace {
 // Refuse to inflate beyond this, so a crafted file cannot exhaust memory (Fashion-MNIST's largest
 // file decompresses to 47 MB).
 constexpr std::size_t kMaxDecodedBytes = std::size_t{1} << 31;
-
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-Result<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    const int err = errno;
-    std::string msg = path + ": " + std::strerror(err);
-    if (err == ENOENT) return Status::NotFound(msg);
-    return Status::IOError(msg);
-  }
-  std::vector<std::uint8_t> bytes;
-  std::uint8_t chunk[1 << 16];
-  while (true) {
-    const std::size_t got = std::fread(chunk, 1, sizeof chunk, file.get());
-    bytes.insert(bytes.end(), chunk, chunk + got);
-    if (got < sizeof chunk) break;
-    if (bytes.size() > kMaxDecodedBytes) {
-      return Status::ResourceExhausted(path + ": file larger than " +
-                                       std::to_string(kMaxDecodedBytes) + " bytes");
-    }
-  }
-  if (std::ferror(file.get())) return Status::IOError(path + ": read error");
-  return bytes;
-}
 
 bool IsGzip(const std::vector<std::uint8_t>& bytes) {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
@@ -105,7 +76,7 @@ std::uint32_t ReadBigEndian32(const std::uint8_t* p) {
 }  // namespace
 
 Result<IdxArray> ReadIdxFile(const std::string& path, int expected_rank) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, kMaxDecodedBytes));
   if (IsGzip(bytes)) {
     POLNODE_ASSIGN_OR_RETURN(bytes, Gunzip(path, bytes));
   }

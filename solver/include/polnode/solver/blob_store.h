@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "polnode/base/file_util.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
 
@@ -17,15 +18,6 @@ namespace polnode::solver {
 
 /// Largest blob the store reads (a checkpoint of a model far beyond the examples).
 inline constexpr std::uint64_t kMaxBlobBytes = std::uint64_t{4} << 30;
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
-/// fsynced and renamed over `path`. kIOError with the OS reason on failure (no temporary file
-/// is left behind).
-[[nodiscard]] Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes);
-
-/// Reads a whole file of at most `max_bytes`. kNotFound when absent, kResourceExhausted when
-/// larger, kIOError for other failures.
-Result<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path, std::uint64_t max_bytes);
 
 /// A directory of blobs named by their SHA-256. Thread-compatible: concurrent Puts of different
 /// blobs are safe (each uses its own temporary file).
