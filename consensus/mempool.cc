@@ -1,5 +1,7 @@
 #include "polnode/consensus/mempool.h"
 
+#include <limits>
+
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 
@@ -95,6 +97,17 @@ std::size_t Mempool::size() const {
 bool Mempool::Contains(const Hash256& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return by_id_.count(id) != 0;
+}
+
+std::optional<std::uint64_t> Mempool::NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // by_nonce_ orders by (signer, nonce): the entry before the first one past (signer, max) is
+  // this signer's highest pending nonce, if that entry is the signer's at all.
+  auto it = by_nonce_.upper_bound(SignerNonce(signer, std::numeric_limits<std::uint64_t>::max()));
+  if (it == by_nonce_.begin()) return std::nullopt;
+  --it;
+  if (it->first.first != signer) return std::nullopt;
+  return it->first.second + 1;
 }
 
 }  // namespace polnode::consensus

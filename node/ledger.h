@@ -21,6 +21,8 @@
 #ifndef POLNODE_NODE_LEDGER_H_
 #define POLNODE_NODE_LEDGER_H_
 
+#include <array>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -106,6 +108,11 @@ class Ledger {
 
   /// Whether a tx with this id waits in the mempool.
   bool IsPending(const consensus::Hash256& id) const { return mempool_.Contains(id); }
+
+  /// The nonce `signer`'s next tx needs given its pending ones (Mempool::NextPendingNonce).
+  std::optional<std::uint64_t> NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const {
+    return mempool_.NextPendingNonce(signer);
+  }
 
   /// Application::Query over the committed state (paths in application.h).
   [[nodiscard]] Result<std::string> Query(std::string_view path) const;

@@ -1,5 +1,7 @@
 #include "ledger_api.h"
 
+#include <array>
+#include <optional>
 #include <charconv>
 #include <sstream>
 #include <vector>
@@ -130,6 +132,22 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
   if (resource == "txs" && parts.size() == 3) {
     if (!get) return MethodNotAllowed("GET");
     return GetTx(parts[2]);
+  }
+  if (resource == "accounts" && parts.size() == 4 && parts[3] == "pending") {
+    if (!get) return MethodNotAllowed("GET");
+    std::array<std::uint8_t, 32> signer{};
+    if (Status s = consensus::HexToFixed(parts[2], signer); !s.ok()) {
+      return JsonErrorResponse(400, "account must be a 64-hex x-only public key");
+    }
+    JsonWriter w;
+    w.BeginObject().Key("next_nonce");
+    if (std::optional<std::uint64_t> next = ledger_.NextPendingNonce(signer)) {
+      w.Uint(*next);
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+    return JsonOk(w.str());
   }
   if (resource == "accounts" && (parts.size() == 3 || (parts.size() == 4 && parts[3] == "stakes"))) {
     if (!get) return MethodNotAllowed("GET");

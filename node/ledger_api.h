@@ -10,6 +10,8 @@
 //   GET  /v1/txs/{id}           {"status": "committed", height, index} or {"status": "pending"}
 //   GET  /v1/accounts/{pubkey}  balance and nonce          (Application::Query "account/...")
 //   GET  /v1/accounts/{pubkey}/stakes                      (Query "stakes/...")
+//   GET  /v1/accounts/{pubkey}/pending  {"next_nonce": N or null}: the nonce after the account's
+//                               mempool txs (read it before the account's nonce; use the larger)
 //   GET  /v1/tasks[?start=&limit=]                         (Query "tasks?...")
 //   GET  /v1/tasks/{id}                                    (Query "task/...")
 //   GET  /v1/params, /v1/jackpot, /v1/supply, /v1/verifiers (Query of the same name)

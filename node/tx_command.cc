@@ -1,5 +1,6 @@
 // `polnode tx <kind>`: builds a contracts.proto payload, signs it in an envelope with the user's
 // key (nonce and chain id fetched from the ledger unless given) and POSTs it to /v1/tx.
+#include <algorithm>
 #include <rapidjson/document.h>
 
 #include <chrono>
@@ -234,14 +235,23 @@ Result<std::string> FetchChainId(const HttpEndpoint& ledger) {
   return std::string(doc["chain_id"].GetString());
 }
 
-// The account's next nonce; 0 for an account the ledger has never seen.
+// The account's next nonce, counting its txs still in the mempool; 0 for an account the ledger has
+// never seen. The pending nonce is read first: if a block commits between the two reads, the
+// committed nonce read second already includes those txs, so the larger value is never stale.
 Result<std::uint64_t> FetchNonce(const HttpEndpoint& ledger, const std::string& pubkey_hex) {
+  POLNODE_ASSIGN_OR_RETURN(HttpResponse pending, HttpCall(ledger, "GET", "/v1/accounts/" + pubkey_hex + "/pending"));
+  if (pending.status != 200) return LedgerRefused("GET /v1/accounts/.../pending", pending);
+  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document pending_doc, ParseJsonBody(pending));
+  std::uint64_t pending_next = 0;
+  if (pending_doc.HasMember("next_nonce") && pending_doc["next_nonce"].IsUint64()) {
+    pending_next = pending_doc["next_nonce"].GetUint64();
+  }
   POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/accounts/" + pubkey_hex));
-  if (r.status == 404) return std::uint64_t{0};
+  if (r.status == 404) return pending_next;
   if (r.status != 200) return LedgerRefused("GET /v1/accounts", r);
   POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
   if (!doc.HasMember("nonce") || !doc["nonce"].IsUint64()) return Status::Corruption("account JSON has no nonce");
-  return doc["nonce"].GetUint64();
+  return std::max(pending_next, doc["nonce"].GetUint64());
 }
 
 // Polls /v1/txs/{id} until the tx is in a block; returns its height.

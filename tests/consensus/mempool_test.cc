@@ -83,6 +83,20 @@ TEST(MempoolTest, RejectsReplayedTxAndDuplicateNonce) {
   EXPECT_EQ(pool.size(), 2u);
 }
 
+TEST(MempoolTest, NextPendingNonceIsOnePastTheSignersHighestPendingNonce) {
+  Mempool pool = MakePool();
+  const auto signer_one = KeyFromByte(1).PublicKey().bytes();
+  const auto signer_two = KeyFromByte(2).PublicKey().bytes();
+  const auto signer_three = KeyFromByte(3).PublicKey().bytes();
+  EXPECT_EQ(pool.NextPendingNonce(signer_one), std::nullopt);
+  ASSERT_TRUE(pool.Add(SignedTx(1, 4), AcceptAll).ok());
+  ASSERT_TRUE(pool.Add(SignedTx(1, 5), AcceptAll).ok());
+  ASSERT_TRUE(pool.Add(SignedTx(2, 0), AcceptAll).ok());
+  EXPECT_EQ(pool.NextPendingNonce(signer_one), std::optional<std::uint64_t>(6));
+  EXPECT_EQ(pool.NextPendingNonce(signer_two), std::optional<std::uint64_t>(1));
+  EXPECT_EQ(pool.NextPendingNonce(signer_three), std::nullopt) << "other signers' txs do not count";
+}
+
 TEST(MempoolTest, RejectsOversizedTxBeforeDecoding) {
   Mempool pool = MakePool(100, 512);
   auto r = pool.Add(SignedTx(1, 0, "test-chain", std::string(600, 'x')), AcceptAll);

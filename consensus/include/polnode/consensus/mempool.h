@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -88,6 +89,10 @@ class Mempool {
 
   /// Whether a tx with this id is pending.
   bool Contains(const Hash256& id) const;
+
+  /// One past the highest nonce `signer` has pending, or nullopt when it has none: the nonce its
+  /// next transaction needs while earlier ones still wait for a block. (Nonces stay far below 2^64.)
+  std::optional<std::uint64_t> NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const;
 
   const MempoolOptions& options() const { return options_; }
 
