@@ -23,7 +23,7 @@ std::uint64_t Leading64(const Hash256& hash) {
 
 Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   consensus::HashWriter w;
-  w.String("polnode/task-spec/v1");
+  w.String("polnode/task-spec/v2");
   w.String(spec.model_spec());
   w.Bytes(Span(spec.dataset_hash()));
   w.Bytes(Span(spec.hyperparameters_hash()));
@@ -33,6 +33,10 @@ Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   w.U64(spec.payment());
   w.U64(spec.claim_window());
   w.U64(spec.training_window());
+  w.Bytes(Span(spec.graph_root()));
+  w.Bytes(Span(spec.batch_root()));
+  w.U64(spec.step_leaf_count());
+  w.U32(spec.state_tensor_count());
   return w.Finalize();
 }
 

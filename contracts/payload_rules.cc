@@ -52,7 +52,17 @@ Status CheckSpec(const proto::TaskSpec& spec) {
   }
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.payment(), "payment"));
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.claim_window(), "claim_window"));
-  return CheckPositive(spec.training_window(), "training_window");
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.training_window(), "training_window"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.graph_root(), "graph_root"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.batch_root(), "batch_root"));
+  POLNODE_RETURN_IF_ERROR(CheckPositive(spec.state_tensor_count(), "state_tensor_count"));
+  // The game tree holds the state's tensors, the batch, at least one node output and the state
+  // after the step; the bound keeps its depth small (2^24 leaves: a 24-round descent).
+  if (spec.step_leaf_count() < std::uint64_t{spec.state_tensor_count()} + 4 ||
+      spec.step_leaf_count() > (std::uint64_t{1} << 24)) {
+    return Status::InvalidArgument("step_leaf_count must be state_tensor_count + 4 .. 2^24");
+  }
+  return Status::Ok();
 }
 
 }  // namespace

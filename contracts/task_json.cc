@@ -16,6 +16,10 @@ void WriteSpec(JsonWriter& w, const proto::TaskSpec& spec) {
       .Field("payment", spec.payment())
       .Field("claim_window", spec.claim_window())
       .Field("training_window", spec.training_window())
+      .Field("graph_root", ToHex(spec.graph_root()))
+      .Field("batch_root", ToHex(spec.batch_root()))
+      .Field("step_leaf_count", spec.step_leaf_count())
+      .Field("state_tensor_count", spec.state_tensor_count())
       .EndObject();
 }
 
@@ -26,6 +30,7 @@ void WriteSlot(JsonWriter& w, const proto::VerifierSlot& slot) {
       .Field("report_hash", ToHex(slot.report_hash()))
       .Field("disputer", ToHex(slot.disputer()))
       .Field("disputer_is_solver", slot.disputer_is_solver())
+      .Field("game_result", proto::GameResult_Name(slot.game_result()))
       .EndObject();
 }
 
@@ -52,7 +57,9 @@ void WriteTaskJson(JsonWriter& w, const proto::Task& task) {
       .Field("segment_beacon", ToHex(task.segment_beacon()))
       .Field("forced_error", task.forced_error())
       .Field("result_root", ToHex(task.result_root()))
-      .Field("settle_height", task.settle_height());
+      .Field("settle_height", task.settle_height())
+      .Field("proof_disproven", task.proof_disproven())
+      .Field("solver_slashed", task.solver_slashed());
   w.Key("spec");
   WriteSpec(w, task.spec());
   w.Key("verifiers").BeginArray();

@@ -114,6 +114,10 @@ const TxKind kKinds[] = {
        f.Value("claim-window", "BLOCKS", "blocks in which a solver may claim", "20");
        f.Value("training-window", "BLOCKS", "blocks after the claim to commit the proof", "40");
        f.Value("spec-uri", "URI", "where the full task spec document is served", "", true);
+       f.Value("graph-root", "HEX", "Merkle root over the step graph's descriptors (64 hex)", "", true);
+       f.Value("batch-root", "HEX", "Merkle root over every step's batch leaf (64 hex)", "", true);
+       f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree", "", true);
+       f.Value("state-tensor-count", "S", "tensors of the training state", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::SubmitTaskTx tx;
@@ -133,6 +137,12 @@ const TxKind kKinds[] = {
        spec->set_payment(payment);
        spec->set_claim_window(claim_window);
        spec->set_training_window(training_window);
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_graph_root(), Bytes32(f, "graph-root"));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_batch_root(), Bytes32(f, "batch-root"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t leaf_count, Amount(f, "step-leaf-count"));
+       POLNODE_ASSIGN_OR_RETURN(std::int64_t state_tensors, f.GetInt("state-tensor-count", 1, UINT32_MAX));
+       spec->set_step_leaf_count(leaf_count);
+       spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
        tx.set_spec_uri(f.Get("spec-uri"));
        return Serialize(tx);
      }},

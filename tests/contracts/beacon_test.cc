@@ -15,7 +15,7 @@ TEST(TaskSpecHash, EveryFieldChangesTheHash) {
   const proto::TaskSpec spec = TaskSubmission(100).spec();
   const Hash256 base = TaskSpecHash(spec);
   EXPECT_EQ(TaskSpecHash(spec), base);
-  std::vector<proto::TaskSpec> variants(9, spec);
+  std::vector<proto::TaskSpec> variants(13, spec);
   variants[0].set_model_spec("other");
   variants[1].set_dataset_hash(Bytes32(1));
   variants[2].set_hyperparameters_hash(Bytes32(1));
@@ -25,6 +25,10 @@ TEST(TaskSpecHash, EveryFieldChangesTheHash) {
   variants[6].set_payment(101);
   variants[7].set_claim_window(11);
   variants[8].set_training_window(21);
+  variants[9].set_graph_root(Bytes32(1));
+  variants[10].set_batch_root(Bytes32(1));
+  variants[11].set_step_leaf_count(41);
+  variants[12].set_state_tensor_count(9);
   for (const proto::TaskSpec& variant : variants) EXPECT_NE(TaskSpecHash(variant), base);
 }
 

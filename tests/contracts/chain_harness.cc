@@ -80,6 +80,10 @@ proto::SubmitTaskTx TaskSubmission(std::uint64_t payment) {
   spec->set_payment(payment);
   spec->set_claim_window(10);
   spec->set_training_window(20);
+  spec->set_graph_root(Bytes32(0xD3));
+  spec->set_batch_root(Bytes32(0xD4));
+  spec->set_step_leaf_count(40);
+  spec->set_state_tensor_count(8);
   msg.set_spec_uri("http://blobs.local/spec");
   return msg;
 }
