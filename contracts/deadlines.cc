@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "dispute_game.h"
 #include "keys.h"
 #include "records.h"
 #include "settlement.h"
@@ -35,6 +36,8 @@ Status ProcessTaskEntry(ExecContext& ctx, const proto::DueEntry& entry) {
       return OnChallengeEnd(ctx, task);
     case proto::DUE_REVEAL_DEADLINE:
       return OnRevealDeadline(ctx, task);
+    case proto::DUE_GAME_DEADLINE:
+      return OnGameDeadline(ctx, task);
     default:
       return Status::Corruption("a due entry has an unknown kind");
   }

@@ -19,6 +19,8 @@
 //   DUE_CHALLENGE_END     challenge window            -> the solver must reveal
 //   DUE_REVEAL_DEADLINE   no reveal                   -> solver slashed to the submitter, voting
 //                                                        verifiers paid, rest refunded
+//   DUE_GAME_DEADLINE     a dispute game's round      -> decided against whoever missed it
+//                                                        (dispute_game.h)
 //   DUE_UNBOND            unbonding stake             -> returned to the balance
 #ifndef POLNODE_CONTRACTS_DEADLINES_H_
 #define POLNODE_CONTRACTS_DEADLINES_H_

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "accounts.h"
+#include "dispute_game.h"
 #include "payload_rules.h"
 #include "polnode/contracts/payloads.h"
 #include "records.h"
@@ -72,6 +73,11 @@ Status Dispatch(const VerifiedTx& tx, const proto::Params& params, ExecContext* 
   if (type == payload::kDispute) {
     return Run<proto::DisputeTx>(tx, params, ctx,
                                  [&](ExecContext& c, const auto& m) { return ExecuteDispute(c, signer, m); });
+  }
+  if (type == payload::kDisputeMove) {
+    return Run<proto::DisputeMoveTx>(tx, params, ctx, [&](ExecContext& c, const auto& m) {
+      return ExecuteDisputeMove(c, signer, tx.payload, m);
+    });
   }
   if (type == payload::kReveal) {
     return Run<proto::RevealTx>(tx, params, ctx,

@@ -44,7 +44,10 @@ proto::Params DefaultParams() {
   p.set_jackpot_payout_bps(5'000);
   p.set_forced_error_rate(100);
   p.set_max_segments_per_verification(64);
-  p.set_max_payload_bytes(64 * 1024);
+  // A referee move carries one operator's input tensors: 2.4 MB for the SGD update of the demo
+  // MLP's first layer (three 784 x 256 tensors).
+  p.set_max_payload_bytes(8 << 20);
+  p.set_dispute_move_window(20);
   return p;
 }
 
@@ -69,6 +72,7 @@ Status ValidateParams(const proto::Params& p) {
   POLNODE_RETURN_IF_ERROR(CheckBps(p.jackpot_cut_bps(), "jackpot_cut_bps"));
   POLNODE_RETURN_IF_ERROR(CheckBps(p.jackpot_payout_bps(), "jackpot_payout_bps"));
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_segments_per_verification(), 1, "max_segments_per_verification"));
+  POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.dispute_move_window(), 1, "dispute_move_window"));
   return CheckAtLeast(p.max_payload_bytes(), 1024, "max_payload_bytes");
 }
 

@@ -47,4 +47,8 @@ std::string TaskSeqKey(std::uint64_t seq) { return std::string(kTaskSeqPrefix) +
 
 std::string DueKey(std::uint64_t height) { return std::string(kDuePrefix) + FixedHex64(height); }
 
+std::string GameKey(std::string_view task_id, std::string_view verifier) {
+  return std::string(kGamePrefix) + ToHex(task_id) + "/" + ToHex(verifier);
+}
+
 }  // namespace polnode::contracts

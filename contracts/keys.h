@@ -24,6 +24,7 @@ inline constexpr std::string_view kStakePrefix = "stake/";
 inline constexpr std::string_view kTaskPrefix = "task/";
 inline constexpr std::string_view kTaskSeqPrefix = "taskseq/";
 inline constexpr std::string_view kDuePrefix = "due/";
+inline constexpr std::string_view kGamePrefix = "game/";
 
 /// Length of public keys, task ids, hashes and secrets, in bytes.
 inline constexpr std::size_t kIdBytes = 32;
@@ -44,6 +45,7 @@ std::string StakeKey(proto::Role role, std::string_view pubkey);
 std::string TaskKey(std::string_view task_id);
 std::string TaskSeqKey(std::uint64_t seq);
 std::string DueKey(std::uint64_t height);
+std::string GameKey(std::string_view task_id, std::string_view verifier);
 
 }  // namespace polnode::contracts
 

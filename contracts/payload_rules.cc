@@ -111,6 +111,15 @@ Status CheckRules(const proto::DisputeTx& msg) {
   return Check32(msg.verifier(), "verifier");
 }
 
+// Hashes and proofs inside a move are checked against the game by the move's executor; here only
+// what needs no state: which game, and that the move is not empty.
+Status CheckRules(const proto::DisputeMoveTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  POLNODE_RETURN_IF_ERROR(Check32(msg.verifier(), "verifier"));
+  if (msg.move_case() == proto::DisputeMoveTx::MOVE_NOT_SET) return Status::InvalidArgument("move is missing");
+  return Status::Ok();
+}
+
 Status CheckRules(const proto::RevealTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.secret(), "secret"));

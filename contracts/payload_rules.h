@@ -5,6 +5,7 @@
 
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
+#include "polnode/dispute.pb.h"
 
 namespace polnode::contracts {
 
@@ -18,6 +19,7 @@ namespace polnode::contracts {
 [[nodiscard]] Status CheckRules(const proto::VerdictTx& msg);
 [[nodiscard]] Status CheckRules(const proto::DisputeTx& msg);
 [[nodiscard]] Status CheckRules(const proto::RevealTx& msg);
+[[nodiscard]] Status CheckRules(const proto::DisputeMoveTx& msg);
 
 }  // namespace polnode::contracts
 

@@ -131,4 +131,17 @@ void StoreDueList(StateStore& state, std::uint64_t height, const proto::DueList&
   StoreOrDelete(state, DueKey(height), list);
 }
 
+Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view verifier) {
+  const std::string key = GameKey(task_id, verifier);
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, state.Get(key));
+  if (!bytes) return Status::NotFound("no dispute game over verifier " + ToHex(verifier) + " on task " + ToHex(task_id));
+  proto::DisputeGame game;
+  POLNODE_RETURN_IF_ERROR(DecodeRecord(*bytes, key, game));
+  return game;
+}
+
+void StoreGame(StateStore& state, const proto::DisputeGame& game) {
+  state.Put(GameKey(game.task_id(), game.verifier()), EncodeRecord(game));
+}
+
 }  // namespace polnode::contracts

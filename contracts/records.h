@@ -12,6 +12,7 @@
 
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
+#include "polnode/dispute.pb.h"
 #include "polnode/contracts/state_store.h"
 
 namespace polnode::contracts {
@@ -53,6 +54,10 @@ void StoreTask(StateStore& state, const proto::Task& task);
 /// The deadlines and draws due at the end of block `height`; empty when none.
 Result<proto::DueList> LoadDueList(const StateStore& state, std::uint64_t height);
 void StoreDueList(StateStore& state, std::uint64_t height, const proto::DueList& list);
+
+/// The game over `verifier`'s verdict on task `task_id`; kNotFound when there is none.
+Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view verifier);
+void StoreGame(StateStore& state, const proto::DisputeGame& game);
 
 }  // namespace polnode::contracts
 

@@ -6,6 +6,7 @@
 
 #include "accounts.h"
 #include "checked_math.h"
+#include "dispute_game.h"
 #include "keys.h"
 #include "polnode/contracts/beacon.h"
 #include "records.h"
@@ -106,16 +107,51 @@ Status SettleByVerdicts(ExecContext& ctx, proto::Task& task) {
   return CloseTask(ctx, task, proto::TASK_SETTLED, outcome);
 }
 
-// A standing dispute: nothing moves; the dispute game (a separate component) takes over.
+// A standing dispute: nothing moves until the dispute games (dispute_game.h) have decided.
 Status EnterDisputed(ExecContext& ctx, proto::Task& task) {
   task.set_status(proto::TASK_DISPUTED);
   task.set_deadline(0);
-  StoreTask(ctx.state, task);
   ctx.Emit("task_disputed", {{"task", ToHex(task.id())}});
-  return Status::Ok();
+  return StartNextGameOrSettle(ctx, task);
+}
+
+// Whether the verifier of `slot` lost the game over its verdict (its lock is already slashed).
+bool VerifierLostGame(const proto::VerifierSlot& slot) {
+  if (slot.verdict() == proto::VERDICT_ACCEPT) return slot.game_result() == proto::GAME_CHALLENGER_WON;
+  return slot.game_result() == proto::GAME_DEFENDER_WON;
 }
 
 }  // namespace
+
+Status SettleAfterGames(ExecContext& ctx, proto::Task& task) {
+  const Shares shares = ComputeShares(task, ctx.params);
+  std::vector<std::string> disprovers;  // challengers whose referee ruling found the proof wrong
+  std::vector<std::string> standing_rejecters;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (!HasVerdict(slot)) continue;
+    if (slot.game_result() == proto::GAME_CHALLENGER_WON) {
+      disprovers.push_back(slot.verdict() == proto::VERDICT_ACCEPT ? slot.disputer() : slot.verifier());
+    }
+    if (VerifierLostGame(slot)) continue;
+    POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+    if (slot.verdict() == proto::VERDICT_REJECT) standing_rejecters.push_back(slot.verifier());
+  }
+  proto::TaskOutcome outcome = proto::OUTCOME_REJECTED;
+  if (task.solver_slashed()) {
+    // The solver lost a game it defended: its lock already went to the winner.
+  } else if (task.proof_disproven()) {
+    POLNODE_RETURN_IF_ERROR(
+        SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), disprovers, slash_reason::kRejectedProof));
+  } else if (!standing_rejecters.empty()) {
+    POLNODE_RETURN_IF_ERROR(
+        SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), standing_rejecters, slash_reason::kRejectedProof));
+  } else {
+    outcome = proto::OUTCOME_ACCEPTED;
+    POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, shares));
+  }
+  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
+  return CloseTask(ctx, task, proto::TASK_SETTLED, outcome);
+}
 
 Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::RevealTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));

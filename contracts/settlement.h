@@ -14,7 +14,7 @@
 //     catchers (rejecting verifiers and successful whistleblowers). The solver followed the rules:
 //     its lock is released and it is paid; result_root names its honest proof.
 //   not forced, any dispute standing: the task becomes TASK_DISPUTED with every lock and the
-//     escrow held for the dispute game.
+//     escrow held while the dispute games (dispute_game.h) run, then SettleAfterGames pays out.
 //   not forced, a reject verdict, no dispute: the solver's lock is split among the rejecting
 //     verifiers; voting verifiers are paid; the solver is not.
 //   not forced, only accept verdicts, no dispute: solver and voting verifiers are paid.
@@ -33,6 +33,14 @@ namespace polnode::contracts {
 /// to the claim's commitment, and result_root must equal the committed proof root exactly when the
 /// round is not forced. Then settles as described above.
 [[nodiscard]] Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::RevealTx& msg);
+
+/// After the last dispute game of a task (dispute_game.h): a verifier that lost its game was slashed
+/// there and earns nothing; every other voting verifier is paid. The solver's lock goes, split
+/// equally, to the challengers whose referee ruling disproved the proof, or else to the reject
+/// verdicts that stand (undisputed or upheld); if neither exists the solver is paid
+/// (OUTCOME_ACCEPTED). A solver that lost a game it defended was slashed there and is not paid.
+/// The rest of the escrow is refunded and the task settles.
+[[nodiscard]] Status SettleAfterGames(ExecContext& ctx, proto::Task& task);
 
 /// DUE_REVEAL_DEADLINE: a solver that did not reveal cannot show its proof was honest or forced:
 /// its lock is slashed to the submitter and it is not paid; voting verifiers are paid (their work

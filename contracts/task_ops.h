@@ -54,6 +54,7 @@ inline constexpr std::string_view kRejectedProof = "rejected_proof";
 inline constexpr std::string_view kAcceptedForcedError = "accepted_forced_error";
 inline constexpr std::string_view kWrongDispute = "wrong_dispute";
 inline constexpr std::string_view kNoReveal = "no_reveal";
+inline constexpr std::string_view kLostDisputeGame = "lost_dispute_game";
 }  // namespace slash_reason
 
 }  // namespace polnode::contracts

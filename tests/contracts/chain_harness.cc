@@ -64,7 +64,8 @@ proto::Params TestParams() {
   p.set_jackpot_payout_bps(5000);
   p.set_forced_error_rate(0);
   p.set_max_segments_per_verification(8);
-  p.set_max_payload_bytes(4096);
+  p.set_max_payload_bytes(1 << 20);
+  p.set_dispute_move_window(3);
   return p;
 }
 

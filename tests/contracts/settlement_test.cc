@@ -79,7 +79,7 @@ TEST(Settlement, AbsentVerifiersShareIsRefunded) {
   EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
 }
 
-TEST(Settlement, StandingDisputeLocksEverything) {
+TEST(Settlement, StandingDisputeLocksEverythingUntilItsGameIsDecided) {
   TaskFlow flow;
   RunToReveal(flow, true, true);
   const std::vector<PubKey> assigned = flow.Assigned();
@@ -92,10 +92,18 @@ TEST(Settlement, StandingDisputeLocksEverything) {
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 1'000u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 500u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).locked(), 500u);
+  const std::uint64_t whistleblower_bonded = flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded();
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 300u);
-  // Nothing more happens to a disputed task here: later blocks leave it alone.
+  // The whistleblower (the challenger of an accept verdict) never opens its game: it loses its
+  // lock to the verifier, and with no game left the task settles on the verdicts.
   flow.chain.AdvanceTo(flow.chain.height() + 20);
-  EXPECT_EQ(flow.task().status(), proto::TASK_DISPUTED);
+  EXPECT_EQ(flow.task().status(), proto::TASK_SETTLED);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(flow.task().verifiers(0).game_result(), proto::GAME_DEFENDER_WON);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), whistleblower_bonded - 300);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
 }
 
 TEST(Reveal, RejectsWrongSecretWrongRootWrongTimeAndWrongSigner) {

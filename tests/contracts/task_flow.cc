@@ -35,6 +35,10 @@ TaskFlow::TaskFlow(const proto::Params& params)
 void TaskFlow::Submit(std::uint64_t payment) {
   const std::uint64_t nonce = chain.Nonce(submitter);
   proto::SubmitTaskTx msg = TaskSubmission(payment);
+  if (spec) {
+    *msg.mutable_spec() = *spec;
+    msg.mutable_spec()->set_payment(payment);
+  }
   TxResult r = chain.Run(submitter, payload::kSubmitTask, msg);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
   const Hash256 id = TaskIdFor(TaskSpecHash(msg.spec()), Raw(submitter), nonce);

@@ -3,6 +3,7 @@
 #ifndef POLNODE_TESTS_CONTRACTS_TASK_FLOW_H_
 #define POLNODE_TESTS_CONTRACTS_TASK_FLOW_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ class TaskFlow {
   const PubKey whistleblower = Key(6);
   const PubKey outsider = Key(7);
   const std::string secret = Bytes32(0x5E);
-  const std::string proof_root = Bytes32(0xAA);
+  std::string proof_root = Bytes32(0xAA);
+  /// When set, Submit posts this spec (with TaskSubmission's payment) instead of the default one.
+  std::optional<proto::TaskSpec> spec;
 
   Chain chain;
   std::string task_id;

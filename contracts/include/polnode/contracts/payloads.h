@@ -18,10 +18,12 @@ inline constexpr std::string_view kCommitProof = "task/commit";  // proto::Commi
 inline constexpr std::string_view kVerdict = "task/verdict";     // proto::VerdictTx
 inline constexpr std::string_view kDispute = "task/dispute";     // proto::DisputeTx
 inline constexpr std::string_view kReveal = "task/reveal";       // proto::RevealTx
+inline constexpr std::string_view kDisputeMove = "dispute/move";  // proto::DisputeMoveTx (dispute.proto)
 
 /// Every name above, for CLIs and fuzzers that enumerate them.
-inline constexpr std::array<std::string_view, 10> kAll = {kTransfer,  kStake,       kUnstake, kSubmitTask, kCancelTask,
-                                                          kClaimTask, kCommitProof, kVerdict, kDispute,    kReveal};
+inline constexpr std::array<std::string_view, 11> kAll = {kTransfer,   kStake,   kUnstake,  kSubmitTask,
+                                                          kCancelTask, kClaimTask, kCommitProof, kVerdict,
+                                                          kDispute,    kReveal,  kDisputeMove};
 
 }  // namespace polnode::contracts::payload
 

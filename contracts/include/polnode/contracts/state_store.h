@@ -20,6 +20,7 @@
 //   "task/<id>"                proto::Task
 //   "taskseq/<h>"              task id (32 raw bytes), by submission order, for listing
 //   "due/<h>"                  proto::DueList: deadlines and draws processed at the end of block h
+//   "game/<id>/<pk>"           proto::DisputeGame: the pinpoint game over verifier <pk>'s verdict
 //
 // Values are canonical encodings: protobuf messages written with deterministic serialization by
 // this library only (one writer, one schema version, so one encoding per value), or the raw

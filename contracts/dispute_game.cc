@@ -1,0 +1,342 @@
+#include "dispute_game.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checked_math.h"
+#include "deadlines.h"
+#include "keys.h"
+#include "polnode/consensus/game_tree.h"
+#include "polnode/consensus/merkle.h"
+#include "records.h"
+#include "referee.h"
+#include "settlement.h"
+#include "staking.h"
+#include "task_ops.h"
+
+namespace polnode::contracts {
+namespace {
+
+using consensus::Hash256;
+
+struct Party {
+  std::string key;
+  proto::Role role = proto::ROLE_UNSPECIFIED;
+};
+
+struct Parties {
+  Party challenger;
+  Party defender;
+};
+
+Parties PartiesOf(const proto::Task& task, const proto::VerifierSlot& slot) {
+  const Party verifier{slot.verifier(), proto::ROLE_VERIFIER};
+  const Party disputer{slot.disputer(), slot.disputer_is_solver() ? proto::ROLE_SOLVER : proto::ROLE_WHISTLEBLOWER};
+  (void)task;
+  if (slot.verdict() == proto::VERDICT_ACCEPT) return {disputer, verifier};
+  return {verifier, disputer};
+}
+
+proto::VerifierSlot* FindSlot(proto::Task& task, std::string_view verifier) {
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (slot.verifier() == verifier) return &slot;
+  }
+  return nullptr;
+}
+
+// The first disputed slot whose game is not decided, or nullptr.
+proto::VerifierSlot* NextDisputedSlot(proto::Task& task) {
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (!slot.disputer().empty() && slot.game_result() == proto::GAME_RESULT_NONE) return &slot;
+  }
+  return nullptr;
+}
+
+Result<Hash256> Hash32(std::string_view bytes, std::string_view what) {
+  if (bytes.size() != kIdBytes) return Status::InvalidArgument(std::string(what) + " must be 32 bytes");
+  Hash256 h;
+  std::memcpy(h.data(), bytes.data(), kIdBytes);
+  return h;
+}
+
+// Opens the next round: a new deadline (scheduled once per height) and no moves yet.
+Status NextRound(ExecContext& ctx, proto::DisputeGame& game) {
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t deadline,
+                           CheckedAdd(ctx.block.height, ctx.params.dispute_move_window(), "game deadline"));
+  game.set_round(game.round() + 1);
+  game.mutable_challenger()->set_moved(false);
+  game.mutable_defender()->set_moved(false);
+  if (deadline != game.deadline()) {
+    POLNODE_RETURN_IF_ERROR(ScheduleTaskDue(ctx.state, deadline, proto::DUE_GAME_DEADLINE, game.task_id()));
+  }
+  game.set_deadline(deadline);
+  return Status::Ok();
+}
+
+// Decides the game: stakes move, the slot records the result, and the next game (or the
+// settlement) starts.
+Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, bool challenger_won, bool by_referee,
+               std::string ruling) {
+  proto::VerifierSlot* slot = FindSlot(task, game.verifier());
+  if (slot == nullptr) return Status::Corruption("a dispute game names no verifier slot of its task");
+  const Parties parties = PartiesOf(task, *slot);
+  const Party& winner = challenger_won ? parties.challenger : parties.defender;
+  const Party& loser = challenger_won ? parties.defender : parties.challenger;
+  POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, loser.role, loser.key, winner.key, slash_reason::kLostDisputeGame));
+  if (loser.role == proto::ROLE_SOLVER) task.set_solver_slashed(true);
+  if (winner.role == proto::ROLE_WHISTLEBLOWER) {
+    POLNODE_RETURN_IF_ERROR(
+        UnlockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, winner.key, ctx.params.min_stake_whistleblower()));
+  }
+  if (challenger_won && by_referee) task.set_proof_disproven(true);
+  slot->set_game_result(challenger_won ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
+  game.set_phase(proto::GAME_RESOLVED);
+  game.set_challenger_won(challenger_won);
+  game.set_winner(winner.key);
+  game.set_loser(loser.key);
+  game.set_ruling(std::move(ruling));
+  game.set_resolved_height(ctx.block.height);
+  game.set_deadline(0);
+  StoreGame(ctx.state, game);
+  ctx.Emit("game_resolved", {{"task", ToHex(task.id())},
+                             {"verifier", ToHex(game.verifier())},
+                             {"winner", ToHex(winner.key)},
+                             {"loser", ToHex(loser.key)},
+                             {"ruling", game.ruling()}});
+  return StartNextGameOrSettle(ctx, task);
+}
+
+Status ExecuteOpen(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, const proto::OpenMove& open) {
+  const std::uint64_t k = task.spec().checkpoint_interval();
+  const std::uint64_t segments = task.spec().total_steps() / k;
+  if (open.segment() >= segments) return Status::InvalidArgument("the proof has no segment " + std::to_string(open.segment()));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, Hash32(task.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 start, Hash32(open.start_hash(), "start_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 end, Hash32(open.end_hash(), "end_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 claimed, Hash32(open.claimed_end_hash(), "claimed_end_hash"));
+  if (claimed == end) return Status::InvalidArgument("claimed_end_hash equals the proof's: nothing is disputed");
+  const std::pair<const std::string*, std::uint64_t> checks[] = {{&open.start_proof(), open.segment()},
+                                                                 {&open.end_proof(), open.segment() + 1}};
+  const Hash256* leaves[] = {&start, &end};
+  for (int i = 0; i < 2; ++i) {
+    const std::string& bytes = *checks[i].first;
+    Result<consensus::MerkleProof> proof =
+        consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    if (!proof.ok() || proof->leaf_index != checks[i].second || proof->leaf_count != segments + 1 ||
+        !consensus::VerifyMerkleProof(root, *leaves[i], *proof).ok()) {
+      return Status::InvalidArgument(std::string(i == 0 ? "start" : "end") +
+                                     "_proof does not prove that checkpoint against the committed proof root");
+    }
+  }
+  game.set_segment(open.segment());
+  game.set_first_step(open.segment() * k);
+  game.set_lo(0);
+  game.set_hi(k);
+  game.set_lo_hash(open.start_hash());
+  game.mutable_defender()->set_hi_hash(open.end_hash());
+  game.mutable_challenger()->set_hi_hash(open.claimed_end_hash());
+  if (k == 1) {
+    game.set_phase(proto::GAME_GRAPH);
+    game.set_depth(consensus::GameTreeDepth(task.spec().step_leaf_count()));
+    game.set_level(game.depth());
+    game.set_node_index(0);
+  } else {
+    game.set_phase(proto::GAME_STEPS);
+  }
+  return NextRound(ctx, game);
+}
+
+// Records `side`'s level-1 hash; once both moved, narrows the range.
+Status ExecuteStep(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
+                   const proto::StepMove& move) {
+  POLNODE_RETURN_IF_ERROR(Hash32(move.state_hash(), "state_hash").status());
+  side.set_hash(move.state_hash());
+  side.set_moved(true);
+  if (!game.challenger().moved() || !game.defender().moved()) return Status::Ok();
+  const std::uint64_t mid = game.lo() + (game.hi() - game.lo()) / 2;
+  if (game.challenger().hash() == game.defender().hash()) {
+    game.set_lo(mid);
+    game.set_lo_hash(game.challenger().hash());
+  } else {
+    game.set_hi(mid);
+    game.mutable_challenger()->set_hi_hash(game.challenger().hash());
+    game.mutable_defender()->set_hi_hash(game.defender().hash());
+  }
+  if (game.hi() - game.lo() == 1) {
+    game.set_phase(proto::GAME_GRAPH);
+    game.set_depth(consensus::GameTreeDepth(task.spec().step_leaf_count()));
+    game.set_level(game.depth());
+    game.set_node_index(0);
+  }
+  return NextRound(ctx, game);
+}
+
+// Records `side`'s children; once both moved, descends one level.
+Status ExecuteGraph(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
+                    const proto::GraphMove& move) {
+  POLNODE_ASSIGN_OR_RETURN(Hash256 left, Hash32(move.left(), "left"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 right, Hash32(move.right(), "right"));
+  const Hash256 node = consensus::MerkleNodeHash(left, right);
+  if (game.level() == game.depth()) {
+    // The first round: the children define the party's root, which must hold its level-1 claim
+    // for the state after the step as the last leaf.
+    if (move.last_leaf_siblings_size() != static_cast<int>(game.depth())) {
+      return Status::InvalidArgument("the first graph move must prove the last leaf with " +
+                                     std::to_string(game.depth()) + " siblings");
+    }
+    std::vector<Hash256> siblings;
+    for (const std::string& s : move.last_leaf_siblings()) {
+      POLNODE_ASSIGN_OR_RETURN(Hash256 h, Hash32(s, "sibling"));
+      siblings.push_back(h);
+    }
+    POLNODE_ASSIGN_OR_RETURN(Hash256 claim, Hash32(side.hi_hash(), "level-1 claim"));
+    if (consensus::ClimbGameTree(claim, task.spec().step_leaf_count() - 1, siblings) != node) {
+      return Status::InvalidArgument("the tree's last leaf is not the party's claimed state after the step");
+    }
+  } else {
+    if (move.last_leaf_siblings_size() != 0) return Status::InvalidArgument("only the first graph move proves the last leaf");
+    if (ToBytes(node) != side.hash()) return Status::InvalidArgument("the children do not hash to the party's current node");
+  }
+  side.set_left(move.left());
+  side.set_right(move.right());
+  side.set_moved(true);
+  if (!game.challenger().moved() || !game.defender().moved()) return Status::Ok();
+  proto::GraphRound* round = game.add_graph_rounds();
+  round->set_challenger_left(game.challenger().left());
+  round->set_challenger_right(game.challenger().right());
+  round->set_defender_left(game.defender().left());
+  round->set_defender_right(game.defender().right());
+  const bool go_left = game.challenger().left() != game.defender().left();
+  round->set_went_left(go_left);
+  for (proto::GameSide* s : {game.mutable_challenger(), game.mutable_defender()}) {
+    s->set_hash(go_left ? s->left() : s->right());
+  }
+  game.set_node_index(2 * game.node_index() + (go_left ? 0 : 1));
+  game.set_level(game.level() - 1);
+  if (game.level() == 0) {
+    game.set_phase(proto::GAME_REFEREE);
+    game.set_leaf(game.node_index());
+  }
+  return NextRound(ctx, game);
+}
+
+Status ExecuteReferee(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, const proto::RefereeMove& move) {
+  POLNODE_ASSIGN_OR_RETURN(Hash256 truth, RefereeLeaf(task.spec(), game, move));
+  game.set_true_leaf(ToBytes(truth));
+  const bool defender_right = game.true_leaf() == game.defender().hash();
+  const bool challenger_right = game.true_leaf() == game.challenger().hash();
+  std::string ruling = "leaf " + std::to_string(game.leaf()) + " of step " +
+                       std::to_string(game.first_step() + game.lo()) + ": the referee computed " + consensus::HashToHex(truth) + ", " +
+                       (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
+                       " value";
+  return Resolve(ctx, task, game, !defender_right, /*by_referee=*/true, std::move(ruling));
+}
+
+// The running game of `task`, with the slot it is about; kFailedPrecondition when none runs.
+Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task& task, std::string_view verifier) {
+  if (task.status() != proto::TASK_DISPUTED) return Status::FailedPrecondition("the task is not in a dispute game");
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), verifier));
+  if (game.phase() == proto::GAME_RESOLVED) return Status::FailedPrecondition("that dispute game is already decided");
+  return game;
+}
+
+}  // namespace
+
+Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
+  proto::VerifierSlot* slot = NextDisputedSlot(task);
+  if (slot == nullptr) return SettleAfterGames(ctx, task);
+  const Parties parties = PartiesOf(task, *slot);
+  proto::DisputeGame game;
+  game.set_task_id(task.id());
+  game.set_verifier(slot->verifier());
+  game.set_disputer(slot->disputer());
+  game.mutable_challenger()->set_key(parties.challenger.key);
+  game.mutable_defender()->set_key(parties.defender.key);
+  game.set_phase(proto::GAME_OPENING);
+  game.set_opened_height(ctx.block.height);
+  game.set_round(0);
+  POLNODE_RETURN_IF_ERROR(NextRound(ctx, game));
+  StoreGame(ctx.state, game);
+  StoreTask(ctx.state, task);
+  ctx.Emit("game_started", {{"task", ToHex(task.id())},
+                            {"verifier", ToHex(slot->verifier())},
+                            {"challenger", ToHex(parties.challenger.key)},
+                            {"defender", ToHex(parties.defender.key)}});
+  return Status::Ok();
+}
+
+Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string_view payload,
+                          const proto::DisputeMoveTx& msg) {
+  POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, RunningGame(ctx, task, msg.verifier()));
+  if (msg.round() != game.round()) {
+    return Status::FailedPrecondition("the game is at round " + std::to_string(game.round()) + ", not " +
+                                      std::to_string(msg.round()));
+  }
+  const bool is_challenger = signer == game.challenger().key();
+  const bool is_defender = signer == game.defender().key();
+  proto::GameSide* side = is_challenger ? game.mutable_challenger() : game.mutable_defender();
+  if (msg.has_referee()) {
+    // Evidence is checked on its own merits, so anyone may post it.
+    if (game.phase() != proto::GAME_REFEREE) return Status::FailedPrecondition("the game is not at the referee");
+  } else {
+    if (!is_challenger && !is_defender) return Status::PermissionDenied("the signer is not a party to this game");
+    if (side->moved()) return Status::AlreadyExists("this party already moved in this round");
+  }
+  proto::MoveRecord* record = game.add_moves();
+  record->set_height(ctx.block.height);
+  record->set_signer(std::string(signer));
+  record->set_payload(std::string(payload));
+  switch (msg.move_case()) {
+    case proto::DisputeMoveTx::kOpen:
+      if (game.phase() != proto::GAME_OPENING) return Status::FailedPrecondition("the game is not opening");
+      if (!is_challenger) return Status::PermissionDenied("only the challenger opens the game");
+      POLNODE_RETURN_IF_ERROR(ExecuteOpen(ctx, task, game, msg.open()));
+      break;
+    case proto::DisputeMoveTx::kStep:
+      if (game.phase() != proto::GAME_STEPS) return Status::FailedPrecondition("the game is not bisecting steps");
+      POLNODE_RETURN_IF_ERROR(ExecuteStep(ctx, task, game, *side, msg.step()));
+      break;
+    case proto::DisputeMoveTx::kGraph:
+      if (game.phase() != proto::GAME_GRAPH) return Status::FailedPrecondition("the game is not descending the graph");
+      POLNODE_RETURN_IF_ERROR(ExecuteGraph(ctx, task, game, *side, msg.graph()));
+      break;
+    case proto::DisputeMoveTx::kReferee:
+      return ExecuteReferee(ctx, task, game, msg.referee());
+    default:
+      return Status::InvalidArgument("the move is empty");
+  }
+  ctx.Emit("game_move", {{"task", ToHex(task.id())},
+                         {"verifier", ToHex(game.verifier())},
+                         {"signer", ToHex(signer)},
+                         {"round", std::to_string(msg.round())}});
+  StoreGame(ctx.state, game);
+  return Status::Ok();
+}
+
+Status OnGameDeadline(ExecContext& ctx, proto::Task& task) {
+  if (task.status() != proto::TASK_DISPUTED) return Status::Ok();
+  proto::VerifierSlot* slot = NextDisputedSlot(task);
+  if (slot == nullptr) return Status::Ok();
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), slot->verifier()));
+  if (game.phase() == proto::GAME_RESOLVED || game.deadline() != ctx.block.height) return Status::Ok();
+  const bool challenger_moved = game.challenger().moved();
+  const bool defender_moved = game.defender().moved();
+  bool challenger_won = false;
+  std::string ruling;
+  if (game.phase() == proto::GAME_OPENING) {
+    ruling = "timeout: the challenger did not open the game";
+  } else if (game.phase() == proto::GAME_REFEREE || challenger_moved == defender_moved) {
+    challenger_won = game.disputer() != game.challenger().key();
+    ruling = game.phase() == proto::GAME_REFEREE ? "timeout: nobody posted the referee's evidence; the disputer loses"
+                                                 : "timeout: neither party moved; the disputer loses";
+  } else {
+    challenger_won = challenger_moved;
+    ruling = std::string("timeout: the ") + (challenger_moved ? "defender" : "challenger") + " missed round " +
+             std::to_string(game.round());
+  }
+  return Resolve(ctx, task, game, challenger_won, /*by_referee=*/false, std::move(ruling));
+}
+
+}  // namespace polnode::contracts
