@@ -107,7 +107,7 @@ Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, bo
   return StartNextGameOrSettle(ctx, task);
 }
 
-Status ExecuteOpen(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, const proto::OpenMove& open) {
+Status ExecuteOpen(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, const proto::OpenMove& open) {
   const std::uint64_t k = task.spec().checkpoint_interval();
   const std::uint64_t segments = task.spec().total_steps() / k;
   if (open.segment() >= segments) return Status::InvalidArgument("the proof has no segment " + std::to_string(open.segment()));
@@ -148,7 +148,7 @@ Status ExecuteOpen(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game
 }
 
 // Records `side`'s level-1 hash; once both moved, narrows the range.
-Status ExecuteStep(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
+Status ExecuteStep(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
                    const proto::StepMove& move) {
   POLNODE_RETURN_IF_ERROR(Hash32(move.state_hash(), "state_hash").status());
   side.set_hash(move.state_hash());
@@ -173,7 +173,7 @@ Status ExecuteStep(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game
 }
 
 // Records `side`'s children; once both moved, descends one level.
-Status ExecuteGraph(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
+Status ExecuteGraph(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
                     const proto::GraphMove& move) {
   POLNODE_ASSIGN_OR_RETURN(Hash256 left, Hash32(move.left(), "left"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 right, Hash32(move.right(), "right"));
@@ -221,16 +221,19 @@ Status ExecuteGraph(ExecContext& ctx, proto::Task& task, proto::DisputeGame& gam
   return NextRound(ctx, game);
 }
 
-Status ExecuteReferee(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, const proto::RefereeMove& move) {
+Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& game, const proto::RefereeMove& move) {
   POLNODE_ASSIGN_OR_RETURN(Hash256 truth, RefereeLeaf(task.spec(), game, move));
   game.set_true_leaf(ToBytes(truth));
   const bool defender_right = game.true_leaf() == game.defender().hash();
   const bool challenger_right = game.true_leaf() == game.challenger().hash();
-  std::string ruling = "leaf " + std::to_string(game.leaf()) + " of step " +
-                       std::to_string(game.first_step() + game.lo()) + ": the referee computed " + consensus::HashToHex(truth) + ", " +
-                       (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
-                       " value";
-  return Resolve(ctx, task, game, !defender_right, /*by_referee=*/true, std::move(ruling));
+  MoveEffect effect;
+  effect.ruled = true;
+  effect.challenger_won = !defender_right;
+  effect.ruling = "leaf " + std::to_string(game.leaf()) + " of step " + std::to_string(game.first_step() + game.lo()) +
+                  ": the referee computed " + consensus::HashToHex(truth) + ", " +
+                  (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
+                  " value";
+  return effect;
 }
 
 // The running game of `task`, with the slot it is about; kFailedPrecondition when none runs.
@@ -243,20 +246,26 @@ Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task
 
 }  // namespace
 
-Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
-  proto::VerifierSlot* slot = NextDisputedSlot(task);
-  if (slot == nullptr) return SettleAfterGames(ctx, task);
-  const Parties parties = PartiesOf(task, *slot);
+Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot) {
+  const Parties parties = PartiesOf(task, slot);
   proto::DisputeGame game;
   game.set_task_id(task.id());
-  game.set_verifier(slot->verifier());
-  game.set_disputer(slot->disputer());
+  game.set_verifier(slot.verifier());
+  game.set_disputer(slot.disputer());
   game.mutable_challenger()->set_key(parties.challenger.key);
   game.mutable_defender()->set_key(parties.defender.key);
   game.set_phase(proto::GAME_OPENING);
   game.set_opened_height(ctx.block.height);
   game.set_round(0);
   POLNODE_RETURN_IF_ERROR(NextRound(ctx, game));
+  return game;
+}
+
+Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
+  proto::VerifierSlot* slot = NextDisputedSlot(task);
+  if (slot == nullptr) return SettleAfterGames(ctx, task);
+  const Parties parties = PartiesOf(task, *slot);
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, NewGame(ctx, task, *slot));
   StoreGame(ctx.state, game);
   StoreTask(ctx.state, task);
   ctx.Emit("game_started", {{"task", ToHex(task.id())},
@@ -266,10 +275,8 @@ Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
   return Status::Ok();
 }
 
-Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string_view payload,
-                          const proto::DisputeMoveTx& msg) {
-  POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
-  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, RunningGame(ctx, task, msg.verifier()));
+Result<MoveEffect> ApplyMove(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game,
+                             std::string_view signer, std::string_view payload, const proto::DisputeMoveTx& msg) {
   if (msg.round() != game.round()) {
     return Status::FailedPrecondition("the game is at round " + std::to_string(game.round()) + ", not " +
                                       std::to_string(msg.round()));
@@ -293,20 +300,48 @@ Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string
       if (game.phase() != proto::GAME_OPENING) return Status::FailedPrecondition("the game is not opening");
       if (!is_challenger) return Status::PermissionDenied("only the challenger opens the game");
       POLNODE_RETURN_IF_ERROR(ExecuteOpen(ctx, task, game, msg.open()));
-      break;
+      return MoveEffect{};
     case proto::DisputeMoveTx::kStep:
       if (game.phase() != proto::GAME_STEPS) return Status::FailedPrecondition("the game is not bisecting steps");
       POLNODE_RETURN_IF_ERROR(ExecuteStep(ctx, task, game, *side, msg.step()));
-      break;
+      return MoveEffect{};
     case proto::DisputeMoveTx::kGraph:
       if (game.phase() != proto::GAME_GRAPH) return Status::FailedPrecondition("the game is not descending the graph");
       POLNODE_RETURN_IF_ERROR(ExecuteGraph(ctx, task, game, *side, msg.graph()));
-      break;
+      return MoveEffect{};
     case proto::DisputeMoveTx::kReferee:
-      return ExecuteReferee(ctx, task, game, msg.referee());
+      return ExecuteReferee(task, game, msg.referee());
     default:
       return Status::InvalidArgument("the move is empty");
   }
+}
+
+MoveEffect TimeoutEffect(const proto::DisputeGame& game) {
+  const bool challenger_moved = game.challenger().moved();
+  const bool defender_moved = game.defender().moved();
+  MoveEffect effect;
+  effect.ruled = true;
+  if (game.phase() == proto::GAME_OPENING) {
+    effect.ruling = "timeout: the challenger did not open the game";
+  } else if (game.phase() == proto::GAME_REFEREE || challenger_moved == defender_moved) {
+    effect.challenger_won = game.disputer() != game.challenger().key();
+    effect.ruling = game.phase() == proto::GAME_REFEREE
+                        ? "timeout: nobody posted the referee's evidence; the disputer loses"
+                        : "timeout: neither party moved; the disputer loses";
+  } else {
+    effect.challenger_won = challenger_moved;
+    effect.ruling = std::string("timeout: the ") + (challenger_moved ? "defender" : "challenger") + " missed round " +
+                    std::to_string(game.round());
+  }
+  return effect;
+}
+
+Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string_view payload,
+                          const proto::DisputeMoveTx& msg) {
+  POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, RunningGame(ctx, task, msg.verifier()));
+  POLNODE_ASSIGN_OR_RETURN(MoveEffect effect, ApplyMove(ctx, task, game, signer, payload, msg));
+  if (effect.ruled) return Resolve(ctx, task, game, effect.challenger_won, /*by_referee=*/true, std::move(effect.ruling));
   ctx.Emit("game_move", {{"task", ToHex(task.id())},
                          {"verifier", ToHex(game.verifier())},
                          {"signer", ToHex(signer)},
@@ -321,22 +356,8 @@ Status OnGameDeadline(ExecContext& ctx, proto::Task& task) {
   if (slot == nullptr) return Status::Ok();
   POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), slot->verifier()));
   if (game.phase() == proto::GAME_RESOLVED || game.deadline() != ctx.block.height) return Status::Ok();
-  const bool challenger_moved = game.challenger().moved();
-  const bool defender_moved = game.defender().moved();
-  bool challenger_won = false;
-  std::string ruling;
-  if (game.phase() == proto::GAME_OPENING) {
-    ruling = "timeout: the challenger did not open the game";
-  } else if (game.phase() == proto::GAME_REFEREE || challenger_moved == defender_moved) {
-    challenger_won = game.disputer() != game.challenger().key();
-    ruling = game.phase() == proto::GAME_REFEREE ? "timeout: nobody posted the referee's evidence; the disputer loses"
-                                                 : "timeout: neither party moved; the disputer loses";
-  } else {
-    challenger_won = challenger_moved;
-    ruling = std::string("timeout: the ") + (challenger_moved ? "defender" : "challenger") + " missed round " +
-             std::to_string(game.round());
-  }
-  return Resolve(ctx, task, game, challenger_won, /*by_referee=*/false, std::move(ruling));
+  MoveEffect effect = TimeoutEffect(game);
+  return Resolve(ctx, task, game, effect.challenger_won, /*by_referee=*/false, std::move(effect.ruling));
 }
 
 }  // namespace polnode::contracts

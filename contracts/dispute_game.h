@@ -31,6 +31,7 @@
 #ifndef POLNODE_CONTRACTS_DISPUTE_GAME_H_
 #define POLNODE_CONTRACTS_DISPUTE_GAME_H_
 
+#include <string>
 #include <string_view>
 
 #include "exec_context.h"
@@ -54,6 +55,29 @@ namespace polnode::contracts {
 /// DUE_GAME_DEADLINE: decides the running game of a disputed task against whoever missed the
 /// round's deadline (see above). Stale entries are ignored.
 [[nodiscard]] Status OnGameDeadline(ExecContext& ctx, proto::Task& task);
+
+// The pieces above, without persistence or stake movements, for auditors that re-execute a
+// recorded game (dispute_audit.h).
+
+/// What a move or a timeout decided.
+struct MoveEffect {
+  bool ruled = false;          // the game is decided
+  bool challenger_won = false;
+  std::string ruling;
+};
+
+/// The game over `slot`'s verdict as it starts at ctx.block.height (round 1, opening).
+[[nodiscard]] Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task,
+                                                 const proto::VerifierSlot& slot);
+
+/// Applies one move to `game` (recording it) as ExecuteDisputeMove does, without storing anything
+/// but the deadlines NextRound schedules in ctx.state. Errors as ExecuteDisputeMove's.
+[[nodiscard]] Result<MoveEffect> ApplyMove(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game,
+                                           std::string_view signer, std::string_view payload,
+                                           const proto::DisputeMoveTx& msg);
+
+/// What the deadline of `game`'s current round decides (see the file comment).
+MoveEffect TimeoutEffect(const proto::DisputeGame& game);
 
 }  // namespace polnode::contracts
 

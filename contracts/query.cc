@@ -120,6 +120,39 @@ Result<std::string> QueryTasksJson(const StateStore& state, std::string_view que
   return w.str();
 }
 
+// The task and its dispute games, with their protobuf records in hex so that an auditor
+// (`polnode dispute replay`) can re-execute them exactly.
+Result<std::string> QueryGamesJson(const StateStore& state, std::string_view hex) {
+  POLNODE_ASSIGN_OR_RETURN(std::string id, ParseId(hex));
+  POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(state, id));
+  POLNODE_ASSIGN_OR_RETURN(proto::Params params, LoadParams(state));
+  JsonWriter w;
+  w.BeginObject()
+      .Field("task_id", ToHex(id))
+      .Field("task_record", ToHex(EncodeRecord(task)))
+      .Field("params_record", ToHex(EncodeRecord(params)));
+  w.Key("games").BeginArray();
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    Result<proto::DisputeGame> game = LoadGame(state, id, slot.verifier());
+    if (!game.ok() && game.status().code() == StatusCode::kNotFound) continue;
+    if (!game.ok()) return game.status();
+    w.BeginObject()
+        .Field("verifier", ToHex(game->verifier()))
+        .Field("challenger", ToHex(game->challenger().key()))
+        .Field("defender", ToHex(game->defender().key()))
+        .Field("phase", proto::GamePhase_Name(game->phase()))
+        .Field("round", game->round())
+        .Field("deadline", game->deadline())
+        .Field("moves", static_cast<std::uint64_t>(game->moves_size()))
+        .Field("winner", ToHex(game->winner()))
+        .Field("ruling", game->ruling())
+        .Field("record", ToHex(EncodeRecord(*game)))
+        .EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.str();
+}
+
 Result<std::string> QuerySupplyJson(const StateStore& state) {
   POLNODE_ASSIGN_OR_RETURN(SupplyReport report, AuditSupply(state));
   JsonWriter w;
@@ -160,6 +193,7 @@ Result<std::string> Application::Query(std::string_view path, const StateStore& 
   }
   if (head == "account" && has_arg) return QueryAccountJson(state, arg);
   if (head == "stakes" && has_arg) return QueryStakesJson(state, arg);
+  if (head == "games" && has_arg) return QueryGamesJson(state, arg);
   if (head == "task" && has_arg) {
     POLNODE_ASSIGN_OR_RETURN(std::string id, ParseId(arg));
     POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(state, id));

@@ -88,6 +88,7 @@ struct Io {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the command ran and the answer is "no" or it failed
 inline constexpr int kExitUsage = 2;    // bad flags or arguments
+inline constexpr int kExitMismatch = 3;  // an audit found the ledger's record differs from a re-execution
 
 /// A subcommand: `run` gets the words after its name.
 struct Command {

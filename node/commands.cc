@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
     {"verify", "verify a signed transaction envelope (--tx) or a proof of learning (--proof)", RunVerifyCommand},
     {"prove", "train a task with proof of learning (checkpoint blobs + signed manifest), resumable", RunProveCommand},
     {"profile", "replay proof segments on every backend/thread count and print distance thresholds", RunProfileCommand},
+    {"dispute", "'dispute replay TASK_ID': re-execute a task's dispute games and check the ledger's rulings",
+     RunDisputeCommand},
     {"train", "train a model on Fashion-MNIST deterministically and print its state hash", RunTrainCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},

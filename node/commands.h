@@ -27,6 +27,7 @@ int RunVerifyCommand(const std::vector<std::string>& args, Io& io);
 int RunTrainCommand(const std::vector<std::string>& args, Io& io);
 int RunProveCommand(const std::vector<std::string>& args, Io& io);
 int RunProfileCommand(const std::vector<std::string>& args, Io& io);
+int RunDisputeCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace polnode::node
 

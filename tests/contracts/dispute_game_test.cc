@@ -8,6 +8,7 @@
 
 #include "game_world.h"
 #include "polnode/consensus/game_tree.h"
+#include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/consensus/hex.h"
 #include "task_flow.h"
@@ -260,6 +261,23 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
     EXPECT_EQ(runner.flow().chain.Stake(proto::ROLE_SOLVER, runner.flow().solver).bonded(), solver_bonded - 1'000);
     // Rounds: opening + ceil(log2 8) steps + ceil(log2 7) graph + the referee.
     EXPECT_EQ(outcome.game.moves_size(), 2 * (3 + 3) + 1 + 1);
+    // The auditor's re-execution agrees with the ledger, and names the operator.
+    Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, outcome.game);
+    ASSERT_TRUE(audit.ok()) << audit.status().ToString();
+    EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
+    EXPECT_TRUE(audit->challenger_won);
+    ASSERT_TRUE(audit->node.has_value());
+    EXPECT_EQ(audit->node->name(), node == 0 ? "add" : "relu");
+    // A ledger that recorded another ruling, or a move it should have refused, is caught.
+    proto::DisputeGame forged = outcome.game;
+    forged.set_challenger_won(false);
+    EXPECT_FALSE(AuditGame(runner.flow().chain.params(), outcome.task, forged)->differences.empty());
+    forged = outcome.game;
+    proto::DisputeMoveTx move;
+    ASSERT_TRUE(move.ParseFromString(forged.moves(3).payload()));
+    move.mutable_step()->set_state_hash(std::string(32, '\x07'));
+    forged.mutable_moves(3)->set_payload(move.SerializeAsString());
+    EXPECT_FALSE(AuditGame(runner.flow().chain.params(), outcome.task, forged)->differences.empty());
   }
 }
 
@@ -316,6 +334,9 @@ TEST(DisputeGame, HonestPartyNeverLosesRandomisedGames) {
     EXPECT_EQ(outcome.task.status(), proto::TASK_SETTLED);
     ++games;
     if (outcome.game.ruling().rfind("leaf", 0) == 0) ++referee_rulings;
+    Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, outcome.game);
+    ASSERT_TRUE(audit.ok());
+    EXPECT_TRUE(audit->differences.empty()) << "game " << i << ": " << audit->differences.front();
   }
   EXPECT_GE(games, 100);
   EXPECT_GE(referee_rulings, 30);  // most games reach the referee, not only timeouts

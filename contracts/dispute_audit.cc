@@ -1,0 +1,94 @@
+#include "polnode/contracts/dispute_audit.h"
+
+#include <vector>
+
+#include "dispute_game.h"
+#include "exec_context.h"
+#include "keys.h"
+#include "polnode/contracts/state_store.h"
+
+namespace polnode::contracts {
+namespace {
+
+// Compares one field of the replayed and recorded games, noting a difference.
+template <typename T>
+void Compare(std::vector<std::string>& differences, std::string_view field, const T& replayed, const T& recorded) {
+  if (replayed == recorded) return;
+  if constexpr (std::is_same_v<T, std::string>) {
+    differences.push_back(std::string(field) + ": re-executed " + ToHex(replayed) + ", the ledger has " +
+                          ToHex(recorded));
+  } else {
+    differences.push_back(std::string(field) + ": re-executed " + std::to_string(replayed) + ", the ledger has " +
+                          std::to_string(recorded));
+  }
+}
+
+}  // namespace
+
+Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task, const proto::DisputeGame& recorded) {
+  const proto::VerifierSlot* slot = nullptr;
+  for (const proto::VerifierSlot& s : task.verifiers()) {
+    if (s.verifier() == recorded.verifier()) slot = &s;
+  }
+  if (slot == nullptr || recorded.task_id() != task.id()) {
+    return Status::InvalidArgument("the game names no verifier slot of this task");
+  }
+  // A scratch store: the game's deadlines are scheduled into it and thrown away.
+  MemoryStateStore scratch;
+  std::vector<Event> events;
+  BlockContext block;
+  block.height = recorded.opened_height();
+  ExecContext ctx{block, params, scratch, events};
+  GameAudit audit;
+  POLNODE_ASSIGN_OR_RETURN(audit.replayed, NewGame(ctx, task, *slot));
+  for (int i = 0; i < recorded.moves_size() && !audit.decided; ++i) {
+    const proto::MoveRecord& record = recorded.moves(i);
+    block.height = record.height();
+    proto::DisputeMoveTx msg;
+    if (!msg.ParseFromString(record.payload())) {
+      audit.differences.push_back("move " + std::to_string(i) + " does not parse as a DisputeMoveTx");
+      continue;
+    }
+    if (msg.has_referee()) {
+      proto::PinpointDescriptor descriptor;
+      if (descriptor.ParseFromString(msg.referee().node_descriptor()) && descriptor.has_node()) {
+        audit.node = descriptor.node();
+      }
+    }
+    Result<MoveEffect> effect = ApplyMove(ctx, task, audit.replayed, record.signer(), record.payload(), msg);
+    if (!effect.ok()) {
+      audit.differences.push_back("move " + std::to_string(i) + " (height " + std::to_string(record.height()) +
+                                  ") was accepted by the ledger but fails here: " + effect.status().ToString());
+      continue;
+    }
+    if (effect->ruled) {
+      audit.decided = true;
+      audit.challenger_won = effect->challenger_won;
+      audit.ruling = effect->ruling;
+    }
+  }
+  if (!audit.decided && recorded.phase() == proto::GAME_RESOLVED) {
+    // No move decided it, so a deadline did: apply the timeout rule where the moves left the game.
+    const MoveEffect timeout = TimeoutEffect(audit.replayed);
+    audit.decided = true;
+    audit.challenger_won = timeout.challenger_won;
+    audit.ruling = timeout.ruling;
+  }
+  std::vector<std::string>& d = audit.differences;
+  Compare(d, "segment", audit.replayed.segment(), recorded.segment());
+  Compare(d, "lo", audit.replayed.lo(), recorded.lo());
+  Compare(d, "hi", audit.replayed.hi(), recorded.hi());
+  Compare(d, "leaf", audit.replayed.leaf(), recorded.leaf());
+  Compare(d, "true leaf", audit.replayed.true_leaf(), recorded.true_leaf());
+  if (recorded.phase() == proto::GAME_RESOLVED) {
+    Compare(d, "challenger won", audit.challenger_won, recorded.challenger_won());
+    if (audit.ruling != recorded.ruling()) {
+      d.push_back("ruling: re-executed \"" + audit.ruling + "\", the ledger has \"" + recorded.ruling() + "\"");
+    }
+  } else if (audit.decided) {
+    d.push_back("the re-execution decided the game, the ledger has it still running");
+  }
+  return audit;
+}
+
+}  // namespace polnode::contracts
