@@ -46,11 +46,12 @@ double DetectionProbability(std::int64_t n, std::int64_t forged, std::int64_t q)
 // that start or end at that checkpoint, and consistent everywhere else.
 polnode::Result<solver::ProofManifest> ForgeCheckpoint(solver::ProofManifest manifest, solver::BlobStore& store,
                                                        std::size_t index, const polnode::consensus::SecretKey& key) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(manifest.checkpoint_hashes[index]));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(manifest.checkpoint_blobs[index]));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
   float& weight = state.tensors.front().tensor.data()[0];
   weight = std::bit_cast<float>(std::bit_cast<std::uint32_t>(weight) + 1u);
-  POLNODE_ASSIGN_OR_RETURN(manifest.checkpoint_hashes[index], store.Put(solver::EncodeState(state)));
+  POLNODE_ASSIGN_OR_RETURN(manifest.checkpoint_blobs[index], store.Put(solver::EncodeState(state)));
+  manifest.checkpoint_hashes[index] = solver::StateHash(state);
   manifest.merkle_root = polnode::consensus::MerkleRoot(manifest.checkpoint_hashes);
   POLNODE_RETURN_IF_ERROR(solver::SignManifest(manifest, key));
   return manifest;
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
     if (q > n) break;
     const Clock::time_point start = Clock::now();
     for (std::int64_t s = 0; s < q; ++s) {
-      auto bytes = store->Get(manifest->checkpoint_hashes[static_cast<std::size_t>(s)]);
+      auto bytes = store->Get(manifest->checkpoint_blobs[static_cast<std::size_t>(s)]);
       auto state = bytes.ok() ? solver::DecodeState(*bytes) : bytes.status();
       if (!state.ok()) return 1;
       for (std::int64_t t = 0; t < task.checkpoint_interval; ++t) {

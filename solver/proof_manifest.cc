@@ -12,7 +12,7 @@
 namespace polnode::solver {
 namespace {
 
-constexpr std::string_view kManifestDomain = "polnode/pol-manifest/v1";
+constexpr std::string_view kManifestDomain = "polnode/pol-manifest/v2";
 
 template <std::size_t N>
 bool CopyFixed(const std::string& from, std::array<std::uint8_t, N>& to) {
@@ -36,6 +36,8 @@ consensus::Hash256 ManifestSigningDigest(const ProofManifest& m) {
   w.I64(m.steps);
   w.U64(m.checkpoint_hashes.size());
   for (const consensus::Hash256& h : m.checkpoint_hashes) w.Fixed(h);
+  w.U64(m.checkpoint_blobs.size());
+  for (const consensus::Hash256& h : m.checkpoint_blobs) w.Fixed(h);
   w.Fixed(m.merkle_root);
   w.U64(m.loss_bits.size());
   for (std::uint32_t bits : m.loss_bits) w.U32(bits);
@@ -54,6 +56,10 @@ Status SignManifest(ProofManifest& m, const consensus::SecretKey& key) {
 }
 
 Status CheckManifestIntegrity(const ProofManifest& m) {
+  if (m.checkpoint_blobs.size() != m.checkpoint_hashes.size()) {
+    return Status::Corruption("manifest has " + std::to_string(m.checkpoint_blobs.size()) + " blob hashes for " +
+                              std::to_string(m.checkpoint_hashes.size()) + " checkpoint hashes");
+  }
   if (consensus::MerkleRoot(m.checkpoint_hashes) != m.merkle_root) {
     return Status::Corruption("manifest Merkle root does not match its checkpoint hashes");
   }
@@ -72,6 +78,7 @@ std::string EncodeManifest(const ProofManifest& m) {
   p.set_checkpoint_interval(m.checkpoint_interval);
   p.set_steps(m.steps);
   for (const consensus::Hash256& h : m.checkpoint_hashes) p.add_checkpoint_hashes(AsString(h));
+  for (const consensus::Hash256& h : m.checkpoint_blobs) p.add_checkpoint_blobs(AsString(h));
   p.set_merkle_root(AsString(m.merkle_root));
   for (std::uint32_t bits : m.loss_bits) p.add_loss_bits(bits);
   p.set_backend(m.backend);
@@ -107,6 +114,12 @@ Result<ProofManifest> DecodeManifest(std::span<const std::uint8_t> bytes) {
   for (int i = 0; i < p.checkpoint_hashes_size(); ++i) {
     if (!CopyFixed(p.checkpoint_hashes(i), m.checkpoint_hashes[static_cast<std::size_t>(i)])) {
       return Status::Corruption("manifest checkpoint hash " + std::to_string(i) + " is not 32 bytes");
+    }
+  }
+  m.checkpoint_blobs.resize(static_cast<std::size_t>(p.checkpoint_blobs_size()));
+  for (int i = 0; i < p.checkpoint_blobs_size(); ++i) {
+    if (!CopyFixed(p.checkpoint_blobs(i), m.checkpoint_blobs[static_cast<std::size_t>(i)])) {
+      return Status::Corruption("manifest checkpoint blob hash " + std::to_string(i) + " is not 32 bytes");
     }
   }
   m.loss_bits.assign(p.loss_bits().begin(), p.loss_bits().end());

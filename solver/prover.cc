@@ -16,7 +16,7 @@
 namespace polnode::solver {
 namespace {
 
-constexpr std::string_view kProgressDomain = "polnode/pol-progress/v1";
+constexpr std::string_view kProgressDomain = "polnode/pol-progress/v2";
 
 std::uint32_t FloatBits(float f) {
   std::uint32_t bits;
@@ -24,9 +24,11 @@ std::uint32_t FloatBits(float f) {
   return bits;
 }
 
-// What a resumed run starts from: the checkpoints already on disk and the losses before them.
+// What a resumed run starts from: the checkpoints already on disk (state hash and blob content
+// hash of each) and the losses before them.
 struct Progress {
   std::vector<consensus::Hash256> hashes;
+  std::vector<consensus::Hash256> blobs;  // same length as hashes
   std::vector<std::uint32_t> loss_bits;
 };
 
@@ -35,7 +37,10 @@ std::vector<std::uint8_t> EncodeProgress(const consensus::Hash256& task_id, cons
   w.String(kProgressDomain);
   w.Fixed(task_id);
   w.U64(p.hashes.size());
-  for (const consensus::Hash256& h : p.hashes) w.Fixed(h);
+  for (std::size_t i = 0; i < p.hashes.size(); ++i) {
+    w.Fixed(p.hashes[i]);
+    w.Fixed(p.blobs[i]);
+  }
   w.U64(p.loss_bits.size());
   for (std::uint32_t bits : p.loss_bits) w.U32(bits);
   return w.Take();
@@ -57,7 +62,11 @@ Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskS
   }
   Progress p;
   p.hashes.resize(n);
-  for (consensus::Hash256& h : p.hashes) POLNODE_RETURN_IF_ERROR(r.Fixed(h));
+  p.blobs.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    POLNODE_RETURN_IF_ERROR(r.Fixed(p.hashes[i]));
+    POLNODE_RETURN_IF_ERROR(r.Fixed(p.blobs[i]));
+  }
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t m, r.U64());
   if (m != (n - 1) * static_cast<std::uint64_t>(task.checkpoint_interval)) {
     return Status::Corruption("progress file has " + std::to_string(m) + " losses for " + std::to_string(n) + " checkpoints");
@@ -70,8 +79,8 @@ Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskS
   return p;
 }
 
-// Hashes and stores checkpoints on its own thread; after each blob is durable it rewrites the
-// progress file, so progress never names a missing blob.
+// Encodes, hashes and stores checkpoints on its own thread; after each blob is durable it rewrites
+// the progress file, so progress never names a missing blob.
 class CheckpointWriter {
  public:
   CheckpointWriter(BlobStore store, std::string progress_path, consensus::Hash256 task_id,
@@ -83,13 +92,13 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Queues one checkpoint with the losses of the steps since the previous one; blocks while the
-  // queue is full. Returns the writer's first error, if it had one.
-  [[nodiscard]] Status Push(std::vector<std::uint8_t> state_bytes, std::vector<std::uint32_t> losses) {
+  // Queues one checkpoint (a copy of the state) with the losses of the steps since the previous
+  // one; blocks while the queue is full. Returns the writer's first error, if it had one.
+  [[nodiscard]] Status Push(TrainState state, std::vector<std::uint32_t> losses) {
     std::unique_lock lock(mu_);
     space_.wait(lock, [&] { return queue_.size() < capacity_ || !error_.ok(); });
     if (!error_.ok()) return error_;
-    queue_.push_back({std::move(state_bytes), std::move(losses)});
+    queue_.push_back({std::move(state), std::move(losses)});
     ready_.notify_one();
     return Status::Ok();
   }
@@ -110,7 +119,7 @@ class CheckpointWriter {
 
  private:
   struct Job {
-    std::vector<std::uint8_t> state_bytes;
+    TrainState state;
     std::vector<std::uint32_t> losses;
   };
 
@@ -137,8 +146,9 @@ class CheckpointWriter {
   }
 
   Status Write(const Job& job) {
-    POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 hash, store_.Put(job.state_bytes));
-    progress_.hashes.push_back(hash);
+    POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 blob, store_.Put(EncodeState(job.state)));
+    progress_.hashes.push_back(StateHash(job.state));
+    progress_.blobs.push_back(blob);
     progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
     return WriteFileAtomically(progress_path_, EncodeProgress(task_id_, progress_));
   }
@@ -156,10 +166,14 @@ class CheckpointWriter {
   std::thread thread_;  // last: starts after every member it uses exists
 };
 
-// Loads the state of the last checkpoint named in `progress`, checked against its name.
+// Loads the state of the last checkpoint named in `progress`, checked against both its names (the
+// store checks the blob hash, this the state hash) and its step.
 Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const Progress& progress, const TaskSpec& task) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(progress.hashes.back()));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(progress.blobs.back()));
   POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
+  if (StateHash(state) != progress.hashes.back()) {
+    return Status::Corruption("last checkpoint's blob does not have the state hash the progress file names");
+  }
   const std::int64_t want = static_cast<std::int64_t>(progress.hashes.size() - 1) * task.checkpoint_interval;
   if (state.step != want) {
     return Status::Corruption("last checkpoint is at step " + std::to_string(state.step) + ", expected " + std::to_string(want));
@@ -199,14 +213,14 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   const std::int64_t steps_per_epoch = data.train.count / task.batch;
   const auto start = std::chrono::steady_clock::now();
   CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity);
-  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(EncodeState(state), {}));
+  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
   std::vector<std::uint32_t> pending;
   while (state.step < task.steps) {
     if (options.stop_after_step >= 0 && state.step >= options.stop_after_step) break;
     POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(state, backend));
     pending.push_back(FloatBits(loss));
     if (state.step % task.checkpoint_interval == 0) {
-      POLNODE_RETURN_IF_ERROR(writer.Push(EncodeState(state), std::move(pending)));
+      POLNODE_RETURN_IF_ERROR(writer.Push(state, std::move(pending)));
       pending.clear();
     }
     if (options.sink != nullptr) {
@@ -225,6 +239,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   m.checkpoint_interval = task.checkpoint_interval;
   m.steps = task.steps;
   m.checkpoint_hashes = writer.progress().hashes;
+  m.checkpoint_blobs = writer.progress().blobs;
   m.merkle_root = consensus::MerkleRoot(m.checkpoint_hashes);
   m.loss_bits = writer.progress().loss_bits;
   m.backend = backend.name();

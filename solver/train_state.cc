@@ -5,6 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "polnode/consensus/pinpoint.h"
+
 namespace polnode::solver {
 namespace {
 
@@ -27,14 +29,6 @@ struct VectorSink {
     const std::size_t old = out.size();
     out.resize(old + n);
     if (n > 0) std::memcpy(out.data() + old, p, n);
-  }
-};
-
-// Feeds bytes to a hasher.
-struct HashSink {
-  consensus::Sha256Hasher& h;
-  void Append(const void* p, std::size_t n) {
-    h.Update(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(p), n));
   }
 };
 
@@ -213,19 +207,22 @@ Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes) {
   return state;
 }
 
-consensus::Hash256 StateHash(const TrainState& state) {
-  consensus::Sha256Hasher h;
-  HashSink sink{h};
-  EncodeTo(state, sink);
-  return h.Finalize();
+consensus::Hash256 TensorHash(const kernels::Tensor& tensor) {
+  return consensus::TensorHashOf(tensor.shape(), tensor.values());
 }
 
-consensus::Hash256 TensorHash(const kernels::Tensor& tensor) {
-  consensus::Sha256Hasher h;
-  HashSink sink{h};
-  sink.Append("polnode.tensor.v1\n", 18);
-  PutTensorBody(sink, tensor);
-  return h.Finalize();
+std::vector<consensus::Hash256> TensorHashes(const TrainState& state) {
+  std::vector<consensus::Hash256> hashes;
+  hashes.reserve(state.tensors.size());
+  for (const NamedTensor& nt : state.tensors) hashes.push_back(TensorHash(nt.tensor));
+  return hashes;
+}
+
+consensus::Hash256 StateHash(const TrainState& state) {
+  std::vector<std::string> names;
+  names.reserve(state.tensors.size());
+  for (const NamedTensor& nt : state.tensors) names.push_back(nt.name);
+  return consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(state.step), names, TensorHashes(state));
 }
 
 }  // namespace polnode::solver

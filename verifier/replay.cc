@@ -36,15 +36,21 @@ Status CheckLayout(const solver::TrainState& state, const solver::TrainState& la
   return Status::Ok();
 }
 
-// Loads checkpoint `index` through the store (which re-hashes it) and checks its step counter and
-// its tensor layout against `layout` (the task's initial state).
+// Loads checkpoint `index` through the store by its blob hash (the store re-hashes the bytes),
+// decodes it, and checks that it has the manifest's state hash for that checkpoint (the name the
+// Merkle root, the ledger and disputes use), its step counter, and its tensor layout against
+// `layout` (the task's initial state).
 Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const solver::BlobStore& store,
                                           const solver::TrainState& layout, std::int64_t index) {
-  const consensus::Hash256& hash = m.checkpoint_hashes[static_cast<std::size_t>(index)];
-  Result<std::vector<std::uint8_t>> bytes = store.Get(hash);
+  const std::size_t i = static_cast<std::size_t>(index);
+  Result<std::vector<std::uint8_t>> bytes = store.Get(m.checkpoint_blobs[i]);
   if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
   Result<solver::TrainState> state = solver::DecodeState(*bytes);
   if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
+  if (solver::StateHash(*state) != m.checkpoint_hashes[i]) {
+    return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::HashToHex(m.checkpoint_blobs[i]) +
+                              " holds a state whose state hash is not the manifest's checkpoint hash");
+  }
   if (state->step != index * m.checkpoint_interval) {
     return Status::Corruption("checkpoint " + std::to_string(index) + " holds step " +
                               std::to_string(state->step) + ", expected " +

@@ -43,6 +43,7 @@ std::vector<Seed> Seeds() {
   m.checkpoint_interval = 2;
   m.steps = 4;
   m.checkpoint_hashes = {consensus::Sha256("c0"), consensus::Sha256("c1"), consensus::Sha256("c2")};
+  m.checkpoint_blobs = {consensus::Sha256("b0"), consensus::Sha256("b1"), consensus::Sha256("b2")};
   m.merkle_root = consensus::MerkleRoot(m.checkpoint_hashes);
   m.loss_bits = {0x3f800000, 0x3f000000, 0x3e800000, 0x3e000000};
   m.backend = "reference";
@@ -54,11 +55,15 @@ std::vector<Seed> Seeds() {
   const std::vector<std::uint8_t> signed_wire = Wire(m);
   m.merkle_root[0] ^= 1;
   const std::vector<std::uint8_t> bad_root = Wire(m);
+  m.merkle_root[0] ^= 1;
+  m.checkpoint_blobs.pop_back();
+  const std::vector<std::uint8_t> missing_blob = Wire(m);
   std::vector<std::uint8_t> truncated(signed_wire.begin(), signed_wire.begin() + static_cast<long>(signed_wire.size() / 2));
   return {
       {"valid-unsigned", unsigned_wire},
       {"valid-signed", signed_wire},
       {"bad-merkle-root", bad_root},
+      {"missing-blob-hash", missing_blob},
       {"truncated", truncated},
   };
 }

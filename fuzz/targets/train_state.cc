@@ -1,12 +1,14 @@
 // Target train_state: DecodeState on arbitrary bytes (checkpoint blobs arrive from solvers that
 // may be hostile). Properties: never crashes or over-allocates; failures are kCorruption; an
-// accepted state is canonical, i.e. re-encodes to exactly the input bytes, and StateHash (which
-// streams the encoding) names those bytes.
+// accepted state is canonical, i.e. re-encodes to exactly the input bytes, and its state hash
+// (version 2, over the tensor hashes) survives that round trip and is the one its tensor hashes
+// give.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "fuzz.h"
+#include "polnode/consensus/pinpoint.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/solver/init.h"
 #include "polnode/solver/model_spec.h"
@@ -25,8 +27,15 @@ void Run(FuzzInput input) {
   const std::vector<std::uint8_t> again = solver::EncodeState(*decoded);
   POLNODE_FUZZ_CHECK(again.size() == input.size() && std::equal(again.begin(), again.end(), input.begin()),
                      "an accepted state does not re-encode to its own bytes");
-  POLNODE_FUZZ_CHECK(solver::StateHash(*decoded) == consensus::Sha256(input),
-                     "StateHash differs from the SHA-256 of the accepted encoding");
+  Result<solver::TrainState> again_decoded = solver::DecodeState(again);
+  POLNODE_FUZZ_CHECK(again_decoded.ok(), "the re-encoding of an accepted state does not decode");
+  const consensus::Hash256 hash = solver::StateHash(*decoded);
+  POLNODE_FUZZ_CHECK(solver::StateHash(*again_decoded) == hash, "StateHash changed across a re-encoding");
+  std::vector<std::string> names;
+  for (const solver::NamedTensor& nt : decoded->tensors) names.push_back(nt.name);
+  POLNODE_FUZZ_CHECK(consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(decoded->step), names,
+                                                          solver::TensorHashes(*decoded)) == hash,
+                     "StateHash differs from StateHashFromTensorHashes over the tensor hashes");
 }
 
 std::vector<Seed> Seeds() {

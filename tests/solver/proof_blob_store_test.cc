@@ -38,6 +38,7 @@ ProofManifest SampleManifest() {
   m.checkpoint_interval = 2;
   m.steps = 4;
   m.checkpoint_hashes = {consensus::Sha256("a"), consensus::Sha256("b"), consensus::Sha256("c")};
+  m.checkpoint_blobs = {consensus::Sha256("blob a"), consensus::Sha256("blob b"), consensus::Sha256("blob c")};
   m.merkle_root = consensus::MerkleRoot(m.checkpoint_hashes);
   m.loss_bits = {1, 2, 3, 0x7fc00000};
   m.backend = "reference";
@@ -55,6 +56,8 @@ TEST(ProofManifestTest, RoundTripsSignsAndDetectsTampering) {
       DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(EncodeManifest(*back), wire);
+  EXPECT_EQ(back->checkpoint_hashes, m.checkpoint_hashes);
+  EXPECT_EQ(back->checkpoint_blobs, m.checkpoint_blobs);
   EXPECT_TRUE(CheckManifestIntegrity(*back).ok());
   ProofManifest tampered = *back;
   tampered.loss_bits[0] ^= 1;
@@ -62,6 +65,26 @@ TEST(ProofManifestTest, RoundTripsSignsAndDetectsTampering) {
   tampered = *back;
   tampered.merkle_root[0] ^= 1;
   EXPECT_EQ(CheckManifestIntegrity(tampered).code(), StatusCode::kCorruption);
+  // The signature covers the blob hashes too (they are outside the Merkle root).
+  tampered = *back;
+  tampered.checkpoint_blobs[1][0] ^= 1;
+  EXPECT_NE(CheckManifestIntegrity(tampered).message().find("signature"), std::string::npos);
+}
+
+TEST(ProofManifestTest, NeedsOneBlobHashPerCheckpoint) {
+  ProofManifest m = SampleManifest();
+  EXPECT_TRUE(CheckManifestIntegrity(m).ok());
+  m.checkpoint_blobs.pop_back();
+  const Status s = CheckManifestIntegrity(m);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("blob hashes"), std::string::npos) << s.ToString();
+  // Still decodes (structure only), and the count check is CheckManifestIntegrity's.
+  const std::string wire = EncodeManifest(m);
+  Result<ProofManifest> back =
+      DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->checkpoint_blobs.size(), 2u);
+  EXPECT_EQ(CheckManifestIntegrity(*back).code(), StatusCode::kCorruption);
 }
 
 TEST(ProofManifestTest, MalformedBytesAreCorruption) {

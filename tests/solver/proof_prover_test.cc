@@ -2,6 +2,7 @@
 // signatures, and resumption that yields a byte-identical manifest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 
@@ -42,6 +43,7 @@ TEST(ProofProverTest, WritesEveryCheckpointAndAConsistentSignedManifest) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   const ProofManifest& m = result->manifest;
   ASSERT_EQ(m.checkpoint_hashes.size(), 9u);
+  ASSERT_EQ(m.checkpoint_blobs.size(), 9u);
   EXPECT_EQ(m.loss_bits.size(), 40u);
   EXPECT_EQ(m.task_id, TaskId(task));
   EXPECT_TRUE(CheckManifestIntegrity(m).ok());
@@ -56,7 +58,18 @@ TEST(ProofProverTest, WritesEveryCheckpointAndAConsistentSignedManifest) {
 
   Result<BlobStore> store = BlobStore::Open(options.out_dir + "/blobs");
   ASSERT_TRUE(store.ok());
-  for (const consensus::Hash256& h : m.checkpoint_hashes) EXPECT_TRUE(store->Get(h).ok());
+  // Each blob is stored under its content hash and decodes to the state the manifest names.
+  for (std::size_t i = 0; i < m.checkpoint_blobs.size(); ++i) {
+    Result<std::vector<std::uint8_t>> bytes = store->Get(m.checkpoint_blobs[i]);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    EXPECT_EQ(consensus::Sha256(*bytes), m.checkpoint_blobs[i]);
+    Result<TrainState> decoded = DecodeState(*bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(StateHash(*decoded), m.checkpoint_hashes[i]) << "checkpoint " << i;
+    EXPECT_EQ(decoded->step, static_cast<std::int64_t>(i) * task.checkpoint_interval);
+    EXPECT_NE(m.checkpoint_blobs[i], m.checkpoint_hashes[i]);
+  }
+  EXPECT_EQ(m.merkle_root, consensus::MerkleRoot(m.checkpoint_hashes));
   Result<ProofManifest> decoded = DecodeManifest(ReadAll(options.out_dir + "/manifest.pb"));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(EncodeManifest(*decoded), EncodeManifest(m));
@@ -123,6 +136,41 @@ TEST(ProofProverTest, CorruptProgressFileIsReportedNotTrusted) {
   ASSERT_TRUE(WriteFileAtomically(dir.File("progress.bin"), progress).ok());
   options.stop_after_step = -1;
   EXPECT_EQ(Prove(task, data, **backend, options).status().code(), StatusCode::kCorruption);
+}
+
+// The progress file names each checkpoint by state hash and blob hash; a resumed run checks the
+// last blob against both, so a blob replaced by another valid state (stored under its own content
+// hash and named in a rewritten progress file) is corruption, not silently trained on.
+TEST(ProofProverTest, ResumeChecksTheLastCheckpointsStateHash) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  testing::ScratchDir dir("prove-swap");
+  ProveOptions options;
+  options.out_dir = dir.path().string();
+  options.stop_after_step = 10;
+  EXPECT_FALSE(Prove(task, data, **backend, options).ok());
+  std::vector<std::uint8_t> progress = ReadAll(dir.File("progress.bin"));
+  // Checkpoint 2's blob hash is the last 32 bytes before U64 m and the 10 losses.
+  const std::size_t blob_at = progress.size() - 10 * 4 - 8 - 32;
+  Result<BlobStore> store = BlobStore::Open(dir.File("blobs"));
+  ASSERT_TRUE(store.ok());
+  consensus::Hash256 blob{};
+  std::copy_n(progress.begin() + static_cast<long>(blob_at), 32, blob.begin());
+  Result<std::vector<std::uint8_t>> bytes = store->Get(blob);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Result<TrainState> state = DecodeState(*bytes);
+  ASSERT_TRUE(state.ok());
+  state->tensors[0].tensor.data()[0] += 1.0f;
+  Result<consensus::Hash256> forged = store->Put(EncodeState(*state));
+  ASSERT_TRUE(forged.ok());
+  std::copy(forged->begin(), forged->end(), progress.begin() + static_cast<long>(blob_at));
+  ASSERT_TRUE(WriteFileAtomically(dir.File("progress.bin"), progress).ok());
+  options.stop_after_step = -1;
+  Result<ProveResult> resumed = Prove(task, data, **backend, options);
+  EXPECT_EQ(resumed.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(resumed.status().message().find("state hash"), std::string::npos) << resumed.status().ToString();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "polnode/consensus/pinpoint.h"
 #include "polnode/solver/init.h"
 
 namespace polnode::solver {
@@ -44,15 +45,71 @@ TEST(TrainStateTest, EncodeDecodeRoundTripsEveryBit) {
   EXPECT_EQ(EncodeState(*back), bytes);
 }
 
-TEST(TrainStateTest, HashIsSha256OfTheEncodingAndSeesEveryBit) {
-  TrainState s = SampleState();
-  EXPECT_EQ(StateHash(s), consensus::Sha256(EncodeState(s)));
+TEST(TrainStateTest, StateHashIsVersion2OverTheTensorHashes) {
+  const TrainState s = SampleState();
+  std::vector<std::string> names;
+  std::vector<consensus::Hash256> tensor_hashes;
+  for (const NamedTensor& nt : s.tensors) {
+    names.push_back(nt.name);
+    tensor_hashes.push_back(TensorHash(nt.tensor));
+  }
+  EXPECT_EQ(TensorHashes(s), tensor_hashes);
+  EXPECT_EQ(StateHash(s),
+            consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(s.step), names, tensor_hashes));
+  // The state hash names the state, the content hash names the blob: they differ.
+  EXPECT_NE(StateHash(s), consensus::Sha256(EncodeState(s)));
+  // A decoded blob has the state hash of the state it was encoded from.
+  Result<TrainState> back = DecodeState(EncodeState(s));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(StateHash(*back), StateHash(s));
+}
+
+TEST(TrainStateTest, StateHashSeesEveryBitTheStepAndTheNames) {
+  const TrainState s = SampleState();
   const consensus::Hash256 before = StateHash(s);
-  s.tensors[0].tensor.data()[0] = std::nextafter(s.tensors[0].tensor.data()[0], 1.0f);
-  EXPECT_NE(StateHash(s), before);
-  TrainState t = SampleState();
+  TrainState t = s;
+  t.tensors[0].tensor.data()[0] = std::nextafter(t.tensors[0].tensor.data()[0], 1.0f);
+  EXPECT_NE(StateHash(t), before);
+  t = s;
+  std::uint32_t nan_bits = 0x7fc01235u;  // another NaN payload
+  std::memcpy(&t.tensors[3].tensor.data()[0], &nan_bits, 4);
+  EXPECT_NE(StateHash(t), before);
+  t = s;
   t.step += 1;
   EXPECT_NE(StateHash(t), before);
+  t = s;
+  t.tensors[0].name += "x";
+  EXPECT_NE(StateHash(t), before);
+  t = s;
+  std::swap(t.tensors[0], t.tensors[1]);
+  EXPECT_NE(StateHash(t), before);
+}
+
+// The version-2 layout of consensus/pinpoint.h, written out byte by byte.
+TEST(TrainStateTest, StateHashLayoutIsAsDocumented) {
+  TrainState s;
+  s.step = 2;
+  s.tensors.push_back({"w", *kernels::Tensor::FromValues({2}, {1.0f, -2.0f})});
+  // Strings rather than vector inserts: GCC 12 reports a false -Wstringop-overflow for the latter.
+  std::string tensor_bytes = "polnode.tensor.v1\n";
+  const char tensor_rest[] = {
+      1,      0,      0,      0,      2, 0, 0, 0, 0, 0, 0, 0,  // rank, dims
+      '\x00', '\x00', '\x80', '\x3f',                           // 1.0f
+      '\x00', '\x00', '\x00', '\xc0',                           // -2.0f
+  };
+  tensor_bytes.append(tensor_rest, sizeof tensor_rest);
+  const consensus::Hash256 tensor_hash = consensus::Sha256(tensor_bytes);
+  EXPECT_EQ(TensorHash(s.tensors[0].tensor), tensor_hash);
+
+  std::string state_bytes = "polnode.state.v2\n";
+  const char state_rest[] = {
+      2, 0, 0, 0, 0, 0, 0, 0,       // step
+      1, 0, 0, 0,                   // tensor count
+      1, 0, 0, 0, 0, 0, 0, 0, 'w',  // name (U64 length)
+  };
+  state_bytes.append(state_rest, sizeof state_rest);
+  state_bytes.append(reinterpret_cast<const char*>(tensor_hash.data()), tensor_hash.size());
+  EXPECT_EQ(StateHash(s), consensus::Sha256(state_bytes));
 }
 
 TEST(TrainStateTest, EncodingLayoutIsAsDocumented) {
@@ -135,6 +192,7 @@ TEST(TrainStateTest, TensorHashCoversShapeAndBits) {
   kernels::Tensor c = a;
   c.data()[3] = -c.data()[3];
   EXPECT_NE(TensorHash(a), TensorHash(c));
+  EXPECT_EQ(TensorHash(a), consensus::TensorHashOf(a.shape(), a.values()));
 }
 
 }  // namespace

@@ -194,9 +194,61 @@ TEST_F(AttackTest, NonFiniteWeightsAreRejectedNotErrors) {
 TEST_F(AttackTest, BlobBytesDoNotMatchName) {
   WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
   const std::vector<std::uint8_t> other = solver::EncodeState(honest_.checkpoints[3]);
-  std::ofstream(proof.store->PathOf(proof.manifest.checkpoint_hashes[4]), std::ios::binary | std::ios::trunc)
+  std::ofstream(proof.store->PathOf(proof.manifest.checkpoint_blobs[4]), std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(other.data()), static_cast<std::streamsize>(other.size()));
   ExpectCaughtWhenDrawn(proof, {3, 4});
+}
+
+// 8b. Blobs served intact (their bytes hash to their blob names) that do not hold the state the
+// manifest's state hash names: the state hash is what the Merkle root and the ledger commit to,
+// so a mismatch is a rejection like a wrong blob.
+TEST_F(AttackTest, BlobIntactButStateHashWrong) {
+  // (a) The state hash of checkpoint 4 altered (re-rooted and re-signed), its blob honest.
+  WrittenProof wrong_hash = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  wrong_hash.manifest.checkpoint_hashes[4][0] ^= 1;
+  wrong_hash.manifest.merkle_root = consensus::MerkleRoot(wrong_hash.manifest.checkpoint_hashes);
+  ASSERT_TRUE(solver::SignManifest(wrong_hash.manifest, testing::ForgerKey()).ok());
+  ExpectCaughtWhenDrawn(wrong_hash, {3, 4});
+
+  // (b) The state hash of checkpoint 4 honest, but its blob name points at another valid state
+  // (one weight moved by one ulp), stored intact under its own content hash. Replaying segment 3
+  // reproduces the claimed state hash exactly, so only the blob check can catch it.
+  WrittenProof swapped = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  TrainState other = honest_.checkpoints[4];
+  other.tensors[0].tensor.data()[0] = std::nextafter(other.tensors[0].tensor.data()[0], INFINITY);
+  Result<consensus::Hash256> other_blob = swapped.store->Put(solver::EncodeState(other));
+  ASSERT_TRUE(other_blob.ok());
+  swapped.manifest.checkpoint_blobs[4] = *other_blob;
+  ASSERT_TRUE(solver::SignManifest(swapped.manifest, testing::ForgerKey()).ok());
+  ASSERT_TRUE(CheckManifestAgainstTask(swapped.manifest, task_).ok());
+  ExpectCaughtWhenDrawn(swapped, {3, 4});
+
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task_, data_);
+  ASSERT_TRUE(stepper.ok());
+  for (const WrittenProof* proof : {&wrong_hash, &swapped}) {
+    Result<SegmentEvidence> e = ReplaySegment(proof->manifest, *proof->store, *stepper, **backend, 4, {});
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_FALSE(e->ok);
+    EXPECT_FALSE(e->replayed);
+    EXPECT_NE(e->reason.find("state hash"), std::string::npos) << e->reason;
+  }
+  // Segment 3 of the swapped proof replays to exactly the claimed state hash, and still fails.
+  Result<SegmentEvidence> e3 = ReplaySegment(swapped.manifest, *swapped.store, *stepper, **backend, 3, {});
+  ASSERT_TRUE(e3.ok()) << e3.status().ToString();
+  EXPECT_TRUE(e3->replayed);
+  EXPECT_EQ(e3->recomputed, e3->claimed);
+  EXPECT_FALSE(e3->ok);
+  EXPECT_NE(e3->reason.find("state hash"), std::string::npos) << e3->reason;
+}
+
+// 8c. A manifest with one blob hash too few (re-signed) is rejected by the manifest checks.
+TEST_F(AttackTest, MissingBlobHashIsRejected) {
+  WrittenProof proof = testing::WriteProof(task_, honest_.checkpoints, honest_.loss_bits);
+  proof.manifest.checkpoint_blobs.pop_back();
+  ASSERT_TRUE(solver::SignManifest(proof.manifest, testing::ForgerKey()).ok());
+  ExpectAlwaysRejected(proof, "blob hashes");
 }
 
 // 9. A manifest whose Merkle root does not match its hashes (re-signed, so only the root is off).

@@ -66,7 +66,8 @@ struct WrittenProof {
 };
 
 /// Stores each checkpoint's EncodeState as a blob and builds a manifest for `task` that is
-/// internally consistent (root over the hashes, valid signature), as a forger would.
+/// internally consistent (each checkpoint's state hash and blob hash, root over the state hashes,
+/// valid signature), as a forger would.
 inline WrittenProof WriteProof(const solver::TaskSpec& task, const std::vector<solver::TrainState>& checkpoints,
                                const std::vector<std::uint32_t>& loss_bits) {
   WrittenProof p;
@@ -80,7 +81,8 @@ inline WrittenProof WriteProof(const solver::TaskSpec& task, const std::vector<s
   for (const solver::TrainState& s : checkpoints) {
     Result<consensus::Hash256> h = p.store->Put(solver::EncodeState(s));
     EXPECT_TRUE(h.ok());
-    p.manifest.checkpoint_hashes.push_back(*h);
+    p.manifest.checkpoint_blobs.push_back(*h);
+    p.manifest.checkpoint_hashes.push_back(solver::StateHash(s));
   }
   p.manifest.merkle_root = consensus::MerkleRoot(p.manifest.checkpoint_hashes);
   p.manifest.loss_bits = loss_bits;

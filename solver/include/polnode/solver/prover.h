@@ -2,16 +2,17 @@
 // k steps (step 0 included) as a content-addressed blob, and finishes with a signed manifest.
 //
 // Layout of the output directory:
-//   blobs/<sha256 hex>   checkpoints: EncodeState bytes
+//   blobs/<sha256 hex>   checkpoints: EncodeState bytes, named by their content hash
 //   task.pb              the task (protobuf), so the proof travels with what it claims to prove
 //   progress.bin         checkpoints written so far (see below), for resuming
 //   manifest.pb          the finished manifest (protobuf), written last
-// progress.bin is the canonical encoding String "polnode/pol-progress/v1", Fixed task id,
-// U64 n, n x Fixed checkpoint hash, U64 m, m x U32 loss bits (m = (n - 1) * k), rewritten
-// atomically after each checkpoint blob is on disk, so it never names a blob that is missing.
+// progress.bin is the canonical encoding String "polnode/pol-progress/v2", Fixed task id,
+// U64 n, n x (Fixed state hash, Fixed blob content hash), U64 m, m x U32 loss bits
+// (m = (n - 1) * k), rewritten atomically after each checkpoint blob is on disk, so it never
+// names a blob that is missing.
 //
-// Checkpoints are encoded on the training thread (a copy of the state) and hashed and written by
-// a writer thread behind a bounded queue, so disk time overlaps the next steps.
+// Checkpoints are copied on the training thread and encoded, hashed (state hash and blob hash)
+// and written by a writer thread behind a bounded queue, so disk time overlaps the next steps.
 #ifndef POLNODE_SOLVER_PROVER_H_
 #define POLNODE_SOLVER_PROVER_H_
 

@@ -1,6 +1,12 @@
 // The training state (DESIGN.md section 3): weights, optimizer buffers and the step counter, with
-// the canonical byte encoding whose SHA-256 is the state hash that checkpoints, proofs and
-// disputes name.
+// its canonical byte encoding (what checkpoint blobs hold) and its state hash (what checkpoints,
+// proofs and disputes name).
+//
+// The state hash is version 2 of consensus/pinpoint.h: SHA-256 over the step, the tensor count
+// and, per tensor in state order, its name and its tensor hash. It is NOT the SHA-256 of the
+// encoding below: a checkpoint blob is stored under its content hash (SHA-256 of EncodeState),
+// and a proof manifest names each checkpoint by both (the state hash and the blob's content
+// hash). The two-level form lets one tensor of an agreed state be proven by its tensor hash.
 //
 // Encoding, version 1 (all integers little-endian):
 //   8 bytes  "PLNSTATE"
@@ -53,12 +59,17 @@ std::vector<std::uint8_t> EncodeState(const TrainState& state);
 /// negative step, trailing bytes.
 Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes);
 
-/// SHA-256 of EncodeState(state), computed without materialising the encoding.
+/// The version-2 state hash (consensus::StateHashFromTensorHashes over state.step, the names and
+/// TensorHashes(state)), computed without copying any tensor. Precondition: step >= 0.
 consensus::Hash256 StateHash(const TrainState& state);
 
-/// SHA-256 naming one tensor (per-node outputs in the pinpoint game): "polnode.tensor.v1\n",
-/// u32 rank, rank x u64 dimensions, the element bits as u32 (all little-endian).
+/// SHA-256 naming one tensor (state tensors, per-node outputs in the pinpoint game):
+/// consensus::TensorHashOf, i.e. "polnode.tensor.v1\n", u32 rank, rank x u64 dimensions, the
+/// element bits as u32 (all little-endian).
 consensus::Hash256 TensorHash(const kernels::Tensor& tensor);
+
+/// TensorHash of each tensor of `state`, in state order.
+std::vector<consensus::Hash256> TensorHashes(const TrainState& state);
 
 }  // namespace polnode::solver
 

@@ -61,13 +61,15 @@ struct VerifyOptions {
 };
 
 /// The manifest checks: task id, k and step count equal the task's; steps / k + 1 checkpoint
-/// hashes; one loss per step; CheckManifestIntegrity (Merkle root, signature). ok or kCorruption /
+/// hashes; one loss per step; CheckManifestIntegrity (one blob hash per checkpoint, Merkle root,
+/// signature). ok or kCorruption /
 /// kFailedPrecondition naming the failed check.
 [[nodiscard]] Status CheckManifestAgainstTask(const solver::ProofManifest& manifest, const solver::TaskSpec& task);
 
-/// Replays segment `segment` with `stepper` on `backend`: loads checkpoint i from `store` (its
-/// name is the manifest's hash, and the store refuses bytes that do not hash to it), checks its
-/// step counter and its tensor layout (names, shapes, order) against the task's initial state,
+/// Replays segment `segment` with `stepper` on `backend`: loads checkpoint i from `store` (by the
+/// manifest's blob hash; the store refuses bytes that do not hash to it), checks that it decodes to
+/// a state whose StateHash is the manifest's checkpoint hash i, its step counter and its tensor
+/// layout (names, shapes, order) against the task's initial state,
 /// runs k steps, and compares with checkpoint i + 1. Precondition: the manifest
 /// passed CheckManifestAgainstTask. A replay that cannot proceed, or whose end checkpoint is not
 /// servable intact (missing or corrupt blob), is a
