@@ -1,0 +1,731 @@
+// End to end: whole task life cycles on a real `polnode ledger` process, driven as a user would
+// drive them: keys from `polnode keygen`, a home from `polnode init` whose genesis.json is edited
+// for short windows, every transaction sent with `polnode tx <kind> --wait`, and every state read
+// back over HTTP (GET /v1/tasks, /v1/accounts/{pk}, /v1/accounts/{pk}/stakes, /v1/jackpot,
+// /v1/supply). Each case checks the final task record and that every balance moved exactly as
+// contracts/settlement.h (and tasks.h, verification.h) say, fees included.
+//
+// Nothing here depends on timing beyond polling with generous deadlines: the windows a party must
+// act in are hundreds of blocks long, the windows the test waits through are a few blocks long.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_client.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/contracts/beacon.h"
+#include "subprocess.h"
+
+namespace polnode::node {
+namespace {
+
+using polnode::testing::PolnodeBinary;
+using polnode::testing::RunProcess;
+using polnode::testing::TempDir;
+using namespace std::chrono_literals;
+
+constexpr auto kPollTimeout = 60s;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+rapidjson::Document Json(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str());
+  return d;
+}
+
+std::uint64_t U64(const rapidjson::Value& v, const char* name) {
+  return v.IsObject() && v.HasMember(name) && v[name].IsUint64() ? v[name].GetUint64() : UINT64_MAX;
+}
+
+std::string Str(const rapidjson::Value& v, const char* name) {
+  return v.IsObject() && v.HasMember(name) && v[name].IsString() ? v[name].GetString() : "";
+}
+
+bool Bool(const rapidjson::Value& v, const char* name) {
+  return v.IsObject() && v.HasMember(name) && v[name].IsBool() && v[name].GetBool();
+}
+
+// floor(amount * bps / 10000), as contracts/checked_math.h BpsOf computes it.
+std::uint64_t BpsOf(std::uint64_t amount, std::uint64_t bps) {
+  return amount / 10'000 * bps + amount % 10'000 * bps / 10'000;
+}
+
+std::string Hex32(char nibble) { return std::string(64, nibble); }
+
+// A `polnode ledger` child process on an OS-chosen loopback port (it prints the port it bound
+// with --json). Stopped with SIGKILL if still running at destruction.
+class LedgerProcess {
+ public:
+  explicit LedgerProcess(std::string home) : home_(std::move(home)) {}
+  ~LedgerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+
+  void Start() {
+    std::vector<std::string> args = {PolnodeBinary(), "ledger", "--home", home_, "--listen", "127.0.0.1:0", "--json"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string out_path = home_ + "/ledger.out";
+    const std::string log_path = home_ + "/ledger.log";
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      int in = ::open("/dev/null", O_RDONLY);
+      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(in, 0);
+      ::dup2(out, 1);
+      ::dup2(log, 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+
+  // Waits for the startup line naming the bound port, then for /v1/status to answer.
+  bool WaitReady() {
+    const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (port_ == 0) {
+        const std::string out = ReadFile(home_ + "/ledger.out");
+        const std::size_t newline = out.find('\n');
+        if (newline != std::string::npos) {
+          const std::string listen = Str(Json(out.substr(0, newline)), "listen");
+          const std::size_t colon = listen.rfind(':');
+          if (colon != std::string::npos) port_ = static_cast<std::uint16_t>(std::stoul(listen.substr(colon + 1)));
+        }
+      }
+      if (port_ != 0) {
+        auto r = HttpCall(endpoint(), "GET", "/v1/status", {}, {}, 1s);
+        if (r.ok() && r->status == 200) return true;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;  // it died; the log says why
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  // SIGTERM; the exit code (128 + signal if it died of one).
+  int Terminate() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  HttpEndpoint endpoint() const { return HttpEndpoint{"127.0.0.1", port_}; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string home_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// A key made by `polnode keygen`.
+struct Actor {
+  std::string name;
+  std::string key_file;
+  std::string pubkey;  // 64 hex
+};
+
+// What a task's money comes to, from the params and the payment (settlement.h).
+struct TaskMoney {
+  std::uint64_t payment = 0;
+  std::uint64_t cut = 0;           // to the jackpot at submission, never refunded
+  std::uint64_t escrow = 0;        // E = payment - cut
+  std::uint64_t fee_budget = 0;    // F = E * verifier_fee_bps / 10000
+  std::uint64_t per_verifier = 0;  // F / assigned verifiers
+  std::uint64_t solver_pay = 0;    // E - F
+};
+
+// Balances and the jackpot pool at one moment.
+struct Snapshot {
+  std::map<std::string, std::uint64_t> balance;  // by pubkey hex
+  std::uint64_t jackpot = 0;
+  std::uint64_t txs_sent = 0;  // transactions this test had committed by then
+};
+
+class TaskLifecycleE2ETest : public ::testing::Test {
+ protected:
+  static constexpr char kChain[] = "lifecycle-chain";
+  static constexpr std::uint64_t kPayment = 1'000'003;  // odd, so the cuts and shares leave remainders
+  static constexpr std::uint64_t kSolverStake = 2'000;
+  static constexpr std::uint64_t kVerifierStake = 600;
+
+  // Keys, a home whose genesis has short windows plus `overrides`, the ledger, and a funded and
+  // staked solver and three verifiers (verifiers_per_task is 3, so all three are assigned).
+  void StartChain(const std::map<std::string, std::uint64_t>& overrides = {}) {
+    submitter_ = Keygen("submitter");
+    solver_ = Keygen("solver");
+    for (const char* name : {"verifier-a", "verifier-b", "verifier-c"}) verifiers_.push_back(Keygen(name));
+    ASSERT_FALSE(HasFailure());
+
+    home_ = dir_.File("home");
+    auto init = RunProcess({PolnodeBinary(), "init", "--home", home_, "--chain-id", kChain, "--block-interval-ms",
+                            "100", "--accounts", submitter_.pubkey + "=1000000000", "--json"});
+    ASSERT_EQ(init.exit_code, 0) << init.err;
+    producer_ = Str(Json(init.out), "node_pubkey");
+    ASSERT_EQ(producer_.size(), 64u) << init.out;
+
+    // Short waits, long acting windows, no random forced errors, a solver lock that splits
+    // unevenly between two rejecters.
+    std::map<std::string, std::uint64_t> params = {
+        {"beacon_delay", 1},          {"verify_window", 600},   {"challenge_window", 3},
+        {"reveal_window", 600},       {"forced_error_rate", 0}, {"min_stake_solver", 1'001},
+        {"min_stake_verifier", 500},  {"verifiers_per_task", 3}};
+    for (const auto& [name, value] : overrides) params[name] = value;
+    const std::string genesis_path = home_ + "/genesis.json";
+    rapidjson::Document genesis = Json(ReadFile(genesis_path));
+    ASSERT_TRUE(genesis.IsObject() && genesis.HasMember("params") && genesis["params"].IsObject());
+    for (const auto& [name, value] : params) {
+      ASSERT_TRUE(genesis["params"].HasMember(name.c_str())) << "genesis.json has no params." << name;
+      genesis["params"][name.c_str()].SetUint64(value);
+    }
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+    genesis.Accept(writer);
+    std::ofstream(genesis_path, std::ios::binary | std::ios::trunc) << buffer.GetString() << "\n";
+
+    ledger_ = std::make_unique<LedgerProcess>(home_);
+    ASSERT_NO_FATAL_FAILURE(ledger_->Start());
+    ASSERT_TRUE(ledger_->WaitReady()) << LedgerLog();
+    ready_ = true;
+    const rapidjson::Document status = Json(Get("/v1/status"));
+    ASSERT_EQ(Str(status, "chain_id"), kChain);
+    ASSERT_EQ(Str(status, "producer"), producer_) << "the node key produces the blocks and earns the fees";
+    params_ = Json(Get("/v1/params"));
+    for (const auto& [name, value] : params) ASSERT_EQ(U64(params_, name.c_str()), value) << name;
+
+    // Fund everyone from the submitter (no waiting: the CLI picks the pending nonce), then stake.
+    std::vector<std::string> pending;
+    for (const Actor* a : Participants()) {
+      std::string id;
+      ASSERT_TRUE(SendTx(submitter_, "transfer", {"--to", a->pubkey, "--amount", "10000"}, &id, /*wait=*/false));
+      pending.push_back(id);
+    }
+    for (const std::string& id : pending) ASSERT_TRUE(AwaitTxOk(id));
+    pending.clear();
+    std::string id;
+    ASSERT_TRUE(SendTx(solver_, "stake", {"--role", "solver", "--amount", std::to_string(kSolverStake)}, &id, false));
+    pending.push_back(id);
+    for (const Actor& v : verifiers_) {
+      ASSERT_TRUE(SendTx(v, "stake", {"--role", "verifier", "--amount", std::to_string(kVerifierStake)}, &id, false));
+      pending.push_back(id);
+    }
+    for (const std::string& tx : pending) ASSERT_TRUE(AwaitTxOk(tx));
+
+    EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
+    const rapidjson::Document set = Json(Get("/v1/verifiers"));
+    ASSERT_TRUE(set.HasMember("verifiers") && set["verifiers"].IsArray()) << Get("/v1/verifiers");
+    EXPECT_EQ(set["verifiers"].Size(), verifiers_.size());
+    for (const Actor& v : verifiers_) {
+      EXPECT_EQ(StakeField(v, "verifier", "bonded"), kVerifierStake);
+      EXPECT_EQ(Balance(v), 10'000 - kVerifierStake - TxFee()) << v.name;
+    }
+  }
+
+  void TearDown() override {
+    if (!ready_) return;
+    // The books balance however the task ended, and the node stops cleanly.
+    const rapidjson::Document supply = Json(Get("/v1/supply"));
+    EXPECT_TRUE(Bool(supply, "balanced")) << Get("/v1/supply");
+    EXPECT_EQ(ledger_->Terminate(), 0) << LedgerLog();
+  }
+
+  Actor Keygen(const std::string& name) {
+    Actor a{name, keys_.File(name + ".key"), ""};
+    auto r = RunProcess({PolnodeBinary(), "keygen", "--out", a.key_file, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    a.pubkey = Str(Json(r.out), "public_key");
+    EXPECT_EQ(a.pubkey.size(), 64u) << r.out;
+    return a;
+  }
+
+  std::vector<const Actor*> Participants() const {
+    std::vector<const Actor*> all = {&solver_};
+    for (const Actor& v : verifiers_) all.push_back(&v);
+    return all;
+  }
+
+  std::string LedgerLog() const { return ReadFile(home_ + "/ledger.log"); }
+
+  std::string Get(const std::string& target, int* status = nullptr) const {
+    auto r = HttpCall(ledger_->endpoint(), "GET", target);
+    EXPECT_TRUE(r.ok()) << target << ": " << r.status().ToString();
+    if (status != nullptr) *status = r.ok() ? r->status : 0;
+    return r.ok() ? r->body : "";
+  }
+
+  std::uint64_t TxFee() const { return U64(params_, "tx_fee"); }
+  std::uint64_t Param(const char* name) const { return U64(params_, name); }
+
+  std::uint64_t BalanceOf(const std::string& pubkey) const {
+    return U64(Json(Get("/v1/accounts/" + pubkey)), "balance");
+  }
+  std::uint64_t Balance(const Actor& a) const { return BalanceOf(a.pubkey); }
+  std::uint64_t Jackpot() const { return U64(Json(Get("/v1/jackpot")), "pool"); }
+
+  std::uint64_t StakeField(const Actor& a, const char* role, const char* field) const {
+    const rapidjson::Document d = Json(Get("/v1/accounts/" + a.pubkey + "/stakes"));
+    return d.IsObject() && d.HasMember(role) ? U64(d[role], field) : UINT64_MAX;
+  }
+
+  Snapshot Take() const {
+    Snapshot s;
+    for (const std::string& pk : {submitter_.pubkey, solver_.pubkey, producer_}) s.balance[pk] = BalanceOf(pk);
+    for (const Actor& v : verifiers_) s.balance[v.pubkey] = Balance(v);
+    s.jackpot = Jackpot();
+    s.txs_sent = txs_sent_;
+    return s;
+  }
+
+  // Runs `polnode tx KIND ARGS --key ... --ledger ... --json [--wait]` and returns its tx id; with
+  // wait, also checks the committed transaction took effect (a committed tx may have failed).
+  ::testing::AssertionResult SendTx(const Actor& who, const std::string& kind, std::vector<std::string> args,
+                                    std::string* tx_id = nullptr, bool wait = true) {
+    std::vector<std::string> argv = {PolnodeBinary(), "tx", kind, "--key", who.key_file, "--ledger", ledger_->url(),
+                                     "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (wait) argv.insert(argv.end(), {"--wait", "--wait-timeout-ms", "60000"});
+    auto r = RunProcess(argv);
+    if (r.exit_code != 0) {
+      return ::testing::AssertionFailure() << who.name << " `polnode tx " << kind << "` exited " << r.exit_code << ": "
+                                           << r.err << r.out;
+    }
+    const rapidjson::Document out = Json(r.out);
+    const std::string id = Str(out, "tx_id");
+    if (id.size() != 64) return ::testing::AssertionFailure() << "no tx_id in: " << r.out;
+    if (Str(out, "signer") != who.pubkey) return ::testing::AssertionFailure() << "wrong signer in: " << r.out;
+    if (wait && Str(out, "status") != "committed") return ::testing::AssertionFailure() << "not committed: " << r.out;
+    ++txs_sent_;
+    if (tx_id != nullptr) *tx_id = id;
+    if (wait) return AwaitTxOk(id);
+    return ::testing::AssertionSuccess();
+  }
+
+  // Polls GET /v1/txs/{id} until committed; success only if the payload took effect.
+  ::testing::AssertionResult AwaitTxOk(const std::string& id) const {
+    const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
+    std::string body;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      body = Get("/v1/txs/" + id, &status);
+      const rapidjson::Document d = Json(body);
+      if (status == 200 && Str(d, "status") == "committed") {
+        if (Str(d, "result") == "ok") return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << "tx " << id << " committed but did not take effect: " << body;
+      }
+      if (status != 200) return ::testing::AssertionFailure() << "GET /v1/txs/" << id << " answered " << status << ": " << body;
+      std::this_thread::sleep_for(50ms);
+    }
+    return ::testing::AssertionFailure() << "tx " << id << " not committed in time: " << body;
+  }
+
+  // Polls GET /v1/tasks/{id} until `done` holds for the task JSON; returns the last body seen.
+  std::string WaitTask(const std::string& id, const std::function<bool(const rapidjson::Value&)>& done,
+                       const std::string& what) const {
+    const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
+    std::string body;
+    while (std::chrono::steady_clock::now() < deadline) {
+      body = Get("/v1/tasks/" + id);
+      if (done(Json(body))) return body;
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << "task " << id << " never reached: " << what << "\nlast: " << body << "\nstatus: " << Get("/v1/status");
+    return body;
+  }
+
+  std::string WaitStatus(const std::string& id, const std::string& status) const {
+    return WaitTask(id, [&](const rapidjson::Value& t) { return Str(t, "status") == status; }, status);
+  }
+
+  // submit-task through the CLI; returns the new task's id, found in GET /v1/tasks and checked
+  // against the id anyone can compute offline (beacon.h TaskIdFor over the spec).
+  std::string SubmitTask(std::uint64_t claim_window, std::uint64_t training_window) {
+    proto::TaskSpec spec;
+    spec.set_model_spec("mlp-2x16/seed-7");
+    spec.set_dataset_hash(std::string(32, '\x11'));
+    spec.set_hyperparameters_hash(std::string(32, '\x22'));
+    spec.set_total_steps(8);
+    spec.set_checkpoint_interval(2);
+    spec.set_segments_per_verification(1);
+    spec.set_payment(kPayment);
+    spec.set_claim_window(claim_window);
+    spec.set_training_window(training_window);
+    spec.set_graph_root(std::string(32, '\x33'));
+    spec.set_batch_root(std::string(32, '\x44'));
+    spec.set_step_leaf_count(8);
+    spec.set_state_tensor_count(2);
+
+    const std::uint64_t nonce = U64(Json(Get("/v1/accounts/" + submitter_.pubkey)), "nonce");
+    const std::uint64_t count_before = U64(Json(Get("/v1/tasks")), "total");
+    std::string tx_id;
+    EXPECT_TRUE(SendTx(submitter_, "submit-task",
+                       {"--model-spec", spec.model_spec(), "--dataset-hash", Hex32('1'), "--hyperparameters-hash",
+                        Hex32('2'), "--total-steps", "8", "--checkpoint-interval", "2", "--segments", "1", "--payment",
+                        std::to_string(kPayment), "--claim-window", std::to_string(claim_window), "--training-window",
+                        std::to_string(training_window), "--spec-uri", "https://tasks.example/t.json", "--graph-root",
+                        Hex32('3'), "--batch-root", Hex32('4'), "--step-leaf-count", "8", "--state-tensor-count", "2"},
+                       &tx_id));
+    const std::array<std::uint8_t, 32> submitter_key = Unhex(submitter_.pubkey);
+    const std::string expected_id = consensus::HashToHex(contracts::TaskIdFor(
+        contracts::TaskSpecHash(spec), std::string_view(reinterpret_cast<const char*>(submitter_key.data()), 32), nonce));
+
+    const rapidjson::Document list = Json(Get("/v1/tasks?start=" + std::to_string(count_before)));
+    EXPECT_EQ(U64(list, "total"), count_before + 1) << Get("/v1/tasks");
+    if (!list.HasMember("tasks") || !list["tasks"].IsArray() || list["tasks"].Size() != 1) {
+      ADD_FAILURE() << "the new task is not listed: " << Get("/v1/tasks");
+      return expected_id;
+    }
+    const rapidjson::Value& task = list["tasks"][0];
+    EXPECT_EQ(Str(task, "id"), expected_id);
+    EXPECT_EQ(Str(task, "submitter"), submitter_.pubkey);
+    EXPECT_EQ(Str(task, "status"), "TASK_OPEN");
+    EXPECT_EQ(Str(task, "spec_hash"), consensus::HashToHex(contracts::TaskSpecHash(spec)));
+    EXPECT_EQ(U64(task, "escrow"), Money(0).escrow);
+    return Str(task, "id");
+  }
+
+  static std::array<std::uint8_t, 32> Unhex(const std::string& hex) {
+    std::array<std::uint8_t, 32> out{};
+    EXPECT_TRUE(consensus::HexToFixed(hex, out).ok()) << hex;
+    return out;
+  }
+
+  TaskMoney Money(std::uint64_t assigned_verifiers) const {
+    TaskMoney m;
+    m.payment = kPayment;
+    m.cut = BpsOf(kPayment, Param("jackpot_cut_bps"));
+    m.escrow = kPayment - m.cut;
+    m.fee_budget = BpsOf(m.escrow, Param("verifier_fee_bps"));
+    m.per_verifier = assigned_verifiers == 0 ? 0 : m.fee_budget / assigned_verifiers;
+    m.solver_pay = m.escrow - m.fee_budget;
+    return m;
+  }
+
+  // Claim with `secret`, wait for the forced-error seed, commit `proof_root`, wait for the beacon
+  // and the assignment of all three verifiers.
+  void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret, const std::string& proof_root) {
+    ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", secret}));
+    std::string t = Get("/v1/tasks/" + task);
+    EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
+    EXPECT_EQ(StakeField(solver_, "solver", "locked"), Param("min_stake_solver"));
+    // The proof may only be committed once the seed exists (tasks.h ExecuteCommitProof).
+    t = WaitTask(task, [](const rapidjson::Value& v) { return Bool(v, "forced_seed_drawn"); }, "forced seed drawn");
+    ASSERT_EQ(Str(Json(t), "status"), "TASK_CLAIMED") << t;
+    ASSERT_TRUE(SendTx(solver_, "commit-proof",
+                       {"--task", task, "--proof-root", proof_root, "--proof-uri", "https://solver.example/proof"}));
+    t = Get("/v1/tasks/" + task);
+    const std::string after_commit = Str(Json(t), "status");
+    EXPECT_TRUE(after_commit == "TASK_COMMITTED" || after_commit == "TASK_VERIFYING") << t;
+    EXPECT_EQ(Str(Json(t), "proof_root"), proof_root) << t;
+
+    t = WaitStatus(task, "TASK_VERIFYING");
+    const rapidjson::Document d = Json(t);
+    EXPECT_NE(Str(d, "segment_beacon"), Hex32('0')) << t;
+    ASSERT_TRUE(d.HasMember("verifiers") && d["verifiers"].IsArray()) << t;
+    ASSERT_EQ(d["verifiers"].Size(), verifiers_.size()) << t;
+    for (const Actor& v : verifiers_) {
+      bool assigned = false;
+      for (rapidjson::SizeType i = 0; i < d["verifiers"].Size(); ++i) {
+        const rapidjson::Value& slot = d["verifiers"][i];
+        if (Str(slot, "verifier") == v.pubkey) {
+          assigned = true;
+          EXPECT_EQ(Str(slot, "verdict"), "VERDICT_NONE") << t;
+        }
+      }
+      EXPECT_TRUE(assigned) << v.name << " not assigned: " << t;
+      EXPECT_EQ(StakeField(v, "verifier", "locked"), Param("min_stake_verifier")) << v.name;
+    }
+  }
+
+  // One verdict per verifier (accept[i] for verifiers_[i]); then the challenge window passes.
+  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept) {
+    ASSERT_EQ(accept.size(), verifiers_.size());
+    for (std::size_t i = 0; i < verifiers_.size(); ++i) {
+      ASSERT_TRUE(SendTx(verifiers_[i], "verdict",
+                         {"--task", task, accept[i] ? "--accept" : "--reject", "--report-hash", Hex32('a' + static_cast<char>(i))}));
+    }
+    // The last verdict opens the challenge window at once; nobody disputes; it closes by itself.
+    const std::string t = WaitStatus(task, "TASK_REVEALING");
+    const rapidjson::Document d = Json(t);
+    ASSERT_TRUE(d.HasMember("verifiers") && d["verifiers"].IsArray()) << t;
+    for (rapidjson::SizeType i = 0; i < d["verifiers"].Size(); ++i) {
+      const rapidjson::Value& slot = d["verifiers"][i];
+      for (std::size_t k = 0; k < verifiers_.size(); ++k) {
+        if (Str(slot, "verifier") != verifiers_[k].pubkey) continue;
+        EXPECT_EQ(Str(slot, "verdict"), accept[k] ? "VERDICT_ACCEPT" : "VERDICT_REJECT") << t;
+        EXPECT_EQ(Str(slot, "report_hash"), Hex32('a' + static_cast<char>(k))) << t;
+        EXPECT_EQ(Str(slot, "disputer"), "") << t;
+      }
+    }
+  }
+
+  void ExpectClosed(const std::string& body, const char* status, const char* outcome) const {
+    const rapidjson::Document d = Json(body);
+    EXPECT_EQ(Str(d, "status"), status) << body;
+    EXPECT_EQ(Str(d, "outcome"), outcome) << body;
+    EXPECT_EQ(U64(d, "escrow"), 0u) << "a closed task holds no escrow: " << body;
+    EXPECT_EQ(U64(d, "deadline"), 0u) << body;
+    EXPECT_NE(U64(d, "settle_height"), 0u) << body;
+  }
+
+  // Fees: every committed tx since `before` paid tx_fee to the producer.
+  void ExpectProducerFees(const Snapshot& before) const {
+    EXPECT_EQ(BalanceOf(producer_), before.balance.at(producer_) + (txs_sent_ - before.txs_sent) * TxFee());
+  }
+
+  TempDir dir_;
+  TempDir keys_;
+  std::string home_;
+  std::string producer_;
+  Actor submitter_;
+  Actor solver_;
+  std::vector<Actor> verifiers_;
+  std::unique_ptr<LedgerProcess> ledger_;
+  bool ready_ = false;
+  rapidjson::Document params_;
+  std::uint64_t txs_sent_ = 0;
+};
+
+const std::string kSecret = Hex32('5');      // the solver's 32-byte claim secret
+const std::string kProofRoot = Hex32('7');   // the committed proof root
+const std::string kHonestRoot = Hex32('8');  // a forced round's honest proof root
+
+TEST_F(TaskLifecycleE2ETest, AcceptedTaskPaysSolverAndVerifiersAndRefundsDust) {
+  ASSERT_NO_FATAL_FAILURE(StartChain());
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(/*claim_window=*/600, /*training_window=*/600);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {true, true, true}));
+
+  // The reveal must match the commitment: a wrong secret is refused and changes nothing.
+  std::string bad_id;
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", Hex32('6'), "--result-root", kProofRoot}, &bad_id,
+                     /*wait=*/false));
+  EXPECT_FALSE(AwaitTxOk(bad_id));
+  EXPECT_NE(Get("/v1/txs/" + bad_id).find("commitment"), std::string::npos) << Get("/v1/txs/" + bad_id);
+  EXPECT_EQ(Str(Json(Get("/v1/tasks/" + task)), "status"), "TASK_REVEALING");
+
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}));
+  const std::string t = Get("/v1/tasks/" + task);
+  ExpectClosed(t, "TASK_SETTLED", "OUTCOME_ACCEPTED");
+  const rapidjson::Document d = Json(t);
+  EXPECT_FALSE(Bool(d, "forced_error")) << t;
+  EXPECT_EQ(Str(d, "result_root"), kProofRoot) << t;
+  EXPECT_FALSE(Bool(d, "solver_slashed")) << t;
+
+  const TaskMoney m = Money(3);
+  const std::uint64_t fee = TxFee();
+  const std::uint64_t dust = m.fee_budget - 3 * m.per_verifier;
+  EXPECT_GT(dust, 0u) << "the payment was chosen so that F does not split evenly";
+  // Submitter: paid the payment and one fee; gets the unpaid rounding dust of F back.
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + dust);
+  // Solver: E - F, less its claim, commit, failed reveal and reveal fees; its lock is released.
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 4 * fee);
+  EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+  for (const Actor& v : verifiers_) {
+    EXPECT_EQ(Balance(v), before.balance.at(v.pubkey) + m.per_verifier - fee) << v.name;
+    EXPECT_EQ(StakeField(v, "verifier", "bonded"), kVerifierStake) << v.name;
+    EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
+  }
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut) << "the jackpot cut is kept";
+  ExpectProducerFees(before);
+}
+
+TEST_F(TaskLifecycleE2ETest, RejectVerdictSlashesSolverToTheRejecters) {
+  ASSERT_NO_FATAL_FAILURE(StartChain());
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(600, 600);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  // verifier-a and verifier-b reject, verifier-c accepts.
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}));
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}));
+
+  const std::string t = Get("/v1/tasks/" + task);
+  ExpectClosed(t, "TASK_SETTLED", "OUTCOME_REJECTED");
+  EXPECT_FALSE(Bool(Json(t), "forced_error")) << t;
+
+  const TaskMoney m = Money(3);
+  const std::uint64_t fee = TxFee();
+  const std::uint64_t lock = Param("min_stake_solver");
+  const std::uint64_t slash_share = lock / 2;
+  const std::uint64_t slash_dust = lock - 2 * slash_share;
+  EXPECT_EQ(slash_dust, 1u) << "min_stake_solver 1001 splits unevenly between two rejecters";
+  // The solver is not paid: the submitter gets E back less the voting verifiers' fees.
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - 3 * m.per_verifier);
+  // The solver loses its lock (out of its bonded stake) and pays claim, commit and reveal fees.
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 3 * fee);
+  EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+  // Rejecters: their fee share plus half the solver's lock each; the accepter: its share.
+  EXPECT_EQ(Balance(verifiers_[0]), before.balance.at(verifiers_[0].pubkey) + m.per_verifier + slash_share - fee);
+  EXPECT_EQ(Balance(verifiers_[1]), before.balance.at(verifiers_[1].pubkey) + m.per_verifier + slash_share - fee);
+  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) + m.per_verifier - fee);
+  for (const Actor& v : verifiers_) {
+    EXPECT_EQ(StakeField(v, "verifier", "bonded"), kVerifierStake) << v.name;
+    EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
+  }
+  // The cut, and the slash's remainder that does not split.
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut + slash_dust);
+  ExpectProducerFees(before);
+}
+
+TEST_F(TaskLifecycleE2ETest, UnclaimedTaskTimesOutAndRefundsTheEscrow) {
+  ASSERT_NO_FATAL_FAILURE(StartChain());
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(/*claim_window=*/3, /*training_window=*/600);
+  ASSERT_FALSE(HasFailure());
+  const std::string t = WaitStatus(task, "TASK_CANCELLED");
+  ExpectClosed(t, "TASK_CANCELLED", "OUTCOME_UNCLAIMED");
+  EXPECT_EQ(Str(Json(t), "solver"), "") << t;
+
+  // A late claim is refused and locks nothing.
+  std::string late;
+  ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", kSecret}, &late, /*wait=*/false));
+  EXPECT_FALSE(AwaitTxOk(late));
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+
+  const TaskMoney m = Money(0);
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - TxFee() + m.escrow)
+      << "the escrow comes back; the jackpot cut does not";
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - TxFee());
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  ExpectProducerFees(before);
+}
+
+TEST_F(TaskLifecycleE2ETest, SolverThatNeverCommitsIsSlashedToTheSubmitter) {
+  ASSERT_NO_FATAL_FAILURE(StartChain());
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(/*claim_window=*/600, /*training_window=*/3);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", kSecret}));
+  const std::string t = WaitStatus(task, "TASK_CANCELLED");
+  ExpectClosed(t, "TASK_CANCELLED", "OUTCOME_NO_COMMIT");
+  EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
+
+  const TaskMoney m = Money(0);
+  const std::uint64_t lock = Param("min_stake_solver");
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - TxFee() + m.escrow + lock);
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - TxFee());
+  EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  ExpectProducerFees(before);
+}
+
+TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsIsSlashedAndVerifiersArePaid) {
+  ASSERT_NO_FATAL_FAILURE(StartChain({{"reveal_window", 3}}));
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(600, 600);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  // The reveal window (3 blocks) may pass before this test sees TASK_REVEALING, so wait for the end.
+  for (std::size_t i = 0; i < verifiers_.size(); ++i) {
+    ASSERT_TRUE(SendTx(verifiers_[i], "verdict", {"--task", task, "--accept", "--report-hash", Hex32('a')}));
+  }
+  const std::string t = WaitStatus(task, "TASK_SETTLED");
+  ExpectClosed(t, "TASK_SETTLED", "OUTCOME_NO_REVEAL");
+
+  const TaskMoney m = Money(3);
+  const std::uint64_t fee = TxFee();
+  const std::uint64_t lock = Param("min_stake_solver");
+  EXPECT_EQ(Balance(submitter_),
+            before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - 3 * m.per_verifier + lock);
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 2 * fee);
+  EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+  for (const Actor& v : verifiers_) {
+    EXPECT_EQ(Balance(v), before.balance.at(v.pubkey) + m.per_verifier - fee) << v.name;
+    EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
+  }
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  ExpectProducerFees(before);
+}
+
+// forced_error_rate 1 makes every round forced (beacon.h IsForcedError: x % 1 == 0), so the
+// forced-error settlement runs deterministically.
+TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysCatchersAndSlashesTheAccepter) {
+  ASSERT_NO_FATAL_FAILURE(StartChain({{"forced_error_rate", 1}}));
+  const Snapshot before = Take();
+  const std::string task = SubmitTask(600, 600);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}));
+
+  // A forced round's reveal must name the honest proof, not the committed one.
+  std::string wrong;
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}, &wrong,
+                     /*wait=*/false));
+  EXPECT_FALSE(AwaitTxOk(wrong));
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kHonestRoot}));
+
+  const std::string t = Get("/v1/tasks/" + task);
+  ExpectClosed(t, "TASK_SETTLED", "OUTCOME_FORCED_ERROR");
+  EXPECT_TRUE(Bool(Json(t), "forced_error")) << t;
+  EXPECT_EQ(Str(Json(t), "result_root"), kHonestRoot) << t;
+
+  const TaskMoney m = Money(3);
+  const std::uint64_t fee = TxFee();
+  const std::uint64_t verifier_lock = Param("min_stake_verifier");
+  // The accepter's lock goes to the pool first; then the two catchers split payout_bps of it.
+  const std::uint64_t pool = before.jackpot + m.cut + verifier_lock;
+  const std::uint64_t catcher_share = BpsOf(pool, Param("jackpot_payout_bps")) / 2;
+  EXPECT_EQ(Jackpot(), pool - 2 * catcher_share);
+  // The solver followed the rules: paid E - F, lock released (claim, commit, 2 reveals in fees).
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 4 * fee);
+  EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
+  EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
+  // Rejecters: share + jackpot share; the accepter: nothing, its lock slashed.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(Balance(verifiers_[i]), before.balance.at(verifiers_[i].pubkey) + m.per_verifier + catcher_share - fee);
+    EXPECT_EQ(StakeField(verifiers_[i], "verifier", "bonded"), kVerifierStake);
+  }
+  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) - fee);
+  EXPECT_EQ(StakeField(verifiers_[2], "verifier", "bonded"), kVerifierStake - verifier_lock);
+  for (const Actor& v : verifiers_) EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
+  // The submitter gets back the accepter's unpaid share and the dust.
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - m.solver_pay -
+                                     2 * m.per_verifier);
+  ExpectProducerFees(before);
+}
+
+}  // namespace
+}  // namespace polnode::node
