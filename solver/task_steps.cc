@@ -33,22 +33,31 @@ Result<TaskStepper> TaskStepper::Create(const TaskSpec& task, const ImageDataset
 
 TrainState TaskStepper::Initial() const { return InitialState(model_, task_.optimizer.kind, task_.seed); }
 
-Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend) {
-  if (state.step < 0 || state.step >= task_.steps) {
-    return Status::FailedPrecondition("state at step " + std::to_string(state.step) +
-                                      " is outside the task's " + std::to_string(task_.steps) + " steps");
+Status TaskStepper::Batch(std::int64_t step, kernels::Tensor& images, kernels::Tensor& labels) {
+  if (step < 0 || step >= task_.steps) {
+    return Status::FailedPrecondition("step " + std::to_string(step) + " is outside the task's " +
+                                      std::to_string(task_.steps) + " steps");
   }
   const ImageSplit& train = data_->train;
   const std::int64_t steps_per_epoch = train.count / task_.batch;
-  const BatchPosition pos = PositionOfStep(state.step, steps_per_epoch, task_.batch);
+  const BatchPosition pos = PositionOfStep(step, steps_per_epoch, task_.batch);
+  // Steps run in order, so the permutation is drawn once per epoch, not once per step.
   if (pos.epoch != order_epoch_) {
     order_ = EpochPermutation(task_.seed, static_cast<std::uint32_t>(pos.epoch),
                               static_cast<std::uint32_t>(train.count));
     order_epoch_ = pos.epoch;
   }
   const std::span<const std::uint32_t> indices(order_.data() + pos.first, static_cast<std::size_t>(task_.batch));
-  POLNODE_RETURN_IF_ERROR(GatherBatch(train, indices, runner_.graph().images_shape, images_, labels_));
-  POLNODE_ASSIGN_OR_RETURN(float loss, runner_.Step(state, images_, labels_, backend));
+  return GatherBatch(train, indices, runner_.graph().images_shape, images, labels);
+}
+
+Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend, const NodeObserver* observer) {
+  if (state.step < 0 || state.step >= task_.steps) {
+    return Status::FailedPrecondition("state at step " + std::to_string(state.step) +
+                                      " is outside the task's " + std::to_string(task_.steps) + " steps");
+  }
+  POLNODE_RETURN_IF_ERROR(Batch(state.step, images_, labels_));
+  POLNODE_ASSIGN_OR_RETURN(float loss, runner_.Step(state, images_, labels_, backend, observer));
   if (!std::isfinite(loss)) {
     return Status::FailedPrecondition("training diverged at step " + std::to_string(state.step));
   }

@@ -31,11 +31,20 @@ class TaskStepper {
   /// InitialState of the task: a pure function of model, optimizer and seed.
   TrainState Initial() const;
   /// Runs step state.step (one batch) and returns its loss. kFailedPrecondition when the state is
-  /// already at the task's last step or the loss is not finite.
-  Result<float> Step(TrainState& state, kernels::Backend& backend);
+  /// already at the task's last step or the loss is not finite. `observer`, when given, sees every
+  /// node's outputs (the pinpoint game hashes them); see StepRunner::Step.
+  Result<float> Step(TrainState& state, kernels::Backend& backend,
+                     const NodeObserver* observer = nullptr);
+
+  /// Fills `images` and `labels` with the batch that step `step` (the step that starts from `step`
+  /// completed steps) trains on: the same data order Step uses, for the pinpoint game's batch
+  /// leaves. kFailedPrecondition outside [0, task.steps).
+  [[nodiscard]] Status Batch(std::int64_t step, kernels::Tensor& images, kernels::Tensor& labels);
 
   const ModelSpec& model() const { return model_; }
   const TaskSpec& task() const { return task_; }
+  /// The task's training step graph (what the pinpoint game's descriptors describe).
+  const StepGraph& graph() const { return runner_.graph(); }
 
  private:
   TaskStepper(TaskSpec task, const ImageDataset* data, ModelSpec model, StepRunner runner)
