@@ -144,7 +144,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text) {
       {"ledger.block_interval_ms", integer(&config.block_interval_ms, 1, 3600 * 1000)},
       {"ledger.data_dir", str(&config.data_dir)},
       {"ledger.max_txs_per_block", integer(&config.max_txs_per_block, 1, 100000)},
-      {"ledger.max_tx_bytes", integer(&config.max_tx_bytes, 256, 1 << 20)},
+      {"ledger.max_tx_bytes", integer(&config.max_tx_bytes, 256, 64 << 20)},
       {"ledger.mempool_max_txs", integer(&config.mempool_max_txs, 1, 10000000)},
       {"ledger.sync_writes", boolean(&config.sync_writes)},
       {"http.max_body_bytes", integer(&config.max_body_bytes, 1024, 64 << 20)},

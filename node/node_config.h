@@ -38,11 +38,13 @@ struct NodeConfig {
   std::int64_t block_interval_ms = 1000;   // one block per interval, empty or not
   std::string data_dir = "data";           // RocksDB directory; relative paths are under the home
   std::int64_t max_txs_per_block = 1000;
-  std::int64_t max_tx_bytes = 64 * 1024;   // largest signed envelope the mempool admits
+  // Largest signed envelope the mempool admits. A dispute's referee move carries one operator's
+  // input tensors: 2.4 MB for the SGD update of the default MLP's first layer.
+  std::int64_t max_tx_bytes = 4 << 20;
   std::int64_t mempool_max_txs = 50000;
   bool sync_writes = true;                 // fsync every block (off: survives kill -9, not power loss)
   // [http]
-  std::int64_t max_body_bytes = 1 << 20;   // larger request bodies get 413
+  std::int64_t max_body_bytes = 12 << 20;  // larger request bodies get 413 (a hex JSON tx doubles its size)
   std::int64_t read_timeout_ms = 10000;    // a request must arrive completely within this
   std::int64_t http_threads = 2;
 };

@@ -264,13 +264,19 @@ Result<std::uint64_t> FetchNonce(const HttpEndpoint& ledger, const std::string& 
   return std::max(pending_next, doc["nonce"].GetUint64());
 }
 
-// Polls /v1/txs/{id} until the tx is in a block; returns its height.
+// Polls /v1/txs/{id} until the tx is in a block; returns its height. A tx that was committed but
+// whose payload failed (it paid its fee, changed nothing else) is an error carrying the ledger's
+// reason: reporting it as done would hide, e.g., a proof commitment that never took effect.
 Result<std::uint64_t> WaitCommitted(const HttpEndpoint& ledger, const std::string& id_hex, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/txs/" + id_hex));
     if (r.status == 200) {
       POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
+      if (doc.HasMember("result") && doc["result"].IsString() && std::string_view(doc["result"].GetString()) == "failed") {
+        const std::string error = doc.HasMember("error") && doc["error"].IsString() ? doc["error"].GetString() : "";
+        return Status::FailedPrecondition("transaction " + id_hex + " was committed but failed: " + error);
+      }
       if (doc.HasMember("height") && doc["height"].IsUint64()) return doc["height"].GetUint64();
     } else if (r.status == 404) {
       return Status::FailedPrecondition("transaction " + id_hex + " left the mempool without being committed "

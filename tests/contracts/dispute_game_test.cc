@@ -261,6 +261,13 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
     EXPECT_EQ(runner.flow().chain.Stake(proto::ROLE_SOLVER, runner.flow().solver).bonded(), solver_bonded - 1'000);
     // Rounds: opening + ceil(log2 8) steps + ceil(log2 7) graph + the referee.
     EXPECT_EQ(outcome.game.moves_size(), 2 * (3 + 3) + 1 + 1);
+    // Bytes posted, for the report (visible with --gtest_output=xml).
+    // The last recorded move is the referee's evidence, which decided the game.
+    std::size_t move_bytes = 0;
+    for (int i = 0; i + 1 < outcome.game.moves_size(); ++i) move_bytes += outcome.game.moves(i).payload().size();
+    const std::size_t referee_bytes = outcome.game.moves(outcome.game.moves_size() - 1).payload().size();
+    RecordProperty("move_payload_bytes_without_referee", static_cast<int>(move_bytes));
+    RecordProperty("referee_payload_bytes", static_cast<int>(referee_bytes));
     // The auditor's re-execution agrees with the ledger, and names the operator.
     Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, outcome.game);
     ASSERT_TRUE(audit.ok()) << audit.status().ToString();
