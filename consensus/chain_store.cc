@@ -188,7 +188,34 @@ std::optional<ChainTip> ChainStore::tip() const {
 }
 
 Result<std::optional<std::string>> ChainStore::GetState(std::string_view key) const {
+  {
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    if (state_) {
+      auto it = state_->find(key);
+      return it == state_->end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+    }
+  }
   return GetOptional(db_.get(), rocksdb::ReadOptions(), StateKey(key));
+}
+
+Status ChainStore::LoadState() const {
+  {
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    if (state_) return Status::Ok();
+  }
+  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (state_) return Status::Ok();
+  // A Write racing with this scan applies its delta to the loaded map afterwards (it waits for
+  // the lock); puts and deletes are idempotent, so the map is right whether or not the scan saw it.
+  StateMap loaded;
+  static const StateDelta kNoPending;
+  POLNODE_RETURN_IF_ERROR(MergedScan(db_.get(), rocksdb::ReadOptions(), "", kNoPending,
+                                     [&](std::string_view k, std::string_view v) {
+                                       loaded.emplace_hint(loaded.end(), k, v);
+                                       return true;
+                                     }));
+  state_ = std::move(loaded);
+  return Status::Ok();
 }
 
 Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending, const StateVisitor& visit) const {
@@ -196,11 +223,23 @@ Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending,
 }
 
 Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
+  POLNODE_RETURN_IF_ERROR(LoadState());
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
   StateRootBuilder builder;
-  POLNODE_RETURN_IF_ERROR(ScanState("", pending, [&](std::string_view k, std::string_view v) {
-    builder.Add(k, v);
-    return true;
-  }));
+  // Merge the committed pairs with `pending` (a pending value replaces the committed one, a
+  // pending delete hides it), both in ascending key order.
+  auto c = state_->begin();
+  auto p = pending.begin();
+  while (c != state_->end() || p != pending.end()) {
+    if (p == pending.end() || (c != state_->end() && c->first < p->first)) {
+      builder.Add(c->first, c->second);
+      ++c;
+      continue;
+    }
+    if (c != state_->end() && c->first == p->first) ++c;
+    if (p->second) builder.Add(p->first, *p->second);
+    ++p;
+  }
   return builder.Finish();
 }
 
@@ -215,8 +254,17 @@ Result<TxLocation> ChainStore::FindTx(const Hash256& tx_id) const {
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
                            GetOptional(db_.get(), rocksdb::ReadOptions(), TxKey(tx_id)));
   if (!bytes) return Status::NotFound("transaction " + HashToHex(tx_id) + " is not in any block");
-  if (bytes->size() != 12) return Status::Corruption("chain store: tx index record malformed");
-  return TxLocation{GetBe(*bytes, 8), static_cast<std::uint32_t>(GetBe(std::string_view(*bytes).substr(8), 4))};
+  const std::string_view record(*bytes);
+  if (record.size() < 12) return Status::Corruption("chain store: tx index record malformed");
+  TxLocation loc{GetBe(record, 8), static_cast<std::uint32_t>(GetBe(record.substr(8), 4)), std::nullopt};
+  if (record.size() > 12) {
+    const auto code = static_cast<std::uint8_t>(record[12]);
+    if (code > static_cast<std::uint8_t>(StatusCode::kInternal)) {
+      return Status::Corruption("chain store: tx record has unknown result code " + std::to_string(code));
+    }
+    loc.outcome = TxOutcome{static_cast<StatusCode>(code), std::string(record.substr(13))};
+  }
+  return loc;
 }
 
 Result<PreparedCommit> ChainStore::Prepare(const BlockRecord& block, const StateDelta& delta) const {
@@ -227,9 +275,16 @@ Result<PreparedCommit> ChainStore::Prepare(const BlockRecord& block, const State
     return Status::FailedPrecondition("chain store: block height " + std::to_string(block.height) +
                                       " does not follow the tip (next is " + std::to_string(want) + ")");
   }
+  const bool with_outcomes = !block.tx_outcomes.empty();
+  if (with_outcomes && block.tx_outcomes.size() != block.tx_ids.size()) {
+    return Status::InvalidArgument("chain store: block " + std::to_string(block.height) + " has " +
+                                   std::to_string(block.tx_ids.size()) + " txs but " +
+                                   std::to_string(block.tx_outcomes.size()) + " outcomes");
+  }
   PreparedCommit commit;
   rocksdb::WriteBatch& batch = *commit.batch_;
   auto check = [](const rocksdb::Status& s) { return FromRocks(s, "batch"); };
+  commit.delta_ = delta;
   for (const auto& [key, value] : delta) {
     if (value) {
       POLNODE_RETURN_IF_ERROR(check(batch.Put(ToSlice(StateKey(key)), ToSlice(*value))));
@@ -237,10 +292,18 @@ Result<PreparedCommit> ChainStore::Prepare(const BlockRecord& block, const State
       POLNODE_RETURN_IF_ERROR(check(batch.Delete(ToSlice(StateKey(key)))));
     }
   }
+  // Each tx's record carries its outcome, so "committed" and "did it take effect" are answered by
+  // one read and can never disagree after a crash: both are in the block's batch.
+  std::string loc;
   for (std::size_t i = 0; i < block.tx_ids.size(); ++i) {
-    std::string loc;
+    loc.clear();
     PutBe(loc, block.height, 8);
     PutBe(loc, i, 4);
+    if (with_outcomes) {
+      // StatusCode's numeric values are part of this format: only ever append new codes.
+      loc.push_back(static_cast<char>(static_cast<std::uint8_t>(block.tx_outcomes[i].code)));
+      loc.append(block.tx_outcomes[i].log);
+    }
     POLNODE_RETURN_IF_ERROR(check(batch.Put(ToSlice(TxKey(block.tx_ids[i])), ToSlice(loc))));
   }
   POLNODE_RETURN_IF_ERROR(check(batch.Put(ToSlice(BlockKey(block.height)), ToSlice(block.encoded_block))));
@@ -262,6 +325,18 @@ Status ChainStore::Write(PreparedCommit commit) {
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
   POLNODE_RETURN_IF_ERROR(FromRocks(db_->Write(wo, commit.batch_.get()), "write block"));
+  {
+    std::unique_lock<std::shared_mutex> state_lock(state_mu_);
+    if (state_) {
+      for (auto& [key, value] : commit.delta_) {
+        if (value) {
+          state_->insert_or_assign(key, std::move(*value));
+        } else if (auto it = state_->find(key); it != state_->end()) {
+          state_->erase(it);
+        }
+      }
+    }
+  }
   tip_ = commit.new_tip_;
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace polnode::consensus {
 namespace {
@@ -39,6 +40,8 @@ const secp256k1_context* Context() {
   return context;
 }
 
+static_assert(sizeof(secp256k1_xonly_pubkey) == 64, "XOnlyPublicKey::parsed_ holds a secp256k1_xonly_pubkey");
+
 // A keypair that wipes itself: it holds the secret key too.
 struct ScopedKeypair {
   secp256k1_keypair keypair{};
@@ -54,6 +57,7 @@ Result<XOnlyPublicKey> XOnlyPublicKey::FromBytes(std::span<const std::uint8_t, 3
   }
   XOnlyPublicKey key;
   std::copy(bytes.begin(), bytes.end(), key.bytes_.begin());
+  std::memcpy(key.parsed_.data(), &parsed, sizeof(parsed));
   return key;
 }
 
@@ -86,6 +90,7 @@ Result<SecretKey> SecretKey::FromBytes(std::span<const std::uint8_t, 32> bytes) 
   if (secp256k1_xonly_pubkey_serialize(Context(), key.public_key_.bytes_.data(), &xonly) != 1) {
     return Status::Internal("libsecp256k1 could not serialize a public key");
   }
+  std::memcpy(key.public_key_.parsed_.data(), &xonly, sizeof(xonly));
   return key;
 }
 
@@ -128,7 +133,7 @@ Result<SchnorrSignature> SignSchnorr(const SecretKey& key, std::span<const std::
 
 bool VerifySchnorr(const XOnlyPublicKey& key, std::span<const std::uint8_t> msg, const SchnorrSignature& sig) {
   secp256k1_xonly_pubkey parsed;
-  if (secp256k1_xonly_pubkey_parse(Context(), &parsed, key.bytes().data()) != 1) return false;
+  std::memcpy(&parsed, key.parsed_.data(), sizeof(parsed));  // FromBytes or SecretKey made it
   return secp256k1_schnorrsig_verify(Context(), sig.data(), msg.data(), msg.size(), &parsed) == 1;
 }
 

@@ -1,6 +1,7 @@
 #include "ledger.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "chain_state.h"
@@ -13,6 +14,42 @@ namespace {
 using consensus::Block;
 using consensus::BlockHeader;
 using consensus::Hash256;
+
+// A read-only view of a StateStore that remembers which keys were read through it. CheckTx is a
+// function of the tx and the values it reads, nothing else, so a pending tx whose recorded reads a
+// block did not write still passes; the post-commit recheck skips it instead of re-running.
+class ReadRecorder final : public contracts::StateStore {
+ public:
+  explicit ReadRecorder(const contracts::StateStore& base) : base_(base) {}
+
+  [[nodiscard]] Result<std::optional<std::string>> Get(std::string_view key) const override {
+    reads_.emplace_back(key);
+    return base_.Get(key);
+  }
+  // CheckTx receives a const store, so it cannot write; a write here would be a bug.
+  void Put(std::string, std::string) override { std::abort(); }
+  void Delete(std::string) override { std::abort(); }
+  [[nodiscard]] Status Scan(std::string_view prefix, const contracts::StateVisitor& visit) const override {
+    scanned_ = true;  // a scan's read set is open-ended: such a tx is always rechecked
+    return base_.Scan(prefix, visit);
+  }
+
+  /// The keys read, or nullopt after a scan.
+  std::optional<std::vector<std::string>> TakeReads() {
+    if (scanned_) return std::nullopt;
+    return std::move(reads_);
+  }
+
+ private:
+  const contracts::StateStore& base_;
+  mutable std::vector<std::string> reads_;
+  mutable bool scanned_ = false;
+};
+
+// Whether `delta` writes none of `reads`.
+bool Untouched(const std::vector<std::string>& reads, const consensus::StateDelta& delta) {
+  return std::none_of(reads.begin(), reads.end(), [&](const std::string& k) { return delta.contains(k); });
+}
 
 // The state root of the genesis state, computed without touching the chain store.
 Result<Hash256> GenesisStateRoot(const contracts::Application& app, const GenesisFile& genesis) {
@@ -57,7 +94,7 @@ Status Ledger::CommitGenesis(const GenesisFile& genesis) {
   block.header.time_unix_ms = genesis.genesis_time_unix_ms;
   block.header.tx_root = consensus::ComputeTxRoot(block.txs);
   POLNODE_ASSIGN_OR_RETURN(block.header.state_root, store_->StateRoot(state.delta()));
-  return SignAndCommit(std::move(block), state.delta());
+  return SignAndCommit(std::move(block), state.delta(), {});
 }
 
 Status Ledger::CheckStoredGenesis(const GenesisFile& genesis) {
@@ -80,12 +117,14 @@ Status Ledger::CheckStoredGenesis(const GenesisFile& genesis) {
   return Status::Ok();
 }
 
-Status Ledger::SignAndCommit(Block block, const consensus::StateDelta& delta) {
+Status Ledger::SignAndCommit(Block block, const consensus::StateDelta& delta,
+                             std::vector<consensus::TxOutcome> outcomes) {
   POLNODE_RETURN_IF_ERROR(consensus::SignBlockHeader(producer_key_, block.header));
   consensus::BlockRecord record;
   record.height = block.header.height;
   record.hash = consensus::BlockHash(block.header);
   for (const std::string& tx : block.txs) record.tx_ids.push_back(consensus::TxId(tx));
+  record.tx_outcomes = std::move(outcomes);
   POLNODE_ASSIGN_OR_RETURN(record.encoded_block, consensus::EncodeBlock(block));
   POLNODE_ASSIGN_OR_RETURN(consensus::PreparedCommit prepared, store_->Prepare(record, delta));
   std::unique_lock<std::shared_mutex> lock(state_mu_);
@@ -104,11 +143,17 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
   }
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   BlockState committed(*store_);
-  Result<Hash256> id = mempool_.Insert(std::move(prechecked).value(), [&](const consensus::PendingTx& tx) {
-    return app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), committed);
-  });
+  Result<Hash256> id = mempool_.Insert(std::move(prechecked).value(),
+                                       [&](consensus::PendingTx& tx) { return CheckPending(tx, committed); });
   (id.ok() ? counters_.txs_accepted : counters_.txs_rejected).fetch_add(1, std::memory_order_relaxed);
   return id;
+}
+
+Status Ledger::CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const {
+  ReadRecorder recorder(committed);
+  Status status = app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), recorder);
+  tx.check_reads = recorder.TakeReads();
+  return status;
 }
 
 Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
@@ -167,7 +212,15 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   }
   block.header.state_root = *root;
   const Hash256 hash = consensus::BlockHash(block.header);
-  if (Status s = SignAndCommit(std::move(block), state.delta()); !s.ok()) {
+  if (result->tx_results.size() != ids.size()) {
+    counters_.block_errors.fetch_add(1, std::memory_order_relaxed);
+    return Status::Internal("finalize block returned " + std::to_string(result->tx_results.size()) +
+                            " tx results for " + std::to_string(ids.size()) + " txs");
+  }
+  std::vector<consensus::TxOutcome> outcomes;
+  outcomes.reserve(ids.size());
+  for (const contracts::TxResult& r : result->tx_results) outcomes.push_back(consensus::TxOutcome{r.code, r.log});
+  if (Status s = SignAndCommit(std::move(block), state.delta(), std::move(outcomes)); !s.ok()) {
     counters_.block_errors.fetch_add(1, std::memory_order_relaxed);
     return s.WithContext("commit block " + std::to_string(context.height));
   }
@@ -183,8 +236,11 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   {
     std::shared_lock<std::shared_mutex> lock(state_mu_);
     BlockState committed(*store_);
-    produced.dropped_from_mempool = mempool_.Recheck([&](const consensus::PendingTx& tx) {
-      return app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), committed);
+    // Only txs that read a key this block wrote can have changed their verdict; the rest are
+    // skipped, which keeps the pool's lock (and so admission) from waiting on a full re-run.
+    produced.dropped_from_mempool = mempool_.Recheck([&](consensus::PendingTx& tx) {
+      if (tx.check_reads && Untouched(*tx.check_reads, state.delta())) return Status::Ok();
+      return CheckPending(tx, committed);
     });
   }
   produced.elapsed_us =

@@ -7,7 +7,8 @@
 //      (PrepareProposal) and executes them (FinalizeBlock) into a BlockState overlay;
 //   2. state root over committed state + overlay (state_root.h), header, producer signature;
 //   3. block + tx index + every state write + the new tip go to RocksDB in ONE WriteBatch;
-//   4. Application::Commit, then the mempool drops the included txs and rechecks the rest.
+//   4. Application::Commit, then the mempool drops the included txs and rechecks the rest (those
+//      whose CheckTx read a key the block wrote; CheckTx depends on nothing else).
 // A crash anywhere leaves RocksDB at the previous whole block; the Application keeps nothing in
 // memory that a restart would need, so Open simply resumes at the stored tip.
 //
@@ -31,6 +32,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "genesis_file.h"
 #include "polnode/consensus/block.h"
@@ -103,7 +105,7 @@ class Ledger {
   /// The block at `height` in its stored (protobuf) form; kNotFound past the tip.
   [[nodiscard]] Result<std::string> GetEncodedBlock(std::uint64_t height) const;
 
-  /// Where a committed tx is; kNotFound if it is not in any block.
+  /// Where a committed tx is and how its execution ended; kNotFound if it is not in any block.
   [[nodiscard]] Result<consensus::TxLocation> FindTx(const consensus::Hash256& id) const;
 
   /// Whether a tx with this id waits in the mempool.
@@ -124,12 +126,17 @@ class Ledger {
   Ledger(const LedgerOptions& options, std::unique_ptr<consensus::ChainStore> store, std::string chain_id,
          const consensus::SecretKey& producer_key);
 
+  // Application::CheckTx of a pending tx against `committed`, recording in tx.check_reads the
+  // keys it read (see the recheck in ProduceBlock).
+  [[nodiscard]] Status CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const;
   // Commits block 0 on an empty store.
   [[nodiscard]] Status CommitGenesis(const GenesisFile& genesis);
   // Checks that the stored chain was made from `genesis`; loads the tip header.
   [[nodiscard]] Status CheckStoredGenesis(const GenesisFile& genesis);
-  // Signs `header`, encodes the block and commits it with `delta`. Caller holds produce_mu_.
-  [[nodiscard]] Status SignAndCommit(consensus::Block block, const consensus::StateDelta& delta);
+  // Signs `header`, encodes the block and commits it with `delta` and its txs' outcomes (one per
+  // tx, in block order) in one batch. Caller holds produce_mu_.
+  [[nodiscard]] Status SignAndCommit(consensus::Block block, const consensus::StateDelta& delta,
+                                     std::vector<consensus::TxOutcome> outcomes);
 
   const LedgerOptions options_;
   std::unique_ptr<consensus::ChainStore> store_;

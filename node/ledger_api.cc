@@ -157,6 +157,10 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
     if (!get) return MethodNotAllowed("GET");
     return QueryResponse(query.empty() ? std::string("tasks") : "tasks?" + std::string(query));
   }
+  if (resource == "tasks" && parts.size() == 4 && parts[3] == "games") {
+    if (!get) return MethodNotAllowed("GET");
+    return QueryResponse("games/" + std::string(parts[2]));
+  }
   if (resource == "tasks" && parts.size() == 3) {
     if (!get) return MethodNotAllowed("GET");
     return QueryResponse("task/" + std::string(parts[2]));
@@ -243,6 +247,15 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
   w.BeginObject().Field("tx_id", HashToHex(*id));
   if (Result<consensus::TxLocation> loc = ledger_.FindTx(*id); loc.ok()) {
     w.Field("status", "committed").Field("height", loc->height).Field("index", std::uint64_t{loc->index});
+    // A committed tx whose payload failed still paid its fee and used its nonce; only the result
+    // says whether it took effect. Stores written before results were kept have none to report.
+    if (loc->outcome && loc->outcome->code == StatusCode::kOk) {
+      w.Field("result", "ok");
+    } else if (loc->outcome) {
+      w.Field("result", "failed")
+          .Field("code", StatusCodeName(loc->outcome->code))
+          .Field("error", loc->outcome->log);
+    }
   } else if (loc.status().code() != StatusCode::kNotFound) {
     return JsonErrorResponse(500, loc.status().message());
   } else if (ledger_.IsPending(*id)) {

@@ -7,7 +7,10 @@
 //   GET  /v1/status             chain id, height, tip hash, state root, mempool size, producer
 //   GET  /v1/blocks/{height}    JSON, or the stored protobuf bytes with Accept: application/x-protobuf;
 //                               {height} may be "latest"
-//   GET  /v1/txs/{id}           {"status": "committed", height, index} or {"status": "pending"}
+//   GET  /v1/txs/{id}           {"status": "committed", height, index, "result": "ok"} or, for a tx
+//                               whose payload failed (it still paid the fee), "result": "failed",
+//                               "code": status code name, "error": the reason (no "result" for a tx
+//                               stored before results were kept); or {"status": "pending"}
 //   GET  /v1/accounts/{pubkey}  balance and nonce          (Application::Query "account/...")
 //   GET  /v1/accounts/{pubkey}/stakes                      (Query "stakes/...")
 //   GET  /v1/accounts/{pubkey}/pending  {"next_nonce": N or null}: the nonce after the account's

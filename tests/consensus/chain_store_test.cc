@@ -122,6 +122,35 @@ TEST(ChainStoreTest, CrashBetweenBuildingAndWritingLeavesPreviousBlockIntact) {
   EXPECT_EQ(Value(*store, "k"), "2b");
 }
 
+TEST(ChainStoreTest, TxOutcomesAreStoredWithTheBlockAndReadBackByFindTx) {
+  TempDir dir;
+  auto store = MustOpen(dir.sub("db"));
+  Commit(*store, 0, {});  // Record() stores no outcomes: the tx reads back without one
+  auto bare = store->FindTx(Sha256("tx 0"));
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_FALSE(bare->outcome.has_value());
+
+  BlockRecord r = Record(1);
+  r.tx_ids.push_back(Sha256("tx 1b"));
+  r.tx_outcomes = {TxOutcome{}, TxOutcome{StatusCode::kFailedPrecondition, "insufficient balance"}};
+  auto prepared = store->Prepare(r, {});
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  ASSERT_TRUE(store->Write(std::move(prepared).value()).ok());
+  auto ok = store->FindTx(Sha256("tx 1"));
+  ASSERT_TRUE(ok.ok() && ok->outcome.has_value());
+  EXPECT_EQ(ok->outcome->code, StatusCode::kOk);
+  EXPECT_EQ(ok->outcome->log, "");
+  auto failed = store->FindTx(Sha256("tx 1b"));
+  ASSERT_TRUE(failed.ok() && failed->outcome.has_value());
+  EXPECT_EQ(failed->index, 1u);
+  EXPECT_EQ(failed->outcome->code, StatusCode::kFailedPrecondition);
+  EXPECT_EQ(failed->outcome->log, "insufficient balance");
+
+  BlockRecord mismatched = Record(2);
+  mismatched.tx_outcomes = {TxOutcome{}, TxOutcome{}};
+  EXPECT_EQ(store->Prepare(mismatched, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ChainStoreTest, StaleCommitIsRejectedAfterTheTipMoved) {
   TempDir dir;
   auto store = MustOpen(dir.sub("db"));

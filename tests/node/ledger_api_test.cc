@@ -89,6 +89,35 @@ TEST_F(LedgerApiTest, PostProtobufTxThenSeeItPendingThenCommitted) {
   EXPECT_NE(bob.body.find("\"balance\":50"), std::string::npos) << bob.body;
 }
 
+// A tx whose payload fails is still committed (it paid the fee and used its nonce); the result
+// must say it did not take effect, and why.
+TEST_F(LedgerApiTest, CommittedTxReportsWhetherItsPayloadSucceeded) {
+  const std::string ok_bytes = *consensus::EncodeEnvelope(SignedTransfer(0, 50));
+  const std::string failing_bytes = *consensus::EncodeEnvelope(SignedTransfer(1, 10'000'000));  // > balance
+  ASSERT_EQ(Call("POST", "/v1/tx", ok_bytes, "application/x-protobuf").status, 200);
+  HttpResponse posted = Call("POST", "/v1/tx", failing_bytes, "application/x-protobuf");
+  ASSERT_EQ(posted.status, 200) << "admission checks the fee, not the payload: " << posted.body;
+  auto block = ledger_->ProduceBlock(1);
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  EXPECT_EQ(block->tx_count, 2u);
+  EXPECT_EQ(block->failed_txs, 1u);
+
+  HttpResponse ok = Call("GET", "/v1/txs/" + consensus::HashToHex(consensus::TxId(ok_bytes)));
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_NE(ok.body.find("\"status\":\"committed\""), std::string::npos) << ok.body;
+  EXPECT_NE(ok.body.find("\"result\":\"ok\""), std::string::npos) << ok.body;
+  EXPECT_EQ(ok.body.find("\"error\""), std::string::npos) << ok.body;
+
+  HttpResponse failed = Call("GET", "/v1/txs/" + consensus::HashToHex(consensus::TxId(failing_bytes)));
+  EXPECT_EQ(failed.status, 200);
+  EXPECT_NE(failed.body.find("\"status\":\"committed\""), std::string::npos) << failed.body;
+  EXPECT_NE(failed.body.find("\"index\":1"), std::string::npos) << failed.body;
+  EXPECT_NE(failed.body.find("\"result\":\"failed\""), std::string::npos) << failed.body;
+  EXPECT_NE(failed.body.find("\"code\":\"" + std::string(StatusCodeName(StatusCode::kFailedPrecondition)) + "\""),
+            std::string::npos) << failed.body;
+  EXPECT_NE(failed.body.find("insufficient balance"), std::string::npos) << failed.body;
+}
+
 TEST_F(LedgerApiTest, PostJsonTx) {
   JsonWriter w;
   w.BeginObject();

@@ -183,6 +183,43 @@ TEST_F(LedgerTest, BlockTimesNeverGoBackwards) {
   EXPECT_EQ(ledger->GetStatus().tip_time_unix_ms, TestGenesis().genesis_time_unix_ms);
 }
 
+// The post-commit recheck re-runs CheckTx only for pending txs whose recorded reads the block
+// wrote: carol's later txs lose their fee cover when her first tx spends her balance and are
+// dropped; dave's tx read nothing the block wrote and stays.
+TEST_F(LedgerTest, RecheckDropsTxsTheBlockInvalidatedAndKeepsTheRest) {
+  const SecretKey carol = KeyFromByte(3), dave = KeyFromByte(4);
+  GenesisFile g = TestGenesis();
+  for (const auto& [key, amount] : {std::pair{&carol, 5ull}, std::pair{&dave, 100ull}}) {
+    proto::Allocation* a = g.spec.add_allocations();
+    a->set_pubkey(key->PublicKey().bytes().data(), 32);
+    a->set_amount(amount);
+  }
+  LedgerOptions o;
+  o.data_dir = dir_.File("data");
+  o.sync_writes = false;
+  o.max_txs_per_block = 1;
+  auto ledger = Ledger::Open(o, g, KeyFromByte(9));
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  // Fee 1 each: a balance of 5 covers the fees of nonces 0..2 at admission; tx 0 then spends it all.
+  ASSERT_TRUE((*ledger)->SubmitTx(Transfer(carol, 0, bob_, 4)).ok());
+  auto c1 = (*ledger)->SubmitTx(Transfer(carol, 1, bob_, 1));
+  auto c2 = (*ledger)->SubmitTx(Transfer(carol, 2, bob_, 1));
+  auto d0 = (*ledger)->SubmitTx(Transfer(dave, 0, bob_, 5));
+  ASSERT_TRUE(c1.ok() && c2.ok() && d0.ok()) << c1.status().ToString() << c2.status().ToString();
+  auto block = (*ledger)->ProduceBlock(1700000001000);
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  EXPECT_EQ(block->tx_count, 1u);
+  EXPECT_EQ(block->dropped_from_mempool, 2u);
+  EXPECT_FALSE((*ledger)->IsPending(*c1));
+  EXPECT_FALSE((*ledger)->IsPending(*c2));
+  EXPECT_TRUE((*ledger)->IsPending(*d0));
+  auto next = (*ledger)->ProduceBlock(1700000002000);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->tx_count, 1u);
+  EXPECT_EQ(next->failed_txs, 0u);
+  EXPECT_EQ((*ledger)->GetStatus().mempool_size, 0u);
+}
+
 // ---- verify-chain ---------------------------------------------------------------------------
 
 class VerifyChainTest : public LedgerTest {

@@ -51,11 +51,15 @@ struct PendingTx {
   std::string encoded;   // canonical envelope bytes (what goes into the block)
   Hash256 id{};          // TxId(encoded)
   std::uint64_t seq = 0; // admission order
+  /// The caller's record of the state keys its check read when the tx last passed (nullopt: not
+  /// recorded). A check that depends on those values alone need not run again while none of them
+  /// changed; the pool only keeps the record.
+  std::optional<std::vector<std::string>> check_reads;
 };
 
 /// The application's part of admission (step 7). Called under the pool's lock with the decoded,
-/// signature-checked tx; must not call back into the Mempool.
-using AdmissionCheck = std::function<Status(const PendingTx& tx)>;
+/// signature-checked tx; may set tx.check_reads; must not call back into the Mempool.
+using AdmissionCheck = std::function<Status(PendingTx& tx)>;
 
 class Mempool {
  public:
@@ -73,7 +77,7 @@ class Mempool {
   /// Steps 5-7 and the insertion, for a tx that passed Precheck.
   [[nodiscard]] Result<Hash256> Insert(PendingTx tx, const AdmissionCheck& check);
 
-  /// Up to `max` pending txs, in admission order (copies; the pool is unchanged).
+  /// Up to `max` pending txs, in admission order (copies without check_reads; the pool is unchanged).
   std::vector<PendingTx> Candidates(std::size_t max) const;
 
   /// Drops the txs with these ids (those committed in a block). Unknown ids are ignored.
@@ -81,7 +85,8 @@ class Mempool {
 
   /// Re-runs `check` on every pending tx in admission order and drops those that now fail (their
   /// nonce was used by a committed tx, the balance no longer covers the fee, ...). Returns how many
-  /// were dropped.
+  /// were dropped. The pool's lock is held throughout, so a check that can tell from
+  /// tx.check_reads that nothing it depends on changed should return Ok without re-running.
   std::size_t Recheck(const AdmissionCheck& check);
 
   /// Number of pending txs.
