@@ -1,12 +1,12 @@
 #include "dispute_game.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "checked_math.h"
 #include "deadlines.h"
 #include "keys.h"
+#include "move_fields.h"
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/merkle.h"
 #include "records.h"
@@ -30,10 +30,9 @@ struct Parties {
   Party defender;
 };
 
-Parties PartiesOf(const proto::Task& task, const proto::VerifierSlot& slot) {
+Parties PartiesOf(const proto::VerifierSlot& slot) {
   const Party verifier{slot.verifier(), proto::ROLE_VERIFIER};
   const Party disputer{slot.disputer(), slot.disputer_is_solver() ? proto::ROLE_SOLVER : proto::ROLE_WHISTLEBLOWER};
-  (void)task;
   if (slot.verdict() == proto::VERDICT_ACCEPT) return {disputer, verifier};
   return {verifier, disputer};
 }
@@ -51,13 +50,6 @@ proto::VerifierSlot* NextDisputedSlot(proto::Task& task) {
     if (!slot.disputer().empty() && slot.game_result() == proto::GAME_RESULT_NONE) return &slot;
   }
   return nullptr;
-}
-
-Result<Hash256> Hash32(std::string_view bytes, std::string_view what) {
-  if (bytes.size() != kIdBytes) return Status::InvalidArgument(std::string(what) + " must be 32 bytes");
-  Hash256 h;
-  std::memcpy(h.data(), bytes.data(), kIdBytes);
-  return h;
 }
 
 // Opens the next round: a new deadline (scheduled once per height) and no moves yet.
@@ -80,7 +72,7 @@ Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, bo
                std::string ruling) {
   proto::VerifierSlot* slot = FindSlot(task, game.verifier());
   if (slot == nullptr) return Status::Corruption("a dispute game names no verifier slot of its task");
-  const Parties parties = PartiesOf(task, *slot);
+  const Parties parties = PartiesOf(*slot);
   const Party& winner = challenger_won ? parties.challenger : parties.defender;
   const Party& loser = challenger_won ? parties.defender : parties.challenger;
   POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, loser.role, loser.key, winner.key, slash_reason::kLostDisputeGame));
@@ -111,18 +103,16 @@ Status ExecuteOpen(ExecContext& ctx, const proto::Task& task, proto::DisputeGame
   const std::uint64_t k = task.spec().checkpoint_interval();
   const std::uint64_t segments = task.spec().total_steps() / k;
   if (open.segment() >= segments) return Status::InvalidArgument("the proof has no segment " + std::to_string(open.segment()));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 root, Hash32(task.proof_root(), "proof_root"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 start, Hash32(open.start_hash(), "start_hash"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 end, Hash32(open.end_hash(), "end_hash"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 claimed, Hash32(open.claimed_end_hash(), "claimed_end_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(task.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 start, HashField(open.start_hash(), "start_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 end, HashField(open.end_hash(), "end_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 claimed, HashField(open.claimed_end_hash(), "claimed_end_hash"));
   if (claimed == end) return Status::InvalidArgument("claimed_end_hash equals the proof's: nothing is disputed");
   const std::pair<const std::string*, std::uint64_t> checks[] = {{&open.start_proof(), open.segment()},
                                                                  {&open.end_proof(), open.segment() + 1}};
   const Hash256* leaves[] = {&start, &end};
   for (int i = 0; i < 2; ++i) {
-    const std::string& bytes = *checks[i].first;
-    Result<consensus::MerkleProof> proof =
-        consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    Result<consensus::MerkleProof> proof = ProofField(*checks[i].first, "proof");
     if (!proof.ok() || proof->leaf_index != checks[i].second || proof->leaf_count != segments + 1 ||
         !consensus::VerifyMerkleProof(root, *leaves[i], *proof).ok()) {
       return Status::InvalidArgument(std::string(i == 0 ? "start" : "end") +
@@ -150,7 +140,7 @@ Status ExecuteOpen(ExecContext& ctx, const proto::Task& task, proto::DisputeGame
 // Records `side`'s level-1 hash; once both moved, narrows the range.
 Status ExecuteStep(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
                    const proto::StepMove& move) {
-  POLNODE_RETURN_IF_ERROR(Hash32(move.state_hash(), "state_hash").status());
+  POLNODE_RETURN_IF_ERROR(HashField(move.state_hash(), "state_hash").status());
   side.set_hash(move.state_hash());
   side.set_moved(true);
   if (!game.challenger().moved() || !game.defender().moved()) return Status::Ok();
@@ -175,8 +165,8 @@ Status ExecuteStep(ExecContext& ctx, const proto::Task& task, proto::DisputeGame
 // Records `side`'s children; once both moved, descends one level.
 Status ExecuteGraph(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
                     const proto::GraphMove& move) {
-  POLNODE_ASSIGN_OR_RETURN(Hash256 left, Hash32(move.left(), "left"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 right, Hash32(move.right(), "right"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 left, HashField(move.left(), "left"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 right, HashField(move.right(), "right"));
   const Hash256 node = consensus::MerkleNodeHash(left, right);
   if (game.level() == game.depth()) {
     // The first round: the children define the party's root, which must hold its level-1 claim
@@ -185,12 +175,8 @@ Status ExecuteGraph(ExecContext& ctx, const proto::Task& task, proto::DisputeGam
       return Status::InvalidArgument("the first graph move must prove the last leaf with " +
                                      std::to_string(game.depth()) + " siblings");
     }
-    std::vector<Hash256> siblings;
-    for (const std::string& s : move.last_leaf_siblings()) {
-      POLNODE_ASSIGN_OR_RETURN(Hash256 h, Hash32(s, "sibling"));
-      siblings.push_back(h);
-    }
-    POLNODE_ASSIGN_OR_RETURN(Hash256 claim, Hash32(side.hi_hash(), "level-1 claim"));
+    POLNODE_ASSIGN_OR_RETURN(std::vector<Hash256> siblings, SiblingsField(move.last_leaf_siblings()));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 claim, HashField(side.hi_hash(), "level-1 claim"));
     if (consensus::ClimbGameTree(claim, task.spec().step_leaf_count() - 1, siblings) != node) {
       return Status::InvalidArgument("the tree's last leaf is not the party's claimed state after the step");
     }
@@ -247,7 +233,7 @@ Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task
 }  // namespace
 
 Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot) {
-  const Parties parties = PartiesOf(task, slot);
+  const Parties parties = PartiesOf(slot);
   proto::DisputeGame game;
   game.set_task_id(task.id());
   game.set_verifier(slot.verifier());
@@ -264,14 +250,13 @@ Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, co
 Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
   proto::VerifierSlot* slot = NextDisputedSlot(task);
   if (slot == nullptr) return SettleAfterGames(ctx, task);
-  const Parties parties = PartiesOf(task, *slot);
   POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, NewGame(ctx, task, *slot));
   StoreGame(ctx.state, game);
   StoreTask(ctx.state, task);
   ctx.Emit("game_started", {{"task", ToHex(task.id())},
                             {"verifier", ToHex(slot->verifier())},
-                            {"challenger", ToHex(parties.challenger.key)},
-                            {"defender", ToHex(parties.defender.key)}});
+                            {"challenger", ToHex(game.challenger().key())},
+                            {"defender", ToHex(game.defender().key())}});
   return Status::Ok();
 }
 

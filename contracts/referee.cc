@@ -11,26 +11,13 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/kernels/op.h"
 #include "keys.h"
+#include "move_fields.h"
 #include "records.h"
 
 namespace polnode::contracts {
 namespace {
 
 using consensus::Hash256;
-
-Result<Hash256> Hash32(std::string_view bytes, std::string_view what) {
-  if (bytes.size() != 32) return Status::InvalidArgument(std::string(what) + " must be 32 bytes");
-  Hash256 h;
-  std::memcpy(h.data(), bytes.data(), 32);
-  return h;
-}
-
-Result<consensus::MerkleProof> ProofOf(std::string_view bytes, std::string_view what) {
-  Result<consensus::MerkleProof> proof =
-      consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
-  if (!proof.ok()) return Status::InvalidArgument(std::string(what) + ": " + proof.status().message());
-  return proof;
-}
 
 // The agreed subtree node that holds leaf j < game.leaf(), from the descent transcript.
 Result<Hash256> AgreedNode(const proto::DisputeGame& game, std::uint64_t j) {
@@ -42,7 +29,7 @@ Result<Hash256> AgreedNode(const proto::DisputeGame& game, std::uint64_t j) {
       game.graph_rounds(static_cast<int>(round)).went_left()) {
     return Status::Internal("the descent transcript lacks the agreed node over leaf " + std::to_string(j));
   }
-  return Hash32(game.graph_rounds(static_cast<int>(round)).challenger_left(), "agreed node");
+  return HashField(game.graph_rounds(static_cast<int>(round)).challenger_left(), "agreed node");
 }
 
 // Checks that `value` is leaf j of both parties' trees: it climbs through `siblings` to the agreed
@@ -54,11 +41,7 @@ Status CheckAgreedLeaf(const proto::DisputeGame& game, std::uint64_t j, const Ha
   if (static_cast<std::uint32_t>(siblings.size()) != height) {
     return Status::InvalidArgument("leaf " + std::to_string(j) + " needs " + std::to_string(height) + " siblings");
   }
-  std::vector<Hash256> path;
-  for (const std::string& s : siblings) {
-    POLNODE_ASSIGN_OR_RETURN(Hash256 h, Hash32(s, "sibling"));
-    path.push_back(h);
-  }
+  POLNODE_ASSIGN_OR_RETURN(std::vector<Hash256> path, SiblingsField(siblings));
   if (consensus::ClimbGameTree(value, j, path) != agreed) {
     return Status::InvalidArgument("the value given for leaf " + std::to_string(j) + " is not the agreed one");
   }
@@ -74,8 +57,8 @@ Result<proto::PinpointDescriptor> ProvenDescriptor(const proto::TaskSpec& spec, 
       EncodeRecord(descriptor) != evidence.node_descriptor()) {
     return Status::InvalidArgument("node_descriptor is not a canonical PinpointDescriptor");
   }
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof proof, ProofOf(evidence.node_descriptor_proof(), "node_descriptor_proof"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 root, Hash32(spec.graph_root(), "graph_root"));
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof proof, ProofField(evidence.node_descriptor_proof(), "node_descriptor_proof"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(spec.graph_root(), "graph_root"));
   if (!consensus::VerifyMerkleProof(root, consensus::Sha256(evidence.node_descriptor()), proof).ok()) {
     return Status::InvalidArgument("node_descriptor is not in the task's graph");
   }
@@ -118,7 +101,7 @@ Result<Hash256> StateInputLeaf(const proto::TaskSpec& spec, const proto::Dispute
   }
   std::vector<Hash256> hashes;
   for (const std::string& h : evidence.state_tensor_hashes()) {
-    POLNODE_ASSIGN_OR_RETURN(Hash256 hash, Hash32(h, "state tensor hash"));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 hash, HashField(h, "state tensor hash"));
     hashes.push_back(hash);
   }
   const std::uint64_t step = game.first_step() + game.lo();
@@ -130,10 +113,10 @@ Result<Hash256> StateInputLeaf(const proto::TaskSpec& spec, const proto::Dispute
 
 Result<Hash256> BatchInputLeaf(const proto::TaskSpec& spec, const proto::DisputeGame& game,
                                const proto::RefereeMove& evidence) {
-  POLNODE_ASSIGN_OR_RETURN(Hash256 images, Hash32(evidence.images_hash(), "images_hash"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 labels, Hash32(evidence.labels_hash(), "labels_hash"));
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof proof, ProofOf(evidence.batch_proof(), "batch_proof"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 root, Hash32(spec.batch_root(), "batch_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 images, HashField(evidence.images_hash(), "images_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 labels, HashField(evidence.labels_hash(), "labels_hash"));
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof proof, ProofField(evidence.batch_proof(), "batch_proof"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(spec.batch_root(), "batch_root"));
   const std::uint64_t step = game.first_step() + game.lo();
   if (proof.leaf_index != step || proof.leaf_count != spec.total_steps() ||
       !consensus::VerifyMerkleProof(root, consensus::BatchLeaf(images, labels), proof).ok()) {
@@ -152,7 +135,7 @@ Result<Hash256> StateAfterLeaf(const proto::TaskSpec& spec, const proto::Dispute
   std::vector<Hash256> hashes;
   for (int i = 0; i < evidence.inputs_size(); ++i) {
     const proto::RefereeInput& input = evidence.inputs(i);
-    POLNODE_ASSIGN_OR_RETURN(Hash256 hash, Hash32(input.hash(), "input hash"));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 hash, HashField(input.hash(), "input hash"));
     POLNODE_RETURN_IF_ERROR(CheckAgreedLeaf(game, descriptor.state().value_leaves(i), hash, input.siblings()));
     hashes.push_back(hash);
   }

@@ -319,7 +319,7 @@ TEST(DisputeGame, LazyVerifierWhoRejectedAnHonestProofLosesToTheSolver) {
 // agreed inputs (state tensors, the batch) and committing trees inconsistent with its claims.
 TEST(DisputeGame, HonestPartyNeverLosesRandomisedGames) {
   std::mt19937_64 rng(2026);
-  int games = 0, referee_rulings = 0;
+  int referee_rulings = 0;
   for (int i = 0; i < 120; ++i) {
     const Scenario scenario = static_cast<Scenario>(rng() % 4);
     const std::uint64_t k = 1 + rng() % 9;
@@ -339,13 +339,11 @@ TEST(DisputeGame, HonestPartyNeverLosesRandomisedGames) {
     EXPECT_TRUE(outcome.honest_won) << "game " << i << " scenario " << static_cast<int>(scenario) << " k " << k
                                     << ": " << outcome.game.ruling();
     EXPECT_EQ(outcome.task.status(), proto::TASK_SETTLED);
-    ++games;
     if (outcome.game.ruling().rfind("leaf", 0) == 0) ++referee_rulings;
     Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, outcome.game);
     ASSERT_TRUE(audit.ok());
     EXPECT_TRUE(audit->differences.empty()) << "game " << i << ": " << audit->differences.front();
   }
-  EXPECT_GE(games, 100);
   EXPECT_GE(referee_rulings, 30);  // most games reach the referee, not only timeouts
 }
 
