@@ -75,7 +75,13 @@ Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, bo
   const Parties parties = PartiesOf(*slot);
   const Party& winner = challenger_won ? parties.challenger : parties.defender;
   const Party& loser = challenger_won ? parties.defender : parties.challenger;
-  POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, loser.role, loser.key, winner.key, slash_reason::kLostDisputeGame));
+  // A solver that disputed several reject verdicts defends each game, but its task lock can only
+  // be lost once: after the first lost game it holds no lock for this task, and slashing again
+  // would fail the block (or take the lock of another of its tasks).
+  const bool lock_already_lost = loser.role == proto::ROLE_SOLVER && task.solver_slashed();
+  if (!lock_already_lost) {
+    POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, loser.role, loser.key, winner.key, slash_reason::kLostDisputeGame));
+  }
   if (loser.role == proto::ROLE_SOLVER) task.set_solver_slashed(true);
   if (winner.role == proto::ROLE_WHISTLEBLOWER) {
     POLNODE_RETURN_IF_ERROR(

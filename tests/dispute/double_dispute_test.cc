@@ -1,0 +1,79 @@
+// A cheating solver that disputes every reject verdict defends one game per verifier, one after
+// the other. Its task lock can be lost only once: the second lost game must still resolve (the
+// chain keeps producing blocks) without slashing again.
+#include <gtest/gtest.h>
+
+#include "../solver/proof_test_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/contracts/payloads.h"
+#include "real_match.h"
+
+namespace polnode::dispute_testing {
+namespace {
+
+using contracts::testing::Raw;
+
+std::string Hex(const std::string& raw) {
+  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+}
+
+TEST(DoubleDisputeTest, SolverLosingTwoGamesIsSlashedOnceAndTheChainGoesOn) {
+  const solver::ImageDataset data = solver::testing::TinyDataset();
+  solver::TaskSpec task = MlpTask(data);
+  const solver::TamperSpec tamper{13, NodeIndex(GraphOf(task, data), "fc2.matmul"), 0, 22};
+  Proof proof = ProveTask(task, data, tamper);
+  contracts::testing::TaskFlow flow;
+  flow.spec = LedgerSpec(task, data);
+  flow.proof_root = proof.Root();
+  flow.RunToVerifying();
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(assigned.size(), 2u);
+  for (const PubKey& v : assigned) ASSERT_EQ(flow.Verdict(v, false).code, StatusCode::kOk);
+  for (const PubKey& v : assigned) ASSERT_EQ(flow.Dispute(flow.solver, v).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  const std::uint64_t solver_bonded = flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded();
+
+  auto backend = kernels::MakeReferenceBackend();
+  auto make = [&](const PubKey& key, bool honest) {
+    verifier::PlayerContext c;
+    c.task = &task;
+    c.data = &data;
+    c.backend = backend.get();
+    c.key = Raw(key);
+    c.checkpoint_hashes = proof.manifest.checkpoint_hashes;
+    c.load_checkpoint = proof.Loader();
+    if (!honest) c.responder_options.tamper = tamper;
+    Result<verifier::DisputePlayer> player = verifier::DisputePlayer::Create(std::move(c));
+    EXPECT_TRUE(player.ok()) << player.status().ToString();
+    return std::move(player).value();
+  };
+  verifier::DisputePlayer cheater = make(flow.solver, false);
+  for (const PubKey& v : assigned) {
+    verifier::DisputePlayer honest = make(v, true);
+    proto::DisputeGame game;
+    for (int round = 0; round < 64; ++round) {
+      Result<std::optional<std::string>> bytes = flow.chain.state().Get("game/" + Hex(flow.task_id) + "/" + Hex(Raw(v)));
+      ASSERT_TRUE(bytes.ok() && bytes->has_value());
+      ASSERT_TRUE(game.ParseFromString(**bytes));
+      if (game.phase() == proto::GAME_RESOLVED) break;
+      std::vector<contracts::VerifiedTx> txs;
+      const proto::Task ledger_task = flow.task();
+      for (auto [player, key] : {std::pair{&cheater, flow.solver}, std::pair{&honest, v}}) {
+        Result<std::optional<proto::DisputeMoveTx>> move = player->NextMove(ledger_task, game);
+        ASSERT_TRUE(move.ok()) << move.status().ToString();
+        if (*move) txs.push_back(flow.chain.Tx(key, contracts::payload::kDisputeMove, **move));
+      }
+      ASSERT_FALSE(txs.empty()) << "nobody moved in round " << game.round();
+      flow.chain.Block(txs);  // the harness fails the test if the block itself fails
+    }
+    ASSERT_EQ(game.phase(), proto::GAME_RESOLVED);
+    EXPECT_EQ(game.winner(), Raw(v));
+    EXPECT_EQ(game.ruling().rfind("leaf ", 0), 0u) << "decided by the referee: " << game.ruling();
+  }
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), solver_bonded - 1000) << "slashed once";
+}
+
+}  // namespace
+}  // namespace polnode::dispute_testing

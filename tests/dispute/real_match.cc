@@ -1,0 +1,162 @@
+#include "real_match.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <span>
+#include <string>
+
+#include "polnode/consensus/hex.h"
+#include "polnode/contracts/payloads.h"
+
+namespace polnode::dispute_testing {
+namespace {
+
+using contracts::testing::Raw;
+
+std::string Hex(const std::string& raw) {
+  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+}
+
+PubKey KeyOf(const std::string& raw) {
+  PubKey key{};
+  std::copy_n(raw.begin(), std::min(raw.size(), key.size()), key.begin());
+  return key;
+}
+
+}  // namespace
+
+RealMatch::RealMatch(const solver::ImageDataset& data, MatchOptions options)
+    : data_(data), options_(std::move(options)), backend_(kernels::MakeReferenceBackend()) {}
+
+void RealMatch::Setup() {
+  proof_ = ProveTask(options_.task, data_,
+                     proof_wrong() ? std::optional<solver::TamperSpec>(options_.tamper) : std::nullopt);
+  failed_ = FailedSegments(options_.task, data_, proof_);
+  const std::uint64_t tampered_segment =
+      static_cast<std::uint64_t>(options_.tamper.step / options_.task.checkpoint_interval);
+  if (proof_wrong()) {
+    // Only the tampered segment is wrong: later ones replay correctly from the forged checkpoints.
+    ASSERT_EQ(failed_, std::vector<std::uint64_t>{tampered_segment}) << "the cheat must reach the proof";
+  } else {
+    ASSERT_TRUE(failed_.empty());
+  }
+  flow_.spec = LedgerSpec(options_.task, data_);
+  flow_.proof_root = proof_.Root();
+  flow_.RunToVerifying();
+  const std::vector<PubKey> assigned = flow_.Assigned();
+  ASSERT_EQ(assigned.size(), 2u);
+  verifier_ = assigned[0];
+  const bool honest_accept = failed_.empty();
+  // The disputed verifier accepts only in the lazy-accept scenario; elsewhere it rejects, rightly
+  // (a cheat) or wrongly (an honest proof). The other verifier is honest.
+  ASSERT_EQ(flow_.Verdict(verifier_, options_.scenario == Scenario::kLazyVerifierAcceptedCheat).code, StatusCode::kOk);
+  ASSERT_EQ(flow_.Verdict(assigned[1], honest_accept).code, StatusCode::kOk);
+  const PubKey disputer =
+      options_.scenario == Scenario::kLazyVerifierAcceptedCheat ? flow_.whistleblower : flow_.solver;
+  ASSERT_EQ(flow_.Dispute(disputer, verifier_).code, StatusCode::kOk);
+  flow_.AdvancePastDeadline();
+  ASSERT_EQ(flow_.Reveal(flow_.proof_root).code, StatusCode::kOk);
+  const proto::DisputeGame game = Game();
+  ASSERT_EQ(game.phase(), proto::GAME_OPENING);
+  // The honest party challenges a wrong proof and defends a right one.
+  const PubKey challenger = KeyOf(game.challenger().key());
+  const PubKey defender = KeyOf(game.defender().key());
+  honest_.key = proof_wrong() ? challenger : defender;
+  dishonest_.key = proof_wrong() ? defender : challenger;
+  dishonest_.honest = false;
+  MakePlayers();
+}
+
+verifier::PlayerContext RealMatch::ContextFor(const PubKey& key, bool honest) const {
+  verifier::PlayerContext context;
+  context.task = &options_.task;
+  context.data = &data_;
+  context.backend = backend_.get();
+  context.key = Raw(key);
+  context.checkpoint_hashes = proof_.manifest.checkpoint_hashes;
+  context.load_checkpoint = proof_.Loader();
+  if (honest) {
+    context.suspect_segments = failed_;
+  } else {
+    context.responder_options.tamper = options_.tamper;
+  }
+  return context;
+}
+
+void RealMatch::MakePlayers() {
+  for (Party* party : {&honest_, &dishonest_}) {
+    party->player.reset();
+    Result<verifier::DisputePlayer> player = verifier::DisputePlayer::Create(ContextFor(party->key, party->honest));
+    ASSERT_TRUE(player.ok()) << player.status().ToString();
+    party->player.emplace(std::move(*player));
+  }
+}
+
+proto::DisputeGame RealMatch::Game() {
+  // state_store.h: "game/<task id hex>/<verifier hex>".
+  Result<std::optional<std::string>> bytes =
+      flow_.chain.state().Get("game/" + Hex(flow_.task_id) + "/" + Hex(Raw(verifier_)));
+  proto::DisputeGame game;
+  EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes));
+  return game;
+}
+
+void RealMatch::Play(int max_rounds) {
+  for (int round = 0; round < max_rounds; ++round) {
+    const proto::DisputeGame game = Game();
+    if (game.phase() == proto::GAME_RESOLVED) break;
+    if (options_.restart_players) MakePlayers();
+    const proto::Task task = LedgerTask();
+    std::vector<contracts::VerifiedTx> txs;
+    // The dishonest party moves first, so that at the referee its evidence is the one that rules.
+    for (Party* party : {&dishonest_, &honest_}) {
+      Result<std::optional<proto::DisputeMoveTx>> move = party->player->NextMove(task, game);
+      ASSERT_TRUE(move.ok()) << (party->honest ? "honest" : "dishonest") << " player in round " << game.round()
+                             << ": " << move.status().ToString();
+      if (!move->has_value()) continue;
+      txs.push_back(flow_.chain.Tx(party->key, contracts::payload::kDisputeMove, **move));
+      if ((*move)->has_referee()) referee_moves_.emplace_back(party->key, **move);
+      ++stats_.posted;
+      stats_.posted_bytes += txs.back().payload.size();
+    }
+    ASSERT_FALSE(txs.empty()) << "nobody moved in round " << game.round() << " (phase " << game.phase() << ")";
+    const contracts::BlockResult result = flow_.chain.Block(txs);
+    ++stats_.rounds;
+    ASSERT_EQ(result.tx_results.size(), txs.size());
+    for (std::size_t i = 0; i < txs.size(); ++i) {
+      // Both parties post the referee's evidence; the first decides and the second finds the game over.
+      const bool late_evidence = game.phase() == proto::GAME_REFEREE && i > 0;
+      const StatusCode want = late_evidence ? StatusCode::kFailedPrecondition : StatusCode::kOk;
+      EXPECT_EQ(result.tx_results[i].code, want) << "move " << i << " of round " << game.round() << ": "
+                                                 << result.tx_results[i].log;
+    }
+  }
+  const proto::DisputeGame game = Game();
+  ASSERT_EQ(game.phase(), proto::GAME_RESOLVED) << "undecided after " << max_rounds << " rounds";
+  stats_.recorded = game.moves_size();
+  stats_.recorded_bytes = 0;
+  for (const proto::MoveRecord& m : game.moves()) stats_.recorded_bytes += m.payload().size();
+  if (game.moves_size() > 0) stats_.referee_bytes = game.moves(game.moves_size() - 1).payload().size();
+}
+
+contracts::BlockResult RealMatch::Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves) {
+  std::vector<contracts::VerifiedTx> txs;
+  for (const auto& [signer, move] : moves) txs.push_back(flow_.chain.Tx(signer, contracts::payload::kDisputeMove, move));
+  return flow_.chain.Block(txs);
+}
+
+void RealMatch::Report(const char* name) const {
+  std::cout << "[dispute] " << name << ": " << stats_.rounds << " rounds, " << stats_.recorded << " moves recorded ("
+            << stats_.recorded_bytes << " bytes), " << stats_.posted << " posted (" << stats_.posted_bytes
+            << " bytes), referee move " << stats_.referee_bytes << " bytes\n";
+  ::testing::Test::RecordProperty("rounds", stats_.rounds);
+  ::testing::Test::RecordProperty("moves_recorded", stats_.recorded);
+  ::testing::Test::RecordProperty("bytes_recorded", static_cast<int>(stats_.recorded_bytes));
+  ::testing::Test::RecordProperty("moves_posted", stats_.posted);
+  ::testing::Test::RecordProperty("bytes_posted", static_cast<int>(stats_.posted_bytes));
+  ::testing::Test::RecordProperty("referee_bytes", static_cast<int>(stats_.referee_bytes));
+}
+
+}  // namespace polnode::dispute_testing

@@ -1,0 +1,106 @@
+// One disputed verdict of a real task, played through the ledger: the task is posted on a
+// contracts test Chain (TaskFlow's cast), proven by an honest or a cheating solver, verified,
+// disputed and revealed; then two verifier::DisputePlayers, one honest and one dishonest, post
+// every move of the game until it is decided.
+#ifndef POLNODE_TESTS_DISPUTE_REAL_MATCH_H_
+#define POLNODE_TESTS_DISPUTE_REAL_MATCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "../contracts/task_flow.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/verifier/dispute_player.h"
+#include "real_task.h"
+
+namespace polnode::dispute_testing {
+
+using contracts::PubKey;
+
+enum class Scenario {
+  kCheatingSolverDisputesReject,  // tampered proof; an honest verifier rejects; the solver disputes
+  kLazyVerifierAcceptedCheat,     // tampered proof; the verifier accepted; an honest whistleblower disputes
+  kLazyVerifierRejectedHonest,    // honest proof; the verifier rejected and defends that with a lie
+};
+
+struct MatchOptions {
+  Scenario scenario = Scenario::kCheatingSolverDisputesReject;
+  solver::TaskSpec task;
+  /// The solver's cheat (the proof is trained through it), or in kLazyVerifierRejectedHonest the
+  /// verifier's lie. The dishonest party's player replays with it, to stay consistent.
+  solver::TamperSpec tamper;
+  /// Build both players afresh before every round, as daemons restarting between polls would.
+  bool restart_players = false;
+};
+
+/// What the game cost on the ledger.
+struct MatchStats {
+  int rounds = 0;                  // blocks that carried moves
+  int posted = 0;                  // moves sent, a refused second referee move included
+  std::size_t posted_bytes = 0;
+  int recorded = 0;                // moves the game record holds
+  std::size_t recorded_bytes = 0;  // their payloads
+  std::size_t referee_bytes = 0;   // the deciding referee move's payload
+};
+
+class RealMatch {
+ public:
+  /// `data` must outlive the match.
+  RealMatch(const solver::ImageDataset& data, MatchOptions options);
+
+  /// Proves, submits, verifies, disputes and reveals: afterwards the game is opening.
+  void Setup();
+  /// Plays from where the game stands until it is decided, sending every move through the
+  /// ledger. Fails the test when a player errs, a move is refused, or nobody moves.
+  void Play(int max_rounds = 64);
+  /// Sends `moves` (signer, move) in one block and returns the ledger's results.
+  contracts::BlockResult Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves);
+  /// Prints the stats (for the lead's report) and records them as test properties.
+  void Report(const char* name) const;
+
+  /// The context of a player for `key` as the scenario casts it: honest (its suspects are the
+  /// segments an honest replay found wrong), or replaying with the tamper.
+  verifier::PlayerContext ContextFor(const PubKey& key, bool honest) const;
+
+  proto::DisputeGame Game();
+  proto::Task LedgerTask() const { return flow_.task(); }
+  contracts::testing::TaskFlow& flow() { return flow_; }
+  const PubKey& honest() const { return honest_.key; }
+  const PubKey& dishonest() const { return dishonest_.key; }
+  const PubKey& disputed_verifier() const { return verifier_; }
+  const MatchStats& stats() const { return stats_; }
+  /// The referee moves Play sent, in order: the first decided the game, the second was refused.
+  const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& referee_moves() const { return referee_moves_; }
+  const Proof& proof() const { return proof_; }
+  /// Whether the proof is wrong (the solver cheated).
+  bool proof_wrong() const { return options_.scenario != Scenario::kLazyVerifierRejectedHonest; }
+  /// The segments an honest full replay finds wrong.
+  const std::vector<std::uint64_t>& failed_segments() const { return failed_; }
+
+ private:
+  struct Party {
+    PubKey key{};
+    bool honest = true;
+    std::optional<verifier::DisputePlayer> player;
+  };
+  void MakePlayers();
+
+  const solver::ImageDataset& data_;
+  MatchOptions options_;
+  std::unique_ptr<kernels::Backend> backend_;
+  contracts::testing::TaskFlow flow_;
+  Proof proof_;
+  std::vector<std::uint64_t> failed_;
+  PubKey verifier_{};
+  Party honest_, dishonest_;
+  MatchStats stats_;
+  std::vector<std::pair<PubKey, proto::DisputeMoveTx>> referee_moves_;
+};
+
+}  // namespace polnode::dispute_testing
+
+#endif  // POLNODE_TESTS_DISPUTE_REAL_MATCH_H_
