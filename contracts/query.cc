@@ -53,6 +53,7 @@ Result<std::string> QueryParamsJson(const StateStore& state) {
     w.Field(field->name(),
             is_u32 ? std::uint64_t{reflection->GetUInt32(params, field)} : reflection->GetUInt64(params, field));
   }
+  w.Field("record", ToHex(EncodeRecord(params)));
   w.EndObject();
   return w.str();
 }

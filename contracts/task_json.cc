@@ -1,6 +1,7 @@
 #include "task_json.h"
 
 #include "keys.h"
+#include "records.h"
 
 namespace polnode::contracts {
 namespace {
@@ -59,7 +60,8 @@ void WriteTaskJson(JsonWriter& w, const proto::Task& task) {
       .Field("result_root", ToHex(task.result_root()))
       .Field("settle_height", task.settle_height())
       .Field("proof_disproven", task.proof_disproven())
-      .Field("solver_slashed", task.solver_slashed());
+      .Field("solver_slashed", task.solver_slashed())
+      .Field("record", ToHex(EncodeRecord(task)));
   w.Key("spec");
   WriteSpec(w, task.spec());
   w.Key("verifiers").BeginArray();

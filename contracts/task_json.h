@@ -8,7 +8,8 @@
 
 namespace polnode::contracts {
 
-/// Writes `task` as one JSON object value.
+/// Writes `task` as one JSON object value. Its field "record" is the Task protobuf in hex, so
+/// that role daemons and auditors read every field exactly (forced_seed included).
 void WriteTaskJson(JsonWriter& w, const proto::Task& task);
 
 /// Writes bonded, locked, free and unbonding as fields of the currently open object.

@@ -15,25 +15,22 @@ constexpr Command kCommands[] = {
     {"verify", "verify a signed transaction envelope (--tx) or a proof of learning (--proof)", RunVerifyCommand},
     {"prove", "train a task with proof of learning (checkpoint blobs + signed manifest), resumable", RunProveCommand},
     {"profile", "replay proof segments on every backend/thread count and print distance thresholds", RunProfileCommand},
+    {"submitter", "post training tasks with escrowed payment, follow them to settlement, fetch the model",
+     RunSubmitterCommand},
+    {"solver", "daemon: stake, claim tasks, train with proof, serve the proof, commit its root, answer disputes",
+     RunSolverCommand},
+    {"verifier", "daemon: stake, replay the segments assigned to it, post verdicts, answer disputes",
+     RunVerifierCommand},
+    {"whistleblower", "daemon: stake, re-check verifiers' verdicts, open and play disputes",
+     RunWhistleblowerCommand},
+    {"devnet", "run the whole protocol on this machine: ledger, submitter, solvers, verifiers, whistleblower",
+     RunDevnetCommand},
+    {"status", "print a ledger's tasks and disputes in flight", RunStatusCommand},
     {"dispute", "'dispute replay TASK_ID': re-execute a task's dispute games and check the ledger's rulings",
      RunDisputeCommand},
     {"train", "train a model on Fashion-MNIST deterministically and print its state hash", RunTrainCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},
-};
-
-// Protocol roles that later releases run as long-lived daemons. Listed in --help so that users
-// see the shape of the system; invoking one says plainly that this build does not have it yet.
-struct PlannedRole {
-  std::string_view name;
-  std::string_view summary;
-};
-constexpr PlannedRole kPlannedRoles[] = {
-    {"submitter", "post a training task with escrowed payment and follow it to settlement"},
-    {"solver", "stake, claim tasks, train with proof of learning, commit the proof's Merkle root"},
-    {"verifier", "profile tasks, replay drawn proof segments, post verdicts, answer disputes"},
-    {"whistleblower", "re-check verifiers' verdicts, open disputes, collect jackpots"},
-    {"ledger", "run the embedded ledger: block producer, contracts and the HTTP API"},
 };
 
 void PrintUsage(std::ostream& out) {
@@ -42,15 +39,6 @@ void PrintUsage(std::ostream& out) {
          "verifiable proof, verifiers replay segments of it, disputes are settled on a ledger.\n\n"
          "Commands:\n";
   for (const Command& c : AllCommands()) out << "  " << c.name << std::string(14 - std::min<size_t>(13, c.name.size()), ' ') << c.summary << "\n";
-  bool header = false;
-  for (const PlannedRole& r : kPlannedRoles) {
-    bool implemented = false;
-    for (const Command& c : AllCommands()) implemented = implemented || c.name == r.name;
-    if (implemented) continue;
-    if (!header) out << "\nRoles to come (not in this build yet):\n";
-    header = true;
-    out << "  " << r.name << std::string(14 - std::min<size_t>(13, r.name.size()), ' ') << r.summary << "\n";
-  }
 }
 
 }  // namespace
@@ -66,13 +54,6 @@ int RunCli(const std::vector<std::string>& args, Io& io) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   for (const Command& c : AllCommands()) {
     if (c.name == name) return c.run(rest, io);
-  }
-  for (const PlannedRole& r : kPlannedRoles) {
-    if (r.name == name) {
-      io.err << "polnode: error: the " << name << " role is not part of this build yet ("
-             << r.summary << "); run 'polnode --help' for what it can do\n";
-      return kExitFailure;
-    }
   }
   io.err << "polnode: error: unknown command '" << name << "'; run 'polnode --help' for the list\n";
   return kExitUsage;

@@ -28,6 +28,12 @@ int RunTrainCommand(const std::vector<std::string>& args, Io& io);
 int RunProveCommand(const std::vector<std::string>& args, Io& io);
 int RunProfileCommand(const std::vector<std::string>& args, Io& io);
 int RunDisputeCommand(const std::vector<std::string>& args, Io& io);
+int RunSubmitterCommand(const std::vector<std::string>& args, Io& io);
+int RunSolverCommand(const std::vector<std::string>& args, Io& io);
+int RunVerifierCommand(const std::vector<std::string>& args, Io& io);
+int RunWhistleblowerCommand(const std::vector<std::string>& args, Io& io);
+int RunDevnetCommand(const std::vector<std::string>& args, Io& io);
+int RunStatusCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace polnode::node
 

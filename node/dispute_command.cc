@@ -12,7 +12,10 @@
 #include "commands.h"
 #include "http_client.h"
 #include "json.h"
+#include "chain_state.h"
 #include "node_home.h"
+#include "polnode/consensus/chain_store.h"
+#include "polnode/contracts/application.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/op.h"
@@ -116,21 +119,33 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
   w.EndArray().EndObject();
 }
 
+// The task's games as GET /v1/tasks/{id}/games answers them: from a running ledger (--ledger), or
+// straight from a node home's stored chain (--home, read-only: works with the ledger stopped or
+// running, as verify-chain does).
+Result<std::string> GamesJson(const FlagSet& flags, const std::string& task_hex) {
+  if (flags.Given("ledger") == flags.Given("home")) return Status::InvalidArgument("give exactly one of --ledger URL and --home DIR");
+  if (flags.Given("home")) {
+    POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
+    POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> store,
+                             consensus::ChainStore::Open(home.DataDir(), consensus::ChainStoreOptions{.read_only = true}));
+    const BlockState committed(*store);
+    return contracts::Application().Query("games/" + task_hex, committed);
+  }
+  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(flags.Get("ledger")));
+  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/tasks/" + task_hex + "/games"));
+  if (r.status != 200) {
+    return Status::FailedPrecondition("GET /v1/tasks/" + task_hex + "/games answered " + std::to_string(r.status) + ": " + r.body);
+  }
+  return std::move(r.body);
+}
+
 // Returns whether every game matched the ledger.
 Result<bool> Replay(const FlagSet& flags, Io& io) {
   if (flags.positional().size() != 1) return Status::InvalidArgument("give exactly one TASK_ID");
   const std::string task_hex = flags.positional()[0];
-  std::string ledger_url = flags.Get("ledger");
-  if (flags.Given("home")) {
-    POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
-    if (!flags.Given("ledger")) ledger_url = "http://" + home.config.listen;
-  }
-  if (ledger_url.empty()) return Status::InvalidArgument("give --ledger URL or --home DIR");
-  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(ledger_url));
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/tasks/" + task_hex + "/games"));
-  if (r.status != 200) return Status::FailedPrecondition("GET /v1/tasks/" + task_hex + "/games answered " + std::to_string(r.status) + ": " + r.body);
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GamesJson(flags, task_hex));
   rapidjson::Document doc;
-  doc.Parse(r.body.data(), r.body.size());
+  doc.Parse(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("games") || !doc["games"].IsArray()) {
     return Status::Corruption("the ledger's games answer is not the expected JSON");
   }
@@ -177,12 +192,12 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
     return kExitUsage;
   }
   FlagSet flags(std::string(kCommand),
-                "Fetch a task's dispute games from a ledger, re-execute every recorded move (proofs, bisection, "
+                "Fetch a task's dispute games from a ledger (or a node home's stored chain), re-execute every recorded move (proofs, bisection, "
                 "descent, and the referee's operator on the CPU reference kernel) and print the pinpointed "
                 "segment, step, operator, both parties' hashes, the recomputed hash and the ruling. Exits 3 when "
                 "the re-execution differs from the ledger's record.");
   flags.Positional("TASK_ID", "the task id (64 hex)");
-  flags.Value("home", "DIR", "a node home whose config names the ledger's address");
+  flags.Value("home", "DIR", "a node home: read its stored chain directly (no running ledger needed)");
   flags.Value("ledger", "URL", "the ledger's HTTP API, e.g. http://127.0.0.1:26657");
   flags.Value("verifier", "PUBKEY", "only the game over this verifier's verdict (64 hex)");
   if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;

@@ -1,20 +1,19 @@
 // `polnode tx <kind>`: builds a contracts.proto payload, signs it in an envelope with the user's
 // key (nonce and chain id fetched from the ledger unless given) and POSTs it to /v1/tx.
 #include <algorithm>
-#include <rapidjson/document.h>
 
 #include <chrono>
 #include <climits>
 #include <ostream>
-#include <thread>
 
 #include "commands.h"
-#include "http_client.h"
+#include "ledger_client.h"
 #include "json.h"
 #include "node_home.h"
+#include "pol_cli.h"
+#include "task_binding.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
-#include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
@@ -104,23 +103,40 @@ const TxKind kKinds[] = {
      }},
     {"submit-task", payload::kSubmitTask, "post a training task and escrow its payment",
      [](FlagSet& f) {
-       f.Value("model-spec", "TEXT", "names the model graph and initialisation", "", true);
-       f.Value("dataset-hash", "HEX", "content hash of the data set (64 hex)", "", true);
-       f.Value("hyperparameters-hash", "HEX", "hash of the canonical hyperparameter blob (64 hex)", "", true);
-       f.Value("total-steps", "N", "training steps", "", true);
-       f.Value("checkpoint-interval", "K", "steps between checkpoints", "", true);
-       f.Value("segments", "Q", "segments each verifier replays", "1");
+       f.Value("task", "FILE", "task document (TOML or .pb): fills every field below but the terms, "
+               "computing the graph and batch roots from the model and the data set");
+       f.Value("model-spec", "TEXT", "names the model graph and initialisation (without --task)");
+       f.Value("dataset-hash", "HEX", "content hash of the data set (64 hex; without --task)");
+       f.Value("hyperparameters-hash", "HEX", "hash of the canonical hyperparameter blob (64 hex; without --task)");
+       f.Value("total-steps", "N", "training steps (without --task)");
+       f.Value("checkpoint-interval", "K", "steps between checkpoints (without --task)");
+       f.Value("segments", "Q", "segments each verifier replays (without --task)", "1");
+       f.Value("graph-root", "HEX", "Merkle root over the step graph's descriptors (64 hex; without --task)");
+       f.Value("batch-root", "HEX", "Merkle root over every step's batch leaf (64 hex; without --task)");
+       f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree (without --task)");
+       f.Value("state-tensor-count", "S", "tensors of the training state (without --task)");
        f.Value("payment", "AMOUNT", "escrowed payment", "", true);
        f.Value("claim-window", "BLOCKS", "blocks in which a solver may claim", "20");
        f.Value("training-window", "BLOCKS", "blocks after the claim to commit the proof", "40");
        f.Value("spec-uri", "URI", "where the full task spec document is served", "", true);
-       f.Value("graph-root", "HEX", "Merkle root over the step graph's descriptors (64 hex)", "", true);
-       f.Value("batch-root", "HEX", "Merkle root over every step's batch leaf (64 hex)", "", true);
-       f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree", "", true);
-       f.Value("state-tensor-count", "S", "tensors of the training state", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::SubmitTaskTx tx;
+       TaskTerms terms;
+       POLNODE_ASSIGN_OR_RETURN(terms.payment, Amount(f, "payment"));
+       POLNODE_ASSIGN_OR_RETURN(terms.claim_window, Amount(f, "claim-window"));
+       POLNODE_ASSIGN_OR_RETURN(terms.training_window, Amount(f, "training-window"));
+       tx.set_spec_uri(f.Get("spec-uri"));
+       if (f.Given("task")) {
+         POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, ReadTaskFile(f.Get("task")));
+         POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, LoadTaskData(document));
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_spec(), LedgerSpecFor(document, data, terms));
+         return Serialize(tx);
+       }
+       for (const char* name : {"model-spec", "dataset-hash", "hyperparameters-hash", "total-steps", "checkpoint-interval",
+                                "graph-root", "batch-root", "step-leaf-count", "state-tensor-count"}) {
+         if (!f.Given(name)) return Status::InvalidArgument(std::string("--") + name + " is required without --task");
+       }
        proto::TaskSpec* spec = tx.mutable_spec();
        spec->set_model_spec(f.Get("model-spec"));
        POLNODE_ASSIGN_OR_RETURN(*spec->mutable_dataset_hash(), Bytes32(f, "dataset-hash"));
@@ -128,22 +144,18 @@ const TxKind kKinds[] = {
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t steps, Amount(f, "total-steps"));
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t interval, Amount(f, "checkpoint-interval"));
        POLNODE_ASSIGN_OR_RETURN(std::int64_t segments, f.GetInt("segments", 0, UINT32_MAX));
-       POLNODE_ASSIGN_OR_RETURN(std::uint64_t payment, Amount(f, "payment"));
-       POLNODE_ASSIGN_OR_RETURN(std::uint64_t claim_window, Amount(f, "claim-window"));
-       POLNODE_ASSIGN_OR_RETURN(std::uint64_t training_window, Amount(f, "training-window"));
        spec->set_total_steps(steps);
        spec->set_checkpoint_interval(interval);
        spec->set_segments_per_verification(static_cast<std::uint32_t>(segments));
-       spec->set_payment(payment);
-       spec->set_claim_window(claim_window);
-       spec->set_training_window(training_window);
+       spec->set_payment(terms.payment);
+       spec->set_claim_window(terms.claim_window);
+       spec->set_training_window(terms.training_window);
        POLNODE_ASSIGN_OR_RETURN(*spec->mutable_graph_root(), Bytes32(f, "graph-root"));
        POLNODE_ASSIGN_OR_RETURN(*spec->mutable_batch_root(), Bytes32(f, "batch-root"));
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t leaf_count, Amount(f, "step-leaf-count"));
        POLNODE_ASSIGN_OR_RETURN(std::int64_t state_tensors, f.GetInt("state-tensor-count", 1, UINT32_MAX));
        spec->set_step_leaf_count(leaf_count);
        spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
-       tx.set_spec_uri(f.Get("spec-uri"));
        return Serialize(tx);
      }},
     {"cancel-task", payload::kCancelTask, "withdraw your task while nobody has claimed it", DeclareTaskId,
@@ -219,76 +231,6 @@ const TxKind kKinds[] = {
      }},
 };
 
-// ---- talking to the ledger ------------------------------------------------------------------
-
-Result<rapidjson::Document> ParseJsonBody(const HttpResponse& response) {
-  rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return Status::Corruption("the ledger answered with a non-JSON body");
-  return doc;
-}
-
-// A non-200 answer as a Status carrying the ledger's own reason.
-Status LedgerRefused(std::string_view what, const HttpResponse& response) {
-  std::string reason = response.body;
-  if (Result<rapidjson::Document> doc = ParseJsonBody(response); doc.ok() && doc->HasMember("error") && (*doc)["error"].IsString()) {
-    reason = (*doc)["error"].GetString();
-  }
-  return Status::FailedPrecondition(std::string(what) + ": the ledger answered " + std::to_string(response.status) + ": " + reason);
-}
-
-Result<std::string> FetchChainId(const HttpEndpoint& ledger) {
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/status"));
-  if (r.status != 200) return LedgerRefused("GET /v1/status", r);
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
-  if (!doc.HasMember("chain_id") || !doc["chain_id"].IsString()) return Status::Corruption("/v1/status has no chain_id");
-  return std::string(doc["chain_id"].GetString());
-}
-
-// The account's next nonce, counting its txs still in the mempool; 0 for an account the ledger has
-// never seen. The pending nonce is read first: if a block commits between the two reads, the
-// committed nonce read second already includes those txs, so the larger value is never stale.
-Result<std::uint64_t> FetchNonce(const HttpEndpoint& ledger, const std::string& pubkey_hex) {
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse pending, HttpCall(ledger, "GET", "/v1/accounts/" + pubkey_hex + "/pending"));
-  if (pending.status != 200) return LedgerRefused("GET /v1/accounts/.../pending", pending);
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document pending_doc, ParseJsonBody(pending));
-  std::uint64_t pending_next = 0;
-  if (pending_doc.HasMember("next_nonce") && pending_doc["next_nonce"].IsUint64()) {
-    pending_next = pending_doc["next_nonce"].GetUint64();
-  }
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/accounts/" + pubkey_hex));
-  if (r.status == 404) return pending_next;
-  if (r.status != 200) return LedgerRefused("GET /v1/accounts", r);
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
-  if (!doc.HasMember("nonce") || !doc["nonce"].IsUint64()) return Status::Corruption("account JSON has no nonce");
-  return std::max(pending_next, doc["nonce"].GetUint64());
-}
-
-// Polls /v1/txs/{id} until the tx is in a block; returns its height. A tx that was committed but
-// whose payload failed (it paid its fee, changed nothing else) is an error carrying the ledger's
-// reason: reporting it as done would hide, e.g., a proof commitment that never took effect.
-Result<std::uint64_t> WaitCommitted(const HttpEndpoint& ledger, const std::string& id_hex, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/txs/" + id_hex));
-    if (r.status == 200) {
-      POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
-      if (doc.HasMember("result") && doc["result"].IsString() && std::string_view(doc["result"].GetString()) == "failed") {
-        const std::string error = doc.HasMember("error") && doc["error"].IsString() ? doc["error"].GetString() : "";
-        return Status::FailedPrecondition("transaction " + id_hex + " was committed but failed: " + error);
-      }
-      if (doc.HasMember("height") && doc["height"].IsUint64()) return doc["height"].GetUint64();
-    } else if (r.status == 404) {
-      return Status::FailedPrecondition("transaction " + id_hex + " left the mempool without being committed "
-                                        "(its nonce or balance no longer checks out)");
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Status::Unavailable("transaction " + id_hex + " not committed within " + std::to_string(timeout.count()) + " ms");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
 Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   std::string key_path = flags.Get("key");
   std::string ledger_url = flags.Get("ledger");
@@ -300,45 +242,33 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   if (key_path.empty() || ledger_url.empty()) {
     return Status::InvalidArgument("give --home DIR, or both --key FILE and --ledger URL");
   }
-  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(ledger_url));
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(ledger_url));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(key_path));
   const std::string signer = consensus::BytesToHex(key.PublicKey().bytes());
 
-  consensus::TxEnvelope envelope;
-  envelope.payload_type = std::string(kind.payload_type);
-  POLNODE_ASSIGN_OR_RETURN(envelope.payload, kind.build(flags));
-  if (flags.Given("chain-id")) {
-    envelope.chain_id = flags.Get("chain-id");
-  } else {
-    POLNODE_ASSIGN_OR_RETURN(envelope.chain_id, FetchChainId(ledger));
-  }
+  POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags));
+  std::optional<std::uint64_t> nonce;
   if (flags.Given("nonce")) {
-    POLNODE_ASSIGN_OR_RETURN(std::uint64_t nonce, Amount(flags, "nonce"));
-    envelope.nonce = nonce;
-  } else {
-    POLNODE_ASSIGN_OR_RETURN(envelope.nonce, FetchNonce(ledger, signer));
+    POLNODE_ASSIGN_OR_RETURN(nonce, Amount(flags, "nonce"));
   }
-  POLNODE_ASSIGN_OR_RETURN(consensus::TxEnvelope signed_envelope, consensus::SignEnvelope(key, envelope));
-  POLNODE_ASSIGN_OR_RETURN(std::string bytes, consensus::EncodeEnvelope(signed_envelope));
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "POST", "/v1/tx", bytes, "application/x-protobuf"));
-  if (r.status != 200) return LedgerRefused("POST /v1/tx", r);
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJsonBody(r));
-  if (!doc.HasMember("tx_id") || !doc["tx_id"].IsString()) return Status::Corruption("POST /v1/tx answer has no tx_id");
-  const std::string id = doc["tx_id"].GetString();
+  std::optional<std::string> chain_id;
+  if (flags.Given("chain-id")) chain_id = flags.Get("chain-id");
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient::Sent sent, ledger.Send(key, kind.payload_type, std::move(payload), nonce, chain_id));
+  const std::string& id = sent.id_hex;
 
   std::optional<std::uint64_t> height;
   if (flags.GetBool("wait")) {
     POLNODE_ASSIGN_OR_RETURN(std::int64_t timeout_ms, flags.GetInt("wait-timeout-ms", 1, 3600 * 1000));
-    POLNODE_ASSIGN_OR_RETURN(height, WaitCommitted(ledger, id, std::chrono::milliseconds(timeout_ms)));
+    POLNODE_ASSIGN_OR_RETURN(height, ledger.WaitCommitted(id, std::chrono::milliseconds(timeout_ms)));
   }
   if (flags.json()) {
     JsonWriter w;
-    w.BeginObject().Field("tx_id", id).Field("signer", signer).Field("nonce", envelope.nonce).Field("payload_type", kind.payload_type);
+    w.BeginObject().Field("tx_id", id).Field("signer", signer).Field("nonce", sent.nonce).Field("payload_type", kind.payload_type);
     if (height) w.Field("height", *height);
     w.Field("status", height ? "committed" : "pending").EndObject();
     io.out << w.str() << "\n";
   } else {
-    io.out << kind.name << " " << id << " (signer " << signer.substr(0, 16) << "..., nonce " << envelope.nonce << ") "
+    io.out << kind.name << " " << id << " (signer " << signer.substr(0, 16) << "..., nonce " << sent.nonce << ") "
            << (height ? "committed in block " + std::to_string(*height) : std::string("accepted into the mempool")) << "\n";
   }
   return Status::Ok();

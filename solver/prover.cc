@@ -215,8 +215,14 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity);
   if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
   std::vector<std::uint32_t> pending;
+  if (options.on_start) options.on_start(state.step);
+  bool cancelled = false;
   while (state.step < task.steps) {
     if (options.stop_after_step >= 0 && state.step >= options.stop_after_step) break;
+    if (options.cancel != nullptr && options.cancel->load()) {
+      cancelled = true;
+      break;
+    }
     POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(state, backend));
     pending.push_back(FloatBits(loss));
     if (state.step % task.checkpoint_interval == 0) {
@@ -230,6 +236,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   }
   POLNODE_RETURN_IF_ERROR(writer.Finish());
   result.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (cancelled) return Status::FailedPrecondition("cancelled after step " + std::to_string(state.step));
   if (state.step < task.steps) {
     return Status::FailedPrecondition("stopped after step " + std::to_string(state.step) + " as asked");
   }

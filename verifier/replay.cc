@@ -60,6 +60,28 @@ Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const 
   return state;
 }
 
+// The segments VerifyProof replays before the final one: the caller's explicit list, checked, or
+// the beacon's draw.
+Result<std::vector<std::int64_t>> SegmentsToReplay(const solver::TaskSpec& task, const VerifyOptions& options) {
+  if (options.segments < 1) return Status::InvalidArgument("Q must be at least 1");
+  const std::int64_t segment_count = task.checkpoint_count() - 1;
+  if (!options.explicit_segments.empty()) {
+    std::vector<std::int64_t> seen = options.explicit_segments;
+    std::sort(seen.begin(), seen.end());
+    if (seen.front() < 0 || seen.back() >= segment_count) {
+      return Status::InvalidArgument("explicit segments must lie in [0, " + std::to_string(segment_count) + ")");
+    }
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+      return Status::InvalidArgument("explicit segments repeat a segment");
+    }
+    return options.explicit_segments;
+  }
+  // The task's Q is the protocol's floor: a caller may replay more, never fewer, and asking for
+  // more than exist replays them all.
+  const std::int64_t q = std::min(segment_count, std::max(options.segments, task.segments_per_check));
+  return SelectSegments(options.beacon, segment_count, q);
+}
+
 }  // namespace
 
 Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::TaskSpec& task) {
@@ -139,12 +161,9 @@ Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDat
                             kernels::Backend& backend, const VerifyOptions& options) {
   POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
   POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(task, data));
-  if (options.segments < 1) return Status::InvalidArgument("Q must be at least 1");
   const std::int64_t segment_count = task.checkpoint_count() - 1;
-  // The task's Q is the protocol's floor: a caller may replay more, never fewer, and asking for
-  // more than exist replays them all.
-  const std::int64_t q = std::min(segment_count, std::max(options.segments, task.segments_per_check));
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::int64_t> drawn, SelectSegments(options.beacon, segment_count, q));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::int64_t> drawn, SegmentsToReplay(task, options));
+  const std::int64_t q = static_cast<std::int64_t>(drawn.size());
   Verdict v;
   v.is_signed = manifest.is_signed;
   if (Status s = CheckManifestAgainstTask(manifest, task); !s.ok()) {

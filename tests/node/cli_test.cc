@@ -96,15 +96,18 @@ TEST(TxJsonTest, ParsesUnsignedTransactionStrictly) {
   EXPECT_FALSE(ParseUnsignedTxJson("{\"chain_id\":").ok());
 }
 
-TEST(CliTest, UnknownCommandAndPlannedRoleFailWithAGuidingSentence) {
+TEST(CliTest, UnknownCommandFailsWithAGuidingSentenceAndEveryRoleIsListed) {
   std::ostringstream out, err;
   Io io{out, err};
   EXPECT_EQ(RunCli({"frobnicate"}, io), kExitUsage);
   EXPECT_NE(err.str().find("polnode --help"), std::string::npos);
   err.str("");
   EXPECT_EQ(RunCli({"--help"}, io), kExitOk);
-  for (const char* role : {"submitter", "solver", "verifier", "whistleblower", "ledger"}) {
-    EXPECT_NE(out.str().find(role), std::string::npos) << role << " is listed in --help";
+  for (const char* role : {"submitter", "solver", "verifier", "whistleblower", "ledger", "devnet", "status"}) {
+    EXPECT_NE(out.str().find(std::string("\n  ") + role + " "), std::string::npos) << role << " is listed in --help";
+    std::ostringstream role_out, role_err;
+    Io role_io{role_out, role_err};
+    EXPECT_EQ(RunCli({role, "--help"}, role_io), kExitOk) << role << " takes --help";
   }
 }
 

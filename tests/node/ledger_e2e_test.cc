@@ -2,12 +2,9 @@
 // free loopback port, signed transactions go in over real HTTP, malformed requests bounce off it,
 // and kill -9 at random moments never loses a committed block (verify-chain after every crash).
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rapidjson/document.h>
@@ -23,6 +20,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
+#include "ledger_process.h"
 #include "polnode/contracts/payloads.h"
 #include "subprocess.h"
 #include "tx_json.h"
@@ -30,95 +28,11 @@
 namespace polnode::node {
 namespace {
 
+using polnode::testing::LedgerProcess;
 using polnode::testing::PolnodeBinary;
 using polnode::testing::RunProcess;
 using polnode::testing::TempDir;
 using namespace std::chrono_literals;
-
-std::uint16_t FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// A `polnode ledger` child process; killed with SIGKILL if still running at destruction.
-class LedgerProcess {
- public:
-  LedgerProcess(std::string home, std::uint16_t port) : home_(std::move(home)), port_(port) {}
-  ~LedgerProcess() {
-    if (pid_ > 0) Kill9();
-  }
-
-  void Start() {
-    const std::string binary = PolnodeBinary();
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
-    const std::string log = home_ + "/ledger.log";
-    std::vector<std::string> args = {binary, "ledger", "--home", home_, "--listen", listen};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      int in = ::open("/dev/null", O_RDONLY);
-      ::dup2(in, 0);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-
-  // Polls /v1/status until the API answers.
-  bool WaitReady(std::chrono::milliseconds timeout = 60s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto r = HttpCall(endpoint(), "GET", "/v1/status", {}, {}, 1s);
-      if (r.ok() && r->status == 200) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;  // it died; the log says why
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-
-  void Kill9() {
-    if (pid_ <= 0) return;  // never kill(-1, ...): that would signal every process we may signal
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  // SIGTERM; returns the exit code (128 + signal if it died of one).
-  int Terminate() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  HttpEndpoint endpoint() const { return HttpEndpoint{"127.0.0.1", port_}; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string home_;
-  std::uint16_t port_;
-  pid_t pid_ = -1;
-};
 
 rapidjson::Document Json(const std::string& body) {
   rapidjson::Document d;
@@ -189,11 +103,6 @@ class LedgerE2ETest : public ::testing::Test {
     EXPECT_NE(init.out.find("\"chain_id\":\"e2e-chain\""), std::string::npos) << init.out;
   }
 
-  std::string LedgerLog() {
-    auto r = RunProcess({"/bin/cat", home_ + "/ledger.log"});
-    return r.out;
-  }
-
   std::string Account(const LedgerProcess& p, const consensus::SecretKey& k) {
     return Get(p, "/v1/accounts/" + consensus::BytesToHex(k.PublicKey().bytes()));
   }
@@ -208,9 +117,8 @@ class LedgerE2ETest : public ::testing::Test {
 };
 
 TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
-  LedgerProcess ledger(home_, FreeLoopbackPort());
-  ledger.Start();
-  ASSERT_TRUE(ledger.WaitReady()) << LedgerLog();
+  LedgerProcess ledger(home_);
+  ASSERT_TRUE(ledger.Start());
 
   // 20 protobuf transfers and one in JSON, all from the user to bob.
   for (std::uint64_t n = 0; n < 20; ++n) {
@@ -271,13 +179,12 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
   const std::string user_before = Account(ledger, user_);
   const std::string bob_before = Account(ledger, bob_);
   ledger.Kill9();
-  ledger.Start();
-  ASSERT_TRUE(ledger.WaitReady()) << LedgerLog();
+  ASSERT_TRUE(ledger.Start());
   EXPECT_GE(U64Field(Get(ledger, "/v1/status"), "height"), height);
   EXPECT_EQ(StringField(Get(ledger, "/v1/blocks/" + std::to_string(height)), "hash"), hash);
   EXPECT_EQ(Account(ledger, user_), user_before);
   EXPECT_EQ(Account(ledger, bob_), bob_before);
-  EXPECT_EQ(ledger.Terminate(), 0) << LedgerLog();
+  EXPECT_EQ(ledger.Terminate(), 0) << ledger.Log();
 
   auto verify = RunProcess({PolnodeBinary(), "ledger", "verify-chain", "--home", home_, "--json"});
   EXPECT_EQ(verify.exit_code, 0) << verify.err;
@@ -286,14 +193,13 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
 }
 
 TEST_F(LedgerE2ETest, KillNineAtRandomMomentsUnderTrafficNeverLosesACommittedBlock) {
-  LedgerProcess ledger(home_, FreeLoopbackPort());
+  LedgerProcess ledger(home_);
   std::mt19937 rng(7);
   std::uint64_t txs_accepted = 0;
   std::uint64_t seen_height = 0;
   std::string seen_hash;
   for (int round = 0; round <= 20; ++round) {
-    ledger.Start();
-    ASSERT_TRUE(ledger.WaitReady()) << "round " << round << "\n" << LedgerLog();
+    ASSERT_TRUE(ledger.Start()) << "round " << round;
     if (round > 0) {
       // Every block seen before the previous kill is still there, unchanged.
       EXPECT_GE(U64Field(Get(ledger, "/v1/status"), "height"), seen_height) << "round " << round;

@@ -7,11 +7,6 @@
 //
 // Nothing here depends on timing beyond polling with generous deadlines: the windows a party must
 // act in are hundreds of blocks long, the windows the test waits through are a few blocks long.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -22,7 +17,6 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +24,7 @@
 #include <vector>
 
 #include "http_client.h"
+#include "ledger_process.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
@@ -38,17 +33,14 @@
 namespace polnode::node {
 namespace {
 
+using polnode::testing::LedgerProcess;
 using polnode::testing::PolnodeBinary;
+using polnode::testing::ReadFileText;
 using polnode::testing::RunProcess;
 using polnode::testing::TempDir;
 using namespace std::chrono_literals;
 
 constexpr auto kPollTimeout = 60s;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 rapidjson::Document Json(const std::string& body) {
   rapidjson::Document d;
@@ -74,86 +66,6 @@ std::uint64_t BpsOf(std::uint64_t amount, std::uint64_t bps) {
 }
 
 std::string Hex32(char nibble) { return std::string(64, nibble); }
-
-// A `polnode ledger` child process on an OS-chosen loopback port (it prints the port it bound
-// with --json). Stopped with SIGKILL if still running at destruction.
-class LedgerProcess {
- public:
-  explicit LedgerProcess(std::string home) : home_(std::move(home)) {}
-  ~LedgerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-
-  void Start() {
-    std::vector<std::string> args = {PolnodeBinary(), "ledger", "--home", home_, "--listen", "127.0.0.1:0", "--json"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out_path = home_ + "/ledger.out";
-    const std::string log_path = home_ + "/ledger.log";
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      int in = ::open("/dev/null", O_RDONLY);
-      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(in, 0);
-      ::dup2(out, 1);
-      ::dup2(log, 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-
-  // Waits for the startup line naming the bound port, then for /v1/status to answer.
-  bool WaitReady() {
-    const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (port_ == 0) {
-        const std::string out = ReadFile(home_ + "/ledger.out");
-        const std::size_t newline = out.find('\n');
-        if (newline != std::string::npos) {
-          const std::string listen = Str(Json(out.substr(0, newline)), "listen");
-          const std::size_t colon = listen.rfind(':');
-          if (colon != std::string::npos) port_ = static_cast<std::uint16_t>(std::stoul(listen.substr(colon + 1)));
-        }
-      }
-      if (port_ != 0) {
-        auto r = HttpCall(endpoint(), "GET", "/v1/status", {}, {}, 1s);
-        if (r.ok() && r->status == 200) return true;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;  // it died; the log says why
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-
-  // SIGTERM; the exit code (128 + signal if it died of one).
-  int Terminate() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  HttpEndpoint endpoint() const { return HttpEndpoint{"127.0.0.1", port_}; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string home_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
-};
 
 // A key made by `polnode keygen`.
 struct Actor {
@@ -209,7 +121,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
         {"min_stake_verifier", 500},  {"verifiers_per_task", 3}};
     for (const auto& [name, value] : overrides) params[name] = value;
     const std::string genesis_path = home_ + "/genesis.json";
-    rapidjson::Document genesis = Json(ReadFile(genesis_path));
+    rapidjson::Document genesis = Json(ReadFileText(genesis_path));
     ASSERT_TRUE(genesis.IsObject() && genesis.HasMember("params") && genesis["params"].IsObject());
     for (const auto& [name, value] : params) {
       ASSERT_TRUE(genesis["params"].HasMember(name.c_str())) << "genesis.json has no params." << name;
@@ -221,8 +133,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     std::ofstream(genesis_path, std::ios::binary | std::ios::trunc) << buffer.GetString() << "\n";
 
     ledger_ = std::make_unique<LedgerProcess>(home_);
-    ASSERT_NO_FATAL_FAILURE(ledger_->Start());
-    ASSERT_TRUE(ledger_->WaitReady()) << LedgerLog();
+    ASSERT_TRUE(ledger_->Start());
     ready_ = true;
     const rapidjson::Document status = Json(Get("/v1/status"));
     ASSERT_EQ(Str(status, "chain_id"), kChain);
@@ -263,7 +174,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     // The books balance however the task ended, and the node stops cleanly.
     const rapidjson::Document supply = Json(Get("/v1/supply"));
     EXPECT_TRUE(Bool(supply, "balanced")) << Get("/v1/supply");
-    EXPECT_EQ(ledger_->Terminate(), 0) << LedgerLog();
+    EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
   }
 
   Actor Keygen(const std::string& name) {
@@ -280,8 +191,6 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     for (const Actor& v : verifiers_) all.push_back(&v);
     return all;
   }
-
-  std::string LedgerLog() const { return ReadFile(home_ + "/ledger.log"); }
 
   std::string Get(const std::string& target, int* status = nullptr) const {
     auto r = HttpCall(ledger_->endpoint(), "GET", target);

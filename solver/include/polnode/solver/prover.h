@@ -16,7 +16,9 @@
 #ifndef POLNODE_SOLVER_PROVER_H_
 #define POLNODE_SOLVER_PROVER_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "polnode/base/status.h"
@@ -45,6 +47,12 @@ struct ProveOptions {
   std::int64_t stop_after_step = -1;
   /// Checkpoints waiting for the writer before training blocks (memory bound: this many states).
   std::size_t queue_capacity = 2;
+  /// When set, polled after every step: once true, the run stops as stop_after_step does (the
+  /// proof directory stays resumable) and Prove returns kFailedPrecondition ("cancelled").
+  const std::atomic<bool>* cancel = nullptr;
+  /// When set, called once with the completed steps of the state training starts from (0, or the
+  /// step resumed from), before the first step: a backend that counts steps positions itself.
+  std::function<void(std::int64_t first_step)> on_start;
 };
 
 struct ProveResult {

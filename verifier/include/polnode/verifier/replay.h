@@ -39,7 +39,8 @@ struct Verdict {
   bool manifest_ok = false;
   bool is_signed = false;
   bool initial_state_ok = false;
-  /// Q, the number of segments drawn from the beacon (0 when the manifest checks failed).
+  /// Q, the number of segments drawn from the beacon or given as VerifyOptions::explicit_segments
+  /// (0 when the manifest checks failed).
   std::int64_t drawn = 0;
   /// The final segment (ending in the model that is paid for) replayed and passed; it is always
   /// replayed, drawn or not.
@@ -53,6 +54,12 @@ struct VerifyOptions {
   /// Segments the caller asks to replay; the verifier replays max(segments, the task's
   /// segments_per_check), capped at the number of segments. Must be >= 1.
   std::int64_t segments = 1;
+  /// When non-empty, exactly these segments are replayed, in this order, instead of a beacon draw
+  /// (then `beacon` and `segments` are unused): the segments the ledger assigned this verifier
+  /// (contracts::DrawSegments), so that what it checks is what it answers for in a dispute. The
+  /// final segment is added when absent, as always. Each must be in [0, segment count) and
+  /// appear once: kInvalidArgument otherwise.
+  std::vector<std::int64_t> explicit_segments;
   /// When set, the manifest must be signed by exactly this x-only solver key (the one committed
   /// with the task's claim); when unset any valid signature is accepted, but one is required.
   std::optional<std::array<std::uint8_t, 32>> solver_pubkey;
@@ -81,10 +88,12 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& manifest, con
 /// The full verification: manifest checks, a valid solver signature (required; it must be by
 /// options.solver_pubkey when that is set), checkpoint 0 == InitialState(task) bit for bit, then
 /// Q = min(n, max(options.segments, task.segments_per_check)) segments drawn by
-/// SelectSegments(options.beacon) and replayed, plus the final segment (n - 1) when not drawn.
+/// SelectSegments(options.beacon) and replayed (or options.explicit_segments when given), plus the
+/// final segment (n - 1) when not among them.
 /// Accepts only when every check and every replayed segment passes; each segment is replayed
 /// even after a failure so the verdict carries all the evidence. Errors (not verdicts): the task does not fit
-/// `data`, the data set hash differs from the task's (kFailedPrecondition), options.segments < 1.
+/// `data`, the data set hash differs from the task's (kFailedPrecondition), options.segments < 1,
+/// an explicit segment out of range or repeated (kInvalidArgument).
 Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
                             const solver::ProofManifest& manifest, const solver::BlobStore& store,
                             kernels::Backend& backend, const VerifyOptions& options);

@@ -1,0 +1,139 @@
+// Shared by the verifier and whistleblower suites: the tiny synthetic task proved for real with
+// solver::Prove (honestly, or with a TamperingBackend as a cheating solver), and a loopback HTTP
+// server that serves its document (as a submitter does) and its proofs (as a solver does),
+// recording every request it answered.
+#ifndef POLNODE_TESTS_NODE_POL_TASK_FIXTURE_H_
+#define POLNODE_TESTS_NODE_POL_TASK_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../solver/proof_test_util.h"
+#include "../solver/solver_test_util.h"
+#include "http_server.h"
+#include "proof_http.h"
+#include "polnode/consensus/keys.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/prover.h"
+#include "polnode/solver/tampering_backend.h"
+#include "polnode/solver/task_steps.h"
+#include "task_binding.h"
+
+namespace polnode::node::testing {
+
+inline consensus::SecretKey KeyOf(std::uint8_t byte) {
+  std::array<std::uint8_t, 32> bytes{};
+  bytes.fill(byte);
+  return *consensus::SecretKey::FromBytes(bytes);
+}
+
+/// The raw 32-byte x-only public key, as ledger records hold keys.
+inline std::string RawKey(const consensus::SecretKey& key) {
+  const auto& pub = key.PublicKey().bytes();
+  return std::string(pub.begin(), pub.end());
+}
+
+inline std::string RawHash(const consensus::Hash256& hash) { return std::string(hash.begin(), hash.end()); }
+
+/// A proof of the tiny task written by the real prover, signed by `solver`; with `tamper`, every
+/// step runs through a TamperingBackend, so the proof is wrong from that step on.
+struct TinyProof {
+  std::unique_ptr<solver::testing::ScratchDir> dir;
+  solver::ProofManifest manifest;
+};
+
+inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                           const consensus::SecretKey& solver_key, std::optional<solver::TamperSpec> tamper) {
+  TinyProof proof;
+  proof.dir = std::make_unique<solver::testing::ScratchDir>("role-proof");
+  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
+  std::unique_ptr<solver::TamperingBackend> tampering;
+  if (tamper) {
+    Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task, data);
+    EXPECT_TRUE(stepper.ok());
+    tampering = std::make_unique<solver::TamperingBackend>(*reference, stepper->graph().nodes.size(), *tamper);
+  }
+  solver::ProveOptions options;
+  options.out_dir = proof.dir->path().string();
+  options.key = &solver_key;
+  Result<solver::ProveResult> result = solver::Prove(task, data, tampering ? *tampering : *reference, options);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  if (tampering) {
+    EXPECT_EQ(tampering->tamper_count(), 1);
+  }
+  if (result.ok()) proof.manifest = result->manifest;
+  return proof;
+}
+
+/// Serves task documents at /v1/specs/{id hex} and proofs at /v1/proofs/... on 127.0.0.1, and
+/// records the target of every request.
+class TaskServer {
+ public:
+  TaskServer() {
+    HttpServerOptions options;
+    Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+        options, [this](const HttpRequest& request) { return Handle(request); }, [](int) {});
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+  /// Serves `document`; returns its spec URI.
+  std::string AddDocument(const solver::TaskSpec& document) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string uri = TaskDocumentUri(url(), document);
+    documents_[uri.substr(url().size())] = solver::EncodeTaskProto(document);
+    return uri;
+  }
+
+  /// Serves the proof in `dir`; returns its proof URI.
+  std::string AddProof(const std::string& dir) {
+    Result<consensus::Hash256> root = proofs_.Add(dir);
+    EXPECT_TRUE(root.ok()) << root.status().ToString();
+    return ProofUri(url(), *root);
+  }
+
+  std::vector<std::string> Requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+  /// How many requests asked for a target containing `part`.
+  int CountRequests(const std::string& part) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (const std::string& target : requests_) n += target.find(part) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  HttpResponse Handle(const HttpRequest& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(request.target);
+    if (auto it = documents_.find(request.target); it != documents_.end()) {
+      HttpResponse r;
+      r.content_type = "application/x-protobuf";
+      r.body = it->second;
+      return r;
+    }
+    if (std::optional<HttpResponse> r = proofs_.Handle(request)) return std::move(*r);
+    return JsonErrorResponse(404, "no such resource");
+  }
+
+  ProofServer proofs_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> documents_;  // path -> encoded document
+  std::vector<std::string> requests_;
+  std::unique_ptr<HttpServer> server_;  // last: stopped before the rest goes
+};
+
+}  // namespace polnode::node::testing
+
+#endif  // POLNODE_TESTS_NODE_POL_TASK_FIXTURE_H_

@@ -1,0 +1,254 @@
+// End to end: a real `polnode ledger` and a real `polnode submitter` with a tiny task (an mlp on a
+// 4 x 4 pixel IDX data set written here). The submitter posts the task with the binding a solver
+// will check, serves its document at the spec URI, is stopped and restarted without posting it
+// again, `polnode status` lists it, and nobody claims it: the claim window expires, the escrow
+// comes back, and the submitter exits 0 with report.json saying so, refund and all.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "../solver/proof_test_util.h"
+#include "http_client.h"
+#include "ledger_client.h"
+#include "ledger_process.h"
+#include "pol_cli.h"
+#include "polnode/consensus/hex.h"
+#include "subprocess.h"
+#include "task_binding.h"
+
+namespace polnode::node {
+namespace {
+
+using polnode::testing::DaemonProcess;
+using polnode::testing::LedgerProcess;
+using polnode::testing::PolnodeBinary;
+using polnode::testing::ReadFileText;
+using polnode::testing::RunProcess;
+using polnode::testing::TempDir;
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t kFunds = 1'000'000;
+constexpr std::uint64_t kPayment = 5'000;
+// Blocks of 100 ms: about five seconds to look at the open task before nobody has claimed it.
+constexpr std::uint64_t kClaimWindow = 50;
+
+void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (std::uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
+  }
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Polls `done` every 20 ms for up to `timeout`.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+// The value of "key":"..." in compact JSON text, "" when absent.
+std::string JsonString(const std::string& json, const std::string& key) {
+  const std::string open = "\"" + key + "\":\"";
+  const std::size_t at = json.find(open);
+  if (at == std::string::npos) return "";
+  const std::size_t end = json.find('"', at + open.size());
+  return end == std::string::npos ? "" : json.substr(at + open.size(), end - at - open.size());
+}
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class SubmitterE2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const solver::ImageDataset data = solver::testing::TinyDataset();
+    std::filesystem::create_directory(dir_.File("data"));
+    const auto split = [&](const std::string& name, const solver::ImageSplit& s) {
+      const auto n = static_cast<std::uint32_t>(s.count);
+      WriteIdx(dir_.File("data/" + name + "-images-idx3-ubyte"), {n, 4, 4}, s.pixels);
+      WriteIdx(dir_.File("data/" + name + "-labels-idx1-ubyte"), {n}, s.labels);
+    };
+    split("train", data.train);
+    split("t10k", data.test);
+    task_file_ = dir_.File("task.toml");
+    std::ofstream(task_file_) << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
+                              << consensus::HashToHex(solver::DatasetContentHash(data))
+                              << "\"\nlr = 0.1\nbatch = 8\nsteps = 20\ncheckpoint_interval = 5\nseed = 42\nsegments = 1\n";
+  }
+
+  // A submitter home whose key is funded at genesis, and the ledger.
+  void StartLedger() {
+    home_ = dir_.File("submitter");
+    std::filesystem::create_directory(home_);
+    auto keygen = RunProcess({PolnodeBinary(), "keygen", "--out", home_ + "/role.key", "--json"});
+    ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
+    pubkey_ = JsonString(keygen.out, "public_key");
+    ASSERT_EQ(pubkey_.size(), 64u) << keygen.out;
+    auto init = RunProcess({PolnodeBinary(), "init", "--home", dir_.File("ledger"), "--chain-id", "submitter-chain",
+                            "--block-interval-ms", "100", "--accounts", pubkey_ + "=" + std::to_string(kFunds), "--json"});
+    ASSERT_EQ(init.exit_code, 0) << init.err;
+    ledger_ = std::make_unique<LedgerProcess>(dir_.File("ledger"));
+    ASSERT_TRUE(ledger_->Start());
+    Result<LedgerClient> client = LedgerClient::FromUrl(ledger_->url());
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::make_unique<LedgerClient>(*client);
+  }
+
+  ::testing::AssertionResult StartSubmitter(DaemonProcess& process, const std::string& out) {
+    return process.Start({PolnodeBinary(), "submitter", "--home", home_, "--ledger", ledger_->url(), "--task",
+                          task_file_, "--payment", std::to_string(kPayment), "--claim-window",
+                          std::to_string(kClaimWindow), "--poll-ms", "50", "--json"},
+                         dir_.File(out), dir_.File("submitter.err"));
+  }
+
+  std::string Out(const std::string& name) const { return ReadFileText(dir_.File(name)); }
+  std::string Err() const { return ReadFileText(dir_.File("submitter.err")); }
+
+  // This submitter's tasks on the ledger.
+  std::vector<proto::Task> OwnTasks() const {
+    std::vector<proto::Task> own;
+    Result<TaskPage> page = client_->Tasks(0, 100);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) return own;
+    for (proto::Task& t : page->tasks) {
+      if (HexOf(t.submitter()) == pubkey_) own.push_back(std::move(t));
+    }
+    return own;
+  }
+
+  TempDir dir_;
+  std::string task_file_;
+  std::string home_;
+  std::string pubkey_;
+  std::unique_ptr<LedgerProcess> ledger_;
+  std::unique_ptr<LedgerClient> client_;
+};
+
+TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded) {
+  ASSERT_NO_FATAL_FAILURE(StartLedger());
+  Result<solver::TaskSpec> document = ReadTaskFile(task_file_);
+  ASSERT_TRUE(document.ok()) << document.status().ToString();
+  Result<solver::ImageDataset> data = LoadTaskData(*document);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+
+  // First run: it posts the task and finds it on the ledger.
+  DaemonProcess first;
+  ASSERT_TRUE(StartSubmitter(first, "first.out"));
+  ASSERT_TRUE(WaitFor([&] { return Has(Out("first.out"), " task_found "); })) << Out("first.out") << Err();
+  const std::string url = JsonString(Out("first.out"), "url");
+  ASSERT_FALSE(url.empty()) << Out("first.out");
+  std::vector<proto::Task> own = OwnTasks();
+  ASSERT_EQ(own.size(), 1u);
+  const proto::Task task = own[0];
+  const std::string task_hex = HexOf(task.id());
+
+  // The binding a solver checks: the ledger's spec is LedgerSpecFor of the document with these
+  // terms, and the document served at the spec URI is the one in the task file.
+  Result<proto::TaskSpec> expected = LedgerSpecFor(*document, *data, TaskTerms{kPayment, kClaimWindow, 40});
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(task.spec(), *expected))
+      << task.spec().DebugString() << "\nvs\n" << expected->DebugString();
+  EXPECT_TRUE(CheckSpecBinding(task.spec(), *document, *data).ok());
+  EXPECT_EQ(task.spec_uri(), TaskDocumentUri(url, *document));
+  Result<solver::TaskSpec> served = FetchTaskDocument(task.spec_uri());
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(solver::EncodeTaskProto(*served), solver::EncodeTaskProto(*document));
+  Result<HttpEndpoint> endpoint = ParseHttpUrl(url);
+  ASSERT_TRUE(endpoint.ok());
+  auto unknown = HttpCall(*endpoint, "GET", "/v1/specs/" + std::string(64, '0'));
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->status, 404);
+  auto post = HttpCall(*endpoint, "POST", task.spec_uri().substr(url.size()), "x", "text/plain");
+  ASSERT_TRUE(post.ok());
+  EXPECT_EQ(post->status, 405);
+  auto metrics = HttpCall(*endpoint, "GET", "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(Has(metrics->body, "polnode_submitter_tasks_submitted_total 1\n")) << metrics->body;
+
+  // `polnode status` lists it in flight, in JSON and as a table.
+  auto status = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url(), "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_TRUE(Has(status.out, "\"id\":\"" + task_hex + "\",\"status\":\"TASK_OPEN\"")) << status.out;
+  EXPECT_TRUE(Has(status.out, "\"total_tasks\":1")) << status.out;
+  auto table = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(Has(table.out, task_hex.substr(0, 16) + "  TASK_OPEN")) << table.out;
+
+  ASSERT_EQ(first.Terminate(), 0) << Err();
+  EXPECT_TRUE(Has(Out("first.out"), " task_submitted ")) << Out("first.out");
+  const std::string interim = ReadFileText(home_ + "/report.json");
+  EXPECT_TRUE(Has(interim, "\"task_id\":\"" + task_hex + "\",\"status\":\"TASK_OPEN\"")) << interim;
+  EXPECT_TRUE(Has(interim, "\"done\":false")) << interim;
+
+  // Second run with the same home: it finds the task, serves it at the same address, posts nothing.
+  DaemonProcess second;
+  ASSERT_TRUE(StartSubmitter(second, "second.out"));
+  ASSERT_TRUE(WaitFor([&] { return Has(Out("second.out"), " task_found "); })) << Out("second.out") << Err();
+  EXPECT_EQ(JsonString(Out("second.out"), "url"), url) << "the spec URI on the ledger must stay valid";
+  EXPECT_TRUE(FetchTaskDocument(task.spec_uri()).ok());
+
+  // Nobody claims it: the claim window closes it and the submitter, with nothing left to wait for,
+  // exits 0 and prints its report.
+  std::optional<int> exit = second.Wait(30s);
+  ASSERT_TRUE(exit.has_value()) << "the submitter did not finish: " << Out("second.out") << Err();
+  EXPECT_EQ(*exit, 0) << Err();
+  const std::string out = Out("second.out");
+  EXPECT_FALSE(Has(out, " tx_sent ")) << out;
+  EXPECT_FALSE(Has(out, " task_submitted ")) << out;
+  EXPECT_TRUE(Has(out, " task_settled task=" + task_hex + " status=TASK_CANCELLED outcome=OUTCOME_UNCLAIMED")) << out;
+
+  own = OwnTasks();
+  ASSERT_EQ(own.size(), 1u) << "the restarted submitter posted the task again";
+  EXPECT_EQ(own[0].status(), proto::TASK_CANCELLED);
+  EXPECT_EQ(own[0].outcome(), proto::OUTCOME_UNCLAIMED);
+  Result<proto::Params> params = client_->Params();
+  ASSERT_TRUE(params.ok());
+  const std::uint64_t cut = kPayment * params->jackpot_cut_bps() / 10'000;
+  const std::uint64_t escrow = kPayment - cut;
+  const std::uint64_t cost = kPayment + params->tx_fee();
+  Result<proto::Account> account = client_->Account(RawFromHex(pubkey_, "key").value());
+  ASSERT_TRUE(account.ok());
+  EXPECT_EQ(account->nonce(), 1u) << "one transaction in all";
+  EXPECT_EQ(account->balance(), kFunds - cost + escrow);
+
+  const std::string report = ReadFileText(home_ + "/report.json");
+  for (const std::string& part : std::vector<std::string>{
+           "\"done\":true", "\"task_id\":\"" + task_hex + "\"", "\"status\":\"TASK_CANCELLED\"",
+        "\"outcome\":\"OUTCOME_UNCLAIMED\"", "\"cost\":" + std::to_string(cost),
+        "\"refund\":" + std::to_string(escrow),
+        "\"balance_change\":-" + std::to_string(cost - escrow),
+        "\"balance\":" + std::to_string(account->balance()), "\"accuracy\":null,\"model\":null", "\"error\":\"\""}) {
+    EXPECT_TRUE(Has(report, part)) << part << " not in " << report;
+  }
+  EXPECT_FALSE(Has(report, "\"seconds_to_settle\":null")) << report;
+  // The summary on stdout is the report.
+  EXPECT_TRUE(Has(out, report.substr(0, report.size() - 1))) << out;
+
+  // Closed tasks are not in flight; --all lists them.
+  status = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url(), "--json"});
+  EXPECT_FALSE(Has(status.out, task_hex)) << status.out;
+  status = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url(), "--json", "--all"});
+  EXPECT_TRUE(Has(status.out, "\"status\":\"TASK_CANCELLED\",\"outcome\":\"OUTCOME_UNCLAIMED\"")) << status.out;
+  EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
+}
+
+TEST_F(SubmitterE2ETest, TheSameDocumentTwiceIsRefused) {
+  std::filesystem::copy_file(task_file_, dir_.File("copy.toml"));
+  auto r = RunProcess({PolnodeBinary(), "submitter", "--home", dir_.File("home"), "--ledger", "http://127.0.0.1:1",
+                       "--task", task_file_ + "," + dir_.File("copy.toml"), "--payment", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "same task document")) << r.err;
+  EXPECT_TRUE(Has(r.err, "different seeds")) << r.err;
+}
+
+}  // namespace
+}  // namespace polnode::node
