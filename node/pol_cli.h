@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "json.h"
 #include "polnode/base/status.h"
+#include "polnode/verifier/replay.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/proof_manifest.h"
@@ -28,6 +30,10 @@ Result<ProofDir> OpenProofDir(const std::string& dir);
 /// Loads the task's data from its data_location and checks its content hash
 /// (kFailedPrecondition when it differs).
 Result<solver::ImageDataset> LoadTaskData(const solver::TaskSpec& task);
+
+/// Writes one replayed segment's evidence (verifier/replay.h) as a JSON object value: segment, ok,
+/// reason, replayed, both hashes, losses_match and the distances (null when not comparable).
+void WriteSegmentEvidence(JsonWriter& w, const verifier::SegmentEvidence& evidence);
 
 }  // namespace polnode::node
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "json.h"
+#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
@@ -63,28 +64,7 @@ std::string ReportJson(const proto::Task& task, std::string_view verifier, std::
       .Field("final_segment_ok", v.final_segment_ok)
       .Key("replays")
       .BeginArray();
-  for (const verifier::SegmentEvidence& e : v.segments) {
-    w.BeginObject()
-        .Field("segment", e.segment)
-        .Field("ok", e.ok)
-        .Field("reason", e.reason)
-        .Field("replayed", e.replayed)
-        .Field("claimed_hash", consensus::HashToHex(e.claimed))
-        .Field("recomputed_hash", e.replayed ? consensus::HashToHex(e.recomputed) : std::string())
-        .Field("losses_match", e.losses_match)
-        .Key("distances");
-    if (e.have_distances) {
-      w.BeginObject()
-          .Field("l1", e.distances.l1)
-          .Field("l2", e.distances.l2)
-          .Field("linf", e.distances.linf)
-          .Field("cosine", e.distances.cosine)
-          .EndObject();
-    } else {
-      w.Null();
-    }
-    w.EndObject();
-  }
+  for (const verifier::SegmentEvidence& e : v.segments) WriteSegmentEvidence(w, e);
   w.EndArray().EndObject();
   return w.str();
 }

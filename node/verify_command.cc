@@ -61,28 +61,7 @@ void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solve
       .Field("final_segment_ok", v.final_segment_ok)
       .Key("segments")
       .BeginArray();
-  for (const verifier::SegmentEvidence& e : v.segments) {
-    w.BeginObject()
-        .Field("segment", e.segment)
-        .Field("ok", e.ok)
-        .Field("reason", e.reason)
-        .Field("replayed", e.replayed)
-        .Field("claimed_hash", consensus::HashToHex(e.claimed))
-        .Field("recomputed_hash", e.replayed ? consensus::HashToHex(e.recomputed) : std::string())
-        .Field("losses_match", e.losses_match)
-        .Key("distances");
-    if (e.have_distances) {
-      w.BeginObject()
-          .Field("l1", e.distances.l1)
-          .Field("l2", e.distances.l2)
-          .Field("linf", e.distances.linf)
-          .Field("cosine", e.distances.cosine)
-          .EndObject();
-    } else {
-      w.Null();
-    }
-    w.EndObject();
-  }
+  for (const verifier::SegmentEvidence& e : v.segments) WriteSegmentEvidence(w, e);
   w.EndArray().EndObject();
   out << w.str() << "\n";
 }
