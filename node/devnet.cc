@@ -278,8 +278,6 @@ Status Devnet::RestartMidTask() {
     for (Member& candidate : members_) {
       if (candidate.name == name) m = &candidate;
     }
-    POLNODE_ASSIGN_OR_RETURN(std::string line, WaitForLogLine(Log(name), "", std::chrono::milliseconds(1)));
-    (void)line;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
     while (true) {
       std::ifstream in(Log(name));
