@@ -1,8 +1,5 @@
 // `polnode ledger`: runs the embedded ledger (block producer + HTTP API) of a node home, and
 // `polnode ledger verify-chain`: re-executes a stored chain from genesis and checks it.
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -19,6 +16,7 @@
 #include "node_home.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
+#include "stop_signals.h"
 
 namespace polnode::node {
 namespace {
@@ -49,13 +47,7 @@ void LogBlock(const Result<ProducedBlock>& produced) {
 }
 
 Status Serve(const FlagSet& flags, Io& io) {
-  // Block the stop signals before any thread exists, so every thread inherits the mask and the
-  // main thread alone receives them through sigwait.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  StopSignals stop;  // before RocksDB, the server and the producer start their threads
 
   POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
   if (flags.Given("listen")) home.config.listen = flags.Get("listen");
@@ -96,8 +88,7 @@ Status Serve(const FlagSet& flags, Io& io) {
            << std::endl;
   }
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const int signal_number = stop.Wait();
   std::cerr << "polnode ledger: stopping on signal " << signal_number << std::endl;
   server->Stop();
   producer.Stop();

@@ -1,8 +1,5 @@
 #include "role_runtime.h"
 
-#include <signal.h>
-#include <time.h>
-
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -213,15 +210,7 @@ Result<RoleOptions> RoleOptionsFromFlags(const FlagSet& flags) {
 }
 
 Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
-                     const std::function<Status(RoleContext&)>& on_start, bool json, Io& io) {
-  // Block the stop signals before any thread exists, so that every thread inherits the mask and
-  // the loop alone takes them (sigtimedwait doubles as the poll interval's sleep).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+                     const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop, Io& io) {
   std::error_code ec;
   std::filesystem::create_directories(options.home, ec);
   if (ec) return Status::IOError("cannot create " + options.home + ": " + ec.message());
@@ -286,11 +275,9 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
     }
     ctx.metrics().Set("ledger_reachable", ledger_reachable ? 1 : 0);
     const auto elapsed = std::chrono::steady_clock::now() - started;
+    // The wait for a stop signal doubles as the poll interval's sleep.
     const auto wait = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(1), options.poll_interval - elapsed);
-    timespec timeout{};
-    timeout.tv_sec = static_cast<time_t>(wait.count() / 1000000000);
-    timeout.tv_nsec = static_cast<long>(wait.count() % 1000000000);
-    if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0) {
+    if (stop.WaitFor(wait) != 0) {
       ctx.log().Event("stopping");
       break;
     }

@@ -28,6 +28,7 @@
 #include "ledger_client.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
+#include "stop_signals.h"
 
 namespace polnode::node {
 
@@ -132,11 +133,13 @@ class Role {
 /// Loads (or, on first start, creates with mode 0600) `home`/role.key.
 [[nodiscard]] Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home);
 
-/// Runs `role` until SIGINT/SIGTERM or role.Done(): creates the home, loads the key, starts the
+/// Runs `role` until a stop signal or role.Done(): creates the home, loads the key, starts the
 /// HTTP server on options.listen and prints one startup line to io.out (JSON with --json: role,
-/// pubkey, url), then polls every options.poll_interval. Returns when stopped.
+/// pubkey, url), then polls every options.poll_interval. Returns when stopped. `stop` must have
+/// been constructed before the caller started any thread (stop_signals.h).
 [[nodiscard]] Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
-                                   const std::function<Status(RoleContext&)>& on_start, bool json, Io& io);
+                                   const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
+                                   Io& io);
 
 /// Declares the flags every role takes: --home, --ledger, --listen, --poll-ms.
 void DeclareRoleFlags(FlagSet& flags);

@@ -10,6 +10,7 @@ namespace {
 constexpr std::string_view kCommand = "polnode solver";
 
 Status Run(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before the backend starts its threads
   POLNODE_ASSIGN_OR_RETURN(RoleOptions options, RoleOptionsFromFlags(flags));
   SolverOptions solver;
   solver.backend = flags.Get("backend");
@@ -23,7 +24,7 @@ Status Run(const FlagSet& flags, Io& io) {
     POLNODE_ASSIGN_OR_RETURN(solver.cheat, ParseCheatSpec(flags.Get("cheat")));
   }
   SolverRole role(std::move(solver));
-  return RunRoleDaemon("solver", role, options, nullptr, flags.json(), io);
+  return RunRoleDaemon("solver", role, options, nullptr, flags.json(), stop, io);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ std::optional<std::string> PreviousListen(const std::string& home) {
 }
 
 Status Run(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before the evaluation backend starts its threads
   POLNODE_ASSIGN_OR_RETURN(RoleOptions options, RoleOptionsFromFlags(flags));
   // The spec URIs on the ledger name this address: a restart keeps serving them there.
   if (!flags.Given("listen")) {
@@ -57,7 +58,7 @@ Status Run(const FlagSet& flags, Io& io) {
 
   SubmitterRole role(std::move(tasks), std::move(backend), std::chrono::seconds(model_wait));
   POLNODE_RETURN_IF_ERROR(RunRoleDaemon(
-      "submitter", role, options, [&role](RoleContext& ctx) { return role.Start(ctx); }, flags.json(), io));
+      "submitter", role, options, [&role](RoleContext& ctx) { return role.Start(ctx); }, flags.json(), stop, io));
   if (!role.Done()) return Status::Ok();  // stopped by a signal
   if (flags.json()) {
     io.out << SubmitterReportJson(role.report()) << std::endl;

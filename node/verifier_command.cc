@@ -13,13 +13,14 @@ namespace {
 constexpr const char* kName = "polnode verifier";
 
 Status Run(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before anything starts a thread
   POLNODE_ASSIGN_OR_RETURN(RoleOptions role, RoleOptionsFromFlags(flags));
   VerifierOptions options;
   options.lazy = flags.GetBool("lazy");
   POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
   options.loader = LoadTaskData;
   VerifierRole verifier(std::move(options));
-  return RunRoleDaemon("verifier", verifier, role, nullptr, flags.json(), io);
+  return RunRoleDaemon("verifier", verifier, role, nullptr, flags.json(), stop, io);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace {
 constexpr const char* kName = "polnode whistleblower";
 
 Status Run(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before anything starts a thread
   POLNODE_ASSIGN_OR_RETURN(RoleOptions role, RoleOptionsFromFlags(flags));
   WhistleblowerOptions options;
   POLNODE_ASSIGN_OR_RETURN(options.check_share, flags.GetDouble("check-share"));
@@ -22,7 +23,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
   options.loader = LoadTaskData;
   WhistleblowerRole whistleblower(std::move(options));
-  return RunRoleDaemon("whistleblower", whistleblower, role, nullptr, flags.json(), io);
+  return RunRoleDaemon("whistleblower", whistleblower, role, nullptr, flags.json(), stop, io);
 }
 
 }  // namespace
