@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -108,18 +109,30 @@ Result<std::string> SelfExecutable() {
   return path;
 }
 
-Result<std::string> WaitForLogLine(const std::string& path, std::string_view prefix, std::chrono::milliseconds timeout) {
+std::uintmax_t LogSize(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+Result<std::string> WaitForLogLine(ChildProcess& process, std::uintmax_t from, std::string_view prefix,
+                                   std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;
   while (true) {
-    std::ifstream in(path);
+    // Exited() is read before the log, so a line written just before the exit is still seen.
+    const bool exited = process.Exited();
+    std::ifstream in(process.log_path());
+    in.seekg(static_cast<std::streamoff>(from));
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind(prefix, 0) == 0) return line;
       last = line;
     }
+    const std::string where = process.log_path() + " (last line: " + last + ")";
+    if (exited) return Status::FailedPrecondition("exited before writing its startup line; see " + where);
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Status::Unavailable("no line starting with '" + std::string(prefix) + "' in " + path + " (last line: " + last + ")");
+      return Status::Unavailable("no line starting with '" + std::string(prefix) + "' in " + where);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -49,9 +49,15 @@ class ChildProcess {
 /// The path of the running binary (/proc/self/exe), to start more of itself.
 [[nodiscard]] Result<std::string> SelfExecutable();
 
-/// Waits up to `timeout` for a line of `path` that starts with `prefix`; returns it.
-/// kUnavailable on timeout (with the file's last lines in the message).
-[[nodiscard]] Result<std::string> WaitForLogLine(const std::string& path, std::string_view prefix,
+/// The size of the file at `path`, 0 when it does not exist: where a process started now, that
+/// appends to that log, begins writing.
+std::uintmax_t LogSize(const std::string& path);
+
+/// Waits up to `timeout` for a line of `process`'s log, after byte offset `from` (LogSize before
+/// the start, for a log a restarted process appends to), that starts with `prefix`; returns it.
+/// kFailedPrecondition when the process exits first, kUnavailable on timeout; both messages name
+/// the log and its last line.
+[[nodiscard]] Result<std::string> WaitForLogLine(ChildProcess& process, std::uintmax_t from, std::string_view prefix,
                                                  std::chrono::milliseconds timeout);
 
 }  // namespace polnode::node

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -15,12 +16,14 @@
 #include "genesis_file.h"
 #include "http_client.h"
 #include "ledger_client.h"
+#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/op.h"
 #include "polnode/solver/dataset.h"
+#include "polnode/solver/task_steps.h"
 #include "role_runtime.h"
 
 namespace polnode::node {
@@ -79,6 +82,20 @@ std::string TaskToml(const DevnetOptions& o, const std::string& dataset_hash, in
   return t.str();
 }
 
+// The devnet's default cheat: the first optimizer update of a weight matrix. Its output is the
+// state itself, so a flipped mantissa bit of element 0 (a random initial weight, never 0) lives on
+// in every later checkpoint. A tamper in the forward pass can vanish: a logit of a class that a
+// trained model rules out for the sample moves that class's probability by less than one rounding
+// of the gradient sums (at step 1,949 of a 2,000-step MLP run, the logits' bias add and matmul
+// both left the proof bit for bit honest).
+Result<std::string> WeightUpdateNode(const solver::TaskSpec& task, const solver::ImageDataset& data) {
+  POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
+  for (const solver::StepNode& node : stepper.graph().nodes) {
+    if (!node.state_writes.empty() && node.state_writes[0] >= 0 && node.output_shapes[0].size() >= 2) return node.name;
+  }
+  return Status::InvalidArgument("model " + task.model + " has no weight matrix to cheat at");
+}
+
 class Devnet {
  public:
   Devnet(const DevnetOptions& options, std::ostream& progress) : o_(options), progress_(progress) {}
@@ -88,11 +105,12 @@ class Devnet {
 
  private:
   Status SetUp();
-  Status StartLedger();
+  Result<std::string> StartLedger(const std::string& listen);
   Status Start(Member& m);
   Status WaitForStakes();
   Status Monitor();
   Status RestartMidTask();
+  Status LedgerOutage();
   Status CollectReport();
   void StopAll();
   std::string NameOf(std::string_view pubkey) const;
@@ -104,6 +122,7 @@ class Devnet {
   std::string dataset_hash_;
   std::vector<std::string> task_files_;
   std::optional<ChildProcess> ledger_process_;
+  std::string ledger_listen_;  // HOST:PORT, kept across a restart: every role was given this address
   std::string ledger_pubkey_;
   std::optional<LedgerClient> ledger_;
   std::vector<Member> members_;
@@ -143,7 +162,9 @@ Status Devnet::SetUp() {
 
   std::string cheat = o_.cheat;
   if (cheat.empty()) {
-    cheat = "step=" + std::to_string(o_.steps - o_.checkpoint_interval / 2 - 1) + ",node=fc2.matmul";
+    POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, ReadTaskFile(task_files_[0]));
+    POLNODE_ASSIGN_OR_RETURN(std::string node, WeightUpdateNode(task, data));
+    cheat = "step=" + std::to_string(o_.steps - o_.checkpoint_interval / 2 - 1) + ",node=" + node;
   }
   std::string task_list;
   for (const std::string& f : task_files_) task_list += (task_list.empty() ? "" : ",") + f;
@@ -155,7 +176,9 @@ Status Devnet::SetUp() {
     m.name = name;
     m.role = role;
     members_.push_back(std::move(m));
+    report_.logs[name] = Log(name);
   }
+  report_.logs["ledger"] = Log("ledger");
   members_[0].extra_flags = {"--max-tasks", "1"};
   members_[1].extra_flags = {"--max-tasks", "1", "--cheat", cheat};
   members_[3].extra_flags = {"--lazy"};
@@ -203,19 +226,18 @@ Status Devnet::SetUp() {
   return Status::Ok();
 }
 
-Status Devnet::StartLedger() {
+// Starts the ledger process on `listen` and returns the HOST:PORT it serves on.
+Result<std::string> Devnet::StartLedger(const std::string& listen) {
   const std::string log = Log("ledger");
-  POLNODE_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Spawn({self_, "ledger", "--home", o_.home + "/ledger", "--json"}, log));
+  const std::uintmax_t from = LogSize(log);
+  POLNODE_ASSIGN_OR_RETURN(
+      ChildProcess p, ChildProcess::Spawn({self_, "ledger", "--home", o_.home + "/ledger", "--listen", listen, "--json"}, log));
   ledger_process_.emplace(std::move(p));
-  POLNODE_ASSIGN_OR_RETURN(std::string line, WaitForLogLine(log, "{", std::chrono::seconds(60)));
-  const std::string listen = FieldOf(line, "listen");
-  if (listen.empty()) return Status::Corruption("the ledger's startup line has no listen address: " + line);
-  report_.ledger_url = "http://" + listen;
-  report_.logs["ledger"] = log;
-  POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(report_.ledger_url));
-  ledger_.emplace(std::move(client));
-  progress_ << "devnet: ledger at " << report_.ledger_url << std::endl;
-  return Status::Ok();
+  Result<std::string> line = WaitForLogLine(*ledger_process_, from, "{", std::chrono::seconds(60));
+  if (!line.ok()) return line.status().WithContext("the ledger");
+  std::string serving = FieldOf(*line, "listen");
+  if (serving.empty()) return Status::Corruption("the ledger's startup line has no listen address: " + *line);
+  return serving;
 }
 
 Status Devnet::Start(Member& m) {
@@ -223,27 +245,14 @@ Status Devnet::Start(Member& m) {
                                    "--poll-ms", "100", "--json"};
   argv.insert(argv.end(), m.extra_flags.begin(), m.extra_flags.end());
   const std::string log = Log(m.name);
-  // A restarted member appends to its log; its newest startup line is the one to read.
-  std::error_code ec;
-  const auto lines_before = std::filesystem::exists(log, ec) ? std::filesystem::file_size(log, ec) : 0;
+  const std::uintmax_t from = LogSize(log);
   POLNODE_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Spawn(argv, log));
   m.process.emplace(std::move(p));
-  report_.logs[m.name] = log;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (true) {
-    std::ifstream in(log);
-    in.seekg(static_cast<std::streamoff>(lines_before));
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("{", 0) == 0 && !FieldOf(line, "url").empty()) {
-        m.url = FieldOf(line, "url");
-        return Status::Ok();
-      }
-    }
-    if (m.process->Exited()) return Status::FailedPrecondition(m.name + " exited at start; see " + log);
-    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable(m.name + " did not start; see " + log);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  Result<std::string> line = WaitForLogLine(*m.process, from, "{", std::chrono::seconds(60));
+  if (!line.ok()) return line.status().WithContext(m.name);
+  m.url = FieldOf(*line, "url");
+  if (m.url.empty()) return Status::Corruption(m.name + "'s startup line has no url: " + *line);
+  return Status::Ok();
 }
 
 // Verifiers must be bonded before the first segment beacon, or the task finds nobody to assign.
@@ -270,29 +279,79 @@ Status Devnet::WaitForStakes() {
   }
 }
 
+// The value of key=VALUE in an event line (role_runtime.h EventLog), "" when absent.
+std::string EventField(const std::string& line, const std::string& key) {
+  const std::size_t at = line.find(" " + key + "=");
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + key.size() + 2;
+  return line.substr(begin, line.find(' ', begin) - begin);
+}
+
+// Waits up to 300 s for a line of `log` for which `marks` holds; returns it.
+Result<std::string> WaitForEvent(const std::string& log, const std::function<bool(const std::string&)>& marks,
+                                 const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (true) {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (marks(line)) return line;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable("never saw " + what + " in " + log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 Status Devnet::RestartMidTask() {
-  // Each role is killed once, at the point named in its log, then started again.
-  for (const auto& [name, marker] : {std::pair<std::string, std::string>{"solver-honest", " training "},
-                                     std::pair<std::string, std::string>{"verifier-honest", " verifying "}}) {
+  // The honest solver dies once it has saved its first checkpoint after the initial state (so a
+  // restart must resume training from there), the honest verifier once it starts verifying. Both
+  // are started again.
+  const std::vector<std::pair<std::string, std::function<bool(const std::string&)>>> kills = {
+      {"solver-honest",
+       [](const std::string& line) {
+         return line.find(" checkpoint_saved ") != std::string::npos && EventField(line, "step") != "0";
+       }},
+      {"verifier-honest", [](const std::string& line) { return line.find(" verifying ") != std::string::npos; }},
+  };
+  for (const auto& [name, marks] : kills) {
     Member* m = nullptr;
     for (Member& candidate : members_) {
       if (candidate.name == name) m = &candidate;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-    while (true) {
-      std::ifstream in(Log(name));
-      std::string l;
-      bool seen = false;
-      while (std::getline(in, l)) seen = seen || l.find(marker) != std::string::npos;
-      if (seen) break;
-      if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable(name + " never reached '" + marker + "'");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    POLNODE_ASSIGN_OR_RETURN(std::string line, WaitForEvent(Log(name), marks, "the point to kill " + name));
     m->process->Signal(SIGKILL);
     m->process->Wait(std::chrono::seconds(10));
-    progress_ << "devnet: killed " << name << " mid-task (SIGKILL); restarting it" << std::endl;
+    const std::string step = EventField(line, "step");
+    progress_ << "devnet: killed " << name << (step.empty() ? " mid-task" : " after its checkpoint at step " + step)
+              << " (SIGKILL); restarting it" << std::endl;
     POLNODE_RETURN_IF_ERROR(Start(*m));
   }
+  return Status::Ok();
+}
+
+Status Devnet::LedgerOutage() {
+  // Once verifiers are at work (verdicts and reveals are about to be posted), the ledger crashes
+  // and comes back on the same address: the roles must ride it out and re-send what it lost.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (true) {
+    Result<TaskPage> page = ledger_->Tasks(0, 100);
+    bool verifying = false;
+    if (page.ok()) {
+      for (const proto::Task& task : page->tasks) verifying = verifying || task.status() == proto::TASK_VERIFYING;
+    }
+    if (verifying) break;
+    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable("no task reached TASK_VERIFYING");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto down = std::chrono::steady_clock::now();
+  ledger_process_->Signal(SIGKILL);
+  ledger_process_->Wait(std::chrono::seconds(10));
+  progress_ << "devnet: ledger killed (SIGKILL) while tasks verify; down for " << o_.ledger_outage.count() << " s"
+            << std::endl;
+  std::this_thread::sleep_for(o_.ledger_outage);
+  POLNODE_ASSIGN_OR_RETURN(std::string serving, StartLedger(ledger_listen_));
+  if (serving != ledger_listen_) return Status::Internal("the restarted ledger serves on " + serving + ", not " + ledger_listen_);
+  report_.ledger_down_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - down).count();
   return Status::Ok();
 }
 
@@ -300,9 +359,10 @@ Status Devnet::Monitor() {
   const auto deadline = started_ + o_.timeout;
   auto last = std::chrono::steady_clock::now();
   std::map<std::string, std::string> last_status;
-  std::optional<std::thread> restarter;
-  Status restart_status;
+  std::optional<std::thread> restarter, outage;
+  Status restart_status, outage_status;
   if (o_.restart_roles) restarter.emplace([&] { restart_status = RestartMidTask(); });
+  if (o_.ledger_outage.count() > 0) outage.emplace([&] { outage_status = LedgerOutage(); });
   Status result;
   while (true) {
     Result<TaskPage> page = ledger_->Tasks(0, 100);
@@ -334,7 +394,9 @@ Status Devnet::Monitor() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (restarter) restarter->join();
+  if (outage) outage->join();
   POLNODE_RETURN_IF_ERROR(result);
+  POLNODE_RETURN_IF_ERROR(outage_status);
   return restart_status;
 }
 
@@ -423,7 +485,11 @@ void Devnet::StopAll() {
 Result<DevnetReport> Devnet::Run() {
   started_ = std::chrono::steady_clock::now();
   POLNODE_RETURN_IF_ERROR(SetUp());
-  POLNODE_RETURN_IF_ERROR(StartLedger());
+  POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:0"));
+  report_.ledger_url = "http://" + ledger_listen_;
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(report_.ledger_url));
+  ledger_.emplace(std::move(client));
+  progress_ << "devnet: ledger at " << report_.ledger_url << std::endl;
   for (Member& m : members_) {
     if (m.role != "submitter") POLNODE_RETURN_IF_ERROR(Start(m));
   }

@@ -27,9 +27,9 @@ struct DevnetOptions {
   std::int64_t checkpoint_interval = 50;
   std::int64_t batch = 64;
   std::int64_t segments = 2;
-  /// The cheating solver's tamper ("step=S,node=N|NAME"); empty: the logits (fc2.matmul, whose
-  /// every element reaches the loss) in the middle of the final segment, which every verifier
-  /// replays, so the cheat is always caught.
+  /// The cheating solver's tamper ("step=S,node=N|NAME"); empty: the first weight matrix's
+  /// optimizer update (a change that lives on in the state) in the middle of the final segment,
+  /// which every verifier replays, so the cheat is always caught.
   std::string cheat;
   std::uint64_t forced_error_rate = 0;
   std::int64_t block_interval_ms = 100;
@@ -38,6 +38,9 @@ struct DevnetOptions {
   /// Kill (SIGKILL) the honest solver while it trains and the honest verifier while it verifies,
   /// restart both, and still reach settlement.
   bool restart_roles = false;
+  /// When > 0: once a task is being verified, kill (SIGKILL) the ledger, keep it down this long and
+  /// start it again on the same address; every role must ride the outage out.
+  std::chrono::seconds ledger_outage{0};
 };
 
 struct DevnetGame {
@@ -71,6 +74,7 @@ struct DevnetReport {
   double training_seconds = 0;   // solvers' training time (their metrics)
   double verifying_seconds = 0;  // verifiers' and the whistleblower's replay time (their metrics)
   double disputing_seconds = 0;  // wall time tasks spent with a dispute game running
+  double ledger_down_seconds = 0;  // with a ledger outage: from the kill until it served again
   bool all_settled = false;
   bool audits_match = false;
 };

@@ -26,6 +26,7 @@ std::string ReportJson(const DevnetReport& r) {
       .Field("training_seconds", r.training_seconds)
       .Field("verifying_seconds", r.verifying_seconds)
       .Field("disputing_seconds", r.disputing_seconds)
+      .Field("ledger_down_seconds", r.ledger_down_seconds)
       .Field("protocol_overhead", r.training_seconds > 0 ? (r.wall_seconds - r.training_seconds) / r.training_seconds : 0.0);
   w.Key("tasks").BeginArray();
   for (const DevnetTask& t : r.tasks) {
@@ -105,6 +106,7 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
       << 100 * r.verifying_seconds / r.wall_seconds << "%), disputing " << r.disputing_seconds << " s ("
       << 100 * r.disputing_seconds / r.wall_seconds << "%); protocol overhead (wall minus training) "
       << std::setprecision(2) << overhead << "x the training time\n";
+  if (r.ledger_down_seconds > 0) out << "ledger outage: down " << r.ledger_down_seconds << " s, then served again\n";
   out << "logs: " << r.home << "/logs (one file per process)\n";
   out << (r.all_settled && r.audits_match ? "every task settled; every dispute re-executed as the ledger ruled\n"
                                           : "NOT every task settled, or an audit differed\n");
@@ -134,6 +136,8 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t timeout, flags.GetInt("timeout-s", 10, 86'400));
   o.timeout = std::chrono::seconds(timeout);
   o.restart_roles = flags.GetBool("restart-roles");
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t outage, flags.GetInt("ledger-outage-s", 0, 3600));
+  o.ledger_outage = std::chrono::seconds(outage);
   if (o.steps % o.checkpoint_interval != 0) return Status::InvalidArgument("--steps must be a multiple of --checkpoint-interval");
 
   std::ostream& progress = flags.json() ? io.err : io.out;
@@ -167,12 +171,17 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("checkpoint-interval", "K", "steps between checkpoints", "50");
   flags.Value("batch", "B", "batch size", "64");
   flags.Value("segments", "Q", "segments each verifier replays", "2");
-  flags.Value("cheat", "step=S,node=N|NAME", "the cheating solver's tamper (default: fc2.matmul in the final segment)");
+  flags.Value("cheat", "step=S,node=N|NAME", "the cheating solver's tamper (default: the first weight matrix's update, in the final segment)");
   flags.Value("forced-error-rate", "R", "a round is forced with probability 1/R (0: never)", "0");
   flags.Value("block-interval-ms", "N", "milliseconds between blocks", "100");
   flags.Value("timeout-s", "S", "give up after this long", "900");
-  flags.Bool("restart-roles", "kill the honest solver while it trains and the honest verifier while it verifies, "
-                              "then restart both (tests restart safety)");
+  flags.Bool("restart-roles",
+             "kill the honest solver once it has saved a checkpoint past the initial state and the honest verifier "
+             "once it starts verifying, then restart both (tests restart safety and resumed training)");
+  flags.Value("ledger-outage-s", "S",
+              "once a task is being verified, kill the ledger, keep it down S seconds and restart it on the same "
+              "address (tests that the roles ride out an outage; 0: no outage)",
+              "0");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);
   return kExitOk;

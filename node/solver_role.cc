@@ -262,6 +262,11 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
       prove.out_dir = claimed.dir + "/" + kHonestDir;
       prove.key = &ctx.key();
       prove.cancel = &cancel_;
+      // Durable progress, so an operator (or the devnet) can see where a restart will resume.
+      prove.on_checkpoint_saved = [&ctx, &task_hex](std::int64_t step) {
+        ctx.metrics().Add("checkpoints_saved_total");
+        ctx.log().Event("checkpoint_saved", {{"task", task_hex}, {"step", std::to_string(step)}});
+      };
       if (options_.cheat) {
         POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(claimed.document, *data));
         POLNODE_ASSIGN_OR_RETURN(solver::TamperSpec spec, ResolveCheat(*options_.cheat, claimed.document, *data));

@@ -84,10 +84,10 @@ Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskS
 class CheckpointWriter {
  public:
   CheckpointWriter(BlobStore store, std::string progress_path, consensus::Hash256 task_id,
-                   Progress progress, std::size_t capacity)
+                   Progress progress, std::size_t capacity, std::function<void(std::int64_t)> on_saved)
       : store_(std::move(store)), progress_path_(std::move(progress_path)), task_id_(task_id),
         progress_(std::move(progress)), capacity_(std::max<std::size_t>(1, capacity)),
-        thread_([this] { Loop(); }) {}
+        on_saved_(std::move(on_saved)), thread_([this] { Loop(); }) {}
   ~CheckpointWriter() { static_cast<void>(Finish()); }
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -150,7 +150,9 @@ class CheckpointWriter {
     progress_.hashes.push_back(StateHash(job.state));
     progress_.blobs.push_back(blob);
     progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
-    return WriteFileAtomically(progress_path_, EncodeProgress(task_id_, progress_));
+    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(task_id_, progress_)));
+    if (on_saved_) on_saved_(job.state.step);
+    return Status::Ok();
   }
 
   BlobStore store_;
@@ -158,6 +160,7 @@ class CheckpointWriter {
   consensus::Hash256 task_id_;
   Progress progress_;  // owned by the writer thread until Finish
   std::size_t capacity_;
+  std::function<void(std::int64_t)> on_saved_;
   std::mutex mu_;
   std::condition_variable ready_, space_;
   std::deque<Job> queue_;
@@ -212,7 +215,8 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
 
   const std::int64_t steps_per_epoch = data.train.count / task.batch;
   const auto start = std::chrono::steady_clock::now();
-  CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity);
+  CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity,
+                          options.on_checkpoint_saved);
   if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
   std::vector<std::uint32_t> pending;
   if (options.on_start) options.on_start(state.step);

@@ -104,6 +104,41 @@ TEST(ProofProverTest, ResumedRunProducesTheIdenticalManifest) {
   EXPECT_EQ(ReadAll(resumed.File("manifest.pb")), want);
 }
 
+// on_checkpoint_saved names each checkpoint once it is durable: a copy of the directory taken in
+// the callback (as if the process died right there) resumes from exactly that step and still
+// yields the manifest of an uninterrupted run.
+TEST(ProofProverTest, EachSavedCheckpointIsReportedOnceItIsDurable) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  auto backend = kernels::MakeBackend("cpu", 2);
+  ASSERT_TRUE(backend.ok());
+  const consensus::SecretKey key = TestKey();
+  testing::ScratchDir run("prove-reported");
+  testing::ScratchDir snapshot("prove-snapshot");
+  constexpr std::int64_t kSnapshotStep = 20;
+  std::vector<std::int64_t> saved;
+  ProveOptions options;
+  options.key = &key;
+  options.out_dir = run.path().string();
+  options.on_checkpoint_saved = [&](std::int64_t step) {
+    saved.push_back(step);
+    if (step == kSnapshotStep) {
+      std::filesystem::copy(run.path(), snapshot.path(), std::filesystem::copy_options::recursive);
+    }
+  };
+  ASSERT_TRUE(Prove(task, data, **backend, options).ok());
+  std::vector<std::int64_t> want_steps;
+  for (std::int64_t step = 0; step <= task.steps; step += task.checkpoint_interval) want_steps.push_back(step);
+  EXPECT_EQ(saved, want_steps);
+
+  options.on_checkpoint_saved = nullptr;
+  options.out_dir = snapshot.path().string();
+  Result<ProveResult> resumed = Prove(task, data, **backend, options);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->resumed_from_step, kSnapshotStep);
+  EXPECT_EQ(ReadAll(snapshot.File("manifest.pb")), ReadAll(run.File("manifest.pb")));
+}
+
 TEST(ProofProverTest, RefusesDataWithAnotherHashAndProgressOfAnotherTask) {
   const ImageDataset data = testing::TinyDataset();
   TaskSpec task = testing::TinyTask(data);

@@ -53,6 +53,10 @@ struct ProveOptions {
   /// When set, called once with the completed steps of the state training starts from (0, or the
   /// step resumed from), before the first step: a backend that counts steps positions itself.
   std::function<void(std::int64_t first_step)> on_start;
+  /// When set, called on the checkpoint writer's thread with a checkpoint's step once that
+  /// checkpoint and the progress file naming it are durable: a run stopped after this call, by
+  /// any means, resumes from that step or a later one.
+  std::function<void(std::int64_t step)> on_checkpoint_saved;
 };
 
 struct ProveResult {
