@@ -10,6 +10,7 @@
 #include "proof_http.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/solver/blob_store.h"
+#include "polnode/verifier/profile.h"
 #include "task_binding.h"
 
 namespace polnode::node {
@@ -106,6 +107,12 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   verifier::VerifyOptions options;
   options.explicit_segments = request.segments;
   options.solver_pubkey = solver_key;
+  if (bound.document.mode == solver::ReproMode::kTolerant) {
+    const std::vector<verifier::ProfileVariation> variations = verifier::AllVariations();
+    POLNODE_ASSIGN_OR_RETURN(verifier::Profile profile, verifier::ProfileTask(bound.document, *bound.data, variations));
+    options.thresholds = profile.thresholds;
+    check.thresholds = profile.thresholds;
+  }
   POLNODE_ASSIGN_OR_RETURN(
       check.verdict, verifier::VerifyProof(bound.document, *bound.data, *manifest, store, *request.backend, options));
   return check;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,9 @@ std::vector<std::int64_t> AssignedSegments(const proto::Task& task, std::string_
 struct ProofCheck {
   std::vector<std::int64_t> segments;  // replayed before the final segment, in this order
   verifier::Verdict verdict;           // over `segments` and the final segment
+  /// Tolerant-mode tasks only: the thresholds the replays were judged by, profiled from the task
+  /// alone (verifier::ProfileTask under every backend and thread count here), never from the proof.
+  std::optional<verifier::Thresholds> thresholds;
   std::int64_t blobs_fetched = 0;      // checkpoints downloaded (not already in the cache)
   double seconds = 0.0;                // wall time of the whole check
 };

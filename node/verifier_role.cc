@@ -56,7 +56,18 @@ std::string ReportJson(const proto::Task& task, std::string_view verifier, std::
   const verifier::Verdict& v = check.verdict;
   JsonWriter w;
   ReportHeader(w, task, verifier, v.accept, v.reason);
-  w.Field("backend", backend).Key("segments").BeginArray();
+  w.Field("backend", backend);
+  if (check.thresholds) {
+    // Tolerant mode: the profiled thresholds the distances were judged by.
+    w.Key("thresholds")
+        .BeginObject()
+        .Field("l1", check.thresholds->l1)
+        .Field("l2", check.thresholds->l2)
+        .Field("linf", check.thresholds->linf)
+        .Field("cosine", check.thresholds->cosine)
+        .EndObject();
+  }
+  w.Key("segments").BeginArray();
   for (std::int64_t s : check.segments) w.Int(s);
   w.EndArray()
       .Field("manifest_ok", v.manifest_ok)

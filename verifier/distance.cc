@@ -41,7 +41,9 @@ Result<Distances> StateDistance(const solver::TrainState& a, const solver::Train
     return Distances{n, n, n, n};
   }
   Distances d{l1, std::sqrt(l2sq), linf, 0.0};
-  if (norm_a == 0.0 && norm_b == 0.0) {
+  // Equal states are at distance 0 by every metric, exactly: the ratio below can round to a hair
+  // under 1 for identical vectors, and a zero threshold must admit an identical replay.
+  if (l1 == 0.0 || (norm_a == 0.0 && norm_b == 0.0)) {
     d.cosine = 0.0;
   } else if (norm_a == 0.0 || norm_b == 0.0) {
     d.cosine = 1.0;

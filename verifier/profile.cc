@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "polnode/verifier/replay.h"
 
@@ -49,6 +50,40 @@ Result<Profile> ProfileProof(const solver::TaskSpec& task, const solver::ImageDa
       t.linf = std::max(t.linf, e.distances.linf);
       t.cosine = std::max(t.cosine, e.distances.cosine);
     }
+  }
+  if (profile.observations.empty()) return Status::FailedPrecondition("no profiling variation could run");
+  return profile;
+}
+
+Result<Profile> ProfileTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                            std::span<const ProfileVariation> variations) {
+  POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(task, data));
+  POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
+  Profile profile;
+  std::optional<solver::TrainState> baseline;
+  consensus::Hash256 baseline_hash{};
+  for (const ProfileVariation& variation : variations) {
+    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(variation.backend, variation.threads);
+    if (!backend.ok()) {
+      profile.skipped.push_back(variation.backend + ": " + backend.status().ToString());
+      continue;
+    }
+    solver::TrainState state = stepper.Initial();
+    while (state.step < task.checkpoint_interval) POLNODE_RETURN_IF_ERROR(stepper.Step(state, **backend).status());
+    const consensus::Hash256 hash = solver::StateHash(state);
+    if (!baseline) {
+      baseline = std::move(state);
+      baseline_hash = hash;
+      profile.observations.push_back({variation, (*backend)->name(), 0, Distances{}, true});
+      continue;
+    }
+    POLNODE_ASSIGN_OR_RETURN(Distances d, StateDistance(state, *baseline));
+    profile.observations.push_back({variation, (*backend)->name(), 0, d, hash == baseline_hash});
+    Thresholds& t = profile.thresholds;
+    t.l1 = std::max(t.l1, d.l1);
+    t.l2 = std::max(t.l2, d.l2);
+    t.linf = std::max(t.linf, d.linf);
+    t.cosine = std::max(t.cosine, d.cosine);
   }
   if (profile.observations.empty()) return Status::FailedPrecondition("no profiling variation could run");
   return profile;

@@ -123,6 +123,34 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   EXPECT_EQ(server_.CountRequests("/blobs/"), static_cast<int>(needed.size()));
 }
 
+// A tolerant-mode task is judged by distances against thresholds the checker profiles from the
+// task alone; every backend here trains bit for bit alike, so they are 0, the honest proof passes
+// and a cheat still fails. Exact-mode checks compare hashes and carry no thresholds.
+TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask) {
+  document_.mode = solver::ReproMode::kTolerant;
+  const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  proto::Task task = TaskFor(honest);
+  Result<ProofCheck> check = Check(task, {2});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_TRUE(check->verdict.accept) << check->verdict.reason;
+  ASSERT_TRUE(check->thresholds.has_value());
+  EXPECT_EQ(check->thresholds->l1, 0.0);
+  EXPECT_EQ(check->thresholds->linf, 0.0);
+  EXPECT_EQ(check->thresholds->cosine, 0.0);
+  for (const verifier::SegmentEvidence& e : check->verdict.segments) EXPECT_TRUE(e.have_distances) << e.segment;
+
+  const testing::TinyProof cheat = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{13, 3, 0, 22});
+  task = TaskFor(cheat);
+  check = Check(task, {2});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_FALSE(check->verdict.accept);
+
+  document_.mode = solver::ReproMode::kExact;
+  check = Check(TaskFor(testing::ProveTiny(document_, data_, solver_, std::nullopt)), {2});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_FALSE(check->thresholds.has_value());
+}
+
 TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStillPass) {
   const std::vector<std::int64_t> segments = VerifierSegments();
   ASSERT_EQ(segments.size(), 2u);

@@ -92,6 +92,28 @@ TEST_F(HonestTest, ExactModeProfilesToZeroAndSkipsAbsentBackends) {
   EXPECT_EQ(profile->thresholds.cosine, 0.0);
 }
 
+// Profiling the task needs no proof: every backend and thread count here trains the first
+// segment from the task's initial state to the same bits, so every threshold is 0 and tolerant
+// mode judges as strictly as exact mode. A segment's worth of steps is what each variation runs.
+TEST_F(HonestTest, ProfilingTheTaskNeedsNoProofAndFindsEveryVariationBitIdentical) {
+  const std::vector<ProfileVariation> variations = AllVariations();
+  Result<Profile> profile = ProfileTask(task_, data_, variations);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  EXPECT_GE(profile->observations.size(), 4u);  // reference and cpu at 1 and 2 threads
+  EXPECT_EQ(profile->observations.size() + profile->skipped.size(), variations.size());
+  for (const ProfileObservation& o : profile->observations) {
+    EXPECT_TRUE(o.hash_equal) << o.backend_impl << " x" << o.variation.threads;
+    EXPECT_EQ(o.segment, 0);
+  }
+  EXPECT_EQ(profile->thresholds.l1, 0.0);
+  EXPECT_EQ(profile->thresholds.l2, 0.0);
+  EXPECT_EQ(profile->thresholds.linf, 0.0);
+  EXPECT_EQ(profile->thresholds.cosine, 0.0);
+
+  const ProfileVariation none[] = {{"no-such-backend", 1}};
+  EXPECT_EQ(ProfileTask(task_, data_, none).status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(HonestTest, TolerantModeComparesDistancesWithThresholds) {
   task_.mode = solver::ReproMode::kTolerant;
   testing::Chain chain = testing::HonestChain(task_, data_);

@@ -51,6 +51,17 @@ Result<Profile> ProfileProof(const solver::TaskSpec& task, const solver::ImageDa
                              std::span<const std::int64_t> segments,
                              std::span<const ProfileVariation> variations);
 
+/// Profiles the task itself, with nothing from a solver: the first segment (checkpoint_interval
+/// steps from the initial state, which the task fixes) is trained under each variation whose
+/// backend can be made here, and each metric's threshold is the largest distance between one
+/// variation's end state and the first one's. A solver cannot move these thresholds (profiling
+/// against a proof's claimed checkpoints would let a cheat in the sampled segment widen them).
+/// Observations name segment 0; hash_equal compares with the first variation's end state.
+/// kFailedPrecondition when no variation could run (or the first step diverges); other errors as
+/// TaskStepper::Create and CheckTaskData.
+Result<Profile> ProfileTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                            std::span<const ProfileVariation> variations);
+
 }  // namespace polnode::verifier
 
 #endif  // POLNODE_VERIFIER_PROFILE_H_
