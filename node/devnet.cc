@@ -43,7 +43,7 @@ struct Member {
 
 std::string FieldOf(const std::string& json_line, const char* field) {
   rapidjson::Document doc;
-  doc.Parse(json_line.c_str());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json_line.c_str());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember(field) || !doc[field].IsString()) return "";
   return doc[field].GetString();
 }
@@ -414,7 +414,7 @@ Status Devnet::CollectReport() {
   std::map<std::string, double> accuracy;
   if (Result<std::vector<std::uint8_t>> text = ReadWholeFile(o_.home + "/submitter/report.json", 1 << 20); text.ok()) {
     rapidjson::Document doc;
-    doc.Parse(reinterpret_cast<const char*>(text->data()), text->size());
+    doc.Parse<rapidjson::kParseIterativeFlag>(reinterpret_cast<const char*>(text->data()), text->size());
     if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("tasks") && doc["tasks"].IsArray()) {
       for (const rapidjson::Value& t : doc["tasks"].GetArray()) {
         if (t.IsObject() && t.HasMember("task_id") && t["task_id"].IsString() && t.HasMember("accuracy") && t["accuracy"].IsNumber()) {

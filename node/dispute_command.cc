@@ -3,7 +3,6 @@
 // with the contracts' own rules (contracts/dispute_audit.h: Merkle proofs, bisection, descent and
 // the referee's operator on the CPU reference kernel) and prints the path and the ruling, saying
 // clearly where the re-execution differs from what the ledger recorded.
-#include <rapidjson/document.h>
 
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "commands.h"
 #include "http_client.h"
 #include "json.h"
+#include "ledger_client.h"
 #include "chain_state.h"
 #include "node_home.h"
 #include "polnode/consensus/chain_store.h"
@@ -24,20 +24,6 @@ namespace polnode::node {
 namespace {
 
 constexpr std::string_view kCommand = "polnode dispute replay";
-
-std::string Hex(std::string_view raw) {
-  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
-
-template <typename Message>
-Status ParseHexRecord(const rapidjson::Value& doc, const char* field, Message& out) {
-  if (!doc.HasMember(field) || !doc[field].IsString()) return Status::Corruption(std::string("no ") + field + " in the answer");
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, consensus::HexToBytes(doc[field].GetString()));
-  if (!out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::Corruption(std::string(field) + " is not a valid record");
-  }
-  return Status::Ok();
-}
 
 std::string ShapeText(const proto::PinpointShape& shape) {
   std::string s = "[";
@@ -58,9 +44,9 @@ std::string LeafKind(const proto::Task& task, std::uint64_t leaf) {
 
 void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   std::ostream& out = io.out;
-  out << "game over verifier " << Hex(game.verifier()) << "\n"
-      << "  challenger " << Hex(game.challenger().key()) << " (says the proof is wrong)\n"
-      << "  defender   " << Hex(game.defender().key()) << " (says the proof is right)\n"
+  out << "game over verifier " << HexOf(game.verifier()) << "\n"
+      << "  challenger " << HexOf(game.challenger().key()) << " (says the proof is wrong)\n"
+      << "  defender   " << HexOf(game.defender().key()) << " (says the proof is right)\n"
       << "  moves      " << game.moves_size() << " recorded, phase " << proto::GamePhase_Name(game.phase()) << "\n";
   if (game.phase() == proto::GAME_OPENING) return;
   out << "  segment    " << game.segment() << " (steps " << game.first_step() << ".."
@@ -78,12 +64,12 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
     out << "\n";
   }
   if (game.phase() == proto::GAME_REFEREE || game.phase() == proto::GAME_RESOLVED) {
-    out << "  challenger's hash  " << Hex(game.challenger().hash()) << "\n"
-        << "  defender's hash    " << Hex(game.defender().hash()) << "\n";
+    out << "  challenger's hash  " << HexOf(game.challenger().hash()) << "\n"
+        << "  defender's hash    " << HexOf(game.defender().hash()) << "\n";
   }
-  if (!audit.replayed.true_leaf().empty()) out << "  recomputed hash    " << Hex(audit.replayed.true_leaf()) << "\n";
+  if (!audit.replayed.true_leaf().empty()) out << "  recomputed hash    " << HexOf(audit.replayed.true_leaf()) << "\n";
   out << "  ledger's ruling    " << (game.ruling().empty() ? "(not decided yet)" : game.ruling()) << "\n";
-  if (!game.winner().empty()) out << "  winner             " << Hex(game.winner()) << "\n";
+  if (!game.winner().empty()) out << "  winner             " << HexOf(game.winner()) << "\n";
   if (audit.differences.empty()) {
     out << "  audit              re-executed every move: the result matches the ledger's\n";
   } else {
@@ -94,21 +80,21 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
 
 void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   w.BeginObject()
-      .Field("verifier", Hex(game.verifier()))
-      .Field("challenger", Hex(game.challenger().key()))
-      .Field("defender", Hex(game.defender().key()))
+      .Field("verifier", HexOf(game.verifier()))
+      .Field("challenger", HexOf(game.challenger().key()))
+      .Field("defender", HexOf(game.defender().key()))
       .Field("phase", proto::GamePhase_Name(game.phase()))
       .Field("moves", static_cast<std::uint64_t>(game.moves_size()))
       .Field("segment", game.segment())
       .Field("step", game.first_step() + game.lo())
       .Field("leaf", game.leaf())
       .Field("leaf_kind", LeafKind(task, game.leaf()))
-      .Field("challenger_hash", Hex(game.challenger().hash()))
-      .Field("defender_hash", Hex(game.defender().hash()))
-      .Field("recomputed_hash", Hex(audit.replayed.true_leaf()))
+      .Field("challenger_hash", HexOf(game.challenger().hash()))
+      .Field("defender_hash", HexOf(game.defender().hash()))
+      .Field("recomputed_hash", HexOf(audit.replayed.true_leaf()))
       .Field("ledger_ruling", game.ruling())
       .Field("recomputed_ruling", audit.ruling)
-      .Field("winner", Hex(game.winner()))
+      .Field("winner", HexOf(game.winner()))
       .Field("matches_ledger", audit.differences.empty());
   if (audit.node) {
     w.Key("node").BeginObject().Field("name", audit.node->name())
@@ -144,15 +130,9 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
   if (flags.positional().size() != 1) return Status::InvalidArgument("give exactly one TASK_ID");
   const std::string task_hex = flags.positional()[0];
   POLNODE_ASSIGN_OR_RETURN(std::string body, GamesJson(flags, task_hex));
-  rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("games") || !doc["games"].IsArray()) {
-    return Status::Corruption("the ledger's games answer is not the expected JSON");
-  }
-  proto::Task task;
-  proto::Params params;
-  POLNODE_RETURN_IF_ERROR(ParseHexRecord(doc, "task_record", task));
-  POLNODE_RETURN_IF_ERROR(ParseHexRecord(doc, "params_record", params));
+  POLNODE_ASSIGN_OR_RETURN(GamesView view, DecodeGamesView(body));
+  const proto::Task& task = view.task;
+  const proto::Params& params = view.params;
   const std::string only = flags.Get("verifier");
   bool all_match = true;
   JsonWriter w;
@@ -162,13 +142,10 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
     w.Key("games").BeginArray();
   } else {
     io.out << "task " << task_hex << ": " << proto::TaskStatus_Name(task.status()) << ", "
-           << proto::TaskOutcome_Name(task.outcome()) << ", " << doc["games"].Size() << " dispute game(s)\n";
+           << proto::TaskOutcome_Name(task.outcome()) << ", " << view.games.size() << " dispute game(s)\n";
   }
-  const rapidjson::Value& games = doc["games"];
-  for (rapidjson::SizeType i = 0; i < games.Size(); ++i) {
-    proto::DisputeGame game;
-    POLNODE_RETURN_IF_ERROR(ParseHexRecord(games[i], "record", game));
-    if (!only.empty() && Hex(game.verifier()) != only) continue;
+  for (const proto::DisputeGame& game : view.games) {
+    if (!only.empty() && HexOf(game.verifier()) != only) continue;
     POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(params, task, game));
     all_match = all_match && audit.differences.empty();
     if (flags.json()) {

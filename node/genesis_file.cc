@@ -55,7 +55,7 @@ Status ParseParams(const rapidjson::Value& v, proto::Params& params) {
 
 Result<GenesisFile> ParseGenesisJson(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError()) {
     return Status::InvalidArgument(std::string("genesis is not valid JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) +
                                    " at offset " + std::to_string(doc.GetErrorOffset()));

@@ -100,6 +100,42 @@ class LedgerClient {
   std::chrono::milliseconds timeout_;
 };
 
+// Decoding of the ledger API's answers (ledger_api.h), apart from the HTTP exchange so that it can
+// be tested and fuzzed without a socket; the LedgerClient methods above call these on the body of a
+// 200 answer. Each accepts any bytes and never throws or aborts: a body that is not a JSON object,
+// or whose field is missing, of the wrong type or not a valid record, is kCorruption whose message
+// names the answer and the field ("field 'tasks[2].record' of the /v1/tasks answer is not hex").
+// Fields the client does not read are ignored.
+
+/// GET /v1/status: chain_id (string) and height.
+[[nodiscard]] Result<LedgerInfo> DecodeLedgerInfo(std::string_view body);
+/// GET /v1/params: the hex protobuf "record".
+[[nodiscard]] Result<proto::Params> DecodeParams(std::string_view body);
+/// GET /v1/tasks/{id}: the hex protobuf "record".
+[[nodiscard]] Result<proto::Task> DecodeTask(std::string_view body);
+/// GET /v1/tasks?start=&limit=: "total" and the "record" of every object in the "tasks" array.
+[[nodiscard]] Result<TaskPage> DecodeTaskPage(std::string_view body);
+/// GET /v1/tasks/{id}/games: "task_record", "params_record" and the "record" of every object in
+/// the "games" array.
+[[nodiscard]] Result<GamesView> DecodeGamesView(std::string_view body);
+/// GET /v1/accounts/{pubkey}: "balance" and "nonce" (the other fields of proto::Account stay unset).
+[[nodiscard]] Result<proto::Account> DecodeAccount(std::string_view body);
+/// GET /v1/accounts/{pubkey}/stakes: bonded, locked and unbonding of the object named after `role`
+/// ("solver", "verifier", "whistleblower"); kInvalidArgument for another role.
+[[nodiscard]] Result<proto::StakeRecord> DecodeStake(std::string_view body, proto::Role role);
+/// GET /v1/accounts/{pubkey}/pending: "next_nonce", nullopt when it is null (no pending txs).
+[[nodiscard]] Result<std::optional<std::uint64_t>> DecodePendingNonce(std::string_view body);
+/// POST /v1/tx: the "tx_id" string.
+[[nodiscard]] Result<std::string> DecodeTxId(std::string_view body);
+/// GET /v1/txs/{id} answered 200: "status" is "pending", or "committed" with its "height" and,
+/// when "result" is "failed", the ledger's "error" (kFailed). kUnknown is never returned: that is
+/// the 404 answer, which has no body to decode.
+[[nodiscard]] Result<TxState> DecodeTxState(std::string_view body);
+/// A non-200 answer to `what` ("GET /v1/status") as an error carrying the ledger's reason (the
+/// "error" string of a JSON body, else the body itself): kNotFound for 404, kAlreadyExists for
+/// 409, kUnavailable for 5xx, kFailedPrecondition otherwise. Never ok.
+[[nodiscard]] Status DecodeRefusal(std::string_view what, int status, std::string_view body);
+
 /// 32 raw bytes from 64 hex characters; kInvalidArgument naming `what` otherwise.
 [[nodiscard]] Result<std::string> RawFromHex(std::string_view hex, std::string_view what);
 /// Lower-case hex of raw bytes.

@@ -50,7 +50,11 @@ Result<consensus::Hash256> ProofServer::Add(const std::string& dir) {
 std::optional<HttpResponse> ProofServer::Handle(const HttpRequest& request) const {
   const std::string_view target = request.target;
   if (target.rfind(kPrefix, 0) != 0) return std::nullopt;
-  if (request.method != "GET" && request.method != "HEAD") return JsonErrorResponse(405, "proofs are read-only");
+  if (request.method != "GET" && request.method != "HEAD") {
+    HttpResponse r = JsonErrorResponse(405, "proofs are read-only");
+    r.allow = "GET, HEAD";  // a 405 must say what is allowed (RFC 9110 15.5.6)
+    return r;
+  }
   const std::string_view rest = target.substr(kPrefix.size());
   const std::string root = std::string(rest.substr(0, rest.find('/')));
   std::string dir;

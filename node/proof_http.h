@@ -26,7 +26,8 @@ class ProofServer {
   /// Serves `dir` (written by solver::Prove; its manifest must decode) under its Merkle root, and
   /// returns that root.
   [[nodiscard]] Result<consensus::Hash256> Add(const std::string& dir);
-  /// Answers the routes above; nullopt for any other path.
+  /// Answers the routes above (405 with Allow for methods other than GET and HEAD); nullopt for any
+  /// other path.
   std::optional<HttpResponse> Handle(const HttpRequest& request) const;
 
  private:

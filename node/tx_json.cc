@@ -14,7 +14,7 @@ namespace {
 
 Result<consensus::TxEnvelope> ParseTxJson(std::string_view json, bool signed_form) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError()) {
     return Status::InvalidArgument(std::string("transaction is not valid JSON: ") +
                                    rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "genesis_file.h"
 #include "json.h"
 #include "tx_json.h"
 
@@ -94,6 +95,15 @@ TEST(TxJsonTest, ParsesUnsignedTransactionStrictly) {
       << "unknown fields are refused";
   EXPECT_FALSE(ParseUnsignedTxJson("[1,2]").ok());
   EXPECT_FALSE(ParseUnsignedTxJson("{\"chain_id\":").ok());
+}
+
+// POST /v1/tx takes JSON bodies up to the ledger's body limit (12 MiB): nesting that deep must be
+// an error, not a parser recursing once per level until the ledger's stack overflows.
+TEST(TxJsonTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string deep = std::string(4 << 20, '[') + std::string(4 << 20, ']');
+  Result<consensus::TxEnvelope> tx = ParseSignedTxJson(deep);
+  EXPECT_EQ(tx.status().code(), StatusCode::kInvalidArgument) << tx.status().ToString();
+  EXPECT_FALSE(ParseGenesisJson(std::string(4 << 20, '[')).ok());
 }
 
 TEST(CliTest, UnknownCommandFailsWithAGuidingSentenceAndEveryRoleIsListed) {

@@ -1,0 +1,246 @@
+// Target ledger_client: the decoding of ledger API answers by LedgerClient (ledger_client.h
+// Decode*), as a role daemon decodes whatever the ledger it talks to sends back. The first input
+// byte picks the decoder, the rest is the answer's body.
+// Properties: never crashes, throws or aborts; a decoder returns a value or a kCorruption error
+// naming the answer; DecodeRefusal is never ok and maps the status as documented.
+// The seeds are real answers of LedgerApi over a real Ledger (in a temporary RocksDB directory)
+// with a staked account, a submitted task, committed, failed and pending transactions.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fixtures.h"
+#include "fuzz.h"
+#include "ledger_api.h"
+#include "ledger_client.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/tx_envelope.h"
+#include "polnode/contracts/genesis.h"
+#include "polnode/contracts/payloads.h"
+
+namespace polnode::fuzz {
+namespace {
+
+// Every decoder as one signature: the Status of its result.
+template <typename T>
+Status StatusOf(const Result<T>& result) {
+  return result.status();
+}
+
+// A refusal of `kStatus`, checked here against DecodeRefusal's documented mapping; returns ok
+// since its error is the expected result, not a decoding failure for Run to check.
+template <int kStatus>
+Status Refusal(std::string_view body) {
+  const Status s = node::DecodeRefusal("GET /v1/status", kStatus, body);
+  POLNODE_FUZZ_CHECK(!s.ok(), "a refusal decoded as ok");
+  const StatusCode expected = kStatus == 404   ? StatusCode::kNotFound
+                              : kStatus == 409 ? StatusCode::kAlreadyExists
+                              : kStatus >= 500 ? StatusCode::kUnavailable
+                                               : StatusCode::kFailedPrecondition;
+  POLNODE_FUZZ_CHECK(s.code() == expected, "a refusal with the wrong status code");
+  return Status::Ok();
+}
+
+using DecodeFn = Status (*)(std::string_view body);
+
+// The first input byte, modulo kSelectors: which decoder the rest of the input goes to.
+enum Selector : std::uint8_t {
+  kInfo, kParams, kTask, kTaskPage, kGames, kAccount, kStakeSolver, kStakeVerifier, kStakeWhistleblower,
+  kPendingNonce, kTxId, kTxState, kRefusal404, kRefusal409, kRefusal422, kRefusal503, kSelectors,
+};
+
+// Indexed by Selector.
+constexpr std::array<DecodeFn, kSelectors> kDecoders = {
+    [](std::string_view b) { return StatusOf(node::DecodeLedgerInfo(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeParams(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTask(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTaskPage(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeGamesView(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeAccount(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_SOLVER)); },
+    [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_VERIFIER)); },
+    [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_WHISTLEBLOWER)); },
+    [](std::string_view b) { return StatusOf(node::DecodePendingNonce(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTxId(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTxState(b)); },
+    Refusal<404>,
+    Refusal<409>,
+    Refusal<422>,
+    Refusal<503>,
+};
+static_assert(std::ranges::none_of(kDecoders, [](DecodeFn f) { return f == nullptr; }), "a Selector without a decoder");
+
+void Run(FuzzInput input) {
+  if (input.empty()) return;
+  const DecodeFn decode = kDecoders[input[0] % kSelectors];
+  const std::string_view body(reinterpret_cast<const char*>(input.data()) + 1, input.size() - 1);
+  const Status s = decode(body);
+  if (s.ok()) return;
+  POLNODE_FUZZ_CHECK(s.code() == StatusCode::kCorruption, "a bad answer decoded to an error other than kCorruption");
+  POLNODE_FUZZ_CHECK(s.message().find(" answer") != std::string::npos,
+                     "a decoding error that does not name the answer");
+}
+
+// --- Seeds: real answers of a real ledger. ---
+
+consensus::SecretKey FixedKey(std::uint8_t b) {
+  std::array<std::uint8_t, 32> bytes{};
+  bytes.fill(b);
+  return *consensus::SecretKey::FromBytes(bytes);
+}
+
+constexpr char kChain[] = "polnode-fuzz";
+
+// The encoded envelope of `payload` from key 1 at `nonce`, signed with fixed auxiliary randomness
+// so the seeds (which contain tx ids) are the same on every run.
+std::string Envelope(std::uint64_t nonce, std::string_view type, const google::protobuf::Message& payload) {
+  consensus::TxEnvelope e;
+  e.chain_id = kChain;
+  e.nonce = nonce;
+  e.payload_type = std::string(type);
+  e.payload = payload.SerializeAsString();
+  const std::array<std::uint8_t, 32> aux{};
+  return *consensus::EncodeEnvelope(*consensus::SignEnvelope(FixedKey(1), e, aux));
+}
+
+std::string Transfer(std::uint64_t nonce, std::uint64_t amount) {
+  proto::TransferTx payload;
+  payload.set_to(FixedKey(2).PublicKey().bytes().data(), 32);
+  payload.set_amount(amount);
+  return Envelope(nonce, contracts::payload::kTransfer, payload);
+}
+
+// A task spec the contracts accept; its hashes need not bind a real document here.
+proto::TaskSpec Spec() {
+  proto::TaskSpec spec;
+  spec.set_model_spec("mlp:16-8-3");
+  spec.set_dataset_hash(std::string(32, '\x11'));
+  spec.set_hyperparameters_hash(std::string(32, '\x22'));
+  spec.set_total_steps(40);
+  spec.set_checkpoint_interval(5);
+  spec.set_segments_per_verification(2);
+  spec.set_payment(5000);
+  spec.set_claim_window(20);
+  spec.set_training_window(40);
+  spec.set_graph_root(std::string(32, '\x33'));
+  spec.set_batch_root(std::string(32, '\x44'));
+  spec.set_step_leaf_count(8);
+  spec.set_state_tensor_count(2);
+  return spec;
+}
+
+std::vector<std::uint8_t> Input(Selector selector, std::string_view body) {
+  std::vector<std::uint8_t> bytes = {selector};
+  bytes.insert(bytes.end(), body.begin(), body.end());
+  return bytes;
+}
+
+// The answers of a ledger at height 1 whose block holds a stake, a task submission, a transfer and
+// a failing transfer, with one more transfer pending.
+std::vector<Seed> LedgerSeeds() {
+  node::GenesisFile genesis;
+  genesis.spec.set_chain_id(kChain);
+  *genesis.spec.mutable_params() = contracts::DefaultParams();
+  proto::Allocation* a = genesis.spec.add_allocations();
+  a->set_pubkey(FixedKey(1).PublicKey().bytes().data(), 32);
+  a->set_amount(1000000);
+  node::LedgerOptions options;
+  options.data_dir = FixtureDir("ledger-client") + "/data";
+  options.sync_writes = false;
+  Result<std::unique_ptr<node::Ledger>> ledger = node::Ledger::Open(options, genesis, FixedKey(9));
+  if (!ledger.ok()) std::abort();
+  node::LedgerApi api(**ledger);
+  // The body of an answer that must have `status`: a seed of another kind would be mislabelled.
+  const auto answer = [&](int status, std::string method, std::string target, std::string body = "") {
+    const node::HttpResponse r = api.Handle(
+        node::HttpRequest{std::move(method), std::move(target), "application/x-protobuf", "", std::move(body)});
+    if (r.status != status) std::abort();
+    return r.body;
+  };
+  const auto get = [&](std::string target) { return answer(200, "GET", std::move(target)); };
+
+  proto::StakeTx stake;
+  stake.set_role(proto::ROLE_SOLVER);
+  stake.set_amount(2000);
+  proto::SubmitTaskTx submit;
+  *submit.mutable_spec() = Spec();
+  submit.set_spec_uri("http://127.0.0.1:7001/v1/specs/" + std::string(64, 'a'));
+  const std::string ok_tx = Transfer(2, 5);
+  const std::string failing_tx = Transfer(3, 1u << 30);  // over the balance: committed, failed
+  for (const std::string& tx : {Envelope(0, contracts::payload::kStake, stake),
+                                Envelope(1, contracts::payload::kSubmitTask, submit), ok_tx, failing_tx}) {
+    answer(200, "POST", "/v1/tx", tx);
+  }
+  if (!(*ledger)->ProduceBlock(1700000001000).ok()) std::abort();
+  const std::string pending_tx = Transfer(4, 1);
+  const std::string posted = answer(200, "POST", "/v1/tx", pending_tx);
+
+  const std::string account = consensus::BytesToHex(FixedKey(1).PublicKey().bytes());
+  const std::string stranger = consensus::BytesToHex(FixedKey(3).PublicKey().bytes());
+  const std::string page = get("/v1/tasks?start=0&limit=10");
+  Result<node::TaskPage> tasks = node::DecodeTaskPage(page);
+  if (!tasks.ok() || tasks->tasks.size() != 1) std::abort();
+  const std::string task_id = node::HexOf(tasks->tasks[0].id());
+  const std::string games = get("/v1/tasks/" + task_id + "/games");
+  // No game is open on this chain; one recorded game shows the array's entry format.
+  proto::DisputeGame game;
+  game.set_task_id(tasks->tasks[0].id());
+  game.set_verifier(std::string(32, '\x55'));
+  game.set_round(3);
+  std::string games_with_one = games;
+  const std::size_t empty = games_with_one.rfind("[]");
+  if (empty == std::string::npos) std::abort();
+  games_with_one.replace(empty, 2, "[{\"round\":3,\"record\":\"" + node::HexOf(game.SerializeAsString()) + "\"}]");
+  const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::HashToHex(consensus::TxId(tx)); };
+
+  return {
+      {"status", Input(kInfo, get("/v1/status"))},
+      {"params", Input(kParams, get("/v1/params"))},
+      {"task", Input(kTask, get("/v1/tasks/" + task_id))},
+      {"tasks", Input(kTaskPage, page)},
+      {"tasks-empty", Input(kTaskPage, get("/v1/tasks?start=5"))},
+      {"games", Input(kGames, games)},
+      {"games-one", Input(kGames, games_with_one)},
+      {"account", Input(kAccount, get("/v1/accounts/" + account))},
+      {"stakes-solver", Input(kStakeSolver, get("/v1/accounts/" + account + "/stakes"))},
+      {"stakes-verifier", Input(kStakeVerifier, get("/v1/accounts/" + stranger + "/stakes"))},
+      {"stakes-whistleblower", Input(kStakeWhistleblower, get("/v1/accounts/" + account + "/stakes"))},
+      {"pending", Input(kPendingNonce, get("/v1/accounts/" + account + "/pending"))},
+      {"pending-none", Input(kPendingNonce, get("/v1/accounts/" + stranger + "/pending"))},
+      {"post-tx", Input(kTxId, posted)},
+      {"tx-committed", Input(kTxState, get(tx_path(ok_tx)))},
+      {"tx-failed", Input(kTxState, get(tx_path(failing_tx)))},
+      {"tx-pending", Input(kTxState, get(tx_path(pending_tx)))},
+      {"refusal-404", Input(kRefusal404, answer(404, "GET", "/v1/tasks/" + std::string(64, '0')))},
+      {"refusal-409", Input(kRefusal409, answer(409, "POST", "/v1/tx", pending_tx))},
+      {"refusal-422", Input(kRefusal422, answer(422, "POST", "/v1/tx", Transfer(0, 1)))},  // a used nonce
+      {"refusal-503-text", Input(kRefusal503, "upstream unavailable")},
+  };
+}
+
+std::vector<Seed> Seeds() {
+  std::vector<Seed> seeds = LedgerSeeds();
+  const std::vector<Seed> malformed = {
+      {"bad-truncated", Input(kInfo, "{\"chain_id\":\"polnode-fuzz\",\"hei")},
+      {"bad-height-type", Input(kInfo, "{\"chain_id\":\"c\",\"height\":\"1\"}")},
+      {"bad-negative", Input(kAccount, "{\"balance\":-1,\"nonce\":0}")},
+      {"bad-entry", Input(kTaskPage, "{\"total\":1,\"tasks\":[1]}")},
+      {"bad-record-hex", Input(kTask, "{\"record\":\"zz\"}")},
+      {"bad-record-proto", Input(kParams, "{\"record\":\"ff\"}")},
+      {"bad-stake-type", Input(kStakeSolver, "{\"solver\":[]}")},
+      {"bad-tx-status", Input(kTxState, "{\"status\":\"lost\",\"height\":1}")},
+      {"bad-nested", Input(kGames, std::string(2000, '[') + std::string(2000, ']'))},
+      {"bad-not-object", Input(kTxId, "[\"tx_id\"]")},
+  };
+  seeds.insert(seeds.end(), malformed.begin(), malformed.end());
+  return seeds;
+}
+
+}  // namespace
+
+POLNODE_REGISTER_FUZZ_TARGET(ledger_client, Run, Seeds);
+
+}  // namespace polnode::fuzz
