@@ -18,6 +18,7 @@
 
 #include "fixtures.h"
 #include "fuzz.h"
+#include "http_properties.h"
 #include "http_server.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
@@ -100,12 +101,7 @@ void Run(FuzzInput input) {
     // As the role daemons answer a path no route claims (role_runtime.cc).
     return answer ? *std::move(answer) : node::JsonErrorResponse(404, "no such endpoint: " + request.target);
   });
-  POLNODE_FUZZ_CHECK(r.status >= 200 && r.status <= 599, "response status out of range");
-  POLNODE_FUZZ_CHECK(r.status < 500, "bad input produced a server error");
-  if (r.status >= 400) {
-    POLNODE_FUZZ_CHECK(r.body.rfind("{\"error\":", 0) == 0, "error response without a JSON reason");
-  }
-  if (r.status == 405) POLNODE_FUZZ_CHECK(!r.allow.empty(), "405 without an Allow header");
+  CheckAnswer(r);
   if (r.status == 200) CheckServedFile(f, target, r.body);
 }
 
