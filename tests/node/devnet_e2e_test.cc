@@ -149,12 +149,15 @@ TEST(DevnetE2eTest, RolesKilledMidTaskAndALedgerOutageAreRiddenOut) {
   EXPECT_LT(resumed_from, kLongSteps) << "the solver was killed only after training had finished:\n" << solver_log;
   EXPECT_EQ(resumed_from % kInterval, 0);
 
-  // Every role saw the ledger go away and come back, and carried on.
+  // Every role saw the ledger go away and, unless it was itself killed and restarted meanwhile (a
+  // new startup line), saw it come back; the outcomes above show they all carried on.
   for (const char* name : {"solver-honest", "solver-cheat", "verifier-honest", "verifier-lazy", "whistleblower", "submitter"}) {
     const std::string log = ReadFileText(report["logs"][name].GetString());
     const std::size_t lost = log.find(" ledger_unreachable ");
-    EXPECT_NE(lost, std::string::npos) << name << ":\n" << log;
-    EXPECT_NE(log.find(" ledger_reachable", lost == std::string::npos ? 0 : lost), std::string::npos) << name << ":\n" << log;
+    ASSERT_NE(lost, std::string::npos) << name << ":\n" << log;
+    const bool back = log.find(" ledger_reachable", lost) != std::string::npos;
+    const bool restarted = log.find("\n{\"role\":", lost) != std::string::npos;
+    EXPECT_TRUE(back || restarted) << name << ":\n" << log;
   }
 }
 
