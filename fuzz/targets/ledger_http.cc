@@ -73,8 +73,6 @@ void Run(FuzzInput input) {
   CheckAnswer(r);
 }
 
-std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
-
 std::string SignedTransferWire() {
   proto::TransferTx payload;
   payload.set_to(FixedKey(2).PublicKey().bytes().data(), 32);

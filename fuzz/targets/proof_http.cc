@@ -95,20 +95,10 @@ void Run(FuzzInput input) {
   Fixture& f = Shared();
   const std::string_view raw(reinterpret_cast<const char*>(input.data()), input.size());
   std::string target;
-  node::HttpResponse r = node::HandleRawRequest(raw, f.limits, [&](const node::HttpRequest& request) {
-    target = request.target;
-    std::optional<node::HttpResponse> answer = f.server.Handle(request);
-    // As the role daemons answer a path no route claims (role_runtime.cc).
-    return answer ? *std::move(answer) : node::JsonErrorResponse(404, "no such endpoint: " + request.target);
-  });
+  const node::HttpResponse r =
+      AnswerAsRole(raw, f.limits, [&](const node::HttpRequest& request) { return f.server.Handle(request); }, target);
   CheckAnswer(r);
   if (r.status == 200) CheckServedFile(f, target, r.body);
-}
-
-std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
-
-std::vector<std::uint8_t> Get(const std::string& target, std::string_view method = "GET") {
-  return Bytes(std::string(method) + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
 }
 
 std::vector<Seed> Seeds() {
