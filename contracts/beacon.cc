@@ -23,7 +23,7 @@ std::uint64_t Leading64(const Hash256& hash) {
 
 Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   consensus::HashWriter w;
-  w.String("polnode/task-spec/v2");
+  w.String("polnode/task-spec/v3");
   w.String(spec.model_spec());
   w.Bytes(Span(spec.dataset_hash()));
   w.Bytes(Span(spec.hyperparameters_hash()));
@@ -37,6 +37,7 @@ Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   w.Bytes(Span(spec.batch_root()));
   w.U64(spec.step_leaf_count());
   w.U32(spec.state_tensor_count());
+  w.Bool(spec.tolerant());
   return w.Finalize();
 }
 
@@ -79,11 +80,54 @@ Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id,
   return w.Finalize();
 }
 
-Hash256 AssignmentScore(std::string_view segment_beacon, std::string_view verifier) {
+std::uint64_t SelectionDraw(std::string_view segment_beacon, std::uint32_t round, std::uint32_t slot,
+                            std::uint64_t counter) {
   consensus::HashWriter w;
-  w.String("polnode/assignment/v1");
+  w.String("polnode/assignment/v2");
   w.Bytes(Span(segment_beacon));
+  w.U32(round);
+  w.U32(slot);
+  w.U64(counter);
+  return Leading64(w.Finalize());
+}
+
+std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> weights, std::size_t count,
+                                            std::string_view segment_beacon, std::uint32_t round,
+                                            std::uint32_t first_slot) {
+  std::vector<std::size_t> remaining;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] > 0) remaining.push_back(i);
+  }
+  std::vector<std::size_t> picked;
+  while (picked.size() < count && !remaining.empty()) {
+    std::uint64_t range = 0;
+    for (std::size_t i : remaining) range += weights[i];
+    // 2^64 mod range: accepting only draws >= this leaves a range whose size is a multiple of it.
+    const std::uint64_t reject_below = (0 - range) % range;
+    const std::uint32_t slot = first_slot + static_cast<std::uint32_t>(picked.size());
+    std::uint64_t point = 0;
+    for (std::uint64_t counter = 0;; ++counter) {
+      const std::uint64_t x = SelectionDraw(segment_beacon, round, slot, counter);
+      if (x < reject_below) continue;
+      point = x % range;
+      break;
+    }
+    std::size_t at = 0;
+    for (std::uint64_t below = 0; at + 1 < remaining.size(); ++at) {
+      below += weights[remaining[at]];
+      if (point < below) break;
+    }
+    picked.push_back(remaining[at]);
+    remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  return picked;
+}
+
+Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash) {
+  consensus::HashWriter w;
+  w.String("polnode/final-digest/v1");
   w.Bytes(Span(verifier));
+  w.Bytes(Span(final_state_hash));
   return w.Finalize();
 }
 

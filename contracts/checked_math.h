@@ -42,6 +42,19 @@ constexpr std::uint64_t BpsOf(std::uint64_t amount, std::uint32_t bps) {
   return q * bps + (r * bps) / kBpsDenominator;
 }
 
+/// floor(amount * bps / 10000) for any bps (above 10000 too), saturating at 2^64 - 1 instead of
+/// wrapping: with amount = q * 10000 + r it is q * bps + floor(r * bps / 10000), where the second
+/// term cannot overflow (r * bps < 10000 * 2^32).
+constexpr std::uint64_t ScaleBpsSaturating(std::uint64_t amount, std::uint32_t bps) {
+  const std::uint64_t q = amount / kBpsDenominator;
+  const std::uint64_t r = amount % kBpsDenominator;
+  std::uint64_t whole = 0;
+  if (__builtin_mul_overflow(q, std::uint64_t{bps}, &whole)) return UINT64_MAX;
+  std::uint64_t sum = 0;
+  if (__builtin_add_overflow(whole, (r * bps) / kBpsDenominator, &sum)) return UINT64_MAX;
+  return sum;
+}
+
 }  // namespace polnode::contracts
 
 #endif  // POLNODE_CONTRACTS_CHECKED_MATH_H_

@@ -4,6 +4,7 @@
 
 #include "dispute_game.h"
 #include "keys.h"
+#include "publication.h"
 #include "records.h"
 #include "settlement.h"
 #include "staking.h"
@@ -38,6 +39,8 @@ Status ProcessTaskEntry(ExecContext& ctx, const proto::DueEntry& entry) {
       return OnRevealDeadline(ctx, task);
     case proto::DUE_GAME_DEADLINE:
       return OnGameDeadline(ctx, task);
+    case proto::DUE_PUBLISH_DEADLINE:
+      return OnPublishDeadline(ctx, task);
     default:
       return Status::Corruption("a due entry has an unknown kind");
   }

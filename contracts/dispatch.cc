@@ -5,6 +5,7 @@
 #include "accounts.h"
 #include "dispute_game.h"
 #include "payload_rules.h"
+#include "publication.h"
 #include "polnode/contracts/payloads.h"
 #include "records.h"
 #include "settlement.h"
@@ -73,6 +74,10 @@ Status Dispatch(const VerifiedTx& tx, const proto::Params& params, ExecContext* 
   if (type == payload::kDispute) {
     return Run<proto::DisputeTx>(tx, params, ctx,
                                  [&](ExecContext& c, const auto& m) { return ExecuteDispute(c, signer, m); });
+  }
+  if (type == payload::kPublish) {
+    return Run<proto::PublishTx>(tx, params, ctx,
+                                 [&](ExecContext& c, const auto& m) { return ExecutePublish(c, signer, m); });
   }
   if (type == payload::kDisputeMove) {
     return Run<proto::DisputeMoveTx>(tx, params, ctx, [&](ExecContext& c, const auto& m) {

@@ -26,12 +26,12 @@ void Compare(std::vector<std::string>& differences, std::string_view field, cons
 }  // namespace
 
 Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task, const proto::DisputeGame& recorded) {
-  const proto::VerifierSlot* slot = nullptr;
-  for (const proto::VerifierSlot& s : task.verifiers()) {
-    if (s.verifier() == recorded.verifier()) slot = &s;
-  }
-  if (slot == nullptr || recorded.task_id() != task.id()) {
-    return Status::InvalidArgument("the game names no verifier slot of this task");
+  const std::string& challenger = recorded.challenger().key();
+  bool known = false;
+  for (const proto::VerifierSlot& s : task.verifiers()) known |= recorded.challenger_is_verifier() && s.verifier() == challenger;
+  for (const proto::Challenge& c : task.challenges()) known |= !recorded.challenger_is_verifier() && c.challenger() == challenger;
+  if (!known || recorded.task_id() != task.id()) {
+    return Status::InvalidArgument("the game names no claim of this task");
   }
   // A scratch store: the game's deadlines are scheduled into it and thrown away.
   MemoryStateStore scratch;
@@ -40,7 +40,8 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
   block.height = recorded.opened_height();
   ExecContext ctx{block, params, scratch, events};
   GameAudit audit;
-  POLNODE_ASSIGN_OR_RETURN(audit.replayed, NewGame(ctx, task, *slot));
+  POLNODE_ASSIGN_OR_RETURN(audit.replayed,
+                           NewGame(ctx, task, challenger, recorded.challenger_is_verifier(), recorded.proof_root()));
   for (int i = 0; i < recorded.moves_size() && !audit.decided; ++i) {
     const proto::MoveRecord& record = recorded.moves(i);
     block.height = record.height();
@@ -63,7 +64,7 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
     }
     if (effect->ruled) {
       audit.decided = true;
-      audit.challenger_won = effect->challenger_won;
+      audit.result = effect->result;
       audit.ruling = effect->ruling;
     }
   }
@@ -71,7 +72,7 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
     // No move decided it, so a deadline did: apply the timeout rule where the moves left the game.
     const MoveEffect timeout = TimeoutEffect(audit.replayed);
     audit.decided = true;
-    audit.challenger_won = timeout.challenger_won;
+    audit.result = timeout.result;
     audit.ruling = timeout.ruling;
   }
   std::vector<std::string>& d = audit.differences;
@@ -81,7 +82,11 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
   Compare(d, "leaf", audit.replayed.leaf(), recorded.leaf());
   Compare(d, "true leaf", audit.replayed.true_leaf(), recorded.true_leaf());
   if (recorded.phase() == proto::GAME_RESOLVED) {
-    Compare(d, "challenger won", audit.challenger_won, recorded.challenger_won());
+    const proto::GameResult recorded_result = GameResultOf(recorded);
+    if (audit.result != recorded_result) {
+      d.push_back("result: re-executed " + proto::GameResult_Name(audit.result) + ", the ledger has " +
+                  proto::GameResult_Name(recorded_result));
+    }
     if (audit.ruling != recorded.ruling()) {
       d.push_back("ruling: re-executed \"" + audit.ruling + "\", the ledger has \"" + recorded.ruling() + "\"");
     }

@@ -20,36 +20,37 @@ namespace {
 
 using consensus::Hash256;
 
-struct Party {
-  std::string key;
-  proto::Role role = proto::ROLE_UNSPECIFIED;
+// The claim a game decides: a rejecting verifier's slot or a whistleblower's challenge.
+struct Claim {
+  proto::VerifierSlot* slot = nullptr;
+  proto::Challenge* challenge = nullptr;
+  explicit operator bool() const { return slot != nullptr || challenge != nullptr; }
+  const std::string& key() const { return slot != nullptr ? slot->verifier() : challenge->challenger(); }
+  proto::GameResult result() const { return slot != nullptr ? slot->game_result() : challenge->game_result(); }
+  void set_result(proto::GameResult r) const {
+    if (slot != nullptr) slot->set_game_result(r);
+    if (challenge != nullptr) challenge->set_game_result(r);
+  }
 };
 
-struct Parties {
-  Party challenger;
-  Party defender;
-};
-
-Parties PartiesOf(const proto::VerifierSlot& slot) {
-  const Party verifier{slot.verifier(), proto::ROLE_VERIFIER};
-  const Party disputer{slot.disputer(), slot.disputer_is_solver() ? proto::ROLE_SOLVER : proto::ROLE_WHISTLEBLOWER};
-  if (slot.verdict() == proto::VERDICT_ACCEPT) return {disputer, verifier};
-  return {verifier, disputer};
+// Every claim the solver must defend its proof against, in play order: disputed rejects in slot
+// order, then (rounds that were not forced) whistleblower challenges in arrival order.
+std::vector<Claim> Claims(proto::Task& task) {
+  std::vector<Claim> claims;
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (!slot.absent() && slot.verdict() == proto::VERDICT_REJECT && slot.disputed()) claims.push_back({&slot, nullptr});
+  }
+  if (!task.forced_error()) {
+    for (proto::Challenge& challenge : *task.mutable_challenges()) claims.push_back({nullptr, &challenge});
+  }
+  return claims;
 }
 
-proto::VerifierSlot* FindSlot(proto::Task& task, std::string_view verifier) {
-  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (slot.verifier() == verifier) return &slot;
+Claim FindClaim(proto::Task& task, std::string_view challenger) {
+  for (const Claim& claim : Claims(task)) {
+    if (claim.key() == challenger) return claim;
   }
-  return nullptr;
-}
-
-// The first disputed slot whose game is not decided, or nullptr.
-proto::VerifierSlot* NextDisputedSlot(proto::Task& task) {
-  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (!slot.disputer().empty() && slot.game_result() == proto::GAME_RESULT_NONE) return &slot;
-  }
-  return nullptr;
+  return {};
 }
 
 // Opens the next round: a new deadline (scheduled once per height) and no moves yet.
@@ -66,50 +67,37 @@ Status NextRound(ExecContext& ctx, proto::DisputeGame& game) {
   return Status::Ok();
 }
 
-// Decides the game: stakes move, the slot records the result, and the next game (or the
-// settlement) starts.
-Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, bool challenger_won, bool by_referee,
-               std::string ruling) {
-  proto::VerifierSlot* slot = FindSlot(task, game.verifier());
-  if (slot == nullptr) return Status::Corruption("a dispute game names no verifier slot of its task");
-  const Parties parties = PartiesOf(*slot);
-  const Party& winner = challenger_won ? parties.challenger : parties.defender;
-  const Party& loser = challenger_won ? parties.defender : parties.challenger;
-  // A solver that disputed several reject verdicts defends each game, but its task lock can only
-  // be lost once: after the first lost game it holds no lock for this task, and slashing again
-  // would fail the block (or take the lock of another of its tasks).
-  const bool lock_already_lost = loser.role == proto::ROLE_SOLVER && task.solver_slashed();
-  if (!lock_already_lost) {
-    POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, loser.role, loser.key, winner.key, slash_reason::kLostDisputeGame));
+// Records how a game ended in the game, its claim and the proof's standing; then the next game
+// starts or the task settles. No stake moves here: settlement.h pays out once, by the outcome.
+Status Resolve(ExecContext& ctx, proto::Task& task, proto::DisputeGame& game, const MoveEffect& effect) {
+  const Claim claim = FindClaim(task, game.challenger().key());
+  if (!claim) return Status::Corruption("a dispute game names no claim of its task");
+  claim.set_result(effect.result);
+  if (effect.result == proto::GAME_CHALLENGER_WON) {
+    task.set_standing(proto::PROOF_DISPROVEN);
+    task.set_disproven_segment(game.segment());
+    task.set_disprover(game.challenger().key());
+  } else if (effect.result == proto::GAME_DEFENDER_FORFEIT || effect.result == proto::GAME_BOTH_FORFEIT) {
+    task.set_standing(proto::PROOF_UNPROVEN);
   }
-  if (loser.role == proto::ROLE_SOLVER) task.set_solver_slashed(true);
-  if (winner.role == proto::ROLE_WHISTLEBLOWER) {
-    POLNODE_RETURN_IF_ERROR(
-        UnlockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, winner.key, ctx.params.min_stake_whistleblower()));
-  }
-  if (challenger_won && by_referee) task.set_proof_disproven(true);
-  slot->set_game_result(challenger_won ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
+  SetGameResult(game, effect.result);
   game.set_phase(proto::GAME_RESOLVED);
-  game.set_challenger_won(challenger_won);
-  game.set_winner(winner.key);
-  game.set_loser(loser.key);
-  game.set_ruling(std::move(ruling));
+  game.set_ruling(effect.ruling);
   game.set_resolved_height(ctx.block.height);
   game.set_deadline(0);
   StoreGame(ctx.state, game);
   ctx.Emit("game_resolved", {{"task", ToHex(task.id())},
-                             {"verifier", ToHex(game.verifier())},
-                             {"winner", ToHex(winner.key)},
-                             {"loser", ToHex(loser.key)},
+                             {"challenger", ToHex(game.challenger().key())},
+                             {"result", proto::GameResult_Name(effect.result)},
                              {"ruling", game.ruling()}});
-  return StartNextGameOrSettle(ctx, task);
+  return StartGamesOrSettle(ctx, task);
 }
 
 Status ExecuteOpen(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, const proto::OpenMove& open) {
   const std::uint64_t k = task.spec().checkpoint_interval();
   const std::uint64_t segments = task.spec().total_steps() / k;
   if (open.segment() >= segments) return Status::InvalidArgument("the proof has no segment " + std::to_string(open.segment()));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(task.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(game.proof_root(), "proof_root"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 start, HashField(open.start_hash(), "start_hash"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 end, HashField(open.end_hash(), "end_hash"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 claimed, HashField(open.claimed_end_hash(), "claimed_end_hash"));
@@ -220,7 +208,7 @@ Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& g
   const bool challenger_right = game.true_leaf() == game.challenger().hash();
   MoveEffect effect;
   effect.ruled = true;
-  effect.challenger_won = !defender_right;
+  effect.result = defender_right ? proto::GAME_DEFENDER_WON : proto::GAME_CHALLENGER_WON;
   effect.ruling = "leaf " + std::to_string(game.leaf()) + " of step " + std::to_string(game.first_step() + game.lo()) +
                   ": the referee computed " + consensus::HashToHex(truth) + ", " +
                   (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
@@ -228,24 +216,24 @@ Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& g
   return effect;
 }
 
-// The running game of `task`, with the slot it is about; kFailedPrecondition when none runs.
-Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task& task, std::string_view verifier) {
+// The running game of `task` that `challenger` plays; kFailedPrecondition when none runs.
+Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task& task, std::string_view challenger) {
   if (task.status() != proto::TASK_DISPUTED) return Status::FailedPrecondition("the task is not in a dispute game");
-  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), verifier));
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), challenger));
   if (game.phase() == proto::GAME_RESOLVED) return Status::FailedPrecondition("that dispute game is already decided");
   return game;
 }
 
 }  // namespace
 
-Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot) {
-  const Parties parties = PartiesOf(slot);
+Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, std::string_view challenger,
+                                   bool challenger_is_verifier, std::string_view proof_root) {
   proto::DisputeGame game;
   game.set_task_id(task.id());
-  game.set_verifier(slot.verifier());
-  game.set_disputer(slot.disputer());
-  game.mutable_challenger()->set_key(parties.challenger.key);
-  game.mutable_defender()->set_key(parties.defender.key);
+  game.mutable_challenger()->set_key(std::string(challenger));
+  game.mutable_defender()->set_key(task.solver());
+  game.set_challenger_is_verifier(challenger_is_verifier);
+  game.set_proof_root(std::string(proof_root));
   game.set_phase(proto::GAME_OPENING);
   game.set_opened_height(ctx.block.height);
   game.set_round(0);
@@ -253,17 +241,53 @@ Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, co
   return game;
 }
 
-Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task) {
-  proto::VerifierSlot* slot = NextDisputedSlot(task);
-  if (slot == nullptr) return SettleAfterGames(ctx, task);
-  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, NewGame(ctx, task, *slot));
-  StoreGame(ctx.state, game);
-  StoreTask(ctx.state, task);
-  ctx.Emit("game_started", {{"task", ToHex(task.id())},
-                            {"verifier", ToHex(slot->verifier())},
-                            {"challenger", ToHex(game.challenger().key())},
-                            {"defender", ToHex(game.defender().key())}});
-  return Status::Ok();
+void SetGameResult(proto::DisputeGame& game, proto::GameResult result) {
+  const bool challenger_won = result == proto::GAME_CHALLENGER_WON || result == proto::GAME_DEFENDER_FORFEIT;
+  game.set_challenger_won(challenger_won);
+  game.set_forfeit(result == proto::GAME_CHALLENGER_FORFEIT || result == proto::GAME_DEFENDER_FORFEIT ||
+                   result == proto::GAME_BOTH_FORFEIT);
+  game.set_both_forfeited(result == proto::GAME_BOTH_FORFEIT);
+  if (result == proto::GAME_BOTH_FORFEIT) {
+    game.clear_winner();
+    game.clear_loser();
+    return;
+  }
+  game.set_winner(challenger_won ? game.challenger().key() : game.defender().key());
+  game.set_loser(challenger_won ? game.defender().key() : game.challenger().key());
+}
+
+proto::GameResult GameResultOf(const proto::DisputeGame& game) {
+  if (game.phase() != proto::GAME_RESOLVED) return proto::GAME_RESULT_NONE;
+  if (game.both_forfeited()) return proto::GAME_BOTH_FORFEIT;
+  if (game.forfeit()) return game.challenger_won() ? proto::GAME_DEFENDER_FORFEIT : proto::GAME_CHALLENGER_FORFEIT;
+  return game.challenger_won() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON;
+}
+
+Status StartGamesOrSettle(ExecContext& ctx, proto::Task& task) {
+  const std::vector<Claim> claims = Claims(task);
+  const bool fallen = task.standing() == proto::PROOF_DISPROVEN || task.standing() == proto::PROOF_UNPROVEN;
+  for (const Claim& claim : claims) {
+    if (claim.result() != proto::GAME_RESULT_NONE) continue;
+    if (fallen) {
+      // The proof already fell: the claim is right without a game.
+      claim.set_result(proto::GAME_NOT_PLAYED);
+      continue;
+    }
+    if (task.status() != proto::TASK_DISPUTED) {
+      task.set_status(proto::TASK_DISPUTED);
+      task.set_deadline(0);
+      ctx.Emit("task_disputed", {{"task", ToHex(task.id())}});
+    }
+    POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game,
+                             NewGame(ctx, task, claim.key(), claim.slot != nullptr, task.proof_root()));
+    StoreGame(ctx.state, game);
+    StoreTask(ctx.state, task);
+    ctx.Emit("game_started", {{"task", ToHex(task.id())},
+                              {"challenger", ToHex(game.challenger().key())},
+                              {"defender", ToHex(game.defender().key())}});
+    return Status::Ok();
+  }
+  return SettleAfterGames(ctx, task);
 }
 
 Result<MoveEffect> ApplyMove(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game,
@@ -308,21 +332,30 @@ Result<MoveEffect> ApplyMove(ExecContext& ctx, const proto::Task& task, proto::D
 }
 
 MoveEffect TimeoutEffect(const proto::DisputeGame& game) {
-  const bool challenger_moved = game.challenger().moved();
-  const bool defender_moved = game.defender().moved();
   MoveEffect effect;
   effect.ruled = true;
-  if (game.phase() == proto::GAME_OPENING) {
-    effect.ruling = "timeout: the challenger did not open the game";
-  } else if (game.phase() == proto::GAME_REFEREE || challenger_moved == defender_moved) {
-    effect.challenger_won = game.disputer() != game.challenger().key();
-    effect.ruling = game.phase() == proto::GAME_REFEREE
-                        ? "timeout: nobody posted the referee's evidence; the disputer loses"
-                        : "timeout: neither party moved; the disputer loses";
-  } else {
-    effect.challenger_won = challenger_moved;
-    effect.ruling = std::string("timeout: the ") + (challenger_moved ? "defender" : "challenger") + " missed round " +
-                    std::to_string(game.round());
+  const bool challenger_moved = game.challenger().moved();
+  const bool defender_moved = game.defender().moved();
+  switch (game.phase()) {
+    case proto::GAME_OPENING:
+      effect.result = proto::GAME_CHALLENGER_FORFEIT;
+      effect.ruling = "timeout: the challenger did not open the game";
+      break;
+    case proto::GAME_REFEREE:
+      // The referee's inputs are the solver's data, which defends its own proof; the challenger
+      // may post them too (a wrong proof then loses at the referee), but it owes nothing here.
+      effect.result = proto::GAME_DEFENDER_FORFEIT;
+      effect.ruling = "timeout: nobody posted the referee's evidence, which the solver owes";
+      break;
+    default:
+      if (!challenger_moved && !defender_moved) {
+        effect.result = proto::GAME_BOTH_FORFEIT;
+        effect.ruling = "timeout: neither party moved in round " + std::to_string(game.round());
+      } else {
+        effect.result = challenger_moved ? proto::GAME_DEFENDER_FORFEIT : proto::GAME_CHALLENGER_FORFEIT;
+        effect.ruling = std::string("timeout: the ") + (challenger_moved ? "solver" : "challenger") + " missed round " +
+                        std::to_string(game.round());
+      }
   }
   return effect;
 }
@@ -330,11 +363,11 @@ MoveEffect TimeoutEffect(const proto::DisputeGame& game) {
 Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string_view payload,
                           const proto::DisputeMoveTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
-  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, RunningGame(ctx, task, msg.verifier()));
+  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, RunningGame(ctx, task, msg.challenger()));
   POLNODE_ASSIGN_OR_RETURN(MoveEffect effect, ApplyMove(ctx, task, game, signer, payload, msg));
-  if (effect.ruled) return Resolve(ctx, task, game, effect.challenger_won, /*by_referee=*/true, std::move(effect.ruling));
+  if (effect.ruled) return Resolve(ctx, task, game, effect);
   ctx.Emit("game_move", {{"task", ToHex(task.id())},
-                         {"verifier", ToHex(game.verifier())},
+                         {"challenger", ToHex(game.challenger().key())},
                          {"signer", ToHex(signer)},
                          {"round", std::to_string(msg.round())}});
   StoreGame(ctx.state, game);
@@ -343,12 +376,13 @@ Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string
 
 Status OnGameDeadline(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_DISPUTED) return Status::Ok();
-  proto::VerifierSlot* slot = NextDisputedSlot(task);
-  if (slot == nullptr) return Status::Ok();
-  POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), slot->verifier()));
-  if (game.phase() == proto::GAME_RESOLVED || game.deadline() != ctx.block.height) return Status::Ok();
-  MoveEffect effect = TimeoutEffect(game);
-  return Resolve(ctx, task, game, effect.challenger_won, /*by_referee=*/false, std::move(effect.ruling));
+  for (const Claim& claim : Claims(task)) {
+    if (claim.result() != proto::GAME_RESULT_NONE) continue;
+    POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, LoadGame(ctx.state, task.id(), claim.key()));
+    if (game.phase() == proto::GAME_RESOLVED || game.deadline() != ctx.block.height) return Status::Ok();
+    return Resolve(ctx, task, game, TimeoutEffect(game));
+  }
+  return Status::Ok();
 }
 
 }  // namespace polnode::contracts

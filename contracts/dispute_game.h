@@ -1,16 +1,17 @@
-// The pinpoint dispute game (DESIGN.md section 6) on the ledger: one game per disputed verdict,
-// played one after another in verifier-slot order once the solver's reveal showed the round was
-// not a forced error.
+// The pinpoint dispute game (DESIGN.md section 6) on the ledger. The solver defends its own proof
+// in every game about it; one game per claim against the proof, played one after another: the
+// reject verdicts the solver disputed (slot order), then, unless the round was forced, the
+// whistleblowers' challenges (arrival order). A game that finds the proof wrong ends the series:
+// the remaining claims stand without a game (GAME_NOT_PLAYED).
 //
-// Parties. The challenger says the committed proof is wrong, the defender that it is right:
-//   accept verdict disputed by a whistleblower: challenger = whistleblower, defender = verifier;
-//   reject verdict disputed (by the solver or a whistleblower): challenger = verifier, defender =
-//   the disputer.
+// Parties. The challenger (the rejecting verifier or the whistleblower) says the proof is wrong at
+// a segment; the defender (the task's solver) says it is right. The proof on trial is the game's
+// proof_root: the committed root, or after a forced round's reveal the honest one.
 //
 // Rounds. Every round has a deadline params.dispute_move_window blocks after it starts; moves name
 // the round they answer.
-//   opening  the challenger names segment j, proves checkpoints j and j+1 against the task's
-//            proof_root, and gives its own hash for the state after the segment (it must differ).
+//   opening  the challenger names segment j, proves checkpoints j and j+1 against the proof on
+//            trial, and gives its own hash for the state after the segment (it must differ).
 //   steps    (level 1) while hi - lo > 1: both post the state hash after step mid = (lo + hi) / 2
 //            of the segment; equal hashes move lo to mid, different ones move hi to mid.
 //            ceil(log2 k) rounds.
@@ -20,14 +21,15 @@
 //            the left child when the left children differ, else the right one.
 //            ceil(log2 step_leaf_count) rounds.
 //   referee  (level 3) anyone posts the evidence (referee.h); the ledger computes the true leaf.
-//            The defender wins exactly when its leaf is the true one: the defender asserted the
-//            proof's transition, so a wrong leaf on agreed inputs loses it.
-// Timeouts: a party that misses a steps or graph round loses (the challenger alone moves in the
-// opening); when both miss, or nobody posts the referee evidence, the disputer loses.
+//            The defender wins exactly when its leaf is the true one: it asserted the proof's
+//            transition, so a wrong leaf on agreed inputs disproves the proof.
+// Forfeits count against whoever owed the move: the challenger owes the opening; both owe each
+// steps and graph round (one missing forfeits alone, both missing forfeit together); the
+// referee's evidence is the solver's data, so nobody posting it is the solver's forfeit. A
+// forfeit by the solver leaves its proof unproven.
 //
-// Outcome of a game: the loser's task lock is slashed to the winner; a whistleblower's lock is
-// released when it wins; a referee ruling for the challenger marks the proof disproven. When no
-// game is left, settlement.h's SettleAfterGames pays out.
+// No stake moves during the games: settlement.h pays out once, by the proof's standing and each
+// claim's GameResult.
 #ifndef POLNODE_CONTRACTS_DISPUTE_GAME_H_
 #define POLNODE_CONTRACTS_DISPUTE_GAME_H_
 
@@ -41,34 +43,38 @@
 
 namespace polnode::contracts {
 
-/// Starts the game over the next disputed verdict without a result, or, when none is left,
-/// settles the task. Precondition: the task is TASK_DISPUTED. Stores the task.
-[[nodiscard]] Status StartNextGameOrSettle(ExecContext& ctx, proto::Task& task);
+/// What a move or a timeout decided.
+struct MoveEffect {
+  bool ruled = false;  // the game is decided
+  proto::GameResult result = proto::GAME_RESULT_NONE;
+  std::string ruling;
+};
 
-/// dispute/move: a move in the running game named by (task_id, verifier) for its current round.
+/// Starts the game over the next claim without a result, or, when none is left (or the proof has
+/// already fallen, which marks the rest GAME_NOT_PLAYED), settles the task (settlement.h).
+/// Precondition: the task is revealing or disputed. Stores the task.
+[[nodiscard]] Status StartGamesOrSettle(ExecContext& ctx, proto::Task& task);
+
+/// dispute/move: a move in the running game named by (task_id, challenger) for its current round.
 /// kFailedPrecondition for a move of the wrong kind or round, kPermissionDenied for a signer who
 /// may not make it, kAlreadyExists for a second move in one round, kInvalidArgument for a move
 /// whose hashes or proofs do not check. Nothing changes on error.
 [[nodiscard]] Status ExecuteDisputeMove(ExecContext& ctx, std::string_view signer, std::string_view payload,
                                         const proto::DisputeMoveTx& msg);
 
-/// DUE_GAME_DEADLINE: decides the running game of a disputed task against whoever missed the
-/// round's deadline (see above). Stale entries are ignored.
+/// DUE_GAME_DEADLINE: decides the running game of a disputed task against whoever owed a move it
+/// did not make (see above). Stale entries are ignored.
 [[nodiscard]] Status OnGameDeadline(ExecContext& ctx, proto::Task& task);
 
-// The pieces above, without persistence or stake movements, for auditors that re-execute a
-// recorded game (dispute_audit.h).
+// The pieces above, without persistence, for auditors that re-execute a recorded game
+// (dispute_audit.h).
 
-/// What a move or a timeout decided.
-struct MoveEffect {
-  bool ruled = false;          // the game is decided
-  bool challenger_won = false;
-  std::string ruling;
-};
-
-/// The game over `slot`'s verdict as it starts at ctx.block.height (round 1, opening).
+/// The game `challenger` (a rejecting verifier when `challenger_is_verifier`, else a whistleblower)
+/// plays against the task's solver over the proof `proof_root`, as it starts at ctx.block.height
+/// (round 1, opening).
 [[nodiscard]] Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task,
-                                                 const proto::VerifierSlot& slot);
+                                                 std::string_view challenger, bool challenger_is_verifier,
+                                                 std::string_view proof_root);
 
 /// Applies one move to `game` (recording it) as ExecuteDisputeMove does, without storing anything
 /// but the deadlines NextRound schedules in ctx.state. Errors as ExecuteDisputeMove's.
@@ -78,6 +84,12 @@ struct MoveEffect {
 
 /// What the deadline of `game`'s current round decides (see the file comment).
 MoveEffect TimeoutEffect(const proto::DisputeGame& game);
+
+/// Writes `result` into the game record's challenger_won / forfeit / both_forfeited, winner, loser.
+void SetGameResult(proto::DisputeGame& game, proto::GameResult result);
+
+/// The GameResult a resolved game record holds; GAME_RESULT_NONE while it runs.
+proto::GameResult GameResultOf(const proto::DisputeGame& game);
 
 }  // namespace polnode::contracts
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "polnode/consensus/tx_envelope.h"
+
 namespace polnode::contracts {
 namespace {
 
@@ -44,10 +46,20 @@ proto::Params DefaultParams() {
   p.set_jackpot_payout_bps(5'000);
   p.set_forced_error_rate(100);
   p.set_max_segments_per_verification(64);
-  // A referee move carries one operator's input tensors: 2.4 MB for the SGD update of the demo
-  // MLP's first layer (three 784 x 256 tensors).
-  p.set_max_payload_bytes(8 << 20);
+  // As large as a signed envelope can carry (consensus/tx_envelope.h): a limit above it could never
+  // be used, and a rule that needs more (a referee's evidence, a published checkpoint) is split
+  // into pieces that fit.
+  p.set_max_payload_bytes(consensus::kMaxPayloadBytes);
   p.set_dispute_move_window(20);
+  p.set_solver_lock_bps(2'000);
+  p.set_verifier_lock_bps(3'500);
+  p.set_whistleblower_lock_bps(1'000);
+  p.set_jackpot_payout_cap_bps(2'000);
+  p.set_publish_window(50);
+  p.set_max_verification_rounds(3);
+  p.set_max_challengers(8);
+  p.set_max_total_steps(std::uint64_t{1} << 40);
+  p.set_max_segments(std::uint64_t{1} << 20);
   return p;
 }
 
@@ -73,6 +85,20 @@ Status ValidateParams(const proto::Params& p) {
   POLNODE_RETURN_IF_ERROR(CheckBps(p.jackpot_payout_bps(), "jackpot_payout_bps"));
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_segments_per_verification(), 1, "max_segments_per_verification"));
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.dispute_move_window(), 1, "dispute_move_window"));
+  POLNODE_RETURN_IF_ERROR(CheckBps(p.jackpot_payout_cap_bps(), "jackpot_payout_cap_bps"));
+  POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.publish_window(), 1, "publish_window"));
+  POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_verification_rounds(), 1, "max_verification_rounds"));
+  POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_total_steps(), 1, "max_total_steps"));
+  POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_segments(), 1, "max_segments"));
+  if (p.max_total_steps() > (std::uint64_t{1} << 48) || p.max_segments() > (std::uint64_t{1} << 32)) {
+    // Segment and step counts are multiplied and offset in the game; these bounds keep every such
+    // sum far from wrapping.
+    return Status::InvalidArgument("params.max_total_steps exceeds 2^48 or max_segments exceeds 2^32");
+  }
+  if (p.max_payload_bytes() > consensus::kMaxPayloadBytes) {
+    return Status::InvalidArgument("params.max_payload_bytes exceeds what an envelope carries (" +
+                                   std::to_string(consensus::kMaxPayloadBytes) + ")");
+  }
   return CheckAtLeast(p.max_payload_bytes(), 1024, "max_payload_bytes");
 }
 

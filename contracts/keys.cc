@@ -47,8 +47,19 @@ std::string TaskSeqKey(std::uint64_t seq) { return std::string(kTaskSeqPrefix) +
 
 std::string DueKey(std::uint64_t height) { return std::string(kDuePrefix) + FixedHex64(height); }
 
-std::string GameKey(std::string_view task_id, std::string_view verifier) {
-  return std::string(kGamePrefix) + ToHex(task_id) + "/" + ToHex(verifier);
+std::string GameKey(std::string_view task_id, std::string_view challenger) {
+  return std::string(kGamePrefix) + ToHex(task_id) + "/" + ToHex(challenger);
+}
+
+std::string SpecKey(std::string_view spec_hash) { return std::string(kSpecPrefix) + ToHex(spec_hash); }
+
+std::string PublishKey(std::string_view task_id, std::uint64_t checkpoint) {
+  return std::string(kPublishPrefix) + ToHex(task_id) + "/" + FixedHex64(checkpoint);
+}
+
+std::string PublishChunkKey(std::string_view task_id, std::uint64_t checkpoint, std::uint32_t tensor,
+                            std::uint32_t chunk) {
+  return PublishKey(task_id, checkpoint) + "/" + FixedHex64(tensor) + "/" + FixedHex64(chunk);
 }
 
 }  // namespace polnode::contracts

@@ -25,6 +25,8 @@ inline constexpr std::string_view kTaskPrefix = "task/";
 inline constexpr std::string_view kTaskSeqPrefix = "taskseq/";
 inline constexpr std::string_view kDuePrefix = "due/";
 inline constexpr std::string_view kGamePrefix = "game/";
+inline constexpr std::string_view kSpecPrefix = "spec/";
+inline constexpr std::string_view kPublishPrefix = "pub/";
 
 /// Length of public keys, task ids, hashes and secrets, in bytes.
 inline constexpr std::size_t kIdBytes = 32;
@@ -45,7 +47,13 @@ std::string StakeKey(proto::Role role, std::string_view pubkey);
 std::string TaskKey(std::string_view task_id);
 std::string TaskSeqKey(std::uint64_t seq);
 std::string DueKey(std::uint64_t height);
-std::string GameKey(std::string_view task_id, std::string_view verifier);
+std::string GameKey(std::string_view task_id, std::string_view challenger);
+std::string SpecKey(std::string_view spec_hash);
+/// "pub/<task>/<checkpoint>": a published checkpoint's header and progress.
+std::string PublishKey(std::string_view task_id, std::uint64_t checkpoint);
+/// "pub/<task>/<checkpoint>/<tensor>/<chunk>": one chunk of a published tensor's elements.
+std::string PublishChunkKey(std::string_view task_id, std::uint64_t checkpoint, std::uint32_t tensor,
+                            std::uint32_t chunk);
 
 }  // namespace polnode::contracts
 

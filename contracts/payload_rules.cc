@@ -108,14 +108,21 @@ Status CheckRules(const proto::VerdictTx& msg) {
 
 Status CheckRules(const proto::DisputeTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  if (msg.verifier().empty()) return Status::Ok();  // a whistleblower's challenge of the proof
   return Check32(msg.verifier(), "verifier");
+}
+
+Status CheckRules(const proto::PublishTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  if (msg.part_case() == proto::PublishTx::PART_NOT_SET) return Status::InvalidArgument("a header or a chunk is missing");
+  return Status::Ok();
 }
 
 // Hashes and proofs inside a move are checked against the game by the move's executor; here only
 // what needs no state: which game, and that the move is not empty.
 Status CheckRules(const proto::DisputeMoveTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
-  POLNODE_RETURN_IF_ERROR(Check32(msg.verifier(), "verifier"));
+  POLNODE_RETURN_IF_ERROR(Check32(msg.challenger(), "challenger"));
   if (msg.move_case() == proto::DisputeMoveTx::MOVE_NOT_SET) return Status::InvalidArgument("move is missing");
   return Status::Ok();
 }
@@ -123,7 +130,11 @@ Status CheckRules(const proto::DisputeMoveTx& msg) {
 Status CheckRules(const proto::RevealTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.secret(), "secret"));
-  return Check32(msg.result_root(), "result_root");
+  POLNODE_RETURN_IF_ERROR(Check32(msg.result_root(), "result_root"));
+  // The forced-round fields are all present or all absent.
+  if (msg.committed_final().empty() && msg.honest_final().empty() && msg.final_proof().empty()) return Status::Ok();
+  POLNODE_RETURN_IF_ERROR(Check32(msg.committed_final(), "committed_final"));
+  return Check32(msg.honest_final(), "honest_final");
 }
 
 }  // namespace polnode::contracts

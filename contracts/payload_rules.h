@@ -20,6 +20,7 @@ namespace polnode::contracts {
 [[nodiscard]] Status CheckRules(const proto::DisputeTx& msg);
 [[nodiscard]] Status CheckRules(const proto::RevealTx& msg);
 [[nodiscard]] Status CheckRules(const proto::DisputeMoveTx& msg);
+[[nodiscard]] Status CheckRules(const proto::PublishTx& msg);
 
 }  // namespace polnode::contracts
 

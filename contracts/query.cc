@@ -1,6 +1,7 @@
 // Application::Query: read-only JSON views of the state for the HTTP API.
 #include <charconv>
 #include <string>
+#include <vector>
 
 #include "json_writer.h"
 #include "keys.h"
@@ -132,13 +133,15 @@ Result<std::string> QueryGamesJson(const StateStore& state, std::string_view hex
       .Field("task_id", ToHex(id))
       .Field("task_record", ToHex(EncodeRecord(task)))
       .Field("params_record", ToHex(EncodeRecord(params)));
+  std::vector<std::string> challengers;
+  for (const proto::VerifierSlot& slot : task.verifiers()) challengers.push_back(slot.verifier());
+  for (const proto::Challenge& challenge : task.challenges()) challengers.push_back(challenge.challenger());
   w.Key("games").BeginArray();
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    Result<proto::DisputeGame> game = LoadGame(state, id, slot.verifier());
+  for (const std::string& challenger : challengers) {
+    Result<proto::DisputeGame> game = LoadGame(state, id, challenger);
     if (!game.ok() && game.status().code() == StatusCode::kNotFound) continue;
     if (!game.ok()) return game.status();
     w.BeginObject()
-        .Field("verifier", ToHex(game->verifier()))
         .Field("challenger", ToHex(game->challenger().key()))
         .Field("defender", ToHex(game->defender().key()))
         .Field("phase", proto::GamePhase_Name(game->phase()))

@@ -131,17 +131,44 @@ void StoreDueList(StateStore& state, std::uint64_t height, const proto::DueList&
   StoreOrDelete(state, DueKey(height), list);
 }
 
-Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view verifier) {
-  const std::string key = GameKey(task_id, verifier);
+Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view challenger) {
+  const std::string key = GameKey(task_id, challenger);
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, state.Get(key));
-  if (!bytes) return Status::NotFound("no dispute game over verifier " + ToHex(verifier) + " on task " + ToHex(task_id));
+  if (!bytes) {
+    return Status::NotFound("no dispute game of challenger " + ToHex(challenger) + " on task " + ToHex(task_id));
+  }
   proto::DisputeGame game;
   POLNODE_RETURN_IF_ERROR(DecodeRecord(*bytes, key, game));
   return game;
 }
 
 void StoreGame(StateStore& state, const proto::DisputeGame& game) {
-  state.Put(GameKey(game.task_id(), game.verifier()), EncodeRecord(game));
+  state.Put(GameKey(game.task_id(), game.challenger().key()), EncodeRecord(game));
+}
+
+Result<std::optional<std::string>> LoadSpecOwner(const StateStore& state, std::string_view spec_hash) {
+  const std::string key = SpecKey(spec_hash);
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, state.Get(key));
+  if (!bytes) return std::optional<std::string>();
+  proto::SpecIndex index;
+  POLNODE_RETURN_IF_ERROR(DecodeRecord(*bytes, key, index));
+  return std::optional<std::string>(index.task_id());
+}
+
+void StoreSpecOwner(StateStore& state, std::string_view spec_hash, std::string_view task_id) {
+  proto::SpecIndex index;
+  index.set_task_id(std::string(task_id));
+  StoreOrDelete(state, SpecKey(spec_hash), index);
+}
+
+Result<proto::PublishedCheckpoint> LoadPublished(const StateStore& state, std::string_view task_id,
+                                                 std::uint64_t checkpoint) {
+  return LoadOrDefault<proto::PublishedCheckpoint>(state, PublishKey(task_id, checkpoint));
+}
+
+void StorePublished(StateStore& state, std::string_view task_id, std::uint64_t checkpoint,
+                    const proto::PublishedCheckpoint& published) {
+  StoreOrDelete(state, PublishKey(task_id, checkpoint), published);
 }
 
 }  // namespace polnode::contracts

@@ -7,6 +7,7 @@
 #define POLNODE_CONTRACTS_RECORDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,9 +56,19 @@ void StoreTask(StateStore& state, const proto::Task& task);
 Result<proto::DueList> LoadDueList(const StateStore& state, std::uint64_t height);
 void StoreDueList(StateStore& state, std::uint64_t height, const proto::DueList& list);
 
-/// The game over `verifier`'s verdict on task `task_id`; kNotFound when there is none.
-Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view verifier);
+/// The game `challenger` plays against the solver of task `task_id`; kNotFound when there is none.
+Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view challenger);
 void StoreGame(StateStore& state, const proto::DisputeGame& game);
+
+/// The task that holds `spec_hash` (raw 32 bytes), or nullopt.
+Result<std::optional<std::string>> LoadSpecOwner(const StateStore& state, std::string_view spec_hash);
+void StoreSpecOwner(StateStore& state, std::string_view spec_hash, std::string_view task_id);
+
+/// Checkpoint `checkpoint` of a task as published so far; all-empty when nothing is.
+Result<proto::PublishedCheckpoint> LoadPublished(const StateStore& state, std::string_view task_id,
+                                                 std::uint64_t checkpoint);
+void StorePublished(StateStore& state, std::string_view task_id, std::uint64_t checkpoint,
+                    const proto::PublishedCheckpoint& published);
 
 }  // namespace polnode::contracts
 

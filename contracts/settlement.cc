@@ -8,15 +8,20 @@
 #include "checked_math.h"
 #include "dispute_game.h"
 #include "keys.h"
+#include "move_fields.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
 #include "records.h"
 #include "staking.h"
 #include "task_ops.h"
+#include "verification.h"
 
 namespace polnode::contracts {
 namespace {
 
-// The share of the escrow each assigned verifier earns, and the solver's pay.
+using consensus::Hash256;
+
+// The verifier fee each verdict that agrees with the outcome earns, and the solver's pay.
 struct Shares {
   std::uint64_t per_verifier = 0;
   std::uint64_t solver = 0;
@@ -24,28 +29,38 @@ struct Shares {
 
 Shares ComputeShares(const proto::Task& task, const proto::Params& params) {
   const std::uint64_t fee_budget = BpsOf(task.escrow(), params.verifier_fee_bps());
-  const std::uint64_t slots = static_cast<std::uint64_t>(task.verifiers_size());
-  return Shares{slots == 0 ? 0 : fee_budget / slots, task.escrow() - fee_budget};
+  return Shares{fee_budget / params.verifiers_per_task(), task.escrow() - fee_budget};
 }
 
-bool HasVerdict(const proto::VerifierSlot& slot) { return slot.verdict() != proto::VERDICT_NONE; }
+bool Live(const proto::VerifierSlot& slot) { return !slot.absent() && slot.verdict() != proto::VERDICT_NONE; }
 
-// Pays a verifier its share and releases its lock.
 Status PayVerifier(ExecContext& ctx, proto::Task& task, const proto::VerifierSlot& slot, const Shares& shares) {
   POLNODE_RETURN_IF_ERROR(PayFromEscrow(ctx, task, slot.verifier(), shares.per_verifier, "verifier_fee"));
-  return UnlockStake(ctx.state, proto::ROLE_VERIFIER, slot.verifier(), ctx.params.min_stake_verifier());
+  return UnlockStake(ctx.state, proto::ROLE_VERIFIER, slot.verifier(), slot.lock());
+}
+
+Status ReleaseVerifier(ExecContext& ctx, const proto::VerifierSlot& slot) {
+  return UnlockStake(ctx.state, proto::ROLE_VERIFIER, slot.verifier(), slot.lock());
+}
+
+Status ReleaseChallenger(ExecContext& ctx, const proto::Challenge& challenge) {
+  return UnlockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, challenge.challenger(), challenge.lock());
 }
 
 Status PaySolver(ExecContext& ctx, proto::Task& task, const Shares& shares) {
   POLNODE_RETURN_IF_ERROR(PayFromEscrow(ctx, task, task.solver(), shares.solver, "solver_pay"));
-  return UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), ctx.params.min_stake_solver());
+  return UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock());
 }
 
-// Pays jackpot_payout_bps of the pool, split equally among `catchers`; the remainder stays.
+// Pays min(pool * payout_bps, payment * cap_bps) / 10000, split equally among `catchers`; the
+// remainder stays in the pool. The cap ties what one forced round can take out of the pool to the
+// size of the task, so small tasks cannot farm it.
 Status PayJackpot(ExecContext& ctx, const proto::Task& task, const std::vector<std::string>& catchers) {
   if (catchers.empty()) return Status::Ok();
   POLNODE_ASSIGN_OR_RETURN(proto::Jackpot jackpot, LoadJackpot(ctx.state));
-  const std::uint64_t share = BpsOf(jackpot.pool(), ctx.params.jackpot_payout_bps()) / catchers.size();
+  const std::uint64_t payout = std::min(BpsOf(jackpot.pool(), ctx.params.jackpot_payout_bps()),
+                                        BpsOf(task.spec().payment(), ctx.params.jackpot_payout_cap_bps()));
+  const std::uint64_t share = payout / catchers.size();
   jackpot.set_pool(jackpot.pool() - share * catchers.size());
   StoreJackpot(ctx.state, jackpot);
   for (const std::string& catcher : catchers) {
@@ -56,98 +71,160 @@ Status PayJackpot(ExecContext& ctx, const proto::Task& task, const std::vector<s
   return Status::Ok();
 }
 
-Status SettleForcedError(ExecContext& ctx, proto::Task& task) {
-  const Shares shares = ComputeShares(task, ctx.params);
-  std::vector<std::string> catchers;
+bool RightByResult(proto::GameResult result) {
+  return result == proto::GAME_CHALLENGER_WON || result == proto::GAME_DEFENDER_FORFEIT ||
+         result == proto::GAME_NOT_PLAYED;
+}
+
+// A challenger that lost its own game pays the solver that defended; one that forfeited together
+// with the solver pays the jackpot.
+Status SlashLoser(ExecContext& ctx, const proto::Task& task, proto::Role role, const std::string& key,
+                  std::uint64_t lock, proto::GameResult result) {
+  if (result == proto::GAME_BOTH_FORFEIT) {
+    return SlashToJackpot(ctx, task, role, key, lock, slash_reason::kForfeitedDisputeGame);
+  }
+  return SlashTo(ctx, task, role, key, lock, task.solver(),
+                 result == proto::GAME_CHALLENGER_FORFEIT ? slash_reason::kForfeitedDisputeGame
+                                                          : slash_reason::kLostDisputeGame);
+}
+
+// Whether an accepting verifier replayed the segment the proof was disproven at.
+bool AcceptedDisprovenSegment(const proto::Task& task, const proto::VerifierSlot& slot) {
+  if (task.standing() != proto::PROOF_DISPROVEN) return false;
+  const std::uint64_t s = task.disproven_segment();
+  return s == SegmentCount(task.spec()) - 1 || std::find(slot.segments().begin(), slot.segments().end(), s) !=
+                                                   slot.segments().end();
+}
+
+// Pays or slashes one rejecting verifier whose verdict is a claim against the proof on trial.
+Status SettleRejectClaim(ExecContext& ctx, proto::Task& task, const proto::VerifierSlot& slot, const Shares& shares,
+                         std::vector<std::string>& right) {
+  // An undisputed reject (non-forced rounds) stands; its game result is NONE.
+  const proto::GameResult result = slot.disputed() ? slot.game_result() : proto::GAME_NOT_PLAYED;
+  if (RightByResult(result)) {
+    right.push_back(slot.verifier());
+    return PayVerifier(ctx, task, slot, shares);
+  }
+  return SlashLoser(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(), result);
+}
+
+Status SettleForcedSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, std::vector<std::string>& right,
+                         std::vector<std::string>& catchers) {
   for (const proto::VerifierSlot& slot : task.verifiers()) {
-    const bool whistleblower = !slot.disputer().empty() && !slot.disputer_is_solver();
+    if (!Live(slot)) continue;
     if (slot.verdict() == proto::VERDICT_ACCEPT) {
-      if (whistleblower) {
-        POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.disputer(),
-                                        slash_reason::kAcceptedForcedError));
-        POLNODE_RETURN_IF_ERROR(
-            UnlockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, slot.disputer(), ctx.params.min_stake_whistleblower()));
-        catchers.push_back(slot.disputer());
-      } else {
-        POLNODE_RETURN_IF_ERROR(
-            SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slash_reason::kAcceptedForcedError));
-      }
-    } else if (slot.verdict() == proto::VERDICT_REJECT) {
-      POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+      POLNODE_RETURN_IF_ERROR(SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
+                                             slash_reason::kAcceptedForcedError));
+    } else if (slot.vouched()) {
       catchers.push_back(slot.verifier());
-      if (whistleblower) {
-        POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, proto::ROLE_WHISTLEBLOWER, slot.disputer(), slot.verifier(),
-                                        slash_reason::kWrongDispute));
-      }
+      POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+    } else {
+      POLNODE_RETURN_IF_ERROR(SettleRejectClaim(ctx, task, slot, shares, right));
     }
   }
-  POLNODE_RETURN_IF_ERROR(PayJackpot(ctx, task, catchers));
-  POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, shares));
-  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
-  return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_FORCED_ERROR);
+  for (const proto::Challenge& challenge : task.challenges()) {
+    catchers.push_back(challenge.challenger());
+    POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
+  }
+  return Status::Ok();
 }
 
-Status SettleByVerdicts(ExecContext& ctx, proto::Task& task) {
-  const Shares shares = ComputeShares(task, ctx.params);
-  std::vector<std::string> rejecters;
+Status SettleSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, bool accepted,
+                   std::vector<std::string>& right) {
   for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (!HasVerdict(slot)) continue;
-    POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
-    if (slot.verdict() == proto::VERDICT_REJECT) rejecters.push_back(slot.verifier());
+    if (!Live(slot)) continue;
+    if (slot.verdict() == proto::VERDICT_REJECT) {
+      POLNODE_RETURN_IF_ERROR(SettleRejectClaim(ctx, task, slot, shares, right));
+    } else if (accepted) {
+      POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+    } else if (AcceptedDisprovenSegment(task, slot)) {
+      POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(), task.disprover(),
+                                      slash_reason::kAcceptedWrongSegment));
+    } else {
+      POLNODE_RETURN_IF_ERROR(ReleaseVerifier(ctx, slot));
+    }
   }
-  proto::TaskOutcome outcome = proto::OUTCOME_ACCEPTED;
-  if (rejecters.empty()) {
-    POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, shares));
-  } else {
-    outcome = proto::OUTCOME_REJECTED;
-    POLNODE_RETURN_IF_ERROR(
-        SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), rejecters, slash_reason::kRejectedProof));
+  for (const proto::Challenge& challenge : task.challenges()) {
+    if (RightByResult(challenge.game_result())) {
+      if (challenge.game_result() != proto::GAME_NOT_PLAYED) right.push_back(challenge.challenger());
+      POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
+    } else {
+      POLNODE_RETURN_IF_ERROR(SlashLoser(ctx, task, proto::ROLE_WHISTLEBLOWER, challenge.challenger(),
+                                         challenge.lock(), challenge.game_result()));
+    }
   }
-  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
-  return CloseTask(ctx, task, proto::TASK_SETTLED, outcome);
+  return Status::Ok();
 }
 
-// A standing dispute: nothing moves until the dispute games (dispute_game.h) have decided.
-Status EnterDisputed(ExecContext& ctx, proto::Task& task) {
-  task.set_status(proto::TASK_DISPUTED);
-  task.set_deadline(0);
-  ctx.Emit("task_disputed", {{"task", ToHex(task.id())}});
-  return StartNextGameOrSettle(ctx, task);
-}
-
-// Whether the verifier of `slot` lost the game over its verdict (its lock is already slashed).
-bool VerifierLostGame(const proto::VerifierSlot& slot) {
-  if (slot.verdict() == proto::VERDICT_ACCEPT) return slot.game_result() == proto::GAME_CHALLENGER_WON;
-  return slot.game_result() == proto::GAME_DEFENDER_WON;
+// Checks a forced round's reveal and records who vouched for the honest final state. The honest
+// proof differs from the committed one only in its final leaf: both roots come from one path.
+Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
+  POLNODE_ASSIGN_OR_RETURN(Hash256 committed_final, HashField(msg.committed_final(), "committed_final"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 honest_final, HashField(msg.honest_final(), "honest_final"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 committed_root, HashField(task.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 result_root, HashField(msg.result_root(), "result_root"));
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, ProofField(msg.final_proof(), "final_proof"));
+  const std::uint64_t segments = SegmentCount(task.spec());
+  if (committed_final == honest_final) {
+    return Status::InvalidArgument("forced-error round: honest_final must differ from the committed final checkpoint");
+  }
+  if (path.leaf_index != segments || path.leaf_count != segments + 1 ||
+      !consensus::VerifyMerkleProof(committed_root, committed_final, path).ok() ||
+      !consensus::VerifyMerkleProof(result_root, honest_final, path).ok()) {
+    return Status::InvalidArgument(
+        "forced-error round: the honest proof must be the committed one with only its final checkpoint replaced");
+  }
+  task.set_forced_root(task.proof_root());
+  task.set_proof_root(msg.result_root());
+  const std::uint64_t final_segment = segments - 1;
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (!Live(slot) || slot.verdict() != proto::VERDICT_REJECT) continue;
+    const bool only_final = slot.failed_segments_size() == 1 && slot.failed_segments(0) == final_segment;
+    const bool reached = task.spec().tolerant() ||
+                         slot.final_digest() == ToBytes(FinalDigest(slot.verifier(), msg.honest_final()));
+    if (only_final && reached) {
+      slot.set_vouched(true);
+    } else {
+      // It claims the honest proof is wrong as well: the solver defends it in a game.
+      slot.set_disputed(true);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status SettleAfterGames(ExecContext& ctx, proto::Task& task) {
+  if (task.standing() == proto::PROOF_STANDING_NONE) task.set_standing(proto::PROOF_UPHELD);
   const Shares shares = ComputeShares(task, ctx.params);
-  std::vector<std::string> disprovers;  // challengers whose referee ruling found the proof wrong
-  std::vector<std::string> standing_rejecters;
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (!HasVerdict(slot)) continue;
-    if (slot.game_result() == proto::GAME_CHALLENGER_WON) {
-      disprovers.push_back(slot.verdict() == proto::VERDICT_ACCEPT ? slot.disputer() : slot.verifier());
-    }
-    if (VerifierLostGame(slot)) continue;
-    POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
-    if (slot.verdict() == proto::VERDICT_REJECT) standing_rejecters.push_back(slot.verifier());
-  }
+  const bool upheld = task.standing() == proto::PROOF_UPHELD;
+  std::vector<std::string> right;  // who shares the solver's lock when it is slashed
   proto::TaskOutcome outcome = proto::OUTCOME_REJECTED;
-  if (task.solver_slashed()) {
-    // The solver lost a game it defended: its lock already went to the winner.
-  } else if (task.proof_disproven()) {
-    POLNODE_RETURN_IF_ERROR(
-        SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), disprovers, slash_reason::kRejectedProof));
-  } else if (!standing_rejecters.empty()) {
-    POLNODE_RETURN_IF_ERROR(
-        SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), standing_rejecters, slash_reason::kRejectedProof));
+  bool paid = false;
+  if (task.forced_error()) {
+    std::vector<std::string> catchers;
+    POLNODE_RETURN_IF_ERROR(SettleForcedSlots(ctx, task, shares, right, catchers));
+    POLNODE_RETURN_IF_ERROR(PayJackpot(ctx, task, catchers));
+    const bool vouched = std::any_of(task.verifiers().begin(), task.verifiers().end(),
+                                     [](const proto::VerifierSlot& s) { return s.vouched(); });
+    if (upheld) {
+      paid = vouched;
+      outcome = vouched ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_FORCED_UNVERIFIED;
+    }
   } else {
-    outcome = proto::OUTCOME_ACCEPTED;
+    POLNODE_RETURN_IF_ERROR(SettleSlots(ctx, task, shares, upheld, right));
+    if (upheld) {
+      paid = true;
+      outcome = proto::OUTCOME_ACCEPTED;
+    }
+  }
+  if (paid) {
     POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, shares));
+  } else if (upheld) {
+    POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock()));
+  } else {
+    POLNODE_RETURN_IF_ERROR(SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), task.solver_lock(), right,
+                                       slash_reason::kRejectedProof));
   }
   POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
   return CloseTask(ctx, task, proto::TASK_SETTLED, outcome);
@@ -161,37 +238,75 @@ Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::Rev
     return Status::InvalidArgument("the secret does not match the claim's commitment");
   }
   const bool forced = IsForcedError(msg.secret(), task.forced_seed(), task.id(), ctx.params.forced_error_rate());
-  if (!forced && msg.result_root() != task.proof_root()) {
-    return Status::InvalidArgument("not a forced-error round: result_root must equal the committed proof root");
-  }
-  if (forced && msg.result_root() == task.proof_root()) {
-    return Status::InvalidArgument("forced-error round: result_root must name the honest proof, not the committed one");
+  if (forced) {
+    POLNODE_RETURN_IF_ERROR(AcceptForcedReveal(task, msg));
+  } else {
+    if (msg.result_root() != task.proof_root()) {
+      return Status::InvalidArgument("not a forced-error round: result_root must equal the committed proof root");
+    }
+    if (!msg.committed_final().empty() || !msg.honest_final().empty() || !msg.final_proof().empty()) {
+      return Status::InvalidArgument("not a forced-error round: the forced-round fields must be empty");
+    }
+    // A reject the solver left undisputed stands: the solver conceded its proof.
+    for (const proto::VerifierSlot& slot : task.verifiers()) {
+      if (Live(slot) && slot.verdict() == proto::VERDICT_REJECT && !slot.disputed()) {
+        task.set_standing(proto::PROOF_UNPROVEN);
+      }
+    }
   }
   task.set_forced_error(forced);
   task.set_result_root(msg.result_root());
   ctx.Emit("revealed", {{"task", ToHex(task.id())}, {"forced_error", forced ? "true" : "false"}});
-  if (forced) return SettleForcedError(ctx, task);
-  const bool disputed = std::any_of(task.verifiers().begin(), task.verifiers().end(),
-                                    [](const proto::VerifierSlot& slot) { return !slot.disputer().empty(); });
-  if (disputed) return EnterDisputed(ctx, task);
-  return SettleByVerdicts(ctx, task);
+  return StartGamesOrSettle(ctx, task);
 }
 
 Status OnRevealDeadline(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_REVEALING || task.deadline() != ctx.block.height) return Status::Ok();
   const Shares shares = ComputeShares(task, ctx.params);
-  POLNODE_RETURN_IF_ERROR(
-      SlashTo(ctx, task, proto::ROLE_SOLVER, task.solver(), task.submitter(), slash_reason::kNoReveal));
+  std::vector<std::string> right;
   for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (!HasVerdict(slot)) continue;
-    POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
-    if (!slot.disputer().empty() && !slot.disputer_is_solver()) {
-      POLNODE_RETURN_IF_ERROR(
-          UnlockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, slot.disputer(), ctx.params.min_stake_whistleblower()));
+    if (!Live(slot)) continue;
+    if (slot.verdict() == proto::VERDICT_REJECT) {
+      right.push_back(slot.verifier());
+      POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+    } else {
+      POLNODE_RETURN_IF_ERROR(ReleaseVerifier(ctx, slot));
     }
   }
+  for (const proto::Challenge& challenge : task.challenges()) {
+    right.push_back(challenge.challenger());
+    POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
+  }
+  task.set_standing(proto::PROOF_UNPROVEN);
+  POLNODE_RETURN_IF_ERROR(
+      SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), task.solver_lock(), right, slash_reason::kNoReveal));
   POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
   return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_NO_REVEAL);
+}
+
+Status SettleUnavailable(ExecContext& ctx, proto::Task& task) {
+  const Shares shares = ComputeShares(task, ctx.params);
+  std::vector<std::string> right;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (!Live(slot)) continue;
+    if (slot.verdict() == proto::VERDICT_ACCEPT) {
+      POLNODE_RETURN_IF_ERROR(ReleaseVerifier(ctx, slot));
+    } else {
+      right.push_back(slot.verifier());
+      POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+    }
+  }
+  task.set_standing(proto::PROOF_UNPROVEN);
+  POLNODE_RETURN_IF_ERROR(SlashSplit(ctx, task, proto::ROLE_SOLVER, task.solver(), task.solver_lock(), right,
+                                     slash_reason::kUnavailableProof));
+  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
+  return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_UNAVAILABLE);
+}
+
+Status SettleUnverified(ExecContext& ctx, proto::Task& task) {
+  POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock()));
+  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
+  return CloseTask(ctx, task, proto::TASK_CANCELLED, proto::OUTCOME_UNVERIFIED);
 }
 
 }  // namespace polnode::contracts

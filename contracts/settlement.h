@@ -1,23 +1,34 @@
 // Settlement: the solver's reveal after the challenge window, and what each outcome pays.
 //
-// Money of a task: escrow E (payment minus the jackpot cut). Verifier fee budget
-// F = E * verifier_fee_bps / 10000, one share F / (assigned verifiers) per verifier that gave a
-// verdict and is not proven wrong; the solver's pay is E - F; every unpaid part of E (absent or
-// wrong verifiers' shares, rounding dust, the solver's pay when it is not earned) is refunded to
-// the submitter. Each lock (solver, verifier, whistleblower) is released or slashed exactly once.
+// Money of a task: escrow E (the payment, less the jackpot cut once verification started). The
+// verifier fee budget F = E * verifier_fee_bps / 10000 pays f = F / verifiers_per_task to each
+// verifier whose verdict agrees with the outcome; the solver's pay is E - F, and only for an
+// accepted proof. Every unpaid part of E is refunded to the submitter. Each lock is released or
+// slashed exactly once, here or at the verdict deadline (absent verifiers).
 //
-// The reveal fixes whether the round was a forced error (beacon.h IsForcedError):
-//   forced: the committed proof was deliberately wrong, so every accept verdict is wrong and every
-//     reject verdict right. An accepting verifier is slashed: to the whistleblower who disputed it,
-//     else to the jackpot. A rejecting verifier is paid its share, and a whistleblower who disputed
-//     it is slashed to it. The jackpot pays jackpot_payout_bps of the pool, split equally among the
-//     catchers (rejecting verifiers and successful whistleblowers). The solver followed the rules:
-//     its lock is released and it is paid; result_root names its honest proof.
-//   not forced, any dispute standing: the task becomes TASK_DISPUTED with every lock and the
-//     escrow held while the dispute games (dispute_game.h) run, then SettleAfterGames pays out.
-//   not forced, a reject verdict, no dispute: the solver's lock is split among the rejecting
-//     verifiers; voting verifiers are paid; the solver is not.
-//   not forced, only accept verdicts, no dispute: solver and voting verifiers are paid.
+// The standing of the proof (after any dispute games, dispute_game.h): upheld when no claim against
+// it stood; disproven when a referee ruled against a transition the solver asserted; unproven when
+// the solver did not defend it (forfeited a game, left a reject undisputed, did not reveal).
+//
+// Not forced, upheld: ACCEPTED. The solver is paid; accepting verifiers are paid; rejecting
+//   verifiers and whistleblowers lost their games and their locks go to the solver.
+// Not forced, disproven or unproven: REJECTED. The solver is not paid and its lock is split among
+//   the right challengers (rejects that stood, challengers that won); rejecting verifiers that
+//   stood are paid; accepting verifiers are not, and one whose own segments (or the final one)
+//   include the disproven segment accepted a wrong transition it replayed: its lock goes to the
+//   disprover. A challenger that lost its own game pays the solver; one whose game was not needed
+//   is released.
+// Forced: the committed proof was deliberately wrong in its final checkpoint (RevealTx shows the
+//   honest one, and from then on proof_root names the honest proof). Accepting verifiers accepted
+//   a forced error: their locks go to the jackpot. Rejecters whose only failed segment is the final
+//   one and whose final digest matches the honest final state (any, for tolerant tasks) are
+//   catchers: paid, and they vouch for the honest proof. Whistleblower challengers are catchers
+//   too. The jackpot pays min(pool * jackpot_payout_bps, payment * jackpot_payout_cap_bps) / 10000,
+//   split among the catchers. Other rejecters claim the honest proof is wrong too and play dispute
+//   games over it against the solver. The solver is paid only when the honest proof is upheld and
+//   vouched for (OUTCOME_FORCED_ERROR); upheld but vouched for by nobody it is released unpaid
+//   (OUTCOME_FORCED_UNVERIFIED); disproven or unproven it is REJECTED as above. So a solver that
+//   knows its round is forced gains nothing by committing garbage.
 #ifndef POLNODE_CONTRACTS_SETTLEMENT_H_
 #define POLNODE_CONTRACTS_SETTLEMENT_H_
 
@@ -29,23 +40,31 @@
 
 namespace polnode::contracts {
 
-/// task/reveal: the solver reveals its secret while the task is revealing. The secret must hash
-/// to the claim's commitment, and result_root must equal the committed proof root exactly when the
-/// round is not forced. Then settles as described above.
+/// task/reveal: the solver reveals its secret while the task is revealing. The secret must hash to
+/// the claim's commitment. Not forced: result_root must equal the committed root and the forced
+/// fields be empty. Forced: committed_final and honest_final (different) must climb through
+/// final_proof's siblings (the final leaf) to the committed root and to result_root. Then the
+/// dispute games start (dispute_game.h) or the task settles.
 [[nodiscard]] Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::RevealTx& msg);
 
-/// After the last dispute game of a task (dispute_game.h): a verifier that lost its game was slashed
-/// there and earns nothing; every other voting verifier is paid. The solver's lock goes, split
-/// equally, to the challengers whose referee ruling disproved the proof, or else to the reject
-/// verdicts that stand (undisputed or upheld); if neither exists the solver is paid
-/// (OUTCOME_ACCEPTED). A solver that lost a game it defended was slashed there and is not paid.
-/// The rest of the escrow is refunded and the task settles.
+/// After the last dispute game (or when none is needed): pays out by the proof's standing as
+/// described above and closes the task.
 [[nodiscard]] Status SettleAfterGames(ExecContext& ctx, proto::Task& task);
 
-/// DUE_REVEAL_DEADLINE: a solver that did not reveal cannot show its proof was honest or forced:
-/// its lock is slashed to the submitter and it is not paid; voting verifiers are paid (their work
-/// cannot be judged); whistleblower locks are released; the rest of the escrow is refunded.
+/// DUE_REVEAL_DEADLINE: a solver that does not reveal leaves its proof unproven: it is not paid and
+/// its lock is split among rejecting verifiers and challengers (the jackpot when there are none);
+/// rejecting verifiers are paid, accepting ones released unpaid, challengers released.
+/// OUTCOME_NO_REVEAL.
 [[nodiscard]] Status OnRevealDeadline(ExecContext& ctx, proto::Task& task);
+
+/// The publication window passed incomplete (publication.h): the unavailable verdicts stand. The
+/// solver is not paid; its lock is split among the unavailable and rejecting verifiers, who are
+/// paid; accepting verifiers are released unpaid. OUTCOME_UNAVAILABLE.
+[[nodiscard]] Status SettleUnavailable(ExecContext& ctx, proto::Task& task);
+
+/// Verification ended without a single verdict: the solver's lock is released, the escrow
+/// refunded. OUTCOME_UNVERIFIED.
+[[nodiscard]] Status SettleUnverified(ExecContext& ctx, proto::Task& task);
 
 }  // namespace polnode::contracts
 

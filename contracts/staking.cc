@@ -45,17 +45,26 @@ Status SaveStake(StateStore& state, proto::Role role, std::string_view pubkey, c
 
 }  // namespace
 
-std::uint64_t LockAmount(const proto::Params& params, proto::Role role) {
+std::uint64_t TaskLock(const proto::Params& params, proto::Role role, std::uint64_t payment) {
+  std::uint64_t minimum = 0;
+  std::uint32_t bps = 0;
   switch (role) {
     case proto::ROLE_SOLVER:
-      return params.min_stake_solver();
+      minimum = params.min_stake_solver();
+      bps = params.solver_lock_bps();
+      break;
     case proto::ROLE_VERIFIER:
-      return params.min_stake_verifier();
+      minimum = params.min_stake_verifier();
+      bps = params.verifier_lock_bps();
+      break;
     case proto::ROLE_WHISTLEBLOWER:
-      return params.min_stake_whistleblower();
+      minimum = params.min_stake_whistleblower();
+      bps = params.whistleblower_lock_bps();
+      break;
     default:
       return 0;
   }
+  return std::max(minimum, ScaleBpsSaturating(payment, bps));
 }
 
 Status ExecuteStake(ExecContext& ctx, std::string_view signer, const proto::StakeTx& tx) {

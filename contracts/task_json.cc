@@ -21,6 +21,7 @@ void WriteSpec(JsonWriter& w, const proto::TaskSpec& spec) {
       .Field("batch_root", ToHex(spec.batch_root()))
       .Field("step_leaf_count", spec.step_leaf_count())
       .Field("state_tensor_count", spec.state_tensor_count())
+      .Field("tolerant", spec.tolerant())
       .EndObject();
 }
 
@@ -29,9 +30,25 @@ void WriteSlot(JsonWriter& w, const proto::VerifierSlot& slot) {
       .Field("verifier", ToHex(slot.verifier()))
       .Field("verdict", proto::Verdict_Name(slot.verdict()))
       .Field("report_hash", ToHex(slot.report_hash()))
-      .Field("disputer", ToHex(slot.disputer()))
-      .Field("disputer_is_solver", slot.disputer_is_solver())
-      .Field("game_result", proto::GameResult_Name(slot.game_result()))
+      .Field("lock", slot.lock())
+      .Field("absent", slot.absent())
+      .Field("published", slot.published())
+      .Field("disputed", slot.disputed())
+      .Field("vouched", slot.vouched())
+      .Field("game_result", proto::GameResult_Name(slot.game_result()));
+  w.Key("segments").BeginArray();
+  for (std::uint64_t s : slot.segments()) w.Uint(s);
+  w.EndArray();
+  w.Key("failed_segments").BeginArray();
+  for (std::uint64_t s : slot.failed_segments()) w.Uint(s);
+  w.EndArray().EndObject();
+}
+
+void WriteChallenge(JsonWriter& w, const proto::Challenge& challenge) {
+  w.BeginObject()
+      .Field("challenger", ToHex(challenge.challenger()))
+      .Field("lock", challenge.lock())
+      .Field("game_result", proto::GameResult_Name(challenge.game_result()))
       .EndObject();
 }
 
@@ -59,13 +76,24 @@ void WriteTaskJson(JsonWriter& w, const proto::Task& task) {
       .Field("forced_error", task.forced_error())
       .Field("result_root", ToHex(task.result_root()))
       .Field("settle_height", task.settle_height())
-      .Field("proof_disproven", task.proof_disproven())
-      .Field("solver_slashed", task.solver_slashed())
+      .Field("standing", proto::ProofStanding_Name(task.standing()))
+      .Field("disproven_segment", task.disproven_segment())
+      .Field("disprover", ToHex(task.disprover()))
+      .Field("solver_lock", task.solver_lock())
+      .Field("jackpot_cut", task.jackpot_cut())
+      .Field("verification_round", static_cast<std::uint64_t>(task.verification_round()))
+      .Field("forced_root", ToHex(task.forced_root()))
       .Field("record", ToHex(EncodeRecord(task)));
+  w.Key("publish_required").BeginArray();
+  for (std::uint64_t c : task.publish_required()) w.Uint(c);
+  w.EndArray();
   w.Key("spec");
   WriteSpec(w, task.spec());
   w.Key("verifiers").BeginArray();
   for (const proto::VerifierSlot& slot : task.verifiers()) WriteSlot(w, slot);
+  w.EndArray();
+  w.Key("challenges").BeginArray();
+  for (const proto::Challenge& challenge : task.challenges()) WriteChallenge(w, challenge);
   w.EndArray().EndObject();
 }
 

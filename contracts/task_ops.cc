@@ -42,8 +42,7 @@ Status RefundEscrow(ExecContext& ctx, proto::Task& task) {
 }
 
 Status SlashTo(ExecContext& ctx, const proto::Task& task, proto::Role role, std::string_view offender,
-               std::string_view recipient, std::string_view reason) {
-  const std::uint64_t amount = LockAmount(ctx.params, role);
+               std::uint64_t amount, std::string_view recipient, std::string_view reason) {
   POLNODE_RETURN_IF_ERROR(SlashLocked(ctx.state, role, offender, amount));
   POLNODE_RETURN_IF_ERROR(Credit(ctx.state, recipient, amount));
   EmitSlash(ctx, task, role, offender, ToHex(recipient), amount, reason);
@@ -51,8 +50,7 @@ Status SlashTo(ExecContext& ctx, const proto::Task& task, proto::Role role, std:
 }
 
 Status SlashToJackpot(ExecContext& ctx, const proto::Task& task, proto::Role role, std::string_view offender,
-                      std::string_view reason) {
-  const std::uint64_t amount = LockAmount(ctx.params, role);
+                      std::uint64_t amount, std::string_view reason) {
   POLNODE_RETURN_IF_ERROR(SlashLocked(ctx.state, role, offender, amount));
   POLNODE_RETURN_IF_ERROR(AddToJackpot(ctx.state, amount));
   EmitSlash(ctx, task, role, offender, "jackpot", amount, reason);
@@ -60,9 +58,8 @@ Status SlashToJackpot(ExecContext& ctx, const proto::Task& task, proto::Role rol
 }
 
 Status SlashSplit(ExecContext& ctx, const proto::Task& task, proto::Role role, std::string_view offender,
-                  const std::vector<std::string>& recipients, std::string_view reason) {
-  if (recipients.empty()) return Status::Internal("slash split without recipients");
-  const std::uint64_t amount = LockAmount(ctx.params, role);
+                  std::uint64_t amount, const std::vector<std::string>& recipients, std::string_view reason) {
+  if (recipients.empty()) return SlashToJackpot(ctx, task, role, offender, amount, reason);
   POLNODE_RETURN_IF_ERROR(SlashLocked(ctx.state, role, offender, amount));
   const std::uint64_t share = amount / recipients.size();
   for (const std::string& recipient : recipients) {

@@ -22,20 +22,18 @@ namespace polnode::contracts {
 /// Pays whatever escrow is left back to the submitter.
 [[nodiscard]] Status RefundEscrow(ExecContext& ctx, proto::Task& task);
 
-/// Slashes the task lock of `offender` in `role` and credits it to `recipient`.
+/// Slashes `amount` of the locked stake of `offender` in `role` and credits it to `recipient`.
 [[nodiscard]] Status SlashTo(ExecContext& ctx, const proto::Task& task, proto::Role role, std::string_view offender,
-                             std::string_view recipient, std::string_view reason);
-
-/// Slashes the task lock of `offender` in `role` into the jackpot pool (no one proved it wrong
-/// in particular: absent verifiers, undisputed acceptances of a forced error).
+                             std::uint64_t amount, std::string_view recipient, std::string_view reason);
+/// Slashes `amount` of the locked stake of `offender` in `role` into the jackpot pool (no one in
+/// particular proved it wrong: absent verifiers, acceptances of a forced error).
 [[nodiscard]] Status SlashToJackpot(ExecContext& ctx, const proto::Task& task, proto::Role role,
-                                    std::string_view offender, std::string_view reason);
-
-/// Slashes the task lock of `offender` and splits it equally among `recipients` (non-empty); the
-/// indivisible remainder goes to the jackpot pool.
+                                    std::string_view offender, std::uint64_t amount, std::string_view reason);
+/// Slashes `amount` of the locked stake of `offender` and splits it equally among `recipients`;
+/// the indivisible remainder, or everything when there are no recipients, goes to the jackpot.
 [[nodiscard]] Status SlashSplit(ExecContext& ctx, const proto::Task& task, proto::Role role, std::string_view offender,
-                                const std::vector<std::string>& recipients, std::string_view reason);
-
+                                std::uint64_t amount, const std::vector<std::string>& recipients,
+                                std::string_view reason);
 /// Sets `status` with deadline height + `window` and schedules `due` for that deadline.
 /// The caller stores the task.
 [[nodiscard]] Status EnterStatus(ExecContext& ctx, proto::Task& task, proto::TaskStatus status, std::uint64_t window,
@@ -51,10 +49,12 @@ namespace slash_reason {
 inline constexpr std::string_view kNoCommit = "no_commit";
 inline constexpr std::string_view kAbsentVerifier = "absent_verifier";
 inline constexpr std::string_view kRejectedProof = "rejected_proof";
+inline constexpr std::string_view kUnavailableProof = "unavailable_proof";
 inline constexpr std::string_view kAcceptedForcedError = "accepted_forced_error";
-inline constexpr std::string_view kWrongDispute = "wrong_dispute";
+inline constexpr std::string_view kAcceptedWrongSegment = "accepted_wrong_segment";
 inline constexpr std::string_view kNoReveal = "no_reveal";
 inline constexpr std::string_view kLostDisputeGame = "lost_dispute_game";
+inline constexpr std::string_view kForfeitedDisputeGame = "forfeited_dispute_game";
 }  // namespace slash_reason
 
 }  // namespace polnode::contracts

@@ -31,7 +31,20 @@ Status CheckSpecAgainstParams(const proto::TaskSpec& spec, const proto::Params& 
     return Status::InvalidArgument("segments_per_verification exceeds the maximum " +
                                    std::to_string(params.max_segments_per_verification()));
   }
+  if (spec.total_steps() > params.max_total_steps()) {
+    return Status::InvalidArgument("total_steps exceeds the maximum " + std::to_string(params.max_total_steps()));
+  }
+  if (spec.total_steps() / spec.checkpoint_interval() > params.max_segments()) {
+    return Status::InvalidArgument("total_steps / checkpoint_interval exceeds the maximum of " +
+                                   std::to_string(params.max_segments()) + " segments");
+  }
   return Status::Ok();
+}
+
+// Whether a task no longer holds its spec hash: it closed before any proof was committed, so the
+// document was never trained for it and may be posted again.
+bool ReleasesSpec(const proto::Task& task) {
+  return task.status() == proto::TASK_CANCELLED && task.proof_root().empty();
 }
 
 }  // namespace
@@ -44,10 +57,18 @@ Status ExecuteSubmitTask(ExecContext& ctx, const VerifiedTx& tx, const proto::Su
   const std::string id = ToBytes(TaskIdFor(spec_hash, submitter, tx.nonce));
   POLNODE_ASSIGN_OR_RETURN(auto existing, ctx.state.Get(TaskKey(id)));
   if (existing.has_value()) return Status::AlreadyExists("task " + ToHex(id) + " exists");
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> owner, LoadSpecOwner(ctx.state, ToBytes(spec_hash)));
+  if (owner.has_value()) {
+    POLNODE_ASSIGN_OR_RETURN(proto::Task holder, LoadTask(ctx.state, *owner));
+    if (!ReleasesSpec(holder)) {
+      return Status::AlreadyExists("task " + ToHex(*owner) +
+                                   " already has this spec; a document is trained once (change its seed)");
+    }
+  }
+  StoreSpecOwner(ctx.state, ToBytes(spec_hash), id);
 
   POLNODE_RETURN_IF_ERROR(Debit(ctx.state, submitter, spec.payment()));
   const std::uint64_t cut = BpsOf(spec.payment(), ctx.params.jackpot_cut_bps());
-  POLNODE_RETURN_IF_ERROR(AddToJackpot(ctx.state, cut));
 
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t seq, LoadU64(ctx.state, kTaskCountKey));
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t next_seq, CheckedAdd(seq, 1, "task count"));
@@ -61,7 +82,8 @@ Status ExecuteSubmitTask(ExecContext& ctx, const VerifiedTx& tx, const proto::Su
   *task.mutable_spec() = spec;
   task.set_spec_hash(ToBytes(spec_hash));
   task.set_spec_uri(msg.spec_uri());
-  task.set_escrow(spec.payment() - cut);
+  task.set_escrow(spec.payment());
+  task.set_jackpot_cut(cut);
   task.set_submit_height(ctx.block.height);
   ctx.Emit("task_submitted", {{"task", ToHex(id)},
                               {"submitter", ToHex(submitter)},
@@ -83,7 +105,10 @@ Status ExecuteCancelTask(ExecContext& ctx, std::string_view signer, const proto:
 Status ExecuteClaimTask(ExecContext& ctx, std::string_view signer, const proto::ClaimTaskTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
   if (task.status() != proto::TASK_OPEN) return Status::FailedPrecondition("the task is not open for claims");
-  POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_SOLVER, signer, ctx.params.min_stake_solver()));
+  if (task.submitter() == signer) return Status::PermissionDenied("a submitter cannot solve its own task");
+  const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_SOLVER, task.spec().payment());
+  POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_SOLVER, signer, lock));
+  task.set_solver_lock(lock);
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t seed_height,
                            CheckedAdd(ctx.block.height, ctx.params.beacon_delay(), "seed height"));
   task.set_solver(std::string(signer));
@@ -132,8 +157,10 @@ Status OnForcedSeed(ExecContext& ctx, proto::Task& task) {
 
 Status OnCommitDeadline(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_CLAIMED || task.deadline() != ctx.block.height) return Status::Ok();
+  // To the jackpot, not the submitter: a submitter that claims its own task under a second key
+  // must not get the abandoned lock back.
   POLNODE_RETURN_IF_ERROR(
-      SlashTo(ctx, task, proto::ROLE_SOLVER, task.solver(), task.submitter(), slash_reason::kNoCommit));
+      SlashToJackpot(ctx, task, proto::ROLE_SOLVER, task.solver(), task.solver_lock(), slash_reason::kNoCommit));
   POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
   return CloseTask(ctx, task, proto::TASK_CANCELLED, proto::OUTCOME_NO_COMMIT);
 }

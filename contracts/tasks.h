@@ -11,18 +11,21 @@
 
 namespace polnode::contracts {
 
-/// task/submit: checks the spec's windows against params, takes the payment from the signer,
-/// moves params.jackpot_cut_bps of it into the jackpot pool (the cut pays for the protocol's
-/// audits and is not refunded), escrows the rest and opens the task until height + claim_window.
+/// task/submit: checks the spec's windows and sizes against params, takes the payment from the
+/// signer into escrow and opens the task until height + claim_window. The jackpot cut
+/// (params.jackpot_cut_bps of the payment) is recorded and leaves the escrow only when
+/// verification starts (verification.h), so a task nobody trained is refunded in full. A spec hash
+/// is held by one task: kAlreadyExists while another task holds it, unless that task closed before
+/// any proof was committed.
 [[nodiscard]] Status ExecuteSubmitTask(ExecContext& ctx, const VerifiedTx& tx, const proto::SubmitTaskTx& msg);
 
 /// task/cancel: the submitter closes an open (unclaimed) task; the escrow is refunded.
 /// kPermissionDenied for anyone else, kFailedPrecondition once claimed.
 [[nodiscard]] Status ExecuteCancelTask(ExecContext& ctx, std::string_view signer, const proto::CancelTaskTx& msg);
 
-/// task/claim: locks params.min_stake_solver of the signer's solver stake, records the secret
-/// commitment, schedules the forced-error seed draw at height + beacon_delay and the commit
-/// deadline at height + training_window.
+/// task/claim: locks the task's solver lock (staking.h TaskLock) of the signer's solver stake,
+/// records the secret commitment, schedules the forced-error seed draw at height + beacon_delay
+/// and the commit deadline at height + training_window. kPermissionDenied for the submitter.
 [[nodiscard]] Status ExecuteClaimTask(ExecContext& ctx, std::string_view signer, const proto::ClaimTaskTx& msg);
 
 /// task/commit: the solver commits its proof root, once the forced-error seed exists (so the
@@ -36,8 +39,8 @@ namespace polnode::contracts {
 /// DUE_FORCED_SEED: draws the forced-error seed of a claimed task from this block's randomness.
 [[nodiscard]] Status OnForcedSeed(ExecContext& ctx, proto::Task& task);
 
-/// DUE_COMMIT_DEADLINE: a solver that committed nothing loses its lock to the submitter; the task
-/// is cancelled and its escrow refunded.
+/// DUE_COMMIT_DEADLINE: a solver that committed nothing loses its lock to the jackpot; the task is
+/// cancelled and its escrow refunded in full.
 [[nodiscard]] Status OnCommitDeadline(ExecContext& ctx, proto::Task& task);
 
 }  // namespace polnode::contracts

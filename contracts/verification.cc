@@ -1,60 +1,141 @@
 #include "verification.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "accounts.h"
 #include "keys.h"
 #include "polnode/contracts/beacon.h"
+#include "publication.h"
 #include "records.h"
+#include "settlement.h"
 #include "staking.h"
 #include "task_ops.h"
 
 namespace polnode::contracts {
 namespace {
 
-// The eligible verifiers ordered by their assignment score for `beacon`.
-Result<std::vector<std::string>> RankEligibleVerifiers(const ExecContext& ctx, const proto::Task& task,
-                                                       std::string_view beacon) {
+struct Candidate {
+  std::string key;
+  std::uint64_t weight = 0;  // free verifier stake
+};
+
+// The verifiers that may take a new slot of `task`: staked, neither its solver nor its submitter,
+// holding no slot of it yet (absent ones included), with free stake for the lock. In key order.
+Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const proto::Task& task, std::uint64_t lock) {
   POLNODE_ASSIGN_OR_RETURN(proto::VerifierSet set, LoadVerifierSet(ctx.state));
-  std::vector<std::pair<Hash256, std::string>> ranked;
+  std::set<std::string> taken;
+  for (const proto::VerifierSlot& slot : task.verifiers()) taken.insert(slot.verifier());
+  std::vector<Candidate> eligible;
   for (const std::string& verifier : set.pubkeys()) {
-    if (verifier == task.solver() || verifier == task.submitter()) continue;
+    if (verifier == task.solver() || verifier == task.submitter() || taken.count(verifier) != 0) continue;
     POLNODE_ASSIGN_OR_RETURN(std::uint64_t free, FreeStake(ctx.state, proto::ROLE_VERIFIER, verifier));
-    if (free < ctx.params.min_stake_verifier()) continue;
-    ranked.emplace_back(AssignmentScore(beacon, verifier), verifier);
+    if (free < lock) continue;
+    eligible.push_back({verifier, free});
   }
-  std::sort(ranked.begin(), ranked.end());
-  std::vector<std::string> verifiers;
-  for (auto& entry : ranked) verifiers.push_back(std::move(entry.second));
-  return verifiers;
+  return eligible;
 }
 
-// The slot of `verifier` in the task, or nullptr.
-proto::VerifierSlot* FindSlot(proto::Task& task, std::string_view verifier) {
+// Assigns up to `count` new slots for verification round `round`, with a beacon from this block's
+// randomness (unknown when the proof root or the previous round's verdicts were posted). Returns
+// how many slots were assigned.
+Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t count, std::uint32_t round) {
+  const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root());
+  if (round == 1) task.set_segment_beacon(ToBytes(beacon));
+  const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_VERIFIER, task.spec().payment());
+  POLNODE_ASSIGN_OR_RETURN(std::vector<Candidate> eligible, EligibleVerifiers(ctx, task, lock));
+  std::vector<std::uint64_t> weights;
+  for (const Candidate& c : eligible) weights.push_back(c.weight);
+  std::vector<std::string> picked;
+  for (std::size_t i : StakeWeightedPicks(weights, count, ToBytes(beacon), round,
+                                          static_cast<std::uint32_t>(task.verifiers_size()))) {
+    picked.push_back(eligible[i].key);
+  }
+  const std::uint64_t segments = SegmentCount(task.spec());
+  for (const std::string& verifier : picked) {
+    POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_VERIFIER, verifier, lock));
+    proto::VerifierSlot* slot = task.add_verifiers();
+    slot->set_verifier(verifier);
+    slot->set_lock(lock);
+    for (std::uint64_t s : DrawSegments(ToBytes(beacon), verifier, segments, task.spec().segments_per_verification())) {
+      slot->add_segments(s);
+    }
+    ctx.Emit("verifier_assigned",
+             {{"task", ToHex(task.id())}, {"verifier", ToHex(verifier)}, {"round", std::to_string(round)}});
+  }
+  task.set_verification_round(round);
+  return picked.size();
+}
+
+// The slot of `verifier` in the task that still counts (not absent), or nullptr.
+proto::VerifierSlot* FindLiveSlot(proto::Task& task, std::string_view verifier) {
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (slot.verifier() == verifier) return &slot;
+    if (slot.verifier() == verifier && !slot.absent()) return &slot;
   }
   return nullptr;
 }
 
+// Checks a reject's failed segments: strictly ascending, each drawn for the slot or the final one.
+Status CheckFailedSegments(const proto::Task& task, const proto::VerifierSlot& slot, const proto::VerdictTx& msg) {
+  const std::uint64_t final_segment = SegmentCount(task.spec()) - 1;
+  if (msg.failed_segments().empty()) return Status::InvalidArgument("a reject names the segments that failed");
+  for (int i = 0; i < msg.failed_segments_size(); ++i) {
+    const std::uint64_t s = msg.failed_segments(i);
+    if (i > 0 && s <= msg.failed_segments(i - 1)) {
+      return Status::InvalidArgument("failed_segments must be strictly ascending");
+    }
+    const bool drawn = std::find(slot.segments().begin(), slot.segments().end(), s) != slot.segments().end();
+    if (!drawn && s != final_segment) {
+      return Status::InvalidArgument("segment " + std::to_string(s) + " was not drawn for this verifier");
+    }
+  }
+  return Status::Ok();
+}
+
+bool AllLiveSlotsAnswered(const proto::Task& task) {
+  return std::all_of(task.verifiers().begin(), task.verifiers().end(), [](const proto::VerifierSlot& s) {
+    return s.absent() || s.verdict() != proto::VERDICT_NONE;
+  });
+}
+
+// The verdicts are in (or their window is over): unavailable verdicts first make the solver
+// publish; with none left, the challenge window opens. Stores the task.
+Status EndVerification(ExecContext& ctx, proto::Task& task) {
+  bool any_verdict = false;
+  bool any_unavailable = false;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.absent() || slot.verdict() == proto::VERDICT_NONE) continue;
+    any_verdict = true;
+    any_unavailable |= slot.verdict() == proto::VERDICT_UNAVAILABLE;
+  }
+  if (!any_verdict) return SettleUnverified(ctx, task);
+  if (any_unavailable) return EnterPublishing(ctx, task);
+  POLNODE_RETURN_IF_ERROR(
+      EnterStatus(ctx, task, proto::TASK_CHALLENGE, ctx.params.challenge_window(), proto::DUE_CHALLENGE_END));
+  StoreTask(ctx.state, task);
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::uint64_t SegmentCount(const proto::TaskSpec& spec) { return spec.total_steps() / spec.checkpoint_interval(); }
 
 Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_COMMITTED || task.deadline() != ctx.block.height) return Status::Ok();
-  task.set_segment_beacon(ToBytes(SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root())));
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> ranked, RankEligibleVerifiers(ctx, task, task.segment_beacon()));
-  if (ranked.empty()) {
-    POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), ctx.params.min_stake_solver()));
+  POLNODE_ASSIGN_OR_RETURN(std::size_t assigned, AssignSlots(ctx, task, ctx.params.verifiers_per_task(), 1));
+  if (assigned == 0) {
+    POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock()));
     POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
     return CloseTask(ctx, task, proto::TASK_CANCELLED, proto::OUTCOME_NO_VERIFIERS);
   }
-  if (ranked.size() > ctx.params.verifiers_per_task()) ranked.resize(ctx.params.verifiers_per_task());
-  for (const std::string& verifier : ranked) {
-    POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_VERIFIER, verifier, ctx.params.min_stake_verifier()));
-    task.add_verifiers()->set_verifier(verifier);
-    ctx.Emit("verifier_assigned", {{"task", ToHex(task.id())}, {"verifier", ToHex(verifier)}});
+  // Verification starts: the jackpot cut leaves the escrow now, so tasks nobody could verify or
+  // nobody trained are refunded in full.
+  if (task.jackpot_cut() > 0) {
+    task.set_escrow(task.escrow() - task.jackpot_cut());
+    POLNODE_RETURN_IF_ERROR(AddToJackpot(ctx.state, task.jackpot_cut()));
   }
   ctx.Emit("segment_beacon", {{"task", ToHex(task.id())}, {"beacon", ToHex(task.segment_beacon())}});
   POLNODE_RETURN_IF_ERROR(
@@ -66,41 +147,75 @@ Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
 Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
   if (task.status() != proto::TASK_VERIFYING) return Status::FailedPrecondition("the task is not awaiting verdicts");
-  proto::VerifierSlot* slot = FindSlot(task, signer);
-  if (slot == nullptr) return Status::PermissionDenied("the signer is not assigned to this task");
+  proto::VerifierSlot* slot = FindLiveSlot(task, signer);
+  if (slot == nullptr) return Status::PermissionDenied("the signer holds no open verifier slot of this task");
   if (slot->verdict() != proto::VERDICT_NONE) return Status::AlreadyExists("this verifier already gave its verdict");
-  slot->set_verdict(msg.accept() ? proto::VERDICT_ACCEPT : proto::VERDICT_REJECT);
-  slot->set_report_hash(msg.report_hash());
-  ctx.Emit("verdict",
-           {{"task", ToHex(task.id())}, {"verifier", ToHex(signer)}, {"verdict", msg.accept() ? "accept" : "reject"}});
-  const bool all_in = std::all_of(task.verifiers().begin(), task.verifiers().end(),
-                                  [](const proto::VerifierSlot& s) { return s.verdict() != proto::VERDICT_NONE; });
-  if (all_in) {
-    POLNODE_RETURN_IF_ERROR(
-        EnterStatus(ctx, task, proto::TASK_CHALLENGE, ctx.params.challenge_window(), proto::DUE_CHALLENGE_END));
+  switch (msg.verdict()) {
+    case proto::VERDICT_UNAVAILABLE:
+      if (slot->published()) {
+        return Status::FailedPrecondition("this slot's checkpoints are published on the ledger; replay them");
+      }
+      if (!msg.failed_segments().empty() || !msg.final_digest().empty()) {
+        return Status::InvalidArgument("an unavailable verdict names no segments and no digest");
+      }
+      break;
+    case proto::VERDICT_ACCEPT:
+    case proto::VERDICT_REJECT:
+      if (msg.final_digest().size() != kIdBytes) {
+        return Status::InvalidArgument("final_digest must be 32 bytes (beacon.h FinalDigest)");
+      }
+      if (msg.verdict() == proto::VERDICT_ACCEPT && !msg.failed_segments().empty()) {
+        return Status::InvalidArgument("an accept names no failed segments");
+      }
+      if (msg.verdict() == proto::VERDICT_REJECT) POLNODE_RETURN_IF_ERROR(CheckFailedSegments(task, *slot, msg));
+      break;
+    default:
+      return Status::InvalidArgument("verdict must be accept, reject or unavailable");
   }
+  slot->set_verdict(msg.verdict());
+  slot->set_report_hash(msg.report_hash());
+  *slot->mutable_failed_segments() = msg.failed_segments();
+  slot->set_final_digest(msg.final_digest());
+  ctx.Emit("verdict", {{"task", ToHex(task.id())},
+                       {"verifier", ToHex(signer)},
+                       {"verdict", std::string(VerdictName(msg.verdict()))}});
+  if (AllLiveSlotsAnswered(task)) return EndVerification(ctx, task);
   StoreTask(ctx.state, task);
   return Status::Ok();
 }
 
 Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_VERIFYING || task.deadline() != ctx.block.height) return Status::Ok();
-  bool any_verdict = false;
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.verdict() != proto::VERDICT_NONE) {
-      any_verdict = true;
-      continue;
-    }
-    POLNODE_RETURN_IF_ERROR(
-        SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slash_reason::kAbsentVerifier));
+  std::size_t missing = 0;
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (slot.absent() || slot.verdict() != proto::VERDICT_NONE) continue;
+    POLNODE_RETURN_IF_ERROR(SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
+                                           slash_reason::kAbsentVerifier));
+    slot.set_absent(true);
+    ++missing;
   }
-  if (!any_verdict) {
-    POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), ctx.params.min_stake_solver()));
-    POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
-    return CloseTask(ctx, task, proto::TASK_CANCELLED, proto::OUTCOME_UNVERIFIED);
+  // Absent verifiers are replaced by fresh ones, so a verifier that was slow, or cut off from the
+  // ledger, never lets the verdicts of the others (a lone lazy accept) decide the task alone.
+  if (missing > 0 && task.verification_round() < ctx.params.max_verification_rounds()) {
+    POLNODE_ASSIGN_OR_RETURN(std::size_t assigned, AssignSlots(ctx, task, missing, task.verification_round() + 1));
+    if (assigned > 0) {
+      POLNODE_RETURN_IF_ERROR(
+          EnterStatus(ctx, task, proto::TASK_VERIFYING, ctx.params.verify_window(), proto::DUE_VERDICT_DEADLINE));
+      StoreTask(ctx.state, task);
+      return Status::Ok();
+    }
+  }
+  return EndVerification(ctx, task);
+}
+
+Status ReopenVerification(ExecContext& ctx, proto::Task& task) {
+  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
+    if (slot.absent() || slot.verdict() != proto::VERDICT_UNAVAILABLE) continue;
+    slot.set_verdict(proto::VERDICT_NONE);
+    slot.set_published(true);
   }
   POLNODE_RETURN_IF_ERROR(
-      EnterStatus(ctx, task, proto::TASK_CHALLENGE, ctx.params.challenge_window(), proto::DUE_CHALLENGE_END));
+      EnterStatus(ctx, task, proto::TASK_VERIFYING, ctx.params.verify_window(), proto::DUE_VERDICT_DEADLINE));
   StoreTask(ctx.state, task);
   return Status::Ok();
 }
@@ -108,26 +223,38 @@ Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task) {
 Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::DisputeTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
   if (task.status() != proto::TASK_CHALLENGE) return Status::FailedPrecondition("the challenge window is not open");
-  proto::VerifierSlot* slot = FindSlot(task, msg.verifier());
-  if (slot == nullptr) return Status::NotFound("that key is not a verifier of this task");
-  if (slot->verdict() == proto::VERDICT_NONE) return Status::FailedPrecondition("that verifier gave no verdict");
-  if (!slot->disputer().empty()) return Status::AlreadyExists("that verdict is already disputed");
-  if (signer == slot->verifier()) return Status::InvalidArgument("a verifier cannot dispute its own verdict");
-  const bool by_solver = signer == task.solver();
-  if (by_solver) {
+  if (signer == task.solver()) {
+    if (msg.verifier().empty()) return Status::InvalidArgument("the solver disputes a reject verdict: name its verifier");
+    proto::VerifierSlot* slot = FindLiveSlot(task, msg.verifier());
+    if (slot == nullptr) return Status::NotFound("that key holds no verifier slot of this task");
     if (slot->verdict() != proto::VERDICT_REJECT) {
       return Status::FailedPrecondition("the solver may only dispute a reject verdict");
     }
+    if (slot->disputed()) return Status::AlreadyExists("that verdict is already disputed");
+    slot->set_disputed(true);
+    ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"verifier", ToHex(msg.verifier())}, {"by", "solver"}});
   } else {
-    POLNODE_RETURN_IF_ERROR(
-        LockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, signer, ctx.params.min_stake_whistleblower()));
+    if (!msg.verifier().empty()) {
+      return Status::InvalidArgument("a whistleblower challenges the proof itself: leave verifier empty");
+    }
+    if (signer == task.submitter()) return Status::PermissionDenied("the submitter cannot challenge its own task");
+    for (const proto::VerifierSlot& slot : task.verifiers()) {
+      if (slot.verifier() == signer) return Status::PermissionDenied("a verifier of this task gives its verdict instead");
+    }
+    for (const proto::Challenge& c : task.challenges()) {
+      if (c.challenger() == signer) return Status::AlreadyExists("this whistleblower already challenged the proof");
+    }
+    if (task.challenges_size() >= static_cast<int>(ctx.params.max_challengers())) {
+      return Status::ResourceExhausted("the task already has " + std::to_string(ctx.params.max_challengers()) +
+                                       " challenges");
+    }
+    const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_WHISTLEBLOWER, task.spec().payment());
+    POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, signer, lock));
+    proto::Challenge* challenge = task.add_challenges();
+    challenge->set_challenger(std::string(signer));
+    challenge->set_lock(lock);
+    ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"challenger", ToHex(signer)}, {"by", "whistleblower"}});
   }
-  slot->set_disputer(std::string(signer));
-  slot->set_disputer_is_solver(by_solver);
-  ctx.Emit("dispute", {{"task", ToHex(task.id())},
-                       {"verifier", ToHex(msg.verifier())},
-                       {"disputer", ToHex(signer)},
-                       {"by", by_solver ? "solver" : "whistleblower"}});
   StoreTask(ctx.state, task);
   return Status::Ok();
 }
@@ -138,6 +265,19 @@ Status OnChallengeEnd(ExecContext& ctx, proto::Task& task) {
       EnterStatus(ctx, task, proto::TASK_REVEALING, ctx.params.reveal_window(), proto::DUE_REVEAL_DEADLINE));
   StoreTask(ctx.state, task);
   return Status::Ok();
+}
+
+std::string_view VerdictName(proto::Verdict verdict) {
+  switch (verdict) {
+    case proto::VERDICT_ACCEPT:
+      return "accept";
+    case proto::VERDICT_REJECT:
+      return "reject";
+    case proto::VERDICT_UNAVAILABLE:
+      return "unavailable";
+    default:
+      return "none";
+  }
 }
 
 }  // namespace polnode::contracts

@@ -1,8 +1,28 @@
-// Verification rounds: the segment beacon and verifier assignment (drawn after the proof
-// commitment), verdicts, the verdict deadline, and disputes raised in the challenge window.
+// Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, absent
+// verifiers and their replacement, and the challenges raised in the challenge window.
+//
+// Verdicts. An assigned verifier replays the segments its slot names (drawn for it from the round's
+// beacon) plus the final segment, and posts accept, reject (naming the failed segments) or
+// unavailable (it could not get the proof's data). Accept and reject carry a digest of the state
+// its replay of the final segment reached (beacon.h FinalDigest), which a forced round checks.
+//
+// Absent verifiers. At the verdict deadline a slot without a verdict loses its lock to the jackpot
+// and is replaced by a fresh verifier (params.max_verification_rounds rounds at most), so a verifier
+// that is slow or cut off never leaves the task to the others' verdicts alone.
+//
+// Unavailable data is the solver's burden: unavailable verdicts send the task to TASK_PUBLISHING
+// (publication.h); once the solver published the checkpoints they need on the ledger, those
+// verifiers replay from there (ReopenVerification) and may no longer answer unavailable.
+//
+// Challenges (TASK_CHALLENGE). The solver disputes reject verdicts it holds wrong (it then defends
+// its proof against each in a dispute game); a reject it leaves undisputed stands. A staked
+// whistleblower (not the submitter, not a verifier of the task) challenges the proof itself,
+// locking the task's whistleblower lock; it plays a game against the solver unless the round was
+// forced (then the proof was wrong by construction and the challenge is a catch).
 #ifndef POLNODE_CONTRACTS_VERIFICATION_H_
 #define POLNODE_CONTRACTS_VERIFICATION_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "exec_context.h"
@@ -11,26 +31,41 @@
 
 namespace polnode::contracts {
 
-/// DUE_SEGMENT_BEACON: draws the segment beacon from this block's randomness and assigns the
-/// params.verifiers_per_task eligible verifiers with the lowest AssignmentScore, locking
-/// params.min_stake_verifier from each. Eligible: in the verifier set, neither the solver nor the
-/// submitter, with enough free verifier stake. With no eligible verifier the task is cancelled:
-/// escrow refunded, solver lock released (unverifiable work is never paid).
+/// The number of segments of a task: total_steps / checkpoint_interval (checked at submission).
+std::uint64_t SegmentCount(const proto::TaskSpec& spec);
+
+/// "accept", "reject", "unavailable" or "none".
+std::string_view VerdictName(proto::Verdict verdict);
+
+/// DUE_SEGMENT_BEACON: draws the round-1 beacon from this block's randomness and assigns
+/// params.verifiers_per_task verifiers, stake-weighted without replacement among the eligible
+/// (staked, neither solver nor submitter, free stake for the lock staking.h TaskLock); each slot
+/// records its drawn segments and lock. The jackpot cut leaves the escrow. With no eligible
+/// verifier the task is cancelled: escrow refunded in full, solver lock released.
 [[nodiscard]] Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task);
 
-/// task/verdict: an assigned verifier's accept/reject, once per verifier, while verifying. When
-/// the last verdict arrives the challenge window opens at once.
+/// task/verdict: the verdict of a live (not absent) slot, once, while verifying. kPermissionDenied
+/// for a signer without such a slot, kInvalidArgument for a reject whose failed segments are not
+/// strictly ascending segments of the slot (or the final one), a missing digest, or an unavailable
+/// verdict with segments or digest; kFailedPrecondition for unavailable on a published slot. When
+/// every live slot has answered, verification ends at once.
 [[nodiscard]] Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg);
 
-/// DUE_VERDICT_DEADLINE: every verifier without a verdict loses its lock to the jackpot pool. If
-/// no verdict arrived at all the task is cancelled with refunds (escrow to the submitter, solver
-/// lock released); otherwise the challenge window opens.
+/// DUE_VERDICT_DEADLINE: slots without a verdict are absent (lock slashed to the jackpot) and,
+/// while rounds remain, replaced with a new verify window. Then verification ends: no verdict at all
+/// settles OUTCOME_UNVERIFIED (settlement.h), unavailable verdicts start the publication, anything
+/// else opens the challenge window.
 [[nodiscard]] Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task);
 
-/// task/dispute: in the challenge window, disputes one verifier's verdict. A whistleblower may
-/// dispute any verdict and locks params.min_stake_whistleblower; the solver may dispute a reject
-/// verdict and locks nothing more (its claim lock is already at stake). One dispute per verdict;
-/// nobody disputes their own verdict.
+/// After a publication completed (publication.h): the unavailable slots are reopened as published
+/// and the task verifies again for params.verify_window blocks. Stores the task.
+[[nodiscard]] Status ReopenVerification(ExecContext& ctx, proto::Task& task);
+
+/// task/dispute: the solver disputes a reject verdict, or a whistleblower challenges the proof
+/// (see the file comment). Errors: kFailedPrecondition outside the challenge window or for a
+/// non-reject verdict, kNotFound for an unknown verifier, kAlreadyExists for a repeat,
+/// kPermissionDenied for the submitter or a verifier of the task, kResourceExhausted beyond
+/// params.max_challengers, and LockStake's errors.
 [[nodiscard]] Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::DisputeTx& msg);
 
 /// DUE_CHALLENGE_END: the challenge window closes; the solver must reveal within reveal_window.

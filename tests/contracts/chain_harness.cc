@@ -44,6 +44,8 @@ std::string Raw(const PubKey& key) { return {reinterpret_cast<const char*>(key.d
 
 std::string Bytes32(std::uint8_t n) { return std::string(32, static_cast<char>(n)); }
 
+std::string HashBytes(const consensus::Hash256& h) { return std::string(reinterpret_cast<const char*>(h.data()), h.size()); }
+
 proto::Params TestParams() {
   proto::Params p;
   p.set_tx_fee(1);
@@ -66,6 +68,14 @@ proto::Params TestParams() {
   p.set_max_segments_per_verification(8);
   p.set_max_payload_bytes(1 << 20);
   p.set_dispute_move_window(3);
+  // Locks at the minimums (no payment scaling) keep the tests' arithmetic readable; the scaling
+  // has its own tests. One verification round: replacement of absent verifiers is tested apart.
+  p.set_jackpot_payout_cap_bps(10'000);
+  p.set_publish_window(4);
+  p.set_max_verification_rounds(1);
+  p.set_max_challengers(4);
+  p.set_max_total_steps(std::uint64_t{1} << 40);
+  p.set_max_segments(std::uint64_t{1} << 20);
   return p;
 }
 

@@ -25,10 +25,13 @@ PubKey Key(std::uint8_t n);
 std::string Raw(const PubKey& key);
 /// 32 bytes of `n`, for hashes, roots and secrets.
 std::string Bytes32(std::uint8_t n);
+/// The raw bytes of a hash, as records and payloads hold them.
+std::string HashBytes(const consensus::Hash256& h);
 
-/// Params sized for tests: fee 1, stakes solver 1000 / verifier 500 / whistleblower 300,
-/// beacon delay 2, verify 5, challenge 4, reveal 3 blocks, unbonding 5, 2 verifiers per task,
-/// verifier fee 10%, jackpot cut 2%, jackpot payout 50%, forced errors off.
+/// Params sized for tests: fee 1, locks solver 1000 / verifier 500 / whistleblower 300 (no payment
+/// scaling), beacon delay 2, verify 5, challenge 4, reveal 3, publish 4 blocks, unbonding 5,
+/// 2 verifiers per task and one verification round, verifier fee 10%, jackpot cut 2%, jackpot
+/// payout 50% (capped at the payment), forced errors off.
 proto::Params TestParams();
 
 /// The payload of a task/submit with `payment` and windows of 10 (claim) and 20 (training) blocks.

@@ -4,6 +4,7 @@
 // party never loses whatever the dishonest one does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "game_world.h"
@@ -28,11 +29,13 @@ struct Plan {
   std::int64_t silent_from = -1;  // from this round on it posts nothing (-1: never silent)
 };
 
+// The solver defends its proof in every scenario; the challenger is a rejecting verifier (the
+// solver disputed its reject) or a whistleblower (it challenged the proof).
 enum class Scenario {
   kCheatingSolverDisputesReject,  // solver cheated; honest verifier rejected; solver defends
-  kLazyVerifierAcceptedCheat,     // solver cheated; verifier accepted; honest whistleblower challenges
+  kLazyVerifierAcceptedCheat,     // solver cheated; verifiers accepted; honest whistleblower challenges
   kLazyVerifierRejectedHonest,    // honest proof; verifier rejected without replaying; solver defends
-  kFalseWhistleblower,            // honest proof; honest accept; whistleblower challenges it
+  kFalseWhistleblower,            // honest proof; honest accepts; whistleblower challenges it
 };
 
 struct Outcome {
@@ -69,8 +72,13 @@ class GameRunner {
     const bool accept = scenario_ == Scenario::kLazyVerifierAcceptedCheat || scenario_ == Scenario::kFalseWhistleblower;
     EXPECT_EQ(flow_.Verdict(assigned[0], accept).code, StatusCode::kOk);
     EXPECT_EQ(flow_.Verdict(assigned[1], true).code, StatusCode::kOk);
-    const bool by_solver = !accept;
-    EXPECT_EQ(flow_.Dispute(by_solver ? flow_.solver : flow_.whistleblower, verifier_).code, StatusCode::kOk);
+    if (accept) {
+      EXPECT_EQ(flow_.Challenge(flow_.whistleblower).code, StatusCode::kOk);
+      challenger_key_ = flow_.whistleblower;
+    } else {
+      EXPECT_EQ(flow_.Dispute(verifier_).code, StatusCode::kOk);
+      challenger_key_ = verifier_;
+    }
     flow_.AdvancePastDeadline();
     EXPECT_EQ(flow_.Reveal(flow_.proof_root).code, StatusCode::kOk);
     const proto::DisputeGame opened = Game();
@@ -91,15 +99,16 @@ class GameRunner {
   void SilenceHonestFrom(std::int64_t round) { honest_silent_from_ = round; }
   TaskFlow& flow() { return flow_; }
   const PubKey& honest() const { return honest_; }
+  const PubKey& verifier() const { return verifier_; }
   const PubKey& dishonest() const { return dishonest_; }
 
   proto::DisputeGame Game() {
-    // state_store.h: "game/<task id hex>/<verifier hex>".
+    // state_store.h: "game/<task id hex>/<challenger hex>".
     auto hex = [](const std::string& raw) {
       return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
     };
     Result<std::optional<std::string>> bytes =
-        flow_.chain.state().Get("game/" + hex(flow_.task_id) + "/" + hex(Raw(verifier_)));
+        flow_.chain.state().Get("game/" + hex(flow_.task_id) + "/" + hex(Raw(challenger_key_)));
     proto::DisputeGame game;
     EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes));
     return game;
@@ -123,7 +132,7 @@ class GameRunner {
   proto::DisputeMoveTx Move(const proto::DisputeGame& game) {
     proto::DisputeMoveTx move;
     move.set_task_id(flow_.task_id);
-    move.set_verifier(Raw(verifier_));
+    move.set_challenger(Raw(challenger_key_));
     move.set_round(game.round());
     return move;
   }
@@ -239,7 +248,7 @@ class GameRunner {
   Plan dishonest_plan_;
   TaskFlow flow_;
   std::vector<WorldState> truth_, proof_, dishonest_trajectory_;
-  PubKey verifier_{}, challenger_{}, defender_{}, honest_{}, dishonest_{};
+  PubKey verifier_{}, challenger_key_{}, challenger_{}, defender_{}, honest_{}, dishonest_{};
   std::optional<consensus::GameTree> trees_[2];  // [honest]: the party's tree of the step
   std::int64_t honest_silent_from_ = -1;
 };
@@ -255,9 +264,11 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
     EXPECT_EQ(outcome.game.first_step() + outcome.game.lo(), 13u);
     EXPECT_EQ(outcome.game.leaf(), node == 0 ? 4u : 5u);  // the tampered operator's output
     EXPECT_TRUE(outcome.game.challenger_won());
+    EXPECT_FALSE(outcome.game.forfeit());
     EXPECT_EQ(outcome.task.status(), proto::TASK_SETTLED);
     EXPECT_EQ(outcome.task.outcome(), proto::OUTCOME_REJECTED);
-    EXPECT_TRUE(outcome.task.solver_slashed());
+    EXPECT_EQ(outcome.task.standing(), proto::PROOF_DISPROVEN);
+    EXPECT_EQ(outcome.task.disproven_segment(), 1u);
     EXPECT_EQ(runner.flow().chain.Stake(proto::ROLE_SOLVER, runner.flow().solver).bonded(), solver_bonded - 1'000);
     // Rounds: opening + ceil(log2 8) steps + ceil(log2 7) graph + the referee.
     EXPECT_EQ(outcome.game.moves_size(), 2 * (3 + 3) + 1 + 1);
@@ -272,7 +283,7 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
     Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, outcome.game);
     ASSERT_TRUE(audit.ok()) << audit.status().ToString();
     EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
-    EXPECT_TRUE(audit->challenger_won);
+    EXPECT_EQ(audit->result, proto::GAME_CHALLENGER_WON);
     ASSERT_TRUE(audit->node.has_value());
     EXPECT_EQ(audit->node->name(), node == 0 ? "add" : "relu");
     // A ledger that recorded another ruling, or a move it should have refused, is caught.
@@ -288,21 +299,35 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
   }
 }
 
-TEST(DisputeGame, LazyVerifierWhoAcceptedACheatLosesToTheWhistleblower) {
+// Review finding 3: a caught cheat was paid when the accepters never answered the whistleblower.
+// Now the solver itself defends its proof, loses at the referee, and is not paid.
+TEST(DisputeGame, CheatThatVerifiersAcceptedIsDisprovenByTheWhistleblowerAgainstTheSolver) {
   const Tamper tamper{5, 0};
   GameRunner runner(Scenario::kLazyVerifierAcceptedCheat, 4, 4, tamper, Plan{false, tamper, 0, false}, 2);
-  const PubKey wb = runner.flow().whistleblower;
-  const std::uint64_t wb_balance = runner.flow().chain.Balance(wb);
+  TaskFlow& flow = runner.flow();
+  const PubKey wb = flow.whistleblower;
+  const std::uint64_t solver_bonded = flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded();
   const Outcome outcome = runner.Play();
   EXPECT_TRUE(outcome.honest_won) << outcome.game.ruling();
+  EXPECT_EQ(outcome.game.defender().key(), Raw(flow.solver));
   EXPECT_EQ(outcome.game.first_step() + outcome.game.lo(), 5u);
   EXPECT_EQ(outcome.game.leaf(), 4u);
   EXPECT_EQ(outcome.task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(outcome.task.verifiers(0).game_result(), proto::GAME_CHALLENGER_WON);
-  EXPECT_EQ(runner.flow().chain.Stake(proto::ROLE_WHISTLEBLOWER, wb).locked(), 0u);
-  // The whistleblower earned the verifier's lock (500) and, as the only disprover, the solver's
-  // (1000), minus the fees of its moves.
-  EXPECT_GT(runner.flow().chain.Balance(wb), wb_balance + 1'400);
+  EXPECT_EQ(outcome.task.standing(), proto::PROOF_DISPROVEN);
+  EXPECT_EQ(outcome.task.challenges(0).game_result(), proto::GAME_CHALLENGER_WON);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, wb).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), solver_bonded - 1'000);
+  // Accepters that replayed the disproven segment (or the final one) accepted a wrong transition:
+  // their locks go to the whistleblower with the solver's.
+  int caught = 0;
+  for (const proto::VerifierSlot& slot : outcome.task.verifiers()) {
+    const bool drew = std::find(slot.segments().begin(), slot.segments().end(), 1u) != slot.segments().end();
+    PubKey key;
+    std::copy(slot.verifier().begin(), slot.verifier().end(), key.begin());
+    EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, key).bonded(), drew ? 0u : 500u);
+    caught += drew ? 1 : 0;
+  }
+  RecordProperty("accepters_caught", caught);
 }
 
 TEST(DisputeGame, LazyVerifierWhoRejectedAnHonestProofLosesToTheSolver) {
@@ -312,7 +337,7 @@ TEST(DisputeGame, LazyVerifierWhoRejectedAnHonestProofLosesToTheSolver) {
   EXPECT_TRUE(outcome.honest_won) << outcome.game.ruling();
   EXPECT_FALSE(outcome.game.challenger_won());
   EXPECT_EQ(outcome.task.outcome(), proto::OUTCOME_ACCEPTED);
-  EXPECT_FALSE(outcome.task.proof_disproven());
+  EXPECT_EQ(outcome.task.standing(), proto::PROOF_UPHELD);
 }
 
 // >= 100 games; the dishonest side picks its story and its lies at random, including lying about
@@ -360,14 +385,14 @@ TEST(DisputeGame, EveryTimeoutPathDecides) {
   const Case cases[] = {
       // The dishonest challenger never opens.
       {"no opening", Scenario::kLazyVerifierRejectedHonest, 0, -1, true, "timeout: the challenger did not open"},
-      // The dishonest defender stops in level 1 / level 2; the honest party moved.
-      {"defender misses a step round", Scenario::kCheatingSolverDisputesReject, 1, -1, true, "timeout: the defender"},
-      {"defender misses a graph round", Scenario::kCheatingSolverDisputesReject, 4, -1, true, "timeout: the defender"},
-      // Both stop: the disputer (here the dishonest solver) loses.
-      {"both silent", Scenario::kCheatingSolverDisputesReject, 2, 2, true, "timeout: neither party moved"},
-      // Nobody posts the referee's evidence (opening round 1, steps 2-4, graph 5-7, referee 8):
-      // the disputer, here the honest whistleblower, loses: an honest party must post it.
-      {"no referee evidence", Scenario::kLazyVerifierAcceptedCheat, 8, 8, false, "timeout: nobody posted"},
+      // The dishonest solver stops in level 1 / level 2; the honest challenger moved.
+      {"solver misses a step round", Scenario::kCheatingSolverDisputesReject, 1, -1, true, "timeout: the solver"},
+      {"solver misses a graph round", Scenario::kCheatingSolverDisputesReject, 4, -1, true, "timeout: the solver"},
+      // Both stop: both owed the round, both forfeit; nobody wins.
+      {"both silent", Scenario::kCheatingSolverDisputesReject, 2, 2, false, "timeout: neither party moved"},
+      // Nobody posts the referee's evidence (opening round 1, steps 2-4, graph 5-7, referee 8): the
+      // solver owes it (review finding 1: the party that owes data loses), here a cheat.
+      {"no referee evidence", Scenario::kLazyVerifierAcceptedCheat, 8, 8, true, "timeout: nobody posted"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -379,7 +404,10 @@ TEST(DisputeGame, EveryTimeoutPathDecides) {
     EXPECT_EQ(outcome.honest_won, c.honest_wins) << outcome.game.ruling();
     EXPECT_TRUE(outcome.game.ruling().starts_with(c.ruling_prefix)) << outcome.game.ruling();
     EXPECT_EQ(outcome.task.status(), proto::TASK_SETTLED);
-    EXPECT_FALSE(outcome.task.proof_disproven());  // a timeout proves nothing about the proof
+    EXPECT_TRUE(outcome.game.forfeit());
+    // A timeout never disproves; a solver's forfeit leaves the proof unproven (not paid).
+    EXPECT_NE(outcome.task.standing(), proto::PROOF_DISPROVEN);
+    EXPECT_EQ(outcome.task.outcome() == proto::OUTCOME_ACCEPTED, outcome.task.standing() == proto::PROOF_UPHELD);
   }
 }
 
@@ -427,7 +455,7 @@ TEST(DisputeGame, MalformedMovesAreRejectedWithAReasonAndChangeNothing) {
   m.clear_open();
   expect(runner.honest(), m, StatusCode::kInvalidArgument);  // no move at all
   m = good;
-  m.set_verifier(std::string(32, '\x09'));
+  m.set_challenger(std::string(32, '\x09'));
   expect(runner.honest(), m, StatusCode::kNotFound);  // no such game
   const BlockResult result = flow.chain.Block(txs);
   ASSERT_EQ(result.tx_results.size(), want.size());

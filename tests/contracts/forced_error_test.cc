@@ -1,9 +1,16 @@
-// Forced-error rounds (forced_error_rate = 1: every round is forced). The committed proof is
-// deliberately wrong, so accepting it is provably lazy. Money of the 10,000-unit task: escrow
-// 9,800, verifier share 490, solver pay 8,820; the jackpot starts with the 200 cut.
+// Forced-error rounds (forced_error_rate = 1: every round is forced). The committed proof is the
+// honest one with a deliberately wrong final checkpoint, so accepting it is provably lazy; the
+// solver shows the honest proof at the reveal and is paid only when a verifier that caught the
+// error reached the same honest final state (its final digest), and the honest proof survives any
+// claim against it. Money of the 10,000-unit task: escrow 9,800, verifier share 490, solver pay
+// 8,820; the jackpot starts with the 200 cut.
 #include <gtest/gtest.h>
 
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/dispute.pb.h"
 #include "task_flow.h"
 
 namespace polnode::contracts::testing {
@@ -15,81 +22,177 @@ proto::Params ForcedParams() {
   return params;
 }
 
-const std::string kHonestRoot = Bytes32(0xBB);
+const std::string kHonestFinal = Bytes32(0xF1);
 
-TEST(ForcedError, WhistleblowerCatchesALazyVerifierAndWinsTheJackpot) {
+// A flow whose committed proof has 11 checkpoints (10 segments), the last one the forced error.
+void Prepare(TaskFlow& flow) {
+  std::vector<Hash256> leaves(11);
+  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
+  flow.SetCheckpoints(leaves);
+  flow.replay_final = kHonestFinal;
+}
+
+TEST(ForcedError, DiligentVerifierVouchesEarnsTheJackpotAndTheSolverIsPaid) {
   TaskFlow flow(ForcedParams());
+  Prepare(flow);
   flow.RunToVerifying(10'000);
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);  // both lazy: accept
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);  // diligent: the final segment fails
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);   // lazy
   flow.AdvancePastDeadline();
-  const std::uint64_t whistleblower = flow.chain.Balance(flow.whistleblower);
+  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
   const std::uint64_t solver = flow.chain.Balance(flow.solver);
   const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
-  const std::uint64_t lazy = flow.chain.Balance(assigned[1]);
-  ASSERT_EQ(flow.chain.Jackpot(), 200u);
-
-  TxResult r = flow.Reveal(kHonestRoot);
+  TxResult r = flow.RevealForced(kHonestFinal);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
   const proto::Task task = flow.task();
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
   EXPECT_TRUE(task.forced_error());
-  EXPECT_EQ(task.result_root(), kHonestRoot);
-  // Caught verifier's 500 goes to the whistleblower; the undisputed lazy one's 500 to the pool
-  // (200 + 500 = 700), of which 50% (350) is paid to the single catcher.
-  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), whistleblower + 500 + 350);
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_EQ(task.result_root(), flow.RootWithFinal(kHonestFinal));
+  EXPECT_EQ(task.proof_root(), task.result_root());  // the honest proof is the one delivered
+  EXPECT_EQ(task.forced_root(), flow.proof_root);
+  // Fee 490 + half of the pool (200 + the lazy verifier's 500) = 350.
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 350);
   EXPECT_EQ(flow.chain.Jackpot(), 350u);
-  EXPECT_EQ(flow.chain.Balance(assigned[1]), lazy);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).bonded(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).bonded(), 0u);
-  const proto::StakeRecord wb = flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower);
-  EXPECT_EQ(wb.locked(), 0u);
-  EXPECT_EQ(wb.bonded(), 300u);
-  // The solver followed the rules: paid, lock released. Unearned verifier shares are refunded.
   EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 980);
-}
-
-TEST(ForcedError, LazyVerifierIsSlashedEvenWhenNobodyDisputes) {
-  TaskFlow flow(ForcedParams());
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  ASSERT_EQ(flow.Reveal(kHonestRoot).code, StatusCode::kOk);
-  EXPECT_EQ(flow.chain.Jackpot(), 200u + 1'000u);  // no catcher: nothing paid out
-  for (const PubKey& v : assigned) EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, v).bonded(), 0u);
-}
-
-TEST(ForcedError, DiligentVerifierEarnsJackpotAndWrongWhistleblowerPays) {
-  TaskFlow flow(ForcedParams());
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);               // diligent: rejects
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);                // lazy
-  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);  // wrong dispute
-  flow.AdvancePastDeadline();
-  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
-  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
-  ASSERT_EQ(flow.Reveal(kHonestRoot).code, StatusCode::kOk);
-  // Fee 490 + the whistleblower's 300 + half of the pool (200 + 500 lazy slash) = 350.
-  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 300 + 350);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).bonded(), 500u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 0u);
   EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
 }
 
-TEST(ForcedError, RevealMustNameADifferentHonestProof) {
+TEST(ForcedError, WhistleblowerCatchesLazyVerifiersButNobodyVouchesForTheHonestProof) {
   TaskFlow flow(ForcedParams());
+  Prepare(flow);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);  // both lazy
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  const std::uint64_t wb = flow.chain.Balance(flow.whistleblower);
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  // No verifier replayed the final segment, so nothing shows the honest proof is honest.
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  // The lazy verifiers' 1,000 joins the pool (1,200); half of it goes to the only catcher.
+  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), wb + 600);
+  EXPECT_EQ(flow.chain.Jackpot(), 600u);
+  for (const PubKey& v : assigned) EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, v).bonded(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1);  // the reveal's fee; not paid, lock released
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 1'000u);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 9'800);
+}
+
+// Review finding 4: a solver that knew its round was forced committed garbage, revealed a random
+// "honest" root and was paid in full. Now the verifiers' digests do not reach that root's final
+// state, so their rejects are claims against it, which the solver must win in a game.
+TEST(ForcedError, GarbageAndARandomHonestRootEarnNothing) {
+  TaskFlow flow(ForcedParams());
+  Prepare(flow);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  for (const PubKey& v : assigned) ASSERT_EQ(flow.Verdict(v, false).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  const std::uint64_t jackpot = flow.chain.Jackpot();
+  ASSERT_EQ(flow.RevealForced(Bytes32(0x77)).code, StatusCode::kOk);  // not what any replay reached
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    EXPECT_FALSE(slot.vouched());
+    EXPECT_TRUE(slot.disputed());
+  }
+  // Even when every challenger stays silent (and forfeits), nobody vouched: no pay.
+  flow.chain.AdvanceTo(flow.chain.height() + 30);
+  task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 2 * 500);  // the forfeiting challengers' locks, no pay
+  EXPECT_EQ(flow.chain.Jackpot(), jackpot);                      // no catcher, nothing paid out
+}
+
+TEST(ForcedError, AVerifierThatMissesTheHonestFinalPlaysAGameOverTheHonestProof) {
+  TaskFlow flow(ForcedParams());
+  Prepare(flow);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);
+  flow.replay_final = Bytes32(0x55);  // a replay that went elsewhere
+  ASSERT_EQ(flow.Verdict(assigned[1], false).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_TRUE(task.verifiers(1).disputed());
+  Result<std::optional<std::string>> bytes =
+      flow.chain.state().Get("game/" + consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(
+                                           task.id().data()), task.id().size())) +
+                             "/" + consensus::BytesToHex(assigned[1]));
+  ASSERT_TRUE(bytes.ok() && bytes->has_value());
+  proto::DisputeGame game;
+  ASSERT_TRUE(game.ParseFromString(**bytes));
+  EXPECT_EQ(game.proof_root(), flow.RootWithFinal(kHonestFinal));
+  EXPECT_EQ(game.defender().key(), Raw(flow.solver));
+  // The challenger never opens: it forfeits to the solver, which is paid (vouched by assigned[0]).
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  flow.chain.AdvanceTo(flow.chain.height() + 10);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_EQ(flow.task().verifiers(1).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 8'820 + 500);
+}
+
+TEST(ForcedError, TheJackpotPayoutIsCappedByThePayment) {
+  proto::Params params = ForcedParams();
+  params.set_jackpot_payout_cap_bps(100);  // 1% of the payment
+  TaskFlow flow(params);
+  Prepare(flow);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
+  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 100);
+  EXPECT_EQ(flow.chain.Jackpot(), 700u - 100u);
+}
+
+TEST(ForcedError, TheHonestProofMustBeTheCommittedOneWithOnlyItsFinalCheckpointReplaced) {
+  TaskFlow flow(ForcedParams());
+  Prepare(flow);
   flow.RunToVerifying();
   for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, false).code, StatusCode::kOk);
   flow.AdvancePastDeadline();
-  EXPECT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kInvalidArgument);
+  // All in one block: the reveal window is only 3 blocks long.
+  proto::RevealTx missing;  // the forced fields are missing
+  missing.set_task_id(flow.task_id);
+  missing.set_secret(flow.secret);
+  missing.set_result_root(flow.proof_root);
+  proto::RevealTx same = missing;  // the "honest" final is the committed one
+  same.set_committed_final(HashBytes(flow.checkpoints.back()));
+  same.set_honest_final(HashBytes(flow.checkpoints.back()));
+  const std::vector<std::uint8_t> path =
+      consensus::SerializeMerkleProof(*consensus::MerkleTree(flow.checkpoints).Prove(flow.checkpoints.size() - 1));
+  same.set_final_proof(std::string(path.begin(), path.end()));
+  proto::RevealTx other_root = same;  // not the committed proof with a new final leaf
+  other_root.set_honest_final(kHonestFinal);
+  other_root.set_result_root(Bytes32(0xBB));
+  proto::RevealTx wrong_path = other_root;  // the path of another leaf
+  wrong_path.set_result_root(flow.RootWithFinal(kHonestFinal));
+  const std::vector<std::uint8_t> leaf0 = consensus::SerializeMerkleProof(*consensus::MerkleTree(flow.checkpoints).Prove(0));
+  wrong_path.set_final_proof(std::string(leaf0.begin(), leaf0.end()));
+  const BlockResult result = flow.chain.Block({flow.chain.Tx(flow.solver, payload::kReveal, missing),
+                                               flow.chain.Tx(flow.solver, payload::kReveal, same),
+                                               flow.chain.Tx(flow.solver, payload::kReveal, other_root),
+                                               flow.chain.Tx(flow.solver, payload::kReveal, wrong_path)});
+  for (const TxResult& r : result.tx_results) EXPECT_EQ(r.code, StatusCode::kInvalidArgument) << r.log;
   EXPECT_EQ(flow.task().status(), proto::TASK_REVEALING);
 }
 
@@ -97,12 +200,13 @@ TEST(ForcedError, FlagFollowsSecretAndDrawnSeed) {
   proto::Params params = TestParams();
   params.set_forced_error_rate(3);
   TaskFlow flow(params);
+  Prepare(flow);
   flow.RunToVerifying();
-  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, true).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
   const proto::Task before = flow.task();
   const bool forced = IsForcedError(flow.secret, before.forced_seed(), before.id(), 3);
-  ASSERT_EQ(flow.Reveal(forced ? kHonestRoot : flow.proof_root).code, StatusCode::kOk);
+  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, !forced).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  ASSERT_EQ((forced ? flow.RevealForced(kHonestFinal) : flow.Reveal(flow.proof_root)).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().forced_error(), forced);
   EXPECT_EQ(flow.task().outcome(), forced ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_ACCEPTED);
 }

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "chain_harness.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/kernels/backend.h"
@@ -57,7 +58,6 @@ std::pair<kernels::Tensor, kernels::Tensor> RunStep(const WorldState& before, st
 
 }  // namespace
 
-std::string HashBytes(const Hash256& h) { return std::string(reinterpret_cast<const char*>(h.data()), h.size()); }
 
 GameWorld::GameWorld(std::uint64_t checkpoint_interval, std::uint64_t segments)
     : k_(checkpoint_interval), segments_(segments) {

@@ -69,8 +69,6 @@ class GameWorld {
   std::vector<std::string> descriptor_bytes_;
 };
 
-/// Raw bytes of a hash.
-std::string HashBytes(const consensus::Hash256& h);
 
 }  // namespace polnode::contracts::testing
 

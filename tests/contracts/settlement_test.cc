@@ -1,6 +1,7 @@
 // Reveal and settlement when the round is not a forced error, and the reveal deadline.
-// Money of the 10,000-unit task: escrow 9,800 (2% jackpot cut), verifier fee budget 980
-// (490 per assigned verifier), solver pay 8,820.
+// Money of the 10,000-unit task: escrow 9,800 once verification starts (the 2% jackpot cut leaves
+// it then), verifier fee budget 980 (490 per verifier slot), solver pay 8,820. Only verdicts that
+// agree with the outcome are paid; every unpaid share goes back to the submitter.
 #include <gtest/gtest.h>
 
 #include "polnode/contracts/payloads.h"
@@ -9,17 +10,18 @@
 namespace polnode::contracts::testing {
 namespace {
 
-// Runs to the reveal window with the given verdicts (true = accept) from the assigned verifiers.
-void RunToReveal(TaskFlow& flow, bool first_accepts, bool second_accepts) {
+// Runs to the challenge window with the given verdicts (true = accept) from the assigned verifiers.
+void RunToChallenge(TaskFlow& flow, bool first_accepts, bool second_accepts) {
   flow.RunToVerifying(10'000);
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(flow.Verdict(assigned[0], first_accepts).code, StatusCode::kOk);
   ASSERT_EQ(flow.Verdict(assigned[1], second_accepts).code, StatusCode::kOk);
+  ASSERT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 
 TEST(Settlement, AcceptedProofPaysSolverAndVerifiers) {
   TaskFlow flow;
-  RunToReveal(flow, true, true);
+  RunToChallenge(flow, true, true);
   flow.AdvancePastDeadline();
   const std::vector<PubKey> assigned = flow.Assigned();
   const std::uint64_t solver = flow.chain.Balance(flow.solver);
@@ -30,6 +32,7 @@ TEST(Settlement, AcceptedProofPaysSolverAndVerifiers) {
   const proto::Task task = flow.task();
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
   EXPECT_EQ(task.outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(task.standing(), proto::PROOF_UPHELD);
   EXPECT_FALSE(task.forced_error());
   EXPECT_EQ(task.escrow(), 0u);
   EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
@@ -40,9 +43,10 @@ TEST(Settlement, AcceptedProofPaysSolverAndVerifiers) {
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).locked(), 0u);
 }
 
-TEST(Settlement, UndisputedRejectionSlashesSolverToTheRejecter) {
+// Review finding 6: accepters of a rejected proof were paid. Now the accepter's share is refunded.
+TEST(Settlement, UndisputedRejectStandsAndOnlyTheRejecterIsPaid) {
   TaskFlow flow;
-  RunToReveal(flow, true, false);
+  RunToChallenge(flow, true, false);
   flow.AdvancePastDeadline();
   const std::vector<PubKey> assigned = flow.Assigned();
   const std::uint64_t accepter = flow.chain.Balance(assigned[0]);
@@ -50,15 +54,18 @@ TEST(Settlement, UndisputedRejectionSlashesSolverToTheRejecter) {
   const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
   ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(flow.chain.Balance(assigned[0]), accepter + 490);
+  EXPECT_EQ(flow.task().standing(), proto::PROOF_UNPROVEN);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), accepter);  // not slashed either: it replayed other segments
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).bonded(), 500u);
   EXPECT_EQ(flow.chain.Balance(assigned[1]), rejecter + 490 + 1'000);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820 + 490);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
 }
 
 TEST(Settlement, SlashedSolverStakeIsSplitAmongRejecters) {
   TaskFlow flow;
-  RunToReveal(flow, false, false);
+  RunToChallenge(flow, false, false);
   flow.AdvancePastDeadline();
   const std::vector<PubKey> assigned = flow.Assigned();
   const std::uint64_t first = flow.chain.Balance(assigned[0]);
@@ -79,11 +86,13 @@ TEST(Settlement, AbsentVerifiersShareIsRefunded) {
   EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
 }
 
-TEST(Settlement, StandingDisputeLocksEverythingUntilItsGameIsDecided) {
+// A whistleblower's challenge holds everything until its game is decided; a challenger that never
+// opens forfeits, and its lock goes to the solver that stood ready to defend.
+TEST(Settlement, ChallengeHoldsEverythingUntilItsGameAndAForfeitingChallengerPaysTheSolver) {
   TaskFlow flow;
-  RunToReveal(flow, true, true);
+  RunToChallenge(flow, true, true);
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
   flow.AdvancePastDeadline();
   ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
   const proto::Task task = flow.task();
@@ -91,24 +100,21 @@ TEST(Settlement, StandingDisputeLocksEverythingUntilItsGameIsDecided) {
   EXPECT_EQ(task.escrow(), 9'800u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 1'000u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 500u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).locked(), 500u);
-  const std::uint64_t whistleblower_bonded = flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded();
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 300u);
-  // The whistleblower (the challenger of an accept verdict) never opens its game: it loses its
-  // lock to the verifier, and with no game left the task settles on the verdicts.
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
   flow.chain.AdvanceTo(flow.chain.height() + 20);
   EXPECT_EQ(flow.task().status(), proto::TASK_SETTLED);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
-  EXPECT_EQ(flow.task().verifiers(0).game_result(), proto::GAME_DEFENDER_WON);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), whistleblower_bonded - 300);
+  EXPECT_EQ(flow.task().challenges(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 8'820 + 300);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
 }
 
 TEST(Reveal, RejectsWrongSecretWrongRootWrongTimeAndWrongSigner) {
   TaskFlow flow;
-  RunToReveal(flow, true, true);
+  RunToChallenge(flow, true, true);
   EXPECT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kFailedPrecondition);  // challenge window open
   flow.AdvancePastDeadline();
   // All in one block: the reveal window is only 3 blocks long.
@@ -121,30 +127,41 @@ TEST(Reveal, RejectsWrongSecretWrongRootWrongTimeAndWrongSigner) {
   wrong_secret.set_result_root(flow.proof_root);
   proto::RevealTx by_outsider = wrong_secret;
   by_outsider.set_secret(flow.secret);
+  proto::RevealTx forced_fields = by_outsider;  // not forced: no honest final to show
+  forced_fields.set_committed_final(Bytes32(0x01));
+  forced_fields.set_honest_final(Bytes32(0x02));
   BlockResult result = flow.chain.Block({flow.chain.Tx(flow.solver, payload::kReveal, wrong_root),
                                          flow.chain.Tx(flow.solver, payload::kReveal, wrong_secret),
-                                         flow.chain.Tx(flow.outsider, payload::kReveal, by_outsider)});
-  ASSERT_EQ(result.tx_results.size(), 3u);
+                                         flow.chain.Tx(flow.outsider, payload::kReveal, by_outsider),
+                                         flow.chain.Tx(flow.solver, payload::kReveal, forced_fields)});
+  ASSERT_EQ(result.tx_results.size(), 4u);
   EXPECT_EQ(result.tx_results[0].code, StatusCode::kInvalidArgument);
   EXPECT_EQ(result.tx_results[1].code, StatusCode::kInvalidArgument);
   EXPECT_EQ(result.tx_results[2].code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(result.tx_results[3].code, StatusCode::kInvalidArgument);
   EXPECT_EQ(flow.task().status(), proto::TASK_REVEALING);
 }
 
-TEST(RevealDeadline, SilentSolverIsSlashedToSubmitterVerifiersStillPaid) {
+// Review finding 6: a caught solver that withheld its reveal had every verdict paid and left the
+// whistleblower nothing. Now its proof is unproven: the lock goes to those who said it was wrong.
+TEST(RevealDeadline, SilentSolverLeavesItsProofUnprovenAndPaysTheRightParties) {
   TaskFlow flow;
-  RunToReveal(flow, true, false);
+  RunToChallenge(flow, true, false);
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
   flow.AdvancePastDeadline();  // challenge window closes
   const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
-  const std::uint64_t v1 = flow.chain.Balance(assigned[1]);
+  const std::uint64_t accepter = flow.chain.Balance(assigned[0]);
+  const std::uint64_t rejecter = flow.chain.Balance(assigned[1]);
+  const std::uint64_t wb = flow.chain.Balance(flow.whistleblower);
   flow.AdvancePastDeadline();  // reveal deadline
   const proto::Task task = flow.task();
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
   EXPECT_EQ(task.outcome(), proto::OUTCOME_NO_REVEAL);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820 + 1'000);
-  EXPECT_EQ(flow.chain.Balance(assigned[1]), v1 + 490);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820 + 490);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), accepter);
+  EXPECT_EQ(flow.chain.Balance(assigned[1]), rejecter + 490 + 500);
+  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), wb + 500);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 300u);

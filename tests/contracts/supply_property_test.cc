@@ -9,6 +9,7 @@
 #include <set>
 
 #include "chain_harness.h"
+#include "checkpoint_fixture.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/supply.h"
@@ -25,7 +26,7 @@ std::string ToRaw(const Hash256& hash) { return std::string(hash.begin(), hash.e
 
 class RandomTraffic {
  public:
-  RandomTraffic(Chain& chain, std::uint64_t seed) : chain_(chain), rng_(seed) {}
+  RandomTraffic(Chain& chain, std::uint64_t seed) : chain_(chain), rng_(seed), checkpoints_(10, 100, 8, 3) {}
 
   // One random transaction: half the time the step a recent task waits for (so tasks reach
   // every outcome), otherwise any kind of transaction from anyone (mostly noise and failures).
@@ -49,12 +50,14 @@ class RandomTraffic {
         return Build(Pick(4) == 0 ? 8 : 0, task_id, actor);
       case proto::TASK_REVEALING:
         return RevealFor(task_id, Key(actor));
+      case proto::TASK_PUBLISHING:  // sometimes the solver gives up
+        return Pick(4) == 0 ? Noise(task_id, actor) : PublishFor(task_id, Key(actor));
       default:  // closed or disputed: sometimes a new task, else anything
         return Pick(5) == 0 ? Build(4, task_id, actor) : Noise(task_id, actor);
     }
   }
 
-  VerifiedTx Noise(const std::string& task_id, std::uint8_t actor) { return Build(Pick(10), task_id, actor); }
+  VerifiedTx Noise(const std::string& task_id, std::uint8_t actor) { return Build(Pick(11), task_id, actor); }
 
   // Transaction kind `kind` (0 transfer .. 9 reveal) signed by `actor` or, for task steps, by the
   // participant the step needs (most of the time).
@@ -95,23 +98,44 @@ class RandomTraffic {
       case 6: {
         proto::CommitProofTx msg;
         msg.set_task_id(task_id);
-        msg.set_proof_root(Bytes32(0xAA));
+        msg.set_proof_root(Pick(6) == 0 ? Bytes32(0xAA) : ToRaw(consensus::MerkleRoot(checkpoints_.leaves())));
         msg.set_proof_uri("http://solver/proof");
         return chain_.Tx(SolverOr(task_id, signer), payload::kCommitProof, msg);
       }
       case 7: {
+        const PubKey verifier = SlotOr(task_id, signer);
         proto::VerdictTx msg;
         msg.set_task_id(task_id);
-        msg.set_accept(Pick(3) != 0);
+        // Mostly what a diligent verifier says (a forced round's committed proof fails its final
+        // segment), otherwise anything.
+        const proto::Task task = chain_.Task(task_id);
+        const bool forced = task.solver().size() == 32 &&
+                            IsForcedError(SecretOf(static_cast<std::uint8_t>(task.solver()[0])), task.forced_seed(),
+                                          task_id, chain_.params().forced_error_rate());
+        const std::uint64_t verdict = Pick(9);
+        if (verdict < 5) {
+          msg.set_verdict(forced ? proto::VERDICT_REJECT : proto::VERDICT_ACCEPT);
+        } else {
+          msg.set_verdict(verdict < 7 ? proto::VERDICT_ACCEPT : verdict < 8 ? proto::VERDICT_REJECT : proto::VERDICT_UNAVAILABLE);
+        }
         msg.set_report_hash(Bytes32(0xCC));
-        return chain_.Tx(SlotOr(task_id, signer), payload::kVerdict, msg);
+        if (msg.verdict() == proto::VERDICT_REJECT) msg.add_failed_segments(9);  // the final segment
+        if (msg.verdict() != proto::VERDICT_UNAVAILABLE) {
+          msg.set_final_digest(ToRaw(FinalDigest(Raw(verifier), Pick(4) != 0 ? kHonestFinal : Bytes32(0x01))));
+        }
+        return chain_.Tx(verifier, payload::kVerdict, msg);
       }
       case 8: {
         proto::DisputeTx msg;
         msg.set_task_id(task_id);
-        msg.set_verifier(Raw(SlotOr(task_id, signer)));
-        return chain_.Tx(signer, payload::kDispute, msg);
+        if (Pick(2) == 0) {
+          msg.set_verifier(Raw(SlotOr(task_id, signer)));
+          return chain_.Tx(SolverOr(task_id, signer), payload::kDispute, msg);
+        }
+        return chain_.Tx(signer, payload::kDispute, msg);  // a whistleblower's challenge
       }
+      case 9:
+        return PublishFor(task_id, signer);
       default:
         return RevealFor(task_id, signer);
     }
@@ -156,12 +180,39 @@ class RandomTraffic {
     proto::RevealTx msg;
     msg.set_task_id(task_id);
     msg.set_secret(secret);
-    msg.set_result_root(forced || Pick(10) == 0 ? Bytes32(0xBB) : Bytes32(0xAA));
+    if (!forced || Pick(10) == 0) {
+      msg.set_result_root(Pick(10) == 0 ? Bytes32(0xBB) : task.proof_root());
+      return chain_.Tx(solver, payload::kReveal, msg);
+    }
+    // The honest proof: the committed one with its final checkpoint replaced.
+    std::vector<Hash256> honest = checkpoints_.leaves();
+    std::copy(kHonestFinal.begin(), kHonestFinal.end(), honest.back().begin());
+    msg.set_result_root(ToRaw(consensus::MerkleRoot(honest)));
+    msg.set_committed_final(ToRaw(checkpoints_.leaves().back()));
+    msg.set_honest_final(kHonestFinal);
+    const std::vector<std::uint8_t> path =
+        consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints_.leaves()).Prove(10));
+    msg.set_final_proof(std::string(path.begin(), path.end()));
     return chain_.Tx(solver, payload::kReveal, msg);
   }
 
+  // A header or a chunk of a checkpoint the task needs published (or of a random one).
+  VerifiedTx PublishFor(const std::string& task_id, const PubKey& fallback) {
+    const proto::Task task = chain_.Task(task_id);
+    const std::uint64_t checkpoint =
+        task.publish_required_size() > 0 && Pick(5) != 0
+            ? task.publish_required(static_cast<int>(Pick(static_cast<std::uint64_t>(task.publish_required_size()))))
+            : Pick(11);
+    const PubKey solver = SolverOr(task_id, fallback);
+    if (Pick(3) == 0) return chain_.Tx(solver, payload::kPublish, checkpoints_.Header(task_id, checkpoint));
+    const std::vector<proto::PublishTx> chunks = checkpoints_.Chunks(task_id, checkpoint);
+    return chain_.Tx(solver, payload::kPublish, chunks[Pick(chunks.size())]);
+  }
+
+  const std::string kHonestFinal = Bytes32(0xF1);
   Chain& chain_;
   std::mt19937_64 rng_;
+  CheckpointFixture checkpoints_;
 };
 
 std::vector<PubKey> Actors() {
@@ -246,8 +297,9 @@ TEST(SupplyProperty, RandomTrafficConservesSupplyAndReplaysIdentically) {
     all_outcomes.insert(outcomes.begin(), outcomes.end());
   }
   // Settlement paths with payouts and slashing are part of what conserves supply.
-  for (proto::TaskOutcome outcome : {proto::OUTCOME_ACCEPTED, proto::OUTCOME_REJECTED, proto::OUTCOME_FORCED_ERROR,
-                                     proto::OUTCOME_NO_REVEAL, proto::OUTCOME_NO_COMMIT, proto::OUTCOME_UNVERIFIED}) {
+  for (proto::TaskOutcome outcome :
+       {proto::OUTCOME_ACCEPTED, proto::OUTCOME_REJECTED, proto::OUTCOME_FORCED_ERROR, proto::OUTCOME_NO_REVEAL,
+        proto::OUTCOME_NO_COMMIT, proto::OUTCOME_UNVERIFIED, proto::OUTCOME_UNAVAILABLE}) {
     EXPECT_TRUE(all_outcomes.count(outcome)) << proto::TaskOutcome_Name(outcome);
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 
@@ -94,19 +95,66 @@ PubKey TaskFlow::Unassigned() const {
   return Key(0);
 }
 
-TxResult TaskFlow::Verdict(const PubKey& verifier, bool accept) {
-  proto::VerdictTx msg;
-  msg.set_task_id(task_id);
-  msg.set_accept(accept);
-  msg.set_report_hash(Bytes32(0xCC));
-  return chain.Run(verifier, payload::kVerdict, msg);
+std::uint64_t TaskFlow::Segments() const {
+  const proto::TaskSpec s = spec ? *spec : TaskSubmission(1).spec();
+  return s.total_steps() / s.checkpoint_interval();
 }
 
-TxResult TaskFlow::Dispute(const PubKey& disputer, const PubKey& verifier) {
+void TaskFlow::SetCheckpoints(std::vector<Hash256> leaves) {
+  checkpoints = std::move(leaves);
+  const Hash256 root = consensus::MerkleRoot(checkpoints);
+  proof_root.assign(reinterpret_cast<const char*>(root.data()), root.size());
+}
+
+std::string TaskFlow::RootWithFinal(const std::string& final_hash) const {
+  std::vector<Hash256> leaves = checkpoints;
+  std::copy(final_hash.begin(), final_hash.end(), leaves.back().begin());
+  const Hash256 root = consensus::MerkleRoot(leaves);
+  return {reinterpret_cast<const char*>(root.data()), root.size()};
+}
+
+namespace {
+
+proto::VerdictTx VerdictMsg(const std::string& task_id, const PubKey& verifier, proto::Verdict verdict,
+                            const std::vector<std::uint64_t>& failed, const std::string& replay_final) {
+  proto::VerdictTx msg;
+  msg.set_task_id(task_id);
+  msg.set_verdict(verdict);
+  msg.set_report_hash(Bytes32(0xCC));
+  for (std::uint64_t s : failed) msg.add_failed_segments(s);
+  if (verdict != proto::VERDICT_UNAVAILABLE) {
+    const Hash256 digest = FinalDigest(Raw(verifier), replay_final);
+    msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  }
+  return msg;
+}
+
+}  // namespace
+
+TxResult TaskFlow::Verdict(const PubKey& verifier, bool accept) {
+  if (!accept) return Reject(verifier, {FinalSegment()});
+  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_ACCEPT, {}, replay_final));
+}
+
+TxResult TaskFlow::Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed) {
+  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_REJECT, failed, replay_final));
+}
+
+TxResult TaskFlow::Unavailable(const PubKey& verifier) {
+  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_UNAVAILABLE, {}, ""));
+}
+
+TxResult TaskFlow::Dispute(const PubKey& verifier) {
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
   msg.set_verifier(Raw(verifier));
-  return chain.Run(disputer, payload::kDispute, msg);
+  return chain.Run(solver, payload::kDispute, msg);
+}
+
+TxResult TaskFlow::Challenge(const PubKey& challenger) {
+  proto::DisputeTx msg;
+  msg.set_task_id(task_id);
+  return chain.Run(challenger, payload::kDispute, msg);
 }
 
 void TaskFlow::AdvancePastDeadline() { chain.AdvanceTo(task().deadline()); }
@@ -116,6 +164,21 @@ TxResult TaskFlow::Reveal(const std::string& result_root) {
   msg.set_task_id(task_id);
   msg.set_secret(secret);
   msg.set_result_root(result_root);
+  return chain.Run(solver, payload::kReveal, msg);
+}
+
+TxResult TaskFlow::RevealForced(const std::string& honest_final) {
+  EXPECT_FALSE(checkpoints.empty()) << "RevealForced needs SetCheckpoints";
+  proto::RevealTx msg;
+  msg.set_task_id(task_id);
+  msg.set_secret(secret);
+  msg.set_result_root(RootWithFinal(honest_final));
+  const Hash256& committed = checkpoints.back();
+  msg.set_committed_final(std::string(reinterpret_cast<const char*>(committed.data()), committed.size()));
+  msg.set_honest_final(honest_final);
+  const consensus::MerkleProof path = *consensus::MerkleTree(checkpoints).Prove(checkpoints.size() - 1);
+  const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(path);
+  msg.set_final_proof(std::string(bytes.begin(), bytes.end()));
   return chain.Run(solver, payload::kReveal, msg);
 }
 

@@ -10,6 +10,10 @@
 #include "chain_harness.h"
 
 namespace polnode::contracts::testing {
+using consensus::Hash256;
+}  // namespace polnode::contracts::testing
+
+namespace polnode::contracts::testing {
 
 /// Starting balance of every actor.
 inline constexpr std::uint64_t kFunds = 100'000;
@@ -27,11 +31,15 @@ class TaskFlow {
   const PubKey outsider = Key(7);
   const std::string secret = Bytes32(0x5E);
   std::string proof_root = Bytes32(0xAA);
+  /// The final state an honest replay reaches: the digest every Verdict commits to. In a forced
+  /// round it is the honest final checkpoint (RevealForced reveals it).
+  std::string replay_final = Bytes32(0xF1);
   /// When set, Submit posts this spec (with TaskSubmission's payment) instead of the default one.
   std::optional<proto::TaskSpec> spec;
 
   Chain chain;
   std::string task_id;
+  std::vector<Hash256> checkpoints;  // the committed proof's leaves, once SetCheckpoints ran
 
   /// Submits a task paying `payment`; expects success.
   void Submit(std::uint64_t payment = 10'000);
@@ -48,12 +56,29 @@ class TaskFlow {
   /// The one staked verifier that was not assigned.
   PubKey Unassigned() const;
 
+  /// The number of segments of the task's spec, and the index of the final one.
+  std::uint64_t Segments() const;
+  std::uint64_t FinalSegment() const { return Segments() - 1; }
+  /// Builds the committed proof over `leaves` (Segments() + 1 checkpoint hashes): proof_root.
+  void SetCheckpoints(std::vector<Hash256> leaves);
+  /// An accept, or a reject naming the final segment, with the digest of replay_final.
   TxResult Verdict(const PubKey& verifier, bool accept);
-  TxResult Dispute(const PubKey& disputer, const PubKey& verifier);
+  /// A reject naming `failed` (the digest of replay_final).
+  TxResult Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed);
+  TxResult Unavailable(const PubKey& verifier);
+  /// The solver disputes `verifier`'s reject verdict.
+  TxResult Dispute(const PubKey& verifier);
+  /// `challenger` (a whistleblower) challenges the committed proof.
+  TxResult Challenge(const PubKey& challenger);
   /// Advances to the end of the current status's deadline.
   void AdvancePastDeadline();
-  /// The solver reveals `secret` with `result_root`.
+  /// The solver reveals `secret` with `result_root` (a round that is not forced).
   TxResult Reveal(const std::string& result_root);
+  /// The solver reveals a forced round: the honest proof is the committed one (SetCheckpoints)
+  /// with its final checkpoint replaced by `honest_final`.
+  TxResult RevealForced(const std::string& honest_final);
+  /// The root of the committed proof with its final checkpoint replaced by `final_hash`.
+  std::string RootWithFinal(const std::string& final_hash) const;
 
   proto::Task task() const { return chain.Task(task_id); }
 };

@@ -1,7 +1,10 @@
-// Segment beacon and verifier assignment, verdicts, the verdict deadline and disputes.
+// Verifier assignment (stake-weighted), verdicts, absent verifiers and their replacement, and the
+// challenges of the challenge window.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
@@ -10,7 +13,14 @@
 namespace polnode::contracts::testing {
 namespace {
 
-TEST(SegmentBeacon, AssignsLowestScoringEligibleVerifiersAndLocksThem) {
+proto::StakeTx StakeMsg(proto::Role role, std::uint64_t amount) {
+  proto::StakeTx stake;
+  stake.set_role(role);
+  stake.set_amount(amount);
+  return stake;
+}
+
+TEST(SegmentBeacon, AssignsDistinctVerifiersWithTheirOwnSegmentsAndLocksThem) {
   TaskFlow flow;
   flow.RunToVerifying();
   const proto::Task task = flow.task();
@@ -18,24 +28,57 @@ TEST(SegmentBeacon, AssignsLowestScoringEligibleVerifiersAndLocksThem) {
   // The beacon is drawn from the randomness of the block at commit height + delay.
   const Hash256 beacon = SegmentBeacon(Chain::RandomnessAt(task.commit_height() + 2), task.id(), task.proof_root());
   EXPECT_EQ(task.segment_beacon(), std::string(beacon.begin(), beacon.end()));
-  std::vector<std::pair<Hash256, PubKey>> scored;
-  for (const PubKey& v : flow.verifiers) scored.emplace_back(AssignmentScore(task.segment_beacon(), Raw(v)), v);
-  std::sort(scored.begin(), scored.end());
+  EXPECT_EQ(task.verification_round(), 1u);
   const std::vector<PubKey> assigned = flow.Assigned();
-  EXPECT_EQ(assigned[0], scored[0].second);
-  EXPECT_EQ(assigned[1], scored[1].second);
+  EXPECT_NE(assigned[0], assigned[1]);
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    EXPECT_EQ(slot.lock(), 500u);
+    const std::vector<std::uint64_t> want = DrawSegments(task.segment_beacon(), slot.verifier(), 10, 2);
+    EXPECT_EQ(std::vector<std::uint64_t>(slot.segments().begin(), slot.segments().end()), want);
+  }
   for (const PubKey& v : assigned) EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, v).locked(), 500u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, flow.Unassigned()).locked(), 0u);
   EXPECT_EQ(task.deadline(), task.commit_height() + 2 + 5);
+  // The jackpot cut leaves the escrow only now that verification starts.
+  EXPECT_EQ(task.escrow(), 9'800u);
+  EXPECT_EQ(flow.chain.Jackpot(), 200u);
+}
+
+// Issue 15: selection ignored stake, so extra keys at the minimum stake were cheap Sybils. Picks
+// now follow stake, and splitting a stake over several keys buys no extra chance.
+TEST(StakeWeightedPicks, FollowStakeAndSplittingStakeBuysNothing) {
+  const std::vector<std::uint64_t> weights = {1'000, 3'000, 0, 1'000};
+  std::map<std::size_t, int> first_pick;
+  constexpr int kDraws = 20'000;
+  for (int i = 0; i < kDraws; ++i) {
+    const std::string beacon = std::string(reinterpret_cast<const char*>(&i), sizeof i);
+    const std::vector<std::size_t> picks = StakeWeightedPicks(weights, 2, beacon, 1, 0);
+    ASSERT_EQ(picks.size(), 2u);
+    EXPECT_NE(picks[0], picks[1]);
+    EXPECT_NE(picks[0], 2u);  // zero weight: never
+    EXPECT_NE(picks[1], 2u);
+    ++first_pick[picks[0]];
+  }
+  // Expected 4,000 / 12,000 / 4,000; a deviation of 300 is > 5 standard deviations.
+  EXPECT_NEAR(first_pick[0], kDraws / 5, 300);
+  EXPECT_NEAR(first_pick[1], kDraws * 3 / 5, 300);
+  EXPECT_NEAR(first_pick[3], kDraws / 5, 300);
+  // One key with 3,000 against the same 3,000 split over three Sybil keys of 1,000.
+  const std::vector<std::uint64_t> sybils = {3'000, 1'000, 1'000, 1'000};
+  int honest_first = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    const std::string beacon = "sybil" + std::to_string(i);
+    if (StakeWeightedPicks(sybils, 1, beacon, 1, 0)[0] == 0) ++honest_first;
+  }
+  EXPECT_NEAR(honest_first, kDraws / 2, 400);
+  // More picks than candidates: each once.
+  EXPECT_EQ(StakeWeightedPicks(weights, 9, "x", 1, 0).size(), 3u);
 }
 
 TEST(SegmentBeacon, SolverAndSubmitterAreNeverTheirOwnVerifiers) {
   TaskFlow flow;
-  proto::StakeTx stake;
-  stake.set_role(proto::ROLE_VERIFIER);
-  stake.set_amount(500);
-  flow.chain.Block(
-      {flow.chain.Tx(flow.solver, payload::kStake, stake), flow.chain.Tx(flow.submitter, payload::kStake, stake)});
+  flow.chain.Block({flow.chain.Tx(flow.solver, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500)),
+                    flow.chain.Tx(flow.submitter, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500))});
   flow.RunToVerifying();
   for (const PubKey& v : flow.Assigned()) {
     EXPECT_NE(v, flow.solver);
@@ -43,7 +86,7 @@ TEST(SegmentBeacon, SolverAndSubmitterAreNeverTheirOwnVerifiers) {
   }
 }
 
-TEST(SegmentBeacon, WithoutEligibleVerifiersTheTaskIsCancelledWithRefunds) {
+TEST(SegmentBeacon, WithoutEligibleVerifiersTheTaskIsCancelledWithAFullRefund) {
   TaskFlow flow;
   proto::UnstakeTx unstake;
   unstake.set_role(proto::ROLE_VERIFIER);
@@ -58,7 +101,8 @@ TEST(SegmentBeacon, WithoutEligibleVerifiersTheTaskIsCancelledWithRefunds) {
   flow.AwaitAssignment();
   EXPECT_EQ(flow.task().status(), proto::TASK_CANCELLED);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_NO_VERIFIERS);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), before + 9'800);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), before + 10'000);  // the jackpot cut too
+  EXPECT_EQ(flow.chain.Jackpot(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
 }
 
@@ -74,15 +118,53 @@ TEST(Verdict, LastVerdictOpensTheChallengeWindow) {
   EXPECT_EQ(task.deadline(), flow.chain.height() + 4);
   EXPECT_EQ(task.verifiers(0).verdict(), proto::VERDICT_ACCEPT);
   EXPECT_EQ(task.verifiers(1).verdict(), proto::VERDICT_REJECT);
+  EXPECT_EQ(task.verifiers(1).failed_segments(0), flow.FinalSegment());
+  EXPECT_EQ(task.verifiers(0).final_digest(), HashBytes(FinalDigest(Raw(assigned[0]), flow.replay_final)));
 }
 
-TEST(Verdict, OnlyAssignedVerifiersOnceEach) {
+TEST(Verdict, OnlyAssignedVerifiersOnceEachWithWellFormedFields) {
   TaskFlow flow;
   flow.RunToVerifying();
-  EXPECT_EQ(flow.Verdict(flow.Unassigned(), true).code, StatusCode::kPermissionDenied);
-  ASSERT_EQ(flow.Verdict(flow.Assigned()[0], true).code, StatusCode::kOk);
-  EXPECT_EQ(flow.Verdict(flow.Assigned()[0], false).code, StatusCode::kAlreadyExists);
-  EXPECT_EQ(flow.task().verifiers(0).verdict(), proto::VERDICT_ACCEPT);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const proto::VerifierSlot slot = flow.task().verifiers(0);
+  std::uint64_t undrawn = 0;
+  while (undrawn == flow.FinalSegment() ||
+         std::find(slot.segments().begin(), slot.segments().end(), undrawn) != slot.segments().end()) {
+    ++undrawn;
+  }
+  // All in one block: the verify window is only 5 blocks long.
+  const auto verdict = [&](const PubKey& verifier, proto::Verdict v, std::vector<std::uint64_t> failed,
+                           bool digest = true) {
+    proto::VerdictTx msg;
+    msg.set_task_id(flow.task_id);
+    msg.set_verdict(v);
+    msg.set_report_hash(Bytes32(0xCC));
+    for (std::uint64_t f : failed) msg.add_failed_segments(f);
+    if (digest) msg.set_final_digest(HashBytes(FinalDigest(Raw(verifier), flow.replay_final)));
+    return flow.chain.Tx(verifier, payload::kVerdict, msg);
+  };
+  const BlockResult result = flow.chain.Block({
+      verdict(flow.Unassigned(), proto::VERDICT_ACCEPT, {}),                                  // not assigned
+      verdict(assigned[0], proto::VERDICT_REJECT, {}),                                        // names no segment
+      verdict(assigned[0], proto::VERDICT_REJECT, {undrawn}),                                 // not its segment
+      verdict(assigned[0], proto::VERDICT_REJECT, {flow.FinalSegment(), slot.segments(0)}),   // not ascending
+      verdict(assigned[0], proto::VERDICT_ACCEPT, {}, false),                                 // no digest
+      verdict(assigned[0], proto::VERDICT_ACCEPT, {slot.segments(0)}),                        // accept names none
+      verdict(assigned[0], proto::VERDICT_NONE, {}),                                          // no verdict
+      verdict(assigned[0], proto::VERDICT_UNAVAILABLE, {}),                                   // with a digest
+      verdict(assigned[0], proto::VERDICT_REJECT, {slot.segments(0), flow.FinalSegment()}),  // good
+      verdict(assigned[0], proto::VERDICT_ACCEPT, {}),                                        // again
+  });
+  const StatusCode want[] = {StatusCode::kPermissionDenied, StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kOk,               StatusCode::kAlreadyExists};
+  ASSERT_EQ(result.tx_results.size(), std::size(want));
+  for (std::size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
+  }
+  EXPECT_EQ(flow.task().verifiers(0).verdict(), proto::VERDICT_REJECT);
 }
 
 TEST(VerdictDeadline, AbsentVerifierIsSlashedToTheJackpot) {
@@ -93,11 +175,36 @@ TEST(VerdictDeadline, AbsentVerifierIsSlashedToTheJackpot) {
   const std::uint64_t jackpot = flow.chain.Jackpot();
   flow.AdvancePastDeadline();
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  EXPECT_TRUE(flow.task().verifiers(1).absent());
   EXPECT_EQ(flow.chain.Jackpot(), jackpot + 500);
   const proto::StakeRecord absent = flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]);
   EXPECT_EQ(absent.bonded(), 0u);
   EXPECT_EQ(absent.locked(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 500u);
+}
+
+// Review finding 9 (a slow honest verifier turned into an accepted cheat): an absent verifier is
+// replaced by a fresh one, so a lone lazy accept never decides a task while rounds remain.
+TEST(VerdictDeadline, AbsentVerifierIsReplacedWhileRoundsRemain) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying();
+  const std::vector<PubKey> first = flow.Assigned();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);  // the lazy accept
+  flow.AdvancePastDeadline();                                     // first[1] is slow: absent
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_EQ(task.verification_round(), 2u);
+  ASSERT_EQ(task.verifiers_size(), 3);
+  EXPECT_TRUE(task.verifiers(1).absent());
+  EXPECT_EQ(task.verifiers(2).verifier(), Raw(fresh));
+  EXPECT_EQ(task.verifiers(2).segments_size(), 2);
+  // The absent verifier cannot answer late; the fresh one rejects.
+  EXPECT_EQ(flow.Verdict(first[1], false).code, StatusCode::kPermissionDenied);
+  ASSERT_EQ(flow.Verdict(fresh, false).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 
 TEST(VerdictDeadline, NoVerdictAtAllCancelsWithRefunds) {
@@ -114,34 +221,36 @@ TEST(VerdictDeadline, NoVerdictAtAllCancelsWithRefunds) {
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 1'000u);
 }
 
-TEST(Dispute, WhistleblowerLocksStakeAndOneDisputePerVerdict) {
+TEST(Dispute, WhistleblowerChallengesTheProofOnceAndLocksStake) {
   TaskFlow flow;
   flow.RunToVerifying();
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
-  EXPECT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kFailedPrecondition);  // not yet
+  EXPECT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kFailedPrecondition);  // not yet
   ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Dispute(flow.whistleblower, assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 300u);
-  EXPECT_EQ(flow.task().verifiers(0).disputer(), Raw(flow.whistleblower));
+  ASSERT_EQ(flow.task().challenges_size(), 1);
+  EXPECT_EQ(flow.task().challenges(0).challenger(), Raw(flow.whistleblower));
+  EXPECT_EQ(flow.task().challenges(0).lock(), 300u);
   // All in one block: the challenge window is only 4 blocks long.
-  const auto dispute = [&flow](const PubKey& disputer, const PubKey& verifier) {
-    proto::DisputeTx msg;
-    msg.set_task_id(flow.task_id);
-    msg.set_verifier(Raw(verifier));
-    return flow.chain.Tx(disputer, payload::kDispute, msg);
-  };
+  proto::DisputeTx challenge;
+  challenge.set_task_id(flow.task_id);
+  proto::DisputeTx named = challenge;
+  named.set_verifier(Raw(assigned[0]));
   BlockResult result = flow.chain.Block({
-      dispute(flow.outsider, assigned[0]),        // already disputed
-      dispute(flow.outsider, assigned[1]),        // the outsider has no whistleblower stake
-      dispute(assigned[1], assigned[1]),          // own verdict
-      dispute(flow.whistleblower, flow.outsider)  // not a verifier of the task
+      flow.chain.Tx(flow.whistleblower, payload::kDispute, challenge),  // again
+      flow.chain.Tx(flow.outsider, payload::kDispute, challenge),       // no whistleblower stake
+      flow.chain.Tx(assigned[1], payload::kDispute, challenge),         // a verifier of the task
+      flow.chain.Tx(flow.submitter, payload::kDispute, challenge),      // the submitter
+      flow.chain.Tx(flow.outsider, payload::kDispute, named),           // names a verdict
   });
-  ASSERT_EQ(result.tx_results.size(), 4u);
+  ASSERT_EQ(result.tx_results.size(), 5u);
   EXPECT_EQ(result.tx_results[0].code, StatusCode::kAlreadyExists);
   EXPECT_EQ(result.tx_results[1].code, StatusCode::kFailedPrecondition);
-  EXPECT_EQ(result.tx_results[2].code, StatusCode::kInvalidArgument);
-  EXPECT_EQ(result.tx_results[3].code, StatusCode::kNotFound);
+  EXPECT_EQ(result.tx_results[2].code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(result.tx_results[3].code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(result.tx_results[4].code, StatusCode::kInvalidArgument);
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 
@@ -151,9 +260,11 @@ TEST(Dispute, SolverMayDisputeOnlyRejections) {
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
   ASSERT_EQ(flow.Verdict(assigned[1], false).code, StatusCode::kOk);
-  EXPECT_EQ(flow.Dispute(flow.solver, assigned[0]).code, StatusCode::kFailedPrecondition);
-  ASSERT_EQ(flow.Dispute(flow.solver, assigned[1]).code, StatusCode::kOk);
-  EXPECT_TRUE(flow.task().verifiers(1).disputer_is_solver());
+  EXPECT_EQ(flow.Dispute(assigned[0]).code, StatusCode::kFailedPrecondition);
+  EXPECT_EQ(flow.Dispute(flow.outsider).code, StatusCode::kNotFound);
+  ASSERT_EQ(flow.Dispute(assigned[1]).code, StatusCode::kOk);
+  EXPECT_EQ(flow.Dispute(assigned[1]).code, StatusCode::kAlreadyExists);
+  EXPECT_TRUE(flow.task().verifiers(1).disputed());
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 1'000u);
 }
 
@@ -163,7 +274,7 @@ TEST(Dispute, AnAbsentVerifierHasNothingToDispute) {
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
   flow.AdvancePastDeadline();
-  EXPECT_EQ(flow.Dispute(flow.whistleblower, assigned[1]).code, StatusCode::kFailedPrecondition);
+  EXPECT_EQ(flow.Dispute(assigned[1]).code, StatusCode::kNotFound);
 }
 
 TEST(ChallengeEnd, OpensTheRevealWindow) {

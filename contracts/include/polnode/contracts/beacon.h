@@ -4,13 +4,16 @@
 //   - the forced-error seed (block randomness drawn after the claim) and the forced-error flag,
 //     which also depends on the solver's committed secret, so only the solver knows it before the
 //     reveal and no one (solver included) can choose it;
-//   - the segment beacon (block randomness drawn after the proof commitment), the verifier
-//     assignment scores and the segments each verifier replays.
+//   - the segment beacon (block randomness drawn after the proof commitment), the draws of the
+//     stake-weighted verifier assignment and the segments each verifier replays;
+//   - the digest a verdict gives of the verifier's replayed final state.
 // Every hash starts with a versioned domain string (encoding.h) so no two purposes collide.
 #ifndef POLNODE_CONTRACTS_BEACON_H_
 #define POLNODE_CONTRACTS_BEACON_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -41,9 +44,22 @@ bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::s
 /// The segment beacon, from the randomness of a block after the proof commitment.
 Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root);
 
-/// A verifier's assignment score for a beacon; the lowest scores among eligible verifiers are
-/// assigned (ties cannot occur between distinct keys short of a SHA-256 collision).
-Hash256 AssignmentScore(std::string_view segment_beacon, std::string_view verifier);
+/// The `counter`-th uniform 64-bit draw for filling verifier slot `slot` in assignment round
+/// `round` of a task: verification.h turns it into a stake-weighted pick (a point in the total
+/// free stake of the eligible verifiers, rejection-sampled so there is no modulo bias).
+std::uint64_t SelectionDraw(std::string_view segment_beacon, std::uint32_t round, std::uint32_t slot,
+                            std::uint64_t counter);
+/// Up to `count` distinct indices into `weights`, drawn without replacement, each pick with
+/// probability weights[i] / (sum of the weights not yet picked): a uniform point in that sum from
+/// SelectionDraw(beacon, round, first_slot + pick number, counter) with rejection sampling (no
+/// modulo bias), located in the cumulative weights in index order. Zero weights are never picked.
+/// Precondition: the weights sum to at most 2^64 - 1 (they are parts of the supply).
+std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> weights, std::size_t count,
+                                            std::string_view segment_beacon, std::uint32_t round,
+                                            std::uint32_t first_slot);
+/// What a verdict's final_digest commits to: H(verifier key, the state hash the verifier's replay
+/// of the final segment reached). Keyed by the verifier so that one verifier cannot copy another's.
+Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash);
 
 /// The `q` distinct segment indices in [0, segment_count) that `verifier` replays, ascending,
 /// drawn uniformly (rejection sampling, no modulo bias) from the beacon and the verifier key, so

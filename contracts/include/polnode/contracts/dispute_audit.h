@@ -18,8 +18,8 @@ struct GameAudit {
   /// The game as re-executed from its recorded moves (and, if it ended by timeout, the timeout
   /// rule applied to where the moves left it).
   proto::DisputeGame replayed;
-  bool decided = false;         // the re-execution reached a decision
-  bool challenger_won = false;  // ... and this one
+  bool decided = false;  // the re-execution reached a decision
+  proto::GameResult result = proto::GAME_RESULT_NONE;  // ... and this one
   std::string ruling;
   /// The operator the referee ran, when the disputed leaf is an operator's output.
   std::optional<proto::PinpointNode> node;
@@ -28,7 +28,7 @@ struct GameAudit {
 };
 
 /// Re-executes `recorded` (a game of `task`, read from a ledger) from its start. `params` are the
-/// chain's (for the move window). Errors only for a record that cannot be audited at all (no slot
+/// chain's (for the move window). Errors only for a record that cannot be audited at all (no claim
 /// of the task matches it); a move that fails on re-execution is a difference, not an error.
 [[nodiscard]] Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task,
                                           const proto::DisputeGame& recorded);

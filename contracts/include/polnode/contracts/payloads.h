@@ -4,6 +4,7 @@
 #define POLNODE_CONTRACTS_PAYLOADS_H_
 
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 namespace polnode::contracts::payload {
@@ -18,12 +19,18 @@ inline constexpr std::string_view kCommitProof = "task/commit";  // proto::Commi
 inline constexpr std::string_view kVerdict = "task/verdict";     // proto::VerdictTx
 inline constexpr std::string_view kDispute = "task/dispute";     // proto::DisputeTx
 inline constexpr std::string_view kReveal = "task/reveal";       // proto::RevealTx
+inline constexpr std::string_view kPublish = "task/publish";     // proto::PublishTx
 inline constexpr std::string_view kDisputeMove = "dispute/move";  // proto::DisputeMoveTx (dispute.proto)
 
+/// task/publish: elements per published chunk (512 KiB of float32, well inside one envelope), and
+/// the largest tensor a published checkpoint may hold (64 MiB of float32).
+inline constexpr std::uint64_t kPublishChunkElements = std::uint64_t{1} << 17;
+inline constexpr std::int64_t kMaxPublishedElements = std::int64_t{1} << 24;
+
 /// Every name above, for CLIs and fuzzers that enumerate them.
-inline constexpr std::array<std::string_view, 11> kAll = {kTransfer,   kStake,   kUnstake,  kSubmitTask,
+inline constexpr std::array<std::string_view, 12> kAll = {kTransfer,   kStake,   kUnstake,  kSubmitTask,
                                                           kCancelTask, kClaimTask, kCommitProof, kVerdict,
-                                                          kDispute,    kReveal,  kDisputeMove};
+                                                          kDispute,    kReveal,  kPublish,     kDisputeMove};
 
 }  // namespace polnode::contracts::payload
 

@@ -1,0 +1,186 @@
+// Data availability is the solver's burden (publication.h): unavailable verdicts stand unless the
+// solver publishes the checkpoints they need on the ledger in time.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "checkpoint_fixture.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/contracts/payloads.h"
+#include "task_flow.h"
+
+namespace polnode::contracts::testing {
+namespace {
+
+// A task of 4 segments (k = 10) whose state is 2 tensors of `elements` floats.
+proto::TaskSpec SmallSpec() {
+  proto::TaskSpec spec = TaskSubmission(10'000).spec();
+  spec.set_total_steps(40);
+  spec.set_checkpoint_interval(10);
+  spec.set_segments_per_verification(1);
+  spec.set_state_tensor_count(2);
+  spec.set_step_leaf_count(8);
+  return spec;
+}
+
+struct PublishingFlow {
+  explicit PublishingFlow(std::int64_t elements = 5) : fixture(4, 10, 2, elements) {
+    flow.spec = SmallSpec();
+    flow.SetCheckpoints(fixture.leaves());
+  }
+  std::set<std::uint64_t> Needed(const proto::VerifierSlot& slot) const {
+    std::set<std::uint64_t> needed = {3, 4};
+    for (std::uint64_t s : slot.segments()) needed.insert({s, s + 1});
+    return needed;
+  }
+  // Every piece of the checkpoints, in one block (the publication window is short in tests).
+  void PublishAll(const std::set<std::uint64_t>& checkpoints) {
+    std::vector<VerifiedTx> txs;
+    for (std::uint64_t c : checkpoints) {
+      txs.push_back(flow.chain.Tx(flow.solver, payload::kPublish, fixture.Header(flow.task_id, c)));
+      for (const proto::PublishTx& chunk : fixture.Chunks(flow.task_id, c)) {
+        txs.push_back(flow.chain.Tx(flow.solver, payload::kPublish, chunk));
+      }
+    }
+    for (const TxResult& r : flow.chain.Block(txs).tx_results) ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
+  }
+  CheckpointFixture fixture;
+  TaskFlow flow;
+};
+
+// Review finding 1: a solver that committed a root nobody can open (a random root, garbage behind
+// its URL, or a server that refuses connections) was paid, and honest verifiers were slashed. Now
+// the verifiers say so; the solver cannot publish checkpoints of a root it cannot open; it is not
+// paid and its lock goes to those verifiers.
+TEST(Publication, AWithholdingSolverIsNeverPaidAndTheVerifiersGain) {
+  TaskFlow flow;
+  flow.proof_root = Bytes32(0x3A);  // a random root
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t v0 = flow.chain.Balance(assigned[0]);
+  const std::uint64_t v1 = flow.chain.Balance(assigned[1]);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Unavailable(assigned[1]).code, StatusCode::kOk);
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
+  EXPECT_GE(task.publish_required_size(), 2);
+  // Whatever it posts, a random root has no checkpoint to show.
+  CheckpointFixture unrelated(10, 100, 8, 3);
+  TxResult r = flow.chain.Run(flow.solver, payload::kPublish, unrelated.Header(flow.task_id, task.publish_required(0)));
+  EXPECT_EQ(r.code, StatusCode::kInvalidArgument) << r.log;
+  flow.AdvancePastDeadline();
+  task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_UNAVAILABLE);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1);  // its failed publication's fee
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), v0 - 1 + 490 + 500);
+  EXPECT_EQ(flow.chain.Balance(assigned[1]), v1 - 1 + 490 + 500);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 8'820);
+}
+
+TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) {
+  PublishingFlow p;
+  TaskFlow& flow = p.flow;
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
+  const std::set<std::uint64_t> needed = p.Needed(task.verifiers(0));
+  EXPECT_EQ(std::set<std::uint64_t>(task.publish_required().begin(), task.publish_required().end()), needed);
+  p.PublishAll(needed);
+  task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_TRUE(task.verifiers(0).published());
+  EXPECT_EQ(task.verifiers(0).verdict(), proto::VERDICT_NONE);
+  EXPECT_EQ(task.verifiers(1).verdict(), proto::VERDICT_ACCEPT);  // kept
+  // The data is on the ledger now: "unavailable" is no longer an answer.
+  EXPECT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kFailedPrecondition);
+  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  flow.AdvancePastDeadline();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
+}
+
+TEST(Publication, BadPublicationsAreRefusedAndChangeNothing) {
+  PublishingFlow p;
+  TaskFlow& flow = p.flow;
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Unavailable(assigned[1]).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  std::uint64_t not_required = 0;
+  while (std::find(task.publish_required().begin(), task.publish_required().end(), not_required) !=
+         task.publish_required().end()) {
+    ++not_required;
+  }
+  const std::uint64_t c = task.publish_required(0);
+  const std::vector<proto::PublishTx> chunks = p.fixture.Chunks(flow.task_id, c);
+  ASSERT_EQ(chunks.size(), 2u);
+  // All in one block: the publication window is short.
+  std::vector<VerifiedTx> txs;
+  std::vector<StatusCode> want;
+  auto expect = [&](const PubKey& signer, const proto::PublishTx& msg, StatusCode code) {
+    txs.push_back(flow.chain.Tx(signer, payload::kPublish, msg));
+    want.push_back(code);
+  };
+  expect(flow.outsider, p.fixture.Header(flow.task_id, c), StatusCode::kPermissionDenied);
+  expect(flow.solver, chunks[0], StatusCode::kFailedPrecondition);  // header first
+  if (not_required <= 4) expect(flow.solver, p.fixture.Header(flow.task_id, not_required), StatusCode::kFailedPrecondition);
+  proto::PublishTx wrong_checkpoint = p.fixture.Header(flow.task_id, c == 0 ? 1 : 0);
+  wrong_checkpoint.set_checkpoint(c);
+  expect(flow.solver, wrong_checkpoint, StatusCode::kInvalidArgument);  // proves another leaf
+  expect(flow.solver, p.fixture.Header(flow.task_id, c), StatusCode::kOk);
+  expect(flow.solver, p.fixture.Header(flow.task_id, c), StatusCode::kAlreadyExists);
+  proto::PublishTx short_chunk = chunks[0];
+  short_chunk.mutable_chunk()->mutable_data()->pop_back();
+  expect(flow.solver, short_chunk, StatusCode::kInvalidArgument);
+  proto::PublishTx no_tensor = chunks[0];
+  no_tensor.mutable_chunk()->set_tensor(7);
+  expect(flow.solver, no_tensor, StatusCode::kInvalidArgument);
+  // A chunk whose tensor then does not hash to its header: refused, and the right one still lands.
+  proto::PublishTx corrupt = chunks[0];
+  (*corrupt.mutable_chunk()->mutable_data())[0] ^= 1;
+  expect(flow.solver, corrupt, StatusCode::kInvalidArgument);
+  expect(flow.solver, chunks[0], StatusCode::kOk);
+  expect(flow.solver, chunks[0], StatusCode::kAlreadyExists);  // verified: immutable
+  expect(flow.solver, chunks[1], StatusCode::kOk);
+  const BlockResult result = flow.chain.Block(txs);
+  ASSERT_EQ(result.tx_results.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
+  }
+  const proto::Task after = flow.task();
+  EXPECT_EQ(after.publish_required_size(), task.publish_required_size() - 1);
+}
+
+TEST(Publication, LargeTensorsArePublishedInChunksThatFitAnEnvelope) {
+  const std::int64_t elements = static_cast<std::int64_t>(payload::kPublishChunkElements) + 5;
+  PublishingFlow p(elements);
+  TaskFlow& flow = p.flow;
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  const std::uint64_t c = flow.task().publish_required(0);
+  const std::vector<proto::PublishTx> chunks = p.fixture.Chunks(flow.task_id, c);
+  ASSERT_EQ(chunks.size(), 4u);  // 2 tensors x 2 chunks
+  for (const proto::PublishTx& chunk : chunks) {
+    EXPECT_LE(chunk.ByteSizeLong(), flow.chain.params().max_payload_bytes());
+  }
+  p.PublishAll({c});
+  const proto::Task task = flow.task();
+  EXPECT_EQ(std::find(task.publish_required().begin(), task.publish_required().end(), c), task.publish_required().end());
+}
+
+}  // namespace
+}  // namespace polnode::contracts::testing
