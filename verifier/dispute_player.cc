@@ -20,7 +20,7 @@ std::string ProofBytes(const consensus::MerkleProof& proof) {
 proto::DisputeMoveTx MoveFor(const proto::DisputeGame& game) {
   proto::DisputeMoveTx move;
   move.set_task_id(game.task_id());
-  move.set_verifier(game.verifier());
+  move.set_challenger(game.challenger().key());
   move.set_round(game.round());
   return move;
 }
@@ -52,9 +52,9 @@ Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
   return DisputePlayer(std::move(context), std::move(checkpoints));
 }
 
-Status DisputePlayer::CheckTask(const proto::Task& task) const {
-  if (task.proof_root() != HashBytes(checkpoints_.root())) {
-    return Status::FailedPrecondition("the ledger's task commits to another proof than this player's");
+Status DisputePlayer::CheckTask(const proto::Task& task, const proto::DisputeGame& game) const {
+  if (game.proof_root() != HashBytes(checkpoints_.root())) {
+    return Status::FailedPrecondition("the game is over another proof than this player's");
   }
   if (task.spec().total_steps() != static_cast<std::uint64_t>(context_.task->steps) ||
       task.spec().checkpoint_interval() != static_cast<std::uint64_t>(context_.task->checkpoint_interval)) {
@@ -185,7 +185,7 @@ Result<std::optional<proto::DisputeMoveTx>> DisputePlayer::NextMove(const proto:
   if (game.phase() == proto::GAME_RESOLVED) return MaybeMove();
   const bool is_challenger = game.challenger().key() == context_.key;
   if (!is_challenger && game.defender().key() != context_.key) return MaybeMove();
-  POLNODE_RETURN_IF_ERROR(CheckTask(task));
+  POLNODE_RETURN_IF_ERROR(CheckTask(task, game));
   const proto::GameSide& side = is_challenger ? game.challenger() : game.defender();
   switch (game.phase()) {
     case proto::GAME_OPENING:

@@ -35,8 +35,7 @@ proto::Task DisputedTask() {
   proto::VerifierSlot* slot = task.add_verifiers();
   slot->set_verifier(Filled('\x66'));
   slot->set_verdict(proto::VERDICT_REJECT);
-  slot->set_disputer(task.solver());
-  slot->set_disputer_is_solver(true);
+  slot->set_disputed(true);
   return task;
 }
 
@@ -68,7 +67,10 @@ void Run(FuzzInput input) {
   const proto::Task task = DisputedTask();
   proto::DisputeGame recorded;
   recorded.set_task_id(task.id());
-  recorded.set_verifier(task.verifiers(0).verifier());
+  recorded.mutable_challenger()->set_key(task.verifiers(0).verifier());
+  recorded.mutable_defender()->set_key(task.solver());
+  recorded.set_challenger_is_verifier(true);
+  recorded.set_proof_root(task.proof_root());
   recorded.set_opened_height(10);
   proto::MoveRecord* move = recorded.add_moves();
   move->set_height(11);
@@ -87,7 +89,7 @@ std::vector<Seed> Seeds() {
   const proto::Task task = DisputedTask();
   proto::DisputeMoveTx open;
   open.set_task_id(task.id());
-  open.set_verifier(task.verifiers(0).verifier());
+  open.set_challenger(task.verifiers(0).verifier());
   open.set_round(1);
   open.mutable_open()->set_segment(3);
   open.mutable_open()->set_start_hash(Filled('\x01'));

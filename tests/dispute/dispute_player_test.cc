@@ -84,14 +84,15 @@ TEST_F(DisputePlayerTest, OnlyPartiesWithSomethingToSayPost) {
   ASSERT_TRUE(open.has_value() && open->has_open());
   EXPECT_EQ(open->open().segment(), 2u);
 
-  // A record of another task, or a ledger task that commits to another proof or step graph.
+  // A record of another task, a game over another proof, or a ledger task that commits to another
+  // step graph.
   proto::DisputeGame other_game = match->Game();
   other_game.set_task_id(std::string(32, '\x01'));
   EXPECT_EQ(challenger->NextMove(match->LedgerTask(), other_game).status().code(), StatusCode::kInvalidArgument);
+  other_game = match->Game();
+  other_game.set_proof_root(std::string(32, '\x02'));
+  EXPECT_EQ(challenger->NextMove(match->LedgerTask(), other_game).status().code(), StatusCode::kFailedPrecondition);
   proto::Task other_task = match->LedgerTask();
-  other_task.set_proof_root(std::string(32, '\x02'));
-  EXPECT_EQ(challenger->NextMove(other_task, match->Game()).status().code(), StatusCode::kFailedPrecondition);
-  other_task = match->LedgerTask();
   other_task.mutable_spec()->set_graph_root(std::string(32, '\x02'));
   std::optional<verifier::DisputePlayer> fresh = Player(match->ContextFor(match->honest(), true));
   ASSERT_TRUE(fresh);

@@ -48,14 +48,26 @@ void RealMatch::Setup() {
   const std::vector<PubKey> assigned = flow_.Assigned();
   ASSERT_EQ(assigned.size(), 2u);
   verifier_ = assigned[0];
-  const bool honest_accept = failed_.empty();
-  // The disputed verifier accepts only in the lazy-accept scenario; elsewhere it rejects, rightly
-  // (a cheat) or wrongly (an honest proof). The other verifier is honest.
-  ASSERT_EQ(flow_.Verdict(verifier_, options_.scenario == Scenario::kLazyVerifierAcceptedCheat).code, StatusCode::kOk);
-  ASSERT_EQ(flow_.Verdict(assigned[1], honest_accept).code, StatusCode::kOk);
-  const PubKey disputer =
-      options_.scenario == Scenario::kLazyVerifierAcceptedCheat ? flow_.whistleblower : flow_.solver;
-  ASSERT_EQ(flow_.Dispute(disputer, verifier_).code, StatusCode::kOk);
+  // The disputed verifier accepts only in the lazy-accept scenario (and so does the other one
+  // there: both lazy); elsewhere it rejects, rightly (a cheat) or wrongly (an honest proof), and
+  // the other verifier is honest.
+  const bool lazy = options_.scenario == Scenario::kLazyVerifierAcceptedCheat;
+  ASSERT_EQ(flow_.Verdict(verifier_, lazy).code, StatusCode::kOk);
+  ASSERT_EQ(flow_.Verdict(assigned[1], lazy || failed_.empty()).code, StatusCode::kOk);
+  // The solver defends its proof in every game: against each reject it disputes (a cheat disputes
+  // them all, or an undisputed one stands), or against the whistleblower that challenges the proof
+  // the verifiers accepted.
+  if (lazy) {
+    ASSERT_EQ(flow_.Challenge(flow_.whistleblower).code, StatusCode::kOk);
+    challenger_ = flow_.whistleblower;
+  } else {
+    for (const PubKey& v : assigned) {
+      if (flow_.task().verifiers(v == verifier_ ? 0 : 1).verdict() == proto::VERDICT_REJECT) {
+        ASSERT_EQ(flow_.Dispute(v).code, StatusCode::kOk);
+      }
+    }
+    challenger_ = verifier_;
+  }
   flow_.AdvancePastDeadline();
   ASSERT_EQ(flow_.Reveal(flow_.proof_root).code, StatusCode::kOk);
   const proto::DisputeGame game = Game();
@@ -95,9 +107,9 @@ void RealMatch::MakePlayers() {
 }
 
 proto::DisputeGame RealMatch::Game() {
-  // state_store.h: "game/<task id hex>/<verifier hex>".
+  // state_store.h: "game/<task id hex>/<challenger hex>".
   Result<std::optional<std::string>> bytes =
-      flow_.chain.state().Get("game/" + Hex(flow_.task_id) + "/" + Hex(Raw(verifier_)));
+      flow_.chain.state().Get("game/" + Hex(flow_.task_id) + "/" + Hex(Raw(challenger_)));
   proto::DisputeGame game;
   EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes));
   return game;

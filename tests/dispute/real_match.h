@@ -23,7 +23,7 @@ using contracts::PubKey;
 
 enum class Scenario {
   kCheatingSolverDisputesReject,  // tampered proof; an honest verifier rejects; the solver disputes
-  kLazyVerifierAcceptedCheat,     // tampered proof; the verifier accepted; an honest whistleblower disputes
+  kLazyVerifierAcceptedCheat,     // tampered proof; the verifiers accepted; an honest whistleblower challenges
   kLazyVerifierRejectedHonest,    // honest proof; the verifier rejected and defends that with a lie
 };
 
@@ -96,6 +96,7 @@ class RealMatch {
   Proof proof_;
   std::vector<std::uint64_t> failed_;
   PubKey verifier_{};
+  PubKey challenger_{};  // names the game: the disputed verifier or the whistleblower
   Party honest_, dishonest_;
   MatchStats stats_;
   std::vector<std::pair<PubKey, proto::DisputeMoveTx>> referee_moves_;

@@ -43,8 +43,9 @@ struct PlayerContext {
   kernels::Backend* backend = nullptr;
   /// This party's 32-byte x-only public key, raw, as the game record names it.
   std::string key;
-  /// The committed proof's checkpoint (state) hashes, checkpoint 0 first: their Merkle root is
-  /// the ledger task's proof_root.
+  /// The checkpoint (state) hashes of the proof on trial, checkpoint 0 first: their Merkle root is
+  /// the game's proof_root (the committed root, or after a forced round's reveal the honest one:
+  /// the committed hashes with the final one replaced).
   std::vector<consensus::Hash256> checkpoint_hashes;
   /// The committed proof's checkpoint states (from the solver's blobs); each loaded state is
   /// checked against checkpoint_hashes.
@@ -70,7 +71,7 @@ class DisputePlayer {
   /// challenger) its replay finds no segment of the proof wrong. At the referee both parties
   /// post the evidence; the ledger decides on the first and refuses the second.
   /// Errors: kInvalidArgument when `game` is not a game of `task` or names an unknown phase;
-  /// kFailedPrecondition when the ledger's task is not the one this player replays (proof root,
+  /// kFailedPrecondition when the ledger's task is not the one this player replays (the game's proof root,
   /// steps, k, graph root or leaf count differ), when the record names a segment or step the
   /// proof lacks, or when the party's replay contradicts a claim it posted earlier (a
   /// nondeterministic backend or a tamper that does not match the cheat); kCorruption when a
@@ -85,7 +86,7 @@ class DisputePlayer {
   };
 
   DisputePlayer(PlayerContext context, consensus::MerkleTree checkpoints);
-  [[nodiscard]] Status CheckTask(const proto::Task& task) const;
+  [[nodiscard]] Status CheckTask(const proto::Task& task, const proto::DisputeGame& game) const;
   // The responder for `segment`, built from its checkpoint unless it is the cached one.
   Result<PinpointResponder*> ResponderFor(const proto::Task& task, std::uint64_t segment);
   // The first wrong segment (suspects first), or nullopt when the replay finds none; searched
