@@ -140,6 +140,12 @@ Status Application::CheckTx(const VerifiedTx& tx, const StateStore& state) const
   return Status::Ok();
 }
 
+Result<std::uint64_t> Application::NextNonce(const StateStore& state, const PubKey& signer) const {
+  POLNODE_ASSIGN_OR_RETURN(proto::Account account,
+                           LoadAccount(state, std::string_view(reinterpret_cast<const char*>(signer.data()), signer.size())));
+  return account.nonce();
+}
+
 Result<std::vector<VerifiedTx>> Application::PrepareProposal(std::vector<VerifiedTx> candidates,
                                                              const BlockContext& context, const StateStore& state,
                                                              const ProposalLimits& limits) const {

@@ -152,6 +152,11 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
 Status Ledger::CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const {
   ReadRecorder recorder(committed);
   Status status = app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), recorder);
+  if (status.ok()) {
+    Result<std::uint64_t> nonce = app_.NextNonce(recorder, tx.envelope.signer_pubkey);
+    if (!nonce.ok()) return nonce.status();
+    tx.account_nonce = *nonce;
+  }
   tx.check_reads = recorder.TakeReads();
   return status;
 }
@@ -165,7 +170,10 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     parent = tip_header_;
   }
   // Only this thread commits, so the committed state cannot change under the overlay below.
-  std::vector<consensus::PendingTx> pending = mempool_.Candidates(options_.max_txs_per_block * 2);
+  // Candidates are executable already (no signer behind a nonce gap), so a few more than fit are
+  // enough to fill the block when some fail their simulation.
+  std::vector<consensus::PendingTx> pending =
+      mempool_.Candidates(options_.max_txs_per_block * 2, options_.max_block_tx_bytes * 2);
   std::map<Hash256, const consensus::PendingTx*> by_id;
   std::vector<contracts::VerifiedTx> candidates;
   candidates.reserve(pending.size());
@@ -238,10 +246,12 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     BlockState committed(*store_);
     // Only txs that read a key this block wrote can have changed their verdict; the rest are
     // skipped, which keeps the pool's lock (and so admission) from waiting on a full re-run.
-    produced.dropped_from_mempool = mempool_.Recheck([&](consensus::PendingTx& tx) {
-      if (tx.check_reads && Untouched(*tx.check_reads, state.delta())) return Status::Ok();
-      return CheckPending(tx, committed);
-    });
+    produced.dropped_from_mempool = mempool_.Recheck(
+        [&](consensus::PendingTx& tx) {
+          if (tx.check_reads && Untouched(*tx.check_reads, state.delta())) return Status::Ok();
+          return CheckPending(tx, committed);
+        },
+        context.height);
   }
   produced.elapsed_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
