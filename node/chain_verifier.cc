@@ -47,6 +47,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
   const contracts::ProposalLimits limits{consensus::kMaxBlockTxs, consensus::kMaxBlockBytes};
   ChainReport report;
   Hash256 parent_hash{};
+  Hash256 parent_randomness{};
   std::array<std::uint8_t, 32> producer{};
 
   for (std::uint64_t height = 0; height <= tip->height; ++height) {
@@ -56,6 +57,10 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
     const Block& block = *decoded;
     POLNODE_RETURN_IF_ERROR(CheckLinks(block, height, chain_id, parent_hash, height == 0 ? nullptr : &producer));
     if (height == 0) producer = block.header.producer;
+    if (Status s = consensus::VerifyBlockRandomness(block.header, parent_randomness); !s.ok()) {
+      return Bad(height, s.message());
+    }
+    parent_randomness = block.header.randomness;
 
     BlockState state(*scratch);
     if (height == 0) {
@@ -75,7 +80,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
       contracts::BlockContext context;
       context.height = height;
       context.time_unix_ms = block.header.time_unix_ms;
-      context.randomness = consensus::BlockRandomness(block.header.prev_hash);
+      context.randomness = block.header.randomness;
       context.proposer = block.header.producer;
       if (Status s = app.ProcessProposal(txs, context, state, limits); !s.ok()) {
         return Bad(height, "the state machine rejects the block: " + s.ToString());

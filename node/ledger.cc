@@ -93,6 +93,7 @@ Status Ledger::CommitGenesis(const GenesisFile& genesis) {
   block.header.height = 0;
   block.header.time_unix_ms = genesis.genesis_time_unix_ms;
   block.header.tx_root = consensus::ComputeTxRoot(block.txs);
+  POLNODE_RETURN_IF_ERROR(consensus::SetBlockRandomness(producer_key_, block.header, Hash256{}));
   POLNODE_ASSIGN_OR_RETURN(block.header.state_root, store_->StateRoot(state.delta()));
   return SignAndCommit(std::move(block), state.delta(), {});
 }
@@ -181,10 +182,16 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     by_id.emplace(tx.id, &tx);
     candidates.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
   }
+  // The block's randomness is the producer's VRF output on its height and the parent's randomness:
+  // fixed before any transaction is chosen, so no choice of contents can steer it.
+  Block block;
+  block.header.chain_id = chain_id_;
+  block.header.height = parent.height + 1;
+  POLNODE_RETURN_IF_ERROR(consensus::SetBlockRandomness(producer_key_, block.header, parent.randomness));
   contracts::BlockContext context;
-  context.height = parent.height + 1;
+  context.height = block.header.height;
   context.time_unix_ms = std::max(time_unix_ms, parent.time_unix_ms);
-  context.randomness = consensus::BlockRandomness(consensus::BlockHash(parent));
+  context.randomness = block.header.randomness;
   context.proposer = producer_key_.PublicKey().bytes();
   const contracts::ProposalLimits limits{options_.max_txs_per_block, options_.max_block_tx_bytes};
 
@@ -200,9 +207,6 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     return result.status().WithContext("finalize block " + std::to_string(context.height));
   }
 
-  Block block;
-  block.header.chain_id = chain_id_;
-  block.header.height = context.height;
   block.header.prev_hash = consensus::BlockHash(parent);
   block.header.time_unix_ms = context.time_unix_ms;
   std::vector<Hash256> ids;
