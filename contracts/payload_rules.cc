@@ -85,7 +85,13 @@ Status CheckRules(const proto::UnstakeTx& msg) {
 Status CheckRules(const proto::SubmitTaskTx& msg) {
   if (!msg.has_spec()) return Status::InvalidArgument("spec is missing");
   POLNODE_RETURN_IF_ERROR(CheckSpec(msg.spec()));
+  if (!msg.seed_commitment().empty()) POLNODE_RETURN_IF_ERROR(Check32(msg.seed_commitment(), "seed_commitment"));
   return CheckText(msg.spec_uri(), "spec_uri");
+}
+
+Status CheckRules(const proto::SeedRevealTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  return Check32(msg.seed(), "seed");
 }
 
 Status CheckRules(const proto::CancelTaskTx& msg) { return Check32(msg.task_id(), "task_id"); }

@@ -303,6 +303,16 @@ Status SettleUnavailable(ExecContext& ctx, proto::Task& task) {
   return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_UNAVAILABLE);
 }
 
+Status SettleNoSeed(ExecContext& ctx, proto::Task& task) {
+  if (task.jackpot_cut() > 0) {
+    task.set_escrow(task.escrow() - task.jackpot_cut());
+    POLNODE_RETURN_IF_ERROR(AddToJackpot(ctx.state, task.jackpot_cut()));
+  }
+  POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, ComputeShares(task, ctx.params)));
+  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
+  return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_NO_SEED);
+}
+
 Status SettleUnverified(ExecContext& ctx, proto::Task& task) {
   POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock()));
   POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));

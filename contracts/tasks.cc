@@ -84,6 +84,7 @@ Status ExecuteSubmitTask(ExecContext& ctx, const VerifiedTx& tx, const proto::Su
   task.set_spec_uri(msg.spec_uri());
   task.set_escrow(spec.payment());
   task.set_jackpot_cut(cut);
+  task.set_seed_commitment(msg.seed_commitment());
   task.set_submit_height(ctx.block.height);
   ctx.Emit("task_submitted", {{"task", ToHex(id)},
                               {"submitter", ToHex(submitter)},

@@ -76,6 +76,7 @@ proto::Params TestParams() {
   p.set_max_challengers(4);
   p.set_max_total_steps(std::uint64_t{1} << 40);
   p.set_max_segments(std::uint64_t{1} << 20);
+  p.set_seed_reveal_window(6);
   return p;
 }
 

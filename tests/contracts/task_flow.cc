@@ -40,10 +40,18 @@ void TaskFlow::Submit(std::uint64_t payment) {
     *msg.mutable_spec() = *spec;
     msg.mutable_spec()->set_payment(payment);
   }
+  if (seed) msg.set_seed_commitment(HashBytes(SecretCommitment(*seed)));
   TxResult r = chain.Run(submitter, payload::kSubmitTask, msg);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
   const Hash256 id = TaskIdFor(TaskSpecHash(msg.spec()), Raw(submitter), nonce);
   task_id = std::string(reinterpret_cast<const char*>(id.data()), id.size());
+}
+
+TxResult TaskFlow::RevealSeed(const std::string& revealed) {
+  proto::SeedRevealTx msg;
+  msg.set_task_id(task_id);
+  msg.set_seed(revealed);
+  return chain.Run(submitter, payload::kRevealSeed, msg);
 }
 
 void TaskFlow::Claim() {

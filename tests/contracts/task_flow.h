@@ -36,6 +36,8 @@ class TaskFlow {
   std::string replay_final = Bytes32(0xF1);
   /// When set, Submit posts this spec (with TaskSubmission's payment) instead of the default one.
   std::optional<proto::TaskSpec> spec;
+  /// When set, Submit commits to this beacon seed (RevealSeed reveals it).
+  std::optional<std::string> seed;
 
   Chain chain;
   std::string task_id;
@@ -43,6 +45,8 @@ class TaskFlow {
 
   /// Submits a task paying `payment`; expects success.
   void Submit(std::uint64_t payment = 10'000);
+  /// The submitter reveals `seed`.
+  TxResult RevealSeed(const std::string& revealed);
   /// The solver claims with the commitment to `secret`; expects success.
   void Claim();
   /// Waits for the forced-error seed, then commits `proof_root`; expects success.
