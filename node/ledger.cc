@@ -55,9 +55,10 @@ bool Untouched(const std::vector<std::string>& reads, const consensus::StateDelt
 Result<Hash256> GenesisStateRoot(const contracts::Application& app, const GenesisFile& genesis) {
   contracts::MemoryStateStore scratch;
   POLNODE_RETURN_IF_ERROR(app.InitChain(genesis.spec, scratch).WithContext("genesis"));
-  consensus::StateRootBuilder builder;
-  for (const auto& [k, v] : scratch.pairs()) builder.Add(k, v);
-  return builder.Finish();
+  consensus::StateTree tree;
+  for (const auto& [k, v] : scratch.pairs()) tree.Set(k, v);
+  tree.Rehash();
+  return tree.root();
 }
 
 }  // namespace
