@@ -61,6 +61,7 @@ proto::Params DefaultParams() {
   p.set_max_total_steps(std::uint64_t{1} << 40);
   p.set_max_segments(std::uint64_t{1} << 20);
   p.set_seed_reveal_window(30);
+  p.set_audit_window(50'000);
   return p;
 }
 

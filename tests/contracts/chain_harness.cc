@@ -77,6 +77,7 @@ proto::Params TestParams() {
   p.set_max_total_steps(std::uint64_t{1} << 40);
   p.set_max_segments(std::uint64_t{1} << 20);
   p.set_seed_reveal_window(6);
+  p.set_audit_window(1'000);
   return p;
 }
 

@@ -296,6 +296,17 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepAndOperatorAndSlashed) {
     move.mutable_step()->set_state_hash(std::string(32, '\x07'));
     forged.mutable_moves(3)->set_payload(move.SerializeAsString());
     EXPECT_FALSE(AuditGame(runner.flow().chain.params(), outcome.task, forged)->differences.empty());
+    // After the audit window the moves' payloads are pruned; the summary stays.
+    TaskFlow& flow = runner.flow();
+    flow.chain.AdvanceTo(outcome.task.settle_height() + flow.chain.params().audit_window());
+    const proto::DisputeGame pruned = runner.Game();
+    EXPECT_TRUE(pruned.pruned());
+    EXPECT_EQ(pruned.moves_size(), outcome.game.moves_size());
+    for (const proto::MoveRecord& m : pruned.moves()) EXPECT_TRUE(m.payload().empty());
+    EXPECT_EQ(pruned.leaf(), outcome.game.leaf());
+    EXPECT_EQ(pruned.ruling(), outcome.game.ruling());
+    EXPECT_LT(pruned.ByteSizeLong(), outcome.game.ByteSizeLong() / 2);
+    EXPECT_EQ(AuditGame(flow.chain.params(), flow.task(), pruned).status().code(), StatusCode::kFailedPrecondition);
   }
 }
 

@@ -108,6 +108,17 @@ TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) 
   ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
   EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
+  // Issue 15 finding 6: state never shrank. Published data stays for auditors during the audit
+  // window, then goes.
+  const auto published_keys = [&flow] {
+    int count = 0;
+    EXPECT_TRUE(flow.chain.state().Scan("pub/", [&count](std::string_view, std::string_view) { return ++count > 0; }).ok());
+    return count;
+  };
+  EXPECT_GT(published_keys(), 0);
+  flow.chain.AdvanceTo(flow.task().settle_height() + flow.chain.params().audit_window());
+  EXPECT_EQ(published_keys(), 0);
+  EXPECT_TRUE(flow.task().pruned());
 }
 
 TEST(Publication, BadPublicationsAreRefusedAndChangeNothing) {
