@@ -1,5 +1,6 @@
 #include "polnode/solver/blob_store.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace polnode::solver {
@@ -8,6 +9,12 @@ Result<BlobStore> BlobStore::Open(std::string dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError("creating blob directory " + dir + ": " + ec.message());
+  return BlobStore(std::move(dir));
+}
+
+Result<BlobStore> BlobStore::OpenExisting(std::string dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return Status::NotFound("no blob directory " + dir);
   return BlobStore(std::move(dir));
 }
 
@@ -21,9 +28,9 @@ Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
   return hash;
 }
 
-Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash) const {
+Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash, std::uint64_t max_bytes) const {
   const std::string path = PathOf(hash);
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxBlobBytes);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, std::min(max_bytes, kMaxBlobBytes));
   if (!bytes.ok()) {
     if (bytes.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("blob " + consensus::HashToHex(hash) + " is not in " + dir_);

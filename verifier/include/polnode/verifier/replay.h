@@ -31,6 +31,7 @@ struct SegmentEvidence {
   consensus::Hash256 recomputed{};  // StateHash of the replayed end state
   consensus::Hash256 claimed{};     // the manifest's hash of checkpoint i + 1
   bool losses_match = false;        // every replayed step loss has the claimed bits
+  double loss_deviation = 0.0;      // the largest LossDeviation of a replayed step from its claim
 };
 
 struct Verdict {
