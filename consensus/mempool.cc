@@ -33,11 +33,11 @@ Result<PendingTx> Mempool::Precheck(std::string_view encoded) const {
 
 Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + HashToHex(tx.id) + " is already pending");
+  if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + ToHex(tx.id) + " is already pending");
   SignerNonce sn{tx.envelope.signer_pubkey, tx.envelope.nonce};
   if (by_nonce_.count(sn) != 0) {
     return Status::AlreadyExists("nonce " + std::to_string(tx.envelope.nonce) + " of signer " +
-                                 BytesToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
+                                 ToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
   }
   if (by_seq_.size() >= options_.max_txs) {
     return Status::Unavailable("mempool is full (" + std::to_string(options_.max_txs) + " transactions); retry later");
