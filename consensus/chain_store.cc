@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/state_root.h"
 
 namespace polnode::consensus {
@@ -239,7 +240,7 @@ Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
 Result<TxLocation> ChainStore::FindTx(const Hash256& tx_id) const {
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
                            GetOptional(db_.get(), rocksdb::ReadOptions(), TxKey(tx_id)));
-  if (!bytes) return Status::NotFound("transaction " + HashToHex(tx_id) + " is not in any block");
+  if (!bytes) return Status::NotFound("transaction " + ToHex(tx_id) + " is not in any block");
   const std::string_view record(*bytes);
   if (record.size() < 12) return Status::Corruption("chain store: tx index record malformed");
   TxLocation loc{GetBe(record, 8), static_cast<std::uint32_t>(GetBe(record.substr(8), 4)), std::nullopt};

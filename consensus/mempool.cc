@@ -36,11 +36,11 @@ Result<PendingTx> Mempool::Precheck(std::string_view encoded) const {
 
 Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + HashToHex(tx.id) + " is already pending");
+  if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + ToHex(tx.id) + " is already pending");
   SignerNonce sn{tx.envelope.signer_pubkey, tx.envelope.nonce};
   if (by_nonce_.count(sn) != 0) {
     return Status::AlreadyExists("nonce " + std::to_string(tx.envelope.nonce) + " of signer " +
-                                 BytesToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
+                                 ToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
   }
   if (by_seq_.size() >= options_.max_txs || bytes_ + tx.encoded.size() > options_.max_bytes) {
     return Status::Unavailable("mempool is full (" + std::to_string(by_seq_.size()) + " transactions, " +
@@ -50,7 +50,7 @@ Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
   POLNODE_RETURN_IF_ERROR(check(tx));
   if (tx.future()) {
     if (FutureOfSignerLocked(tx.envelope.signer_pubkey) >= options_.max_future_per_signer) {
-      return Status::ResourceExhausted("signer " + BytesToHex(tx.envelope.signer_pubkey) + " already has " +
+      return Status::ResourceExhausted("signer " + ToHex(tx.envelope.signer_pubkey) + " already has " +
                                        std::to_string(options_.max_future_per_signer) +
                                        " transactions waiting behind a missing nonce " +
                                        std::to_string(tx.account_nonce));

@@ -210,7 +210,7 @@ Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& g
   effect.ruled = true;
   effect.result = defender_right ? proto::GAME_DEFENDER_WON : proto::GAME_CHALLENGER_WON;
   effect.ruling = "leaf " + std::to_string(game.leaf()) + " of step " + std::to_string(game.first_step() + game.lo()) +
-                  ": the referee computed " + consensus::HashToHex(truth) + ", " +
+                  ": the referee computed " + consensus::ToHex(truth) + ", " +
                   (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
                   " value";
   return effect;

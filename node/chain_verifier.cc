@@ -4,6 +4,7 @@
 
 #include "chain_state.h"
 #include "polnode/consensus/block.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/application.h"
 
@@ -91,8 +92,8 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
     }
     POLNODE_ASSIGN_OR_RETURN(Hash256 root, scratch->StateRoot(state.delta()));
     if (root != block.header.state_root) {
-      return Bad(height, "state root mismatch: header has " + consensus::HashToHex(block.header.state_root) +
-                             ", re-execution gives " + consensus::HashToHex(root));
+      return Bad(height, "state root mismatch: header has " + consensus::ToHex(block.header.state_root) +
+                             ", re-execution gives " + consensus::ToHex(root));
     }
     consensus::BlockRecord record;
     record.height = height;
@@ -109,7 +110,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
   POLNODE_ASSIGN_OR_RETURN(Hash256 stored_root, stored.StateRoot({}));
   if (stored_root != report.state_root) {
     return Status::Corruption("the stored state differs from the re-executed state (root " +
-                              consensus::HashToHex(stored_root) + " vs " + consensus::HashToHex(report.state_root) + ")");
+                              consensus::ToHex(stored_root) + " vs " + consensus::ToHex(report.state_root) + ")");
   }
   report.tip_hash = parent_hash;
   return report;

@@ -1,3 +1,4 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/blob_store.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@ Result<BlobStore> BlobStore::OpenExisting(std::string dir) {
 }
 
 std::string BlobStore::PathOf(const consensus::Hash256& hash) const {
-  return dir_ + "/" + consensus::HashToHex(hash);
+  return dir_ + "/" + consensus::ToHex(hash);
 }
 
 Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
@@ -33,12 +34,12 @@ Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash,
   Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, std::min(max_bytes, kMaxBlobBytes));
   if (!bytes.ok()) {
     if (bytes.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("blob " + consensus::HashToHex(hash) + " is not in " + dir_);
+      return Status::NotFound("blob " + consensus::ToHex(hash) + " is not in " + dir_);
     }
     return bytes.status();
   }
   if (consensus::Sha256(*bytes) != hash) {
-    return Status::Corruption("blob " + consensus::HashToHex(hash) + " holds bytes with another hash");
+    return Status::Corruption("blob " + consensus::ToHex(hash) + " holds bytes with another hash");
   }
   return bytes;
 }

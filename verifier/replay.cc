@@ -49,7 +49,7 @@ Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const 
   Result<solver::TrainState> state = solver::DecodeState(*bytes);
   if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
   if (solver::StateHash(*state) != m.checkpoint_hashes[i]) {
-    return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::HashToHex(m.checkpoint_blobs[i]) +
+    return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::ToHex(m.checkpoint_blobs[i]) +
                               " holds a state whose state hash is not the manifest's checkpoint hash");
   }
   if (state->step != index * m.checkpoint_interval) {
@@ -184,8 +184,8 @@ Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDat
     return v;
   }
   if (options.solver_pubkey && *options.solver_pubkey != manifest.solver_pubkey) {
-    v.reason = "manifest: signed by solver key " + consensus::BytesToHex(manifest.solver_pubkey) + ", expected " +
-               consensus::BytesToHex(*options.solver_pubkey);
+    v.reason = "manifest: signed by solver key " + consensus::ToHex(manifest.solver_pubkey) + ", expected " +
+               consensus::ToHex(*options.solver_pubkey);
     return v;
   }
   v.manifest_ok = true;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
 
@@ -108,12 +109,12 @@ TEST(PinpointHashes, KnownAnswers) {
   const std::vector<std::int64_t> dims = {2, 2};
   const std::vector<float> data = {1.0f, -2.0f, 0.5f, 0.0f};
   const Hash256 tensor = TensorHashOf(dims, data);
-  EXPECT_EQ(HashToHex(tensor), "936b3f3d6e2602f7dd12d91b7d0aa877806a63f4a8cf607d9775aa14437fd2c7");
+  EXPECT_EQ(ToHex(tensor), "936b3f3d6e2602f7dd12d91b7d0aa877806a63f4a8cf607d9775aa14437fd2c7");
   const std::vector<std::string> names = {"w"};
   const std::vector<Hash256> hashes = {tensor};
-  EXPECT_EQ(HashToHex(StateHashFromTensorHashes(3, names, hashes)),
+  EXPECT_EQ(ToHex(StateHashFromTensorHashes(3, names, hashes)),
             "f90efc7ed77a2910b4e01575da1a9976c9f28223b1596d628f8d6ca8fc7ab20e");
-  EXPECT_EQ(HashToHex(BatchLeaf(tensor, Hash256{})),
+  EXPECT_EQ(ToHex(BatchLeaf(tensor, Hash256{})),
             "e1b0422bc8d829a738a34ccef53299289e1a2f3da953587a209cc65da002f9d4");
 }
 

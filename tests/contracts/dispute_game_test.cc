@@ -105,7 +105,7 @@ class GameRunner {
   proto::DisputeGame Game() {
     // state_store.h: "game/<task id hex>/<challenger hex>".
     auto hex = [](const std::string& raw) {
-      return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+      return consensus::ToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
     };
     Result<std::optional<std::string>> bytes =
         flow_.chain.state().Get("game/" + hex(flow_.task_id) + "/" + hex(Raw(challenger_key_)));

@@ -132,9 +132,7 @@ TEST(ForcedError, AVerifierThatMissesTheHonestFinalPlaysAGameOverTheHonestProof)
   EXPECT_TRUE(task.verifiers(0).vouched());
   EXPECT_TRUE(task.verifiers(1).disputed());
   Result<std::optional<std::string>> bytes =
-      flow.chain.state().Get("game/" + consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(
-                                           task.id().data()), task.id().size())) +
-                             "/" + consensus::BytesToHex(assigned[1]));
+      flow.chain.state().Get("game/" + consensus::ToHex(task.id()) + "/" + consensus::ToHex(assigned[1]));
   ASSERT_TRUE(bytes.ok() && bytes->has_value());
   proto::DisputeGame game;
   ASSERT_TRUE(game.ParseFromString(**bytes));

@@ -15,10 +15,6 @@ namespace {
 
 using contracts::testing::Raw;
 
-std::string Hex(const std::string& raw) {
-  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
-
 PubKey KeyOf(const std::string& raw) {
   PubKey key{};
   std::copy_n(raw.begin(), std::min(raw.size(), key.size()), key.begin());
@@ -109,7 +105,7 @@ void RealMatch::MakePlayers() {
 proto::DisputeGame RealMatch::Game() {
   // state_store.h: "game/<task id hex>/<challenger hex>".
   Result<std::optional<std::string>> bytes =
-      flow_.chain.state().Get("game/" + Hex(flow_.task_id) + "/" + Hex(Raw(challenger_)));
+      flow_.chain.state().Get("game/" + consensus::ToHex(flow_.task_id) + "/" + consensus::ToHex(Raw(challenger_)));
   proto::DisputeGame game;
   EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes));
   return game;
