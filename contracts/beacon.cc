@@ -38,6 +38,7 @@ Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   w.U64(spec.step_leaf_count());
   w.U32(spec.state_tensor_count());
   w.Bool(spec.tolerant());
+  w.Bytes(Span(spec.initial_state_hash()));
   return w.Finalize();
 }
 

@@ -55,6 +55,7 @@ Status CheckSpec(const proto::TaskSpec& spec) {
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.training_window(), "training_window"));
   POLNODE_RETURN_IF_ERROR(Check32(spec.graph_root(), "graph_root"));
   POLNODE_RETURN_IF_ERROR(Check32(spec.batch_root(), "batch_root"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.initial_state_hash(), "initial_state_hash"));
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.state_tensor_count(), "state_tensor_count"));
   // The game tree holds the state's tensors, the batch, at least one node output and the state
   // after the step; the bound keeps its depth small (2^24 leaves: a 24-round descent).

@@ -88,6 +88,7 @@ proto::SubmitTaskTx TaskSubmission(std::uint64_t payment) {
   spec->set_batch_root(Bytes32(0xD4));
   spec->set_step_leaf_count(40);
   spec->set_state_tensor_count(8);
+  spec->set_initial_state_hash(Bytes32(0xD5));
   msg.set_spec_uri("http://blobs.local/spec");
   return msg;
 }

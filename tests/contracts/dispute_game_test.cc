@@ -52,7 +52,9 @@ class GameRunner {
     truth_ = world_.Trajectory(std::nullopt);
     proof_ = world_.Trajectory(solver_tamper);
     flow_.spec = world_.Spec();
-    flow_.proof_root = HashBytes(world_.ProofRoot(proof_));
+    std::vector<Hash256> leaves;
+    for (std::uint64_t i = 0; i * world_.k() <= world_.total_steps(); ++i) leaves.push_back(world_.Checkpoint(proof_, i));
+    flow_.SetCheckpoints(std::move(leaves));
   }
 
   // Plays to the reveal, the game, and the settlement.

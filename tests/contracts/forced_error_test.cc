@@ -28,6 +28,7 @@ const std::string kHonestFinal = Bytes32(0xF1);
 void Prepare(TaskFlow& flow) {
   std::vector<Hash256> leaves(11);
   for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
+  leaves[0].fill(0xD5);  // the spec's initial state
   flow.SetCheckpoints(leaves);
   flow.replay_final = kHonestFinal;
 }

@@ -26,6 +26,7 @@ proto::TaskSpec SmallSpec() {
 struct PublishingFlow {
   explicit PublishingFlow(std::int64_t elements = 5) : fixture(4, 10, 2, elements) {
     flow.spec = SmallSpec();
+    flow.spec->set_initial_state_hash(HashBytes(fixture.leaves()[0]));
     flow.SetCheckpoints(fixture.leaves());
   }
   std::set<std::uint64_t> Needed(const proto::VerifierSlot& slot) const {
@@ -54,7 +55,12 @@ struct PublishingFlow {
 // paid and its lock goes to those verifiers.
 TEST(Publication, AWithholdingSolverIsNeverPaidAndTheVerifiersGain) {
   TaskFlow flow;
-  flow.proof_root = Bytes32(0x3A);  // a random root
+  // A root nobody can open: checkpoint 0 is the task's (the ledger checks that much at the
+  // commitment), every other leaf is made up.
+  std::vector<Hash256> leaves(11);
+  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i] = consensus::Sha256("made up " + std::to_string(i));
+  leaves[0].fill(0xD5);
+  flow.SetCheckpoints(leaves);
   flow.RunToVerifying(10'000);
   const std::vector<PubKey> assigned = flow.Assigned();
   const std::uint64_t solver = flow.chain.Balance(flow.solver);

@@ -31,6 +31,10 @@ TaskFlow::TaskFlow(const proto::Params& params)
       chain.Tx(whistleblower, payload::kStake, StakeMsg(proto::ROLE_WHISTLEBLOWER, params.min_stake_whistleblower())));
   BlockResult result = chain.Block(txs);
   for (const TxResult& r : result.tx_results) EXPECT_EQ(r.code, StatusCode::kOk) << r.log;
+  std::vector<Hash256> leaves(Segments() + 1);
+  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0xA0 + i));
+  leaves[0].fill(0xD5);  // TaskSubmission's initial_state_hash
+  SetCheckpoints(std::move(leaves));
 }
 
 void TaskFlow::Submit(std::uint64_t payment) {
@@ -69,6 +73,10 @@ void TaskFlow::Commit() {
   msg.set_task_id(task_id);
   msg.set_proof_root(proof_root);
   msg.set_proof_uri("http://solver.local/proof");
+  if (!checkpoints.empty()) {
+    const std::vector<std::uint8_t> initial = consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints).Prove(0));
+    msg.set_initial_proof(std::string(initial.begin(), initial.end()));
+  }
   TxResult r = chain.Run(solver, payload::kCommitProof, msg);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
 }

@@ -20,7 +20,7 @@ TEST(DoubleDisputeTest, SolverLosingItsFirstGameIsSlashedOnceAndTheOtherClaimSta
   Proof proof = ProveTask(task, data, tamper);
   contracts::testing::TaskFlow flow;
   flow.spec = LedgerSpec(task, data);
-  flow.proof_root = proof.Root();
+  flow.SetCheckpoints(proof.manifest.checkpoint_hashes);
   flow.RunToVerifying();
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(assigned.size(), 2u);

@@ -39,7 +39,7 @@ void RealMatch::Setup() {
     ASSERT_TRUE(failed_.empty());
   }
   flow_.spec = LedgerSpec(options_.task, data_);
-  flow_.proof_root = proof_.Root();
+  flow_.SetCheckpoints(proof_.manifest.checkpoint_hashes);
   flow_.RunToVerifying();
   const std::vector<PubKey> assigned = flow_.Assigned();
   ASSERT_EQ(assigned.size(), 2u);
