@@ -176,6 +176,7 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   }
   task.set_forced_root(task.proof_root());
   task.set_proof_root(msg.result_root());
+  task.set_honest_final(msg.honest_final());
   const std::uint64_t final_segment = segments - 1;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (!Live(slot) || slot.verdict() != proto::VERDICT_REJECT) continue;
