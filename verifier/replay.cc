@@ -1,6 +1,7 @@
 #include "polnode/verifier/replay.h"
 
 #include <algorithm>
+#include <span>
 #include <cstring>
 
 #include "polnode/consensus/hex.h"
@@ -101,22 +102,22 @@ Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::Ta
   return solver::CheckManifestIntegrity(m);
 }
 
-Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solver::BlobStore& store,
-                                      solver::TaskStepper& stepper, kernels::Backend& backend,
-                                      std::int64_t segment, const Thresholds& thresholds) {
+Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::Backend& backend,
+                                         std::int64_t segment, solver::TrainState start, const solver::TrainState& end,
+                                         std::span<const std::uint32_t> claimed_loss_bits,
+                                         const Thresholds& thresholds) {
   SegmentEvidence e;
   e.segment = segment;
-  e.claimed = m.checkpoint_hashes[static_cast<std::size_t>(segment + 1)];
-  const solver::TrainState layout = stepper.Initial();
-  Result<solver::TrainState> state = LoadCheckpoint(m, store, layout, segment);
-  if (!state.ok()) {
-    e.reason = state.status().ToString();
-    return e;
+  e.available = true;
+  e.claimed = solver::StateHash(end);
+  const std::int64_t k = stepper.task().checkpoint_interval;
+  const bool check_losses = !claimed_loss_bits.empty();
+  if (check_losses && static_cast<std::int64_t>(claimed_loss_bits.size()) != k) {
+    return Status::InvalidArgument("a segment's claimed losses must number checkpoint_interval");
   }
   e.losses_match = true;
-  for (std::int64_t s = 0; s < m.checkpoint_interval; ++s) {
-    const std::int64_t step = state->step;
-    Result<float> loss = stepper.Step(*state, backend);
+  for (std::int64_t s = 0; s < k; ++s) {
+    Result<float> loss = stepper.Step(start, backend);
     // A claimed state that makes training diverge (NaN or infinite weights) is the proof's
     // fault: the segment fails. Anything else is the verifier's own error.
     if (!loss.ok() && loss.status().code() == StatusCode::kFailedPrecondition) {
@@ -125,26 +126,19 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solv
       return e;
     }
     if (!loss.ok()) return loss.status();
-    const std::uint32_t claimed_bits = m.loss_bits[static_cast<std::size_t>(step)];
+    if (!check_losses) continue;
+    const std::uint32_t claimed_bits = claimed_loss_bits[static_cast<std::size_t>(s)];
     if (FloatBits(*loss) != claimed_bits) e.losses_match = false;
     e.loss_deviation = std::max(e.loss_deviation, LossDeviation(*loss, BitsFloat(claimed_bits)));
   }
   e.replayed = true;
-  e.recomputed = solver::StateHash(*state);
-  Result<solver::TrainState> claimed = LoadCheckpoint(m, store, layout, segment + 1);
-  if (claimed.ok()) {
-    Result<Distances> d = StateDistance(*state, *claimed);
-    if (d.ok()) {
-      e.distances = *d;
-      e.have_distances = true;
-    }
+  e.recomputed = solver::StateHash(start);
+  if (Result<Distances> d = StateDistance(start, end); d.ok()) {
+    e.distances = *d;
+    e.have_distances = true;
   }
   const bool exact = stepper.task().mode == solver::ReproMode::kExact;
-  // The end checkpoint must be servable even when its hash alone would settle an exact replay:
-  // a proof whose blobs cannot be fetched intact cannot be checked by anyone else.
-  if (!claimed.ok()) {
-    e.reason = claimed.status().ToString();
-  } else if (exact) {
+  if (exact) {
     if (e.recomputed != e.claimed) {
       e.reason = "replayed state hash differs from checkpoint " + std::to_string(segment + 1);
     } else if (!e.losses_match) {
@@ -161,6 +155,27 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solv
   }
   e.ok = e.reason.empty();
   return e;
+}
+
+Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& m, const solver::BlobStore& store,
+                                      solver::TaskStepper& stepper, kernels::Backend& backend,
+                                      std::int64_t segment, const Thresholds& thresholds) {
+  const solver::TrainState layout = stepper.Initial();
+  Result<solver::TrainState> start = LoadCheckpoint(m, store, layout, segment);
+  // The end checkpoint must be servable even when its hash alone would settle an exact replay:
+  // a proof whose blobs cannot be fetched intact cannot be checked by anyone else.
+  Result<solver::TrainState> end =
+      start.ok() ? LoadCheckpoint(m, store, layout, segment + 1) : Result<solver::TrainState>(start.status());
+  if (!start.ok() || !end.ok()) {
+    SegmentEvidence e;
+    e.segment = segment;
+    e.claimed = m.checkpoint_hashes[static_cast<std::size_t>(segment + 1)];
+    e.reason = (!start.ok() ? start : end).status().ToString();
+    return e;
+  }
+  const std::size_t first = static_cast<std::size_t>(segment * m.checkpoint_interval);
+  const std::span<const std::uint32_t> losses(m.loss_bits.data() + first, static_cast<std::size_t>(m.checkpoint_interval));
+  return ReplayFromStates(stepper, backend, segment, std::move(*start), *end, losses, thresholds);
 }
 
 Result<Verdict> VerifyProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
