@@ -48,7 +48,8 @@ Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
   }
   tx.seq = next_seq_;
   POLNODE_RETURN_IF_ERROR(check(tx));
-  if (tx.future()) {
+  tx.future = tx.envelope.nonce > RunEndLocked(tx.envelope.signer_pubkey, tx.account_nonce);
+  if (tx.future) {
     if (FutureOfSignerLocked(tx.envelope.signer_pubkey) >= options_.max_future_per_signer) {
       return Status::ResourceExhausted("signer " + ToHex(tx.envelope.signer_pubkey) + " already has " +
                                        std::to_string(options_.max_future_per_signer) +
@@ -113,23 +114,32 @@ std::vector<PendingTx> Mempool::Candidates(std::size_t max, std::size_t max_byte
     // check_reads stays behind: it is Recheck's bookkeeping, and copying it would double the
     // allocations of every candidate the block producer asks for.
     out.push_back(PendingTx{tx->envelope, tx->encoded, tx->id, tx->seq, std::nullopt, tx->account_nonce,
-                            tx->admitted_height});
+                            tx->admitted_height, tx->future});
   }
   return out;
+}
+
+std::uint64_t Mempool::RunEndLocked(const std::array<std::uint8_t, 32>& signer, std::uint64_t account_nonce) const {
+  std::uint64_t end = account_nonce;
+  for (auto it = by_nonce_.lower_bound(SignerNonce(signer, account_nonce));
+       it != by_nonce_.end() && it->first.first == signer && it->first.second == end; ++it) {
+    ++end;
+  }
+  return end;
 }
 
 std::size_t Mempool::FutureOfSignerLocked(const std::array<std::uint8_t, 32>& signer) const {
   std::size_t count = 0;
   for (auto it = by_nonce_.lower_bound(SignerNonce(signer, 0)); it != by_nonce_.end() && it->first.first == signer;
        ++it) {
-    count += by_seq_.at(it->second).future() ? 1 : 0;
+    count += by_seq_.at(it->second).future ? 1 : 0;
   }
   return count;
 }
 
 void Mempool::EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it) {
   bytes_ -= it->second.encoded.size();
-  if (it->second.future()) --future_;
+  if (it->second.future) --future_;
   by_id_.erase(it->second.id);
   by_nonce_.erase(SignerNonce{it->second.envelope.signer_pubkey, it->second.envelope.nonce});
   by_seq_.erase(it);
@@ -150,23 +160,31 @@ std::size_t Mempool::Recheck(const AdmissionCheck& check, std::uint64_t height) 
   std::size_t dropped = 0;
   for (auto it = by_seq_.begin(); it != by_seq_.end();) {
     auto next = std::next(it);
-    PendingTx& tx = it->second;
-    const bool was_future = tx.future();
-    const bool ok = check(tx).ok();
-    // The check may have moved the account nonce: keep the future count in step.
-    if (was_future != tx.future()) {
-      if (was_future) {
-        --future_;
-      } else {
-        ++future_;
-      }
-    }
-    const bool expired = tx.future() && height - tx.admitted_height > options_.future_expiry_blocks;
-    if (!ok || expired) {
+    if (!check(it->second).ok()) {
       EraseLocked(it);
       ++dropped;
     }
     it = next;
+  }
+  // Which txs are behind a gap now (blocks and fresh txs may have filled gaps); those that have
+  // waited there too long go.
+  future_ = 0;
+  for (auto it = by_nonce_.begin(); it != by_nonce_.end();) {
+    const std::array<std::uint8_t, 32> signer = it->first.first;
+    const std::uint64_t run_end = RunEndLocked(signer, by_seq_.at(it->second).account_nonce);
+    while (it != by_nonce_.end() && it->first.first == signer) {
+      auto next = std::next(it);
+      PendingTx& tx = by_seq_.at(it->second);
+      tx.future = tx.envelope.nonce >= run_end;
+      if (tx.future && height - tx.admitted_height > options_.future_expiry_blocks) {
+        tx.future = false;  // not counted: it leaves now
+        EraseLocked(by_seq_.find(it->second));
+        ++dropped;
+      } else if (tx.future) {
+        ++future_;
+      }
+      it = next;
+    }
   }
   return dropped;
 }

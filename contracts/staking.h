@@ -13,13 +13,9 @@
 #include "exec_context.h"
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
+#include "polnode/contracts/locks.h"
 
 namespace polnode::contracts {
-
-/// The stake a task paying `payment` locks from a participant in `role`:
-/// max(min_stake_<role>, payment * <role>_lock_bps / 10000), saturating at 2^64 - 1. Locks grow
-/// with the payment they are exposed to, so larger tasks do not make cheating or laziness pay.
-std::uint64_t TaskLock(const proto::Params& params, proto::Role role, std::uint64_t payment);
 
 /// stake: moves `amount` (> 0) from the signer's balance into its bonded stake for the role.
 [[nodiscard]] Status ExecuteStake(ExecContext& ctx, std::string_view signer, const proto::StakeTx& tx);

@@ -21,6 +21,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts/dispute_audit.h"
+#include "polnode/contracts/locks.h"
 #include "polnode/kernels/op.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_steps.h"
@@ -94,6 +95,16 @@ Result<std::string> WeightUpdateNode(const solver::TaskSpec& task, const solver:
     if (!node.state_writes.empty() && node.state_writes[0] >= 0 && node.output_shapes[0].size() >= 2) return node.name;
   }
   return Status::InvalidArgument("model " + task.model + " has no weight matrix to cheat at");
+}
+
+// How a game ended, in contracts.proto's words (GameResult), read from the game record.
+std::string ResultName(const proto::DisputeGame& game) {
+  if (game.phase() != proto::GAME_RESOLVED) return "undecided";
+  if (game.both_forfeited()) return proto::GameResult_Name(proto::GAME_BOTH_FORFEIT);
+  if (game.forfeit()) {
+    return proto::GameResult_Name(game.challenger_won() ? proto::GAME_DEFENDER_FORFEIT : proto::GAME_CHALLENGER_FORFEIT);
+  }
+  return proto::GameResult_Name(game.challenger_won() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
 }
 
 class Devnet {
@@ -213,6 +224,15 @@ Status Devnet::SetUp() {
   p.set_reveal_window(300);
   p.set_dispute_move_window(50);
   p.set_max_training_window(100'000);
+  p.set_publish_window(600);
+  p.set_seed_reveal_window(300);
+  // Locks grow with the payment (contracts/locks.h): the verifiers keep enough free stake for
+  // four assignments at once, so both are assigned to every task.
+  const std::uint64_t verifier_stake = 4 * contracts::TaskLock(p, proto::ROLE_VERIFIER, o_.payment);
+  for (Member& m : members_) {
+    if (m.role != "verifier") continue;
+    m.extra_flags.insert(m.extra_flags.end(), {"--stake", std::to_string(verifier_stake)});
+  }
   POLNODE_RETURN_IF_ERROR(WriteFileAtomically(genesis_path, FormatGenesisJson(genesis)));
   for (const proto::Allocation& a : genesis.spec.allocations()) {
     DevnetAccount account;
@@ -440,8 +460,9 @@ Status Devnet::CollectReport() {
     POLNODE_ASSIGN_OR_RETURN(GamesView games, ledger_->Games(task.id()));
     for (const proto::DisputeGame& game : games.games) {
       DevnetGame g;
-      g.verifier = NameOf(game.verifier());
       g.challenger = NameOf(game.challenger().key());
+      g.challenger_kind = game.challenger_is_verifier() ? "verifier" : "whistleblower";
+      g.result = ResultName(game);
       g.defender = NameOf(game.defender().key());
       g.winner = NameOf(game.winner());
       g.phase = proto::GamePhase_Name(game.phase());

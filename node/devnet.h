@@ -44,7 +44,9 @@ struct DevnetOptions {
 };
 
 struct DevnetGame {
-  std::string verifier, challenger, defender, winner;  // role names
+  std::string challenger, defender, winner;  // role names
+  std::string challenger_kind;               // "verifier" (a disputed reject) or "whistleblower"
+  std::string result;                        // contracts.proto GameResult name
   std::string phase, ruling;
   std::uint64_t moves = 0, segment = 0, step = 0, leaf = 0;
   std::string leaf_kind, node_name, node_op;  // the pinpointed operator, if the referee ran one

@@ -42,8 +42,9 @@ std::string ReportJson(const DevnetReport& r) {
     w.EndObject().Key("games").BeginArray();
     for (const DevnetGame& g : t.games) {
       w.BeginObject()
-          .Field("verifier", g.verifier)
           .Field("challenger", g.challenger)
+          .Field("challenger_kind", g.challenger_kind)
+          .Field("result", g.result)
           .Field("defender", g.defender)
           .Field("winner", g.winner)
           .Field("phase", g.phase)
@@ -85,8 +86,10 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
     if (t.accuracy >= 0) out << "  delivered model test accuracy " << std::setprecision(2) << 100 * t.accuracy << "%" << std::setprecision(1);
     out << "\n";
     for (const DevnetGame& g : t.games) {
-      out << "  dispute over " << g.verifier << "'s verdict: " << g.challenger << " (challenger) vs " << g.defender
-          << " (defender), " << g.moves << " moves, winner " << g.winner << "\n";
+      out << "  game: " << g.challenger << " (" << (g.challenger_kind == "verifier" ? "its reject disputed" : "challenged the proof")
+          << ") vs " << g.defender << " (defends its proof), " << g.moves << " moves, " << g.result;
+      if (!g.winner.empty()) out << ", winner " << g.winner;
+      out << "\n";
       if (g.by_referee) {
         out << "    pinpointed: segment " << g.segment << ", step " << g.step << ", leaf " << g.leaf;
         if (!g.node_name.empty()) out << ", operator " << g.node_name << " (" << g.node_op << ")";

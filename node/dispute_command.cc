@@ -44,9 +44,12 @@ std::string LeafKind(const proto::Task& task, std::uint64_t leaf) {
 
 void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   std::ostream& out = io.out;
-  out << "game over verifier " << consensus::ToHex(game.verifier()) << "\n"
-      << "  challenger " << consensus::ToHex(game.challenger().key()) << " (says the proof is wrong)\n"
-      << "  defender   " << consensus::ToHex(game.defender().key()) << " (says the proof is right)\n"
+  out << "game of challenger " << consensus::ToHex(game.challenger().key()) << "\n"
+      << "  challenger " << (game.challenger_is_verifier() ? "a rejecting verifier" : "a whistleblower")
+      << " (says the proof is wrong)\n"
+      << "  defender   " << consensus::ToHex(game.defender().key()) << " (the solver: says its proof is right)\n"
+      << "  proof      " << consensus::ToHex(game.proof_root())
+      << (task.forced_root().empty() ? "" : " (the honest proof revealed after a forced error)") << "\n"
       << "  moves      " << game.moves_size() << " recorded, phase " << proto::GamePhase_Name(game.phase()) << "\n";
   if (game.phase() == proto::GAME_OPENING) return;
   out << "  segment    " << game.segment() << " (steps " << game.first_step() << ".."
@@ -69,6 +72,10 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
   }
   if (!audit.replayed.true_leaf().empty()) out << "  recomputed hash    " << consensus::ToHex(audit.replayed.true_leaf()) << "\n";
   out << "  ledger's ruling    " << (game.ruling().empty() ? "(not decided yet)" : game.ruling()) << "\n";
+  if (game.forfeit()) {
+    out << "  ended by           forfeit of " << (game.both_forfeited() ? "both sides" : game.challenger_won() ? "the defender" : "the challenger")
+        << " (a move owed was not made in time)\n";
+  }
   if (!game.winner().empty()) out << "  winner             " << consensus::ToHex(game.winner()) << "\n";
   if (audit.differences.empty()) {
     out << "  audit              re-executed every move: the result matches the ledger's\n";
@@ -80,8 +87,11 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
 
 void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   w.BeginObject()
-      .Field("verifier", consensus::ToHex(game.verifier()))
       .Field("challenger", consensus::ToHex(game.challenger().key()))
+      .Field("challenger_is_verifier", game.challenger_is_verifier())
+      .Field("proof_root", consensus::ToHex(game.proof_root()))
+      .Field("forfeit", game.forfeit())
+      .Field("both_forfeited", game.both_forfeited())
       .Field("defender", consensus::ToHex(game.defender().key()))
       .Field("phase", proto::GamePhase_Name(game.phase()))
       .Field("moves", static_cast<std::uint64_t>(game.moves_size()))
@@ -133,7 +143,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(GamesView view, DecodeGamesView(body));
   const proto::Task& task = view.task;
   const proto::Params& params = view.params;
-  const std::string only = flags.Get("verifier");
+  const std::string only = flags.Get("challenger");
   bool all_match = true;
   JsonWriter w;
   if (flags.json()) {
@@ -145,7 +155,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
            << proto::TaskOutcome_Name(task.outcome()) << ", " << view.games.size() << " dispute game(s)\n";
   }
   for (const proto::DisputeGame& game : view.games) {
-    if (!only.empty() && consensus::ToHex(game.verifier()) != only) continue;
+    if (!only.empty() && consensus::ToHex(game.challenger().key()) != only) continue;
     POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(params, task, game));
     all_match = all_match && audit.differences.empty();
     if (flags.json()) {
@@ -165,7 +175,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
 
 int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
   if (args.empty() || args[0] != "replay") {
-    io.err << "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--verifier PUBKEY] [--json]\n";
+    io.err << "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--challenger PUBKEY] [--json]\n";
     return kExitUsage;
   }
   FlagSet flags(std::string(kCommand),
@@ -176,7 +186,7 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
   flags.Positional("TASK_ID", "the task id (64 hex)");
   flags.Value("home", "DIR", "a node home: read its stored chain directly (no running ledger needed)");
   flags.Value("ledger", "URL", "the ledger's HTTP API, e.g. http://127.0.0.1:26657");
-  flags.Value("verifier", "PUBKEY", "only the game over this verifier's verdict (64 hex)");
+  flags.Value("challenger", "PUBKEY", "only the game of this challenger: a rejecting verifier or a whistleblower (64 hex)");
   if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;
   Result<bool> matched = Replay(flags, io);
   if (!matched.ok()) return ReportError(io, kCommand, matched.status());

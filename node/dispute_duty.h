@@ -18,6 +18,7 @@
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"
+#include "ledger_client.h"
 #include "role_runtime.h"
 
 namespace polnode::verifier {
@@ -38,6 +39,9 @@ struct DisputeParty {
   std::vector<std::uint64_t> suspect_segments;
   /// Where the committed proof's blobs are fetched to (a blob cache; created on need).
   std::string cache_dir;
+  /// Reads checkpoints the solver published on the ledger, for those its server does not hand
+  /// over (outlives the duty; null: the server only).
+  const LedgerClient* ledger = nullptr;
 };
 
 class DisputeDuty {
@@ -48,14 +52,18 @@ class DisputeDuty {
   DisputeDuty& operator=(DisputeDuty&&) noexcept;
 
   /// One pass over `task`'s games (GET /v1/tasks/{id}/games): posts this party's next move in each
-  /// unresolved game it plays, as duty "move-<task 16 hex>-<verifier 16 hex>-<round>". The
+  /// unresolved game it plays, as duty "move-<task 16 hex>-<challenger 16 hex>-<round>". The
   /// committed proof's manifest and blobs are fetched from task.proof_uri on first need and checked
-  /// against task.proof_root. Returns the number of moves sent in this pass. kUnavailable when the
-  /// ledger or the proof server cannot be reached.
+  /// against the committed root (task.forced_root after a forced round's reveal, whose games are
+  /// over the honest proof: the committed checkpoints with task.honest_final last). Returns the
+  /// number of moves sent in this pass. kUnavailable when the ledger cannot be reached,
+  /// kFailedPrecondition when the proof server cannot.
   [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);
 
  private:
   struct State;
+  // Builds the player for the proof on trial in `task`.
+  [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task);
   std::unique_ptr<State> state_;
 };
 

@@ -3,9 +3,10 @@
 // wrong, so that verifiers who accept without replaying are caught and lose their stake to the
 // jackpot. It reveals the honest proof's root with its secret afterwards.
 //
-// The wrong proof is the honest one with its final checkpoint altered (one weight's lowest
-// mantissa bit flipped), re-hashed, re-rooted and re-signed: the final segment is replayed by every
-// verifier, so an honest verifier rejects it whatever segments it was drawn.
+// The wrong proof is the honest one with its final checkpoint altered (exact mode: one weight's
+// lowest mantissa bit flipped; tolerant mode: every weight of the first tensor moved by 1, beyond
+// any profiled threshold), re-hashed, re-rooted and re-signed: the final segment is replayed by
+// every verifier, so an honest verifier rejects it whatever segments it was drawn.
 #ifndef POLNODE_NODE_FORCED_ERROR_PROOF_H_
 #define POLNODE_NODE_FORCED_ERROR_PROOF_H_
 

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <exception>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -68,15 +70,70 @@ void ConfigureParser(Parser& parser, const HttpLimits& limits) {
   parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(limits.max_header_bytes, UINT32_MAX)));
 }
 
+// What every connection shares: the handler and the limits, and the counts those limits are
+// about (open connections, per peer address, body bytes being read).
 struct Shared {
   HttpHandler handler;
   ResponseObserver observer;
   HttpLimits limits;
+  std::mutex mu;
+  std::size_t connections = 0;                           // guarded by mu
+  std::map<asio::ip::address, std::size_t> per_peer;     // guarded by mu
+  std::size_t buffered = 0;                              // body bytes reserved; guarded by mu
+
+  // Admits a new connection from `peer`, or says why not.
+  std::optional<std::string> Admit(const asio::ip::address& peer) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (connections >= limits.max_connections) return "the server has " + std::to_string(connections) + " connections";
+    std::size_t& mine = per_peer[peer];
+    if (mine >= limits.max_connections_per_peer) {
+      return "this address has " + std::to_string(mine) + " connections open (limit " +
+             std::to_string(limits.max_connections_per_peer) + ")";
+    }
+    ++connections;
+    ++mine;
+    return std::nullopt;
+  }
+  void Leave(const asio::ip::address& peer) {
+    std::lock_guard<std::mutex> lock(mu);
+    --connections;
+    if (auto it = per_peer.find(peer); it != per_peer.end() && --it->second == 0) per_peer.erase(it);
+  }
+  bool Reserve(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (bytes > limits.max_buffered_body_bytes - std::min(buffered, limits.max_buffered_body_bytes)) return false;
+    buffered += bytes;
+    return true;
+  }
+  void Release(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    buffered -= bytes;
+  }
 };
+
+// A one-shot 503 for a connection refused at accept; written without waiting (a peer that does
+// not read it just loses it) and closed.
+void RefuseConnection(tcp::socket& socket, const std::string& why) {
+  const std::string body = R"({"error":")" + why + R"(; retry later"})";
+  const std::string response = "HTTP/1.1 503 Service Unavailable\r\nServer: polnode\r\nContent-Type: application/json\r\n"
+                               "Connection: close\r\nContent-Length: " +
+                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(response), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, const Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+  // Precondition: shared.Admit(peer) admitted the connection; the session leaves on destruction.
+  Session(tcp::socket&& socket, asio::ip::address peer, Shared& shared)
+      : stream_(std::move(socket)), peer_(std::move(peer)), shared_(shared) {}
+  ~Session() {
+    ReleaseBody();
+    shared_.Leave(peer_);
+  }
 
   void Run() { asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this())); }
 
@@ -87,16 +144,44 @@ class Session : public std::enable_shared_from_this<Session> {
     // One deadline for the whole request, headers and body: a client trickling bytes (slowloris)
     // loses the connection when it passes, however steadily it sends.
     stream_.expires_after(shared_.limits.read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // The headers are in: the body (if any) is read only once the shared body budget holds it.
+  void OnHeader(beast::error_code ec, std::size_t) {
+    if (ec) return OnRead(ec, 0);
+    const auto length = parser_->content_length();  // boost::optional
+    const std::uint64_t declared = length ? *length : 0;
+    const bool chunked = parser_->chunked();
+    const std::size_t need = chunked ? shared_.limits.max_body_bytes
+                                     : static_cast<std::size_t>(std::min<std::uint64_t>(declared,
+                                                                                        shared_.limits.max_body_bytes));
+    if (need > 0) {
+      if (!shared_.Reserve(need)) {
+        return Send(JsonErrorResponse(503, "the server is reading too many request bodies; retry later"),
+                    /*close=*/true, 11);
+      }
+      reserved_ = need;
+    }
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void ReleaseBody() {
+    if (reserved_ == 0) return;
+    shared_.Release(reserved_);
+    reserved_ = 0;
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
     if (ec) {
+      ReleaseBody();
       std::optional<HttpResponse> failure = ParseFailureResponse(ec, shared_.limits);
       if (!failure) return Close();
       return Send(std::move(*failure), /*close=*/true, 11);
     }
     http::request<http::string_body> request = parser_->release();
+    ReleaseBody();
     HttpResponse response = CallHandler(shared_.handler, ToRequest(request));
     Send(std::move(response), !request.keep_alive(), request.version());
   }
@@ -142,10 +227,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  asio::ip::address peer_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::array<char, 4096> drain_{};
-  const Shared& shared_;
+  Shared& shared_;
+  std::size_t reserved_ = 0;  // body budget held by the request being read
 };
 
 }  // namespace
@@ -170,7 +257,18 @@ struct HttpServer::Impl {
         });
         return;
       }
-      std::make_shared<Session>(std::move(socket), shared)->Run();
+      beast::error_code peer_error;
+      const tcp::endpoint remote = socket.remote_endpoint(peer_error);
+      if (peer_error) {
+        DoAccept();  // gone already
+        return;
+      }
+      if (std::optional<std::string> refused = shared.Admit(remote.address())) {
+        if (shared.observer) shared.observer(503);
+        RefuseConnection(socket, *refused);
+      } else {
+        std::make_shared<Session>(std::move(socket), remote.address(), shared)->Run();
+      }
       DoAccept();
     });
   }
@@ -185,7 +283,9 @@ std::uint16_t HttpServer::port() const { return impl_->port; }
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler handler,
                                                       ResponseObserver observer) {
   auto impl = std::make_unique<Impl>();
-  impl->shared = Shared{std::move(handler), std::move(observer), options.limits};
+  impl->shared.handler = std::move(handler);
+  impl->shared.observer = std::move(observer);
+  impl->shared.limits = options.limits;
   beast::error_code ec;
   asio::ip::address address = asio::ip::make_address(options.host == "localhost" ? "127.0.0.1" : options.host, ec);
   if (ec) return Status::InvalidArgument("listen address '" + options.host + "' is not an IP address: " + ec.message());

@@ -6,7 +6,12 @@
 //   - headers larger than max_header_bytes or any malformed request: 400, connection closed;
 //   - a request (headers and body) not complete within read_timeout: connection closed, so a
 //     slowloris client holds a connection for at most that long;
-//   - the handler throwing (it must not): 500; the server keeps serving.
+//   - the handler throwing (it must not): 500; the server keeps serving;
+//   - more than max_connections open connections, or more than max_connections_per_peer from one
+//     IP address: the new connection gets 503 and is closed (so one peer cannot take every slot);
+//   - a request whose body would push the bodies being read by all connections together past
+//     max_buffered_body_bytes: 503, connection closed, before the body is read (a request without
+//     a body needs no budget, so /v1/status keeps answering while large bodies are in flight).
 // Beast and Asio throw; nothing here lets an exception out: failures become a Status or a
 // response.
 #ifndef POLNODE_NODE_HTTP_SERVER_H_
@@ -28,6 +33,9 @@ struct HttpLimits {
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 16 * 1024;
   std::chrono::milliseconds read_timeout{10000};
+  std::size_t max_connections = 512;
+  std::size_t max_connections_per_peer = 64;
+  std::size_t max_buffered_body_bytes = std::size_t{64} << 20;
 };
 
 struct HttpServerOptions {

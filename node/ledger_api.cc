@@ -164,6 +164,13 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
     if (!get) return MethodNotAllowed("GET");
     return QueryResponse("task/" + std::string(parts[2]));
   }
+  // Checkpoints a solver published for unavailable verdicts: the header, then chunk by chunk.
+  if (resource == "tasks" && (parts.size() == 5 || parts.size() == 7) && parts[3] == "published") {
+    if (!get) return MethodNotAllowed("GET");
+    std::string query_path = "published/" + std::string(parts[2]) + "/" + std::string(parts[4]);
+    if (parts.size() == 7) query_path += "/" + std::string(parts[5]) + "/" + std::string(parts[6]);
+    return QueryResponse(query_path);
+  }
   if (parts.size() == 2 && (resource == "params" || resource == "jackpot" || resource == "supply" || resource == "verifiers")) {
     if (!get) return MethodNotAllowed("GET");
     return QueryResponse(resource);

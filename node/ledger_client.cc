@@ -3,11 +3,13 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/contracts/payloads.h"
 
 namespace polnode::node {
 namespace {
@@ -145,6 +147,23 @@ Result<GamesView> DecodeGamesView(std::string_view body) {
   return view;
 }
 
+Result<proto::PublishedCheckpoint> DecodePublishedCheckpoint(std::string_view body) {
+  const FieldPath path{"/v1/tasks/{id}/published/{checkpoint}", ""};
+  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(path.answer, body));
+  proto::PublishedCheckpoint published;
+  POLNODE_RETURN_IF_ERROR(HexRecord(doc, path, "record", published));
+  return published;
+}
+
+Result<std::vector<std::uint8_t>> DecodePublishedChunk(std::string_view body) {
+  const FieldPath path{"/v1/tasks/{id}/published/{checkpoint}/{tensor}/{chunk}", ""};
+  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(path.answer, body));
+  POLNODE_ASSIGN_OR_RETURN(std::string hex, StringField(doc, path, "data"));
+  Result<std::vector<std::uint8_t>> bytes = consensus::HexToBytes(hex);
+  if (!bytes.ok()) return Status::Corruption(path.Name("data") + " is not hex: " + bytes.status().message());
+  return bytes;
+}
+
 Result<proto::Account> DecodeAccount(std::string_view body) {
   const FieldPath path{"/v1/accounts/{pubkey}", ""};
   POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(path.answer, body));
@@ -267,6 +286,40 @@ Result<TaskPage> LedgerClient::Tasks(std::uint64_t start, std::uint64_t limit) c
 Result<GamesView> LedgerClient::Games(std::string_view task_id) const {
   POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + consensus::ToHex(task_id) + "/games"));
   return DecodeGamesView(body);
+}
+
+Result<solver::TrainState> LedgerClient::PublishedState(const proto::Task& task, std::uint64_t checkpoint) const {
+  const std::string base = "/v1/tasks/" + consensus::ToHex(task.id()) + "/published/" + std::to_string(checkpoint);
+  POLNODE_ASSIGN_OR_RETURN(std::string header_body, GetJson(base));
+  POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, DecodePublishedCheckpoint(header_body));
+  solver::TrainState state;
+  state.step = static_cast<std::int64_t>(checkpoint * task.spec().checkpoint_interval());
+  for (int t = 0; t < published.tensors_size(); ++t) {
+    const proto::PublishedTensorHeader& header = published.tensors(t);
+    if (t >= published.verified_size() || !published.verified(t)) {
+      return Status::FailedPrecondition("checkpoint " + std::to_string(checkpoint) + " is not completely published");
+    }
+    kernels::Shape shape(header.dims().begin(), header.dims().end());
+    kernels::Tensor tensor(shape);
+    const std::uint64_t elements = static_cast<std::uint64_t>(tensor.numel());
+    for (std::uint64_t begin = 0, chunk = 0; begin < elements; begin += contracts::payload::kPublishChunkElements, ++chunk) {
+      POLNODE_ASSIGN_OR_RETURN(std::string chunk_body,
+                               GetJson(base + "/" + std::to_string(t) + "/" + std::to_string(chunk)));
+      POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, DecodePublishedChunk(chunk_body));
+      const std::uint64_t count = std::min(contracts::payload::kPublishChunkElements, elements - begin);
+      if (bytes.size() != count * sizeof(float)) {
+        return Status::Corruption("published chunk " + std::to_string(chunk) + " of tensor " + header.name() +
+                                  " has the wrong size");
+      }
+      std::memcpy(tensor.data() + begin, bytes.data(), bytes.size());
+    }
+    const consensus::Hash256 hash = solver::TensorHash(tensor);
+    if (std::string(hash.begin(), hash.end()) != header.hash()) {
+      return Status::Corruption("published tensor " + header.name() + " does not hash to its header");
+    }
+    state.tensors.push_back({header.name(), std::move(tensor)});
+  }
+  return state;
 }
 
 Result<proto::Account> LedgerClient::Account(std::string_view pubkey) const {

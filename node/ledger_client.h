@@ -18,6 +18,7 @@
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/contracts.pb.h"
+#include "polnode/solver/train_state.h"
 #include "polnode/dispute.pb.h"
 
 namespace polnode::node {
@@ -63,6 +64,11 @@ class LedgerClient {
   /// Up to `limit` (the API caps it at 100) tasks from submission number `start`.
   [[nodiscard]] Result<TaskPage> Tasks(std::uint64_t start, std::uint64_t limit) const;
   [[nodiscard]] Result<GamesView> Games(std::string_view task_id) const;
+  /// Checkpoint `checkpoint` of `task` as its solver published it on the ledger (contracts'
+  /// publication.h), as a training state: every tensor assembled from its chunks and checked
+  /// against its published hash. kNotFound when the checkpoint is not published,
+  /// kFailedPrecondition while it is incomplete, kCorruption for answers that do not add up.
+  [[nodiscard]] Result<solver::TrainState> PublishedState(const proto::Task& task, std::uint64_t checkpoint) const;
   /// Balance and nonce; a never-seen account is all zeros.
   [[nodiscard]] Result<proto::Account> Account(std::string_view pubkey) const;
   [[nodiscard]] Result<proto::StakeRecord> Stake(std::string_view pubkey, proto::Role role) const;
@@ -118,6 +124,10 @@ class LedgerClient {
 /// GET /v1/tasks/{id}/games: "task_record", "params_record" and the "record" of every object in
 /// the "games" array.
 [[nodiscard]] Result<GamesView> DecodeGamesView(std::string_view body);
+/// GET /v1/tasks/{id}/published/{checkpoint}: the hex "record" of the published header.
+[[nodiscard]] Result<proto::PublishedCheckpoint> DecodePublishedCheckpoint(std::string_view body);
+/// GET /v1/tasks/{id}/published/{checkpoint}/{tensor}/{chunk}: the hex "data" of one chunk.
+[[nodiscard]] Result<std::vector<std::uint8_t>> DecodePublishedChunk(std::string_view body);
 /// GET /v1/accounts/{pubkey}: "balance" and "nonce" (the other fields of proto::Account stay unset).
 [[nodiscard]] Result<proto::Account> DecodeAccount(std::string_view body);
 /// GET /v1/accounts/{pubkey}/stakes: bonded, locked and unbonding of the object named after `role`

@@ -1,12 +1,13 @@
-// `polnode profile`: replays sample segments of a proof under every backend and thread count this
-// machine offers and prints the per-metric distance thresholds (all 0 in exact mode).
+// `polnode profile`: trains the task's first segment under every backend and thread count this
+// machine offers and prints the per-metric distance thresholds verifiers judge tolerant-mode replays
+// by (all 0 in exact mode). It needs the task alone: thresholds profiled from a solver's proof
+// would let a cheat in the sampled segment widen them.
 #include <ostream>
 
 #include "commands.h"
 #include "json.h"
 #include "pol_cli.h"
 #include "polnode/verifier/profile.h"
-#include "polnode/verifier/segments.h"
 
 namespace polnode::node {
 namespace {
@@ -14,27 +15,22 @@ namespace {
 constexpr const char* kCommand = "polnode profile";
 
 void WriteThresholds(JsonWriter& w, const verifier::Thresholds& t) {
-  w.BeginObject().Field("l1", t.l1).Field("l2", t.l2).Field("linf", t.linf).Field("cosine", t.cosine).EndObject();
+  w.BeginObject()
+      .Field("l1", t.l1)
+      .Field("l2", t.l2)
+      .Field("linf", t.linf)
+      .Field("cosine", t.cosine)
+      .Field("loss", t.loss)
+      .EndObject();
 }
 
 int Profile(const FlagSet& flags, Io& io) {
   Result<solver::TaskSpec> task = ReadTaskFile(flags.Get("task"));
   if (!task.ok()) return ReportError(io, kCommand, task.status());
-  Result<ProofDir> proof = OpenProofDir(flags.Get("proof"));
-  if (!proof.ok()) return ReportError(io, kCommand, proof.status());
-  Result<std::int64_t> samples = flags.GetInt("samples", 1, 1 << 20);
-  if (!samples.ok()) return ReportError(io, kCommand, samples.status());
   Result<solver::ImageDataset> data = LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kCommand, data.status());
-  // Sample segments from the manifest's own root: profiling is not adversarial (it runs on the
-  // verifier's honest reference proof), it only needs a spread of segments.
-  const std::int64_t segment_count = task->checkpoint_count() - 1;
-  Result<std::vector<std::int64_t>> segments = verifier::SelectSegments(
-      proof->manifest.merkle_root, segment_count, std::min(*samples, segment_count));
-  if (!segments.ok()) return ReportError(io, kCommand, segments.status());
   const std::vector<verifier::ProfileVariation> variations = verifier::AllVariations();
-  Result<verifier::Profile> profile =
-      verifier::ProfileProof(*task, *data, proof->manifest, proof->store, *segments, variations);
+  Result<verifier::Profile> profile = verifier::ProfileTask(*task, *data, variations);
   if (!profile.ok()) return ReportError(io, kCommand, profile.status());
   const bool exact = task->mode == solver::ReproMode::kExact;
   const verifier::Thresholds& t = profile->thresholds;
@@ -59,9 +55,10 @@ int Profile(const FlagSet& flags, Io& io) {
     w.EndArray().EndObject();
     io.out << w.str() << "\n";
   } else {
-    io.out << "profiled " << profile->observations.size() << " replays (" << segments->size()
-           << " segments x " << (variations.size() - profile->skipped.size()) << " variations)\n"
-           << "thresholds  l1 " << t.l1 << "  l2 " << t.l2 << "  linf " << t.linf << "  cosine " << t.cosine << "\n";
+    io.out << "profiled " << profile->observations.size() << " trainings of segment 0 ("
+           << (variations.size() - profile->skipped.size()) << " variations)\n"
+           << "thresholds  l1 " << t.l1 << "  l2 " << t.l2 << "  linf " << t.linf << "  cosine " << t.cosine
+           << "  loss " << t.loss << "\n";
     for (const std::string& s : profile->skipped) io.out << "skipped " << s << "\n";
   }
   if (!exact_ok) {
@@ -75,12 +72,10 @@ int Profile(const FlagSet& flags, Io& io) {
 
 int RunProfileCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(kCommand,
-                "Replay sample segments of a proof under every backend and thread count present "
-                "and print per-metric thresholds (L1, L2, L-inf, cosine); exact mode must give 0. "
-                "Exit 1 when an exact-mode task does not replay bit for bit.");
+                "Train the task's first segment under every backend and thread count present and print the "
+                "per-metric thresholds verifiers judge tolerant replays by (L1, L2, L-inf, cosine, loss); "
+                "exact mode must give 0. Exit 1 when an exact-mode task does not train bit for bit.");
   flags.Value("task", "FILE", "task file (TOML, or protobuf when it ends in .pb)", "", true);
-  flags.Value("proof", "DIR", "proof directory written by 'polnode prove'", "", true);
-  flags.Value("samples", "N", "segments to replay per variation", "2");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   return Profile(flags, io);
 }

@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "forced_error_proof.h"
 #include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
+#include "polnode/solver/train_state.h"
 #include "task_binding.h"
 
 namespace polnode::node {
@@ -188,6 +192,12 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
     return Status::Ok();
   }
 
+  // The claim locks stake in proportion to the payment (contracts/locks.h): top it up first, and
+  // claim once it is bonded.
+  const std::uint64_t lock = contracts::TaskLock(params_, proto::ROLE_SOLVER, task.spec().payment());
+  POLNODE_ASSIGN_OR_RETURN(bool staked, ctx.EnsureStake(proto::ROLE_SOLVER, std::max(lock, options_.stake)));
+  if (!staked) return Status::Ok();
+
   auto claimed = std::make_unique<Claimed>();
   claimed->document = *document;
   claimed->dir = ctx.home() + "/tasks/" + consensus::ToHex(task.id());
@@ -304,6 +314,9 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   tx.set_task_id(task.id());
   tx.set_proof_root(Raw(root));
   tx.set_proof_uri(ProofUri(ctx.http_url(), root));
+  // The ledger checks the proof's starting point: checkpoint 0 must be the task's initial state.
+  POLNODE_ASSIGN_OR_RETURN(std::string initial_proof, CheckpointProof(CommittedDir(claimed, forced), 0));
+  tx.set_initial_proof(std::move(initial_proof));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("commit-" + consensus::ToHex(task.id()), contracts::payload::kCommitProof, Serialized(tx)));
   if (state == DutyState::kSent) {
     ctx.log().Event("committing", {{"task", consensus::ToHex(task.id())}, {"root", consensus::ToHex(root)}, {"forced", forced ? "true" : "false"}});
@@ -311,6 +324,79 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
     if (forced) ctx.metrics().Add("forced_errors_total");
   }
   claimed.committed_root = root;
+  return Status::Ok();
+}
+
+std::string SolverRole::CommittedDir(const Claimed& claimed, bool forced) {
+  return claimed.dir + "/" + (forced ? kForcedDir : kHonestDir);
+}
+
+Result<std::string> SolverRole::CheckpointProof(const std::string& dir, std::uint64_t checkpoint) {
+  POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(dir));
+  const consensus::MerkleTree tree(proof.manifest.checkpoint_hashes);
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, tree.Prove(checkpoint));
+  const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, std::string_view task_id,
+                                                 std::uint64_t checkpoint) {
+  POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(proof_dir));
+  if (checkpoint >= proof.manifest.checkpoint_blobs.size()) {
+    return Status::OutOfRange("the proof has no checkpoint " + std::to_string(checkpoint));
+  }
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, proof.store.Get(proof.manifest.checkpoint_blobs[checkpoint]));
+  POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+  const consensus::MerkleTree tree(proof.manifest.checkpoint_hashes);
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, tree.Prove(checkpoint));
+  const std::vector<std::uint8_t> path_bytes = consensus::SerializeMerkleProof(path);
+  std::vector<proto::PublishTx> txs;
+  proto::PublishTx& header = txs.emplace_back();
+  header.set_task_id(std::string(task_id));
+  header.set_checkpoint(checkpoint);
+  for (const solver::NamedTensor& t : state.tensors) {
+    proto::PublishedTensorHeader* h = header.mutable_header()->add_tensors();
+    h->set_name(t.name);
+    for (std::int64_t d : t.tensor.shape()) h->add_dims(d);
+    h->set_hash(Raw(solver::TensorHash(t.tensor)));
+  }
+  header.mutable_header()->set_proof(std::string(path_bytes.begin(), path_bytes.end()));
+  for (std::size_t t = 0; t < state.tensors.size(); ++t) {
+    const kernels::Tensor& tensor = state.tensors[t].tensor;
+    const std::uint64_t elements = static_cast<std::uint64_t>(tensor.numel());
+    for (std::uint64_t begin = 0, chunk = 0; begin < elements; begin += contracts::payload::kPublishChunkElements, ++chunk) {
+      const std::uint64_t count = std::min(contracts::payload::kPublishChunkElements, elements - begin);
+      proto::PublishTx& part = txs.emplace_back();
+      part.set_task_id(std::string(task_id));
+      part.set_checkpoint(checkpoint);
+      part.mutable_chunk()->set_tensor(static_cast<std::uint32_t>(t));
+      part.mutable_chunk()->set_chunk(static_cast<std::uint32_t>(chunk));
+      std::string data(count * sizeof(float), '\0');
+      // Little-endian float32, as the ledger hashes it (this build targets little-endian hosts).
+      std::memcpy(data.data(), tensor.data() + begin, data.size());
+      part.mutable_chunk()->set_data(std::move(data));
+    }
+  }
+  return txs;
+}
+
+Status SolverRole::Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed, bool forced) {
+  const std::string task_hex = consensus::ToHex(task.id());
+  for (std::uint64_t checkpoint : task.publish_required()) {
+    POLNODE_ASSIGN_OR_RETURN(std::vector<proto::PublishTx> txs,
+                             PublishTxs(CommittedDir(claimed, forced), task.id(), checkpoint));
+    // The header first, then its chunks: in nonce order they execute in this order.
+    for (std::size_t i = 0; i < txs.size(); ++i) {
+      const std::string name = "publish-" + task_hex + "-" + std::to_string(checkpoint) + "-" + std::to_string(i);
+      POLNODE_ASSIGN_OR_RETURN(DutyState sent, ctx.SendDuty(name, contracts::payload::kPublish, Serialized(txs[i])));
+      if (i == 0 && sent == DutyState::kSent) {
+        ctx.log().Event("publishing", {{"task", task_hex},
+                                       {"checkpoint", std::to_string(checkpoint)},
+                                       {"transactions", std::to_string(txs.size())}});
+        ctx.metrics().Add("checkpoints_published_total");
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -336,11 +422,15 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       }
       if (task.forced_seed().empty()) return Status::Ok();  // the commit needs the seed drawn
       return CommitProof(ctx, task, *claimed);
+    case proto::TASK_PUBLISHING:
+      return Publish(ctx, task, *claimed, forced);
     case proto::TASK_CHALLENGE:
-      // In a forced round every reject verdict is right.
+      // In a forced round the reveal decides which rejects the solver defends against.
       if (forced) return Status::Ok();
+      // A reject left undisputed stands and leaves the proof unproven: the solver defends its proof
+      // against every one (a cheater bluffs, hoping the verifier cannot play its game).
       for (const proto::VerifierSlot& slot : task.verifiers()) {
-        if (slot.verdict() != proto::VERDICT_REJECT || !slot.disputer().empty()) continue;
+        if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || slot.disputed()) continue;
         proto::DisputeTx tx;
         tx.set_task_id(task.id());
         tx.set_verifier(slot.verifier());
@@ -358,6 +448,17 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       tx.set_task_id(task.id());
       tx.set_secret(claimed->secret);
       tx.set_result_root(Raw(*claimed->honest_root));
+      if (forced) {
+        // The honest proof is the committed one with the final checkpoint replaced: both share the
+        // final leaf's Merkle path.
+        POLNODE_ASSIGN_OR_RETURN(ProofDir committed, OpenProofDir(CommittedDir(*claimed, true)));
+        POLNODE_ASSIGN_OR_RETURN(ProofDir honest, OpenProofDir(CommittedDir(*claimed, false)));
+        const std::uint64_t final_index = committed.manifest.checkpoint_hashes.size() - 1;
+        tx.set_committed_final(Raw(committed.manifest.checkpoint_hashes.back()));
+        tx.set_honest_final(Raw(honest.manifest.checkpoint_hashes.back()));
+        POLNODE_ASSIGN_OR_RETURN(std::string path, CheckpointProof(CommittedDir(*claimed, true), final_index));
+        tx.set_final_proof(std::move(path));
+      }
       POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("reveal-" + task_hex, contracts::payload::kReveal, Serialized(tx)));
       if (state == DutyState::kSent) ctx.log().Event("revealing", {{"task", task_hex}, {"forced", forced ? "true" : "false"}});
       return Status::Ok();
@@ -376,6 +477,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
           POLNODE_ASSIGN_OR_RETURN(party.tamper, ResolveCheat(*options_.cheat, claimed->document, *data));
         }
         party.cache_dir = ctx.home() + "/cache";
+        party.ledger = &ctx.ledger();
         claimed->disputes = std::make_unique<DisputeDuty>(std::move(party));
       }
       return claimed->disputes->Poll(ctx, task).status();

@@ -1,15 +1,18 @@
-// `polnode solver`: the miner's daemon. Each pass over the ledger it
+// `polnode solver`: the miner's daemon (docs/protocol.md). Each pass over the ledger it
 //   - keeps its solver stake bonded (enough for one claim);
 //   - when idle, claims the first open task whose document it can fetch, check against the
 //     ledger's binding (task_binding.h) and train with its backend and data, committing to a
 //     fresh secret kept in its home (0600);
 //   - trains the claimed task with proof of learning in a worker thread (solver::Prove, resumable:
 //     a restarted solver continues from its last checkpoint and produces the identical proof);
-//   - serves every proof it holds over HTTP (proof_http.h) and commits the proof's root once the
-//     forced-error seed is drawn — the forced-error variant (forced_error_proof.h) when its secret
-//     says this round is forced;
-//   - disputes reject verdicts against its honest proof, reveals its secret and the honest root
-//     when the task awaits it, and plays the dispute games it is party to (dispute_duty.h).
+//   - serves every proof it holds over HTTP (proof_http.h) and commits the proof's root, with the
+//     Merkle proof that its checkpoint 0 is the task's initial state, once the forced-error seed
+//     is drawn: the forced-error variant (forced_error_proof.h) when its secret says this round
+//     is forced;
+//   - publishes on the ledger the checkpoints that unavailable verdicts need (TASK_PUBLISHING);
+//   - disputes every reject verdict against its proof (an undisputed reject leaves the proof
+//     unproven), reveals its secret (and, in a forced round, the honest final checkpoint on the
+//     committed final leaf's path) and defends its proof in every dispute game (dispute_duty.h).
 // `--cheat step=S,node=N|NAME[,output=O][,bit=B]` makes it a cheating solver for the devnet and tests:
 // it trains (and later answers disputes) with solver::TamperingBackend. It bluffs like a cheater
 // hoping for a careless verifier: it disputes reject verdicts too, and the game against an honest
@@ -56,6 +59,14 @@ struct SolverOptions {
 [[nodiscard]] Result<solver::TamperSpec> ResolveCheat(const CheatSpec& cheat, const solver::TaskSpec& document,
                                                       const solver::ImageDataset& data);
 
+/// The transactions that publish checkpoint `checkpoint` of the proof in `proof_dir` for task
+/// `task_id` on the ledger (contracts/publication.h): a header naming every state tensor with its
+/// hash and the checkpoint's Merkle proof, then the tensors' elements in chunks of
+/// payload::kPublishChunkElements, in that order. Errors: the proof directory's, kOutOfRange for a
+/// checkpoint the proof lacks.
+[[nodiscard]] Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, std::string_view task_id,
+                                                               std::uint64_t checkpoint);
+
 class SolverRole final : public Role {
  public:
   explicit SolverRole(SolverOptions options);
@@ -84,6 +95,13 @@ class SolverRole final : public Role {
   [[nodiscard]] Status MaybeClaim(RoleContext& ctx, const proto::Task& task, std::uint64_t height);
   [[nodiscard]] Result<Claimed*> Restore(RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status CommitProof(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
+  // Sends the checkpoints the ledger asks for after unavailable verdicts (publication.h): a header
+  // and its chunks per checkpoint, from the committed proof.
+  [[nodiscard]] Status Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed, bool forced);
+  // The directory of the proof committed (forced: the forced-error variant).
+  static std::string CommittedDir(const Claimed& claimed, bool forced);
+  // consensus::SerializeMerkleProof of `checkpoint` in the proof at `dir`.
+  [[nodiscard]] static Result<std::string> CheckpointProof(const std::string& dir, std::uint64_t checkpoint);
   [[nodiscard]] Result<const solver::ImageDataset*> Data(const solver::TaskSpec& document);
   void StartTraining(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
   bool Busy() const;

@@ -20,11 +20,12 @@ bool IsClosed(const proto::Task& task) {
   return task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED;
 }
 
+// Whether the task has (or had) dispute games: a disputed reject or a whistleblower's challenge.
 bool HasDispute(const proto::Task& task) {
   for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (!slot.disputer().empty()) return true;
+    if (slot.disputed()) return true;
   }
-  return false;
+  return task.challenges_size() > 0;
 }
 
 // A key or id for the table: its first 16 hex characters, "-" when empty.
@@ -36,16 +37,20 @@ std::string Short(std::string_view raw) {
 struct Verdicts {
   int accept = 0;
   int reject = 0;
+  int unavailable = 0;
   int none = 0;
 };
 
 Verdicts CountVerdicts(const proto::Task& task) {
   Verdicts v;
   for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.absent()) continue;
     if (slot.verdict() == proto::VERDICT_ACCEPT) {
       ++v.accept;
     } else if (slot.verdict() == proto::VERDICT_REJECT) {
       ++v.reject;
+    } else if (slot.verdict() == proto::VERDICT_UNAVAILABLE) {
+      ++v.unavailable;
     } else {
       ++v.none;
     }
@@ -60,9 +65,8 @@ struct TaskView {
 
 void WriteGameJson(JsonWriter& w, const proto::DisputeGame& game) {
   w.BeginObject()
-      .Field("verifier", consensus::ToHex(game.verifier()))
-      .Field("disputer", consensus::ToHex(game.disputer()))
       .Field("challenger", consensus::ToHex(game.challenger().key()))
+      .Field("challenger_is_verifier", game.challenger_is_verifier())
       .Field("defender", consensus::ToHex(game.defender().key()))
       .Field("phase", proto::GamePhase_Name(game.phase()))
       .Field("round", std::uint64_t{game.round()})
@@ -100,6 +104,7 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
         .BeginObject()
         .Field("accept", v.accept)
         .Field("reject", v.reject)
+        .Field("unavailable", v.unavailable)
         .Field("none", v.none)
         .EndObject()
         .Key("verifiers")
@@ -108,11 +113,20 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
       w.BeginObject()
           .Field("verifier", consensus::ToHex(slot.verifier()))
           .Field("verdict", proto::Verdict_Name(slot.verdict()))
-          .Field("disputer", consensus::ToHex(slot.disputer()))
+          .Field("absent", slot.absent())
+          .Field("disputed", slot.disputed())
+          .Field("vouched", slot.vouched())
           .Field("game_result", proto::GameResult_Name(slot.game_result()))
           .EndObject();
     }
-    w.EndArray().Key("games").BeginArray();
+    w.EndArray().Key("challenges").BeginArray();
+    for (const proto::Challenge& c : t.challenges()) {
+      w.BeginObject()
+          .Field("challenger", consensus::ToHex(c.challenger()))
+          .Field("game_result", proto::GameResult_Name(c.game_result()))
+          .EndObject();
+    }
+    w.EndArray().Field("standing", proto::ProofStanding_Name(t.standing())).Key("games").BeginArray();
     for (const proto::DisputeGame& game : view.games) WriteGameJson(w, game);
     w.EndArray().EndObject();
   }
@@ -134,15 +148,16 @@ void PrintText(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     if (t.verifiers_size() == 0) {
       verdicts << "-";
     } else {
-      verdicts << v.accept << " accept, " << v.reject << " reject, " << v.none << " pending";
+      verdicts << v.accept << " accept, " << v.reject << " reject, " << v.unavailable << " unavailable, " << v.none
+               << " pending";
     }
     if (IsClosed(t)) verdicts << "  " << proto::TaskOutcome_Name(t.outcome());
     out << std::left << std::setw(18) << Short(t.id()) << std::setw(16) << proto::TaskStatus_Name(t.status())
         << std::setw(18) << Short(t.solver()) << std::setw(10)
         << (t.deadline() == 0 ? std::string("-") : std::to_string(t.deadline())) << verdicts.str() << "\n";
     for (const proto::DisputeGame& game : view.games) {
-      out << "  game on verifier " << Short(game.verifier()) << ": challenger " << Short(game.challenger().key())
-          << ", defender " << Short(game.defender().key()) << ", " << proto::GamePhase_Name(game.phase()) << " round "
+      out << "  game: " << (game.challenger_is_verifier() ? "verifier " : "whistleblower ")
+          << Short(game.challenger().key()) << " against solver " << Short(game.defender().key()) << ", " << proto::GamePhase_Name(game.phase()) << " round "
           << game.round() << ", deadline " << game.deadline() << ", " << game.moves_size() << " moves, winner "
           << Short(game.winner()) << "\n";
     }

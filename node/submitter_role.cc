@@ -1,5 +1,6 @@
 #include "submitter_role.h"
 
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
@@ -9,6 +10,8 @@
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/keys.h"
+#include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "submitter_model.h"
 
@@ -83,12 +86,58 @@ Status SubmitterRole::Start(RoleContext& ctx) {
     proto::SubmitTaskTx tx;
     *tx.mutable_spec() = tracked_[i].task.spec;
     tx.set_spec_uri(TaskDocumentUri(ctx.http_url(), tracked_[i].task.document));
+    // The segment beacon mixes in a seed only the submitter knows until the proof is committed, so
+    // that no block producer can tell a colluding solver in advance which segments get checked.
+    POLNODE_ASSIGN_OR_RETURN(tracked_[i].seed, SeedFor(ctx, tracked_[i].task.document_hex));
+    const consensus::Hash256 commitment = contracts::SecretCommitment(tracked_[i].seed);
+    tx.set_seed_commitment(commitment.data(), commitment.size());
     report_.tasks[i].spec_uri = tx.spec_uri();
     tracked_[i].payload = tx.SerializeAsString();
   }
   const std::string listen = ctx.http_url().substr(std::string_view("http://").size());
   POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ctx.home() + "/listen", listen + "\n"));
   return WriteReport(ctx);
+}
+
+Result<std::string> SubmitterRole::SeedFor(RoleContext& ctx, const std::string& document_hex) {
+  const std::string dir = ctx.home() + "/seeds";
+  const std::string path = dir + "/" + document_hex;
+  if (Result<std::vector<std::uint8_t>> saved = ReadWholeFile(path, 64); saved.ok()) {
+    if (saved->size() != 32) return Status::Corruption(path + " does not hold a 32-byte seed");
+    return std::string(saved->begin(), saved->end());
+  } else if (saved.status().code() != StatusCode::kNotFound) {
+    return saved.status();
+  }
+  // A fresh CSPRNG scalar serves as the 32-byte seed; it is never used as a key.
+  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey fresh, consensus::SecretKey::Generate());
+  const auto bytes = fresh.bytes();
+  const std::string seed(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, seed));
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace, ec);
+  return seed;
+}
+
+Status SubmitterRole::RevealSeed(RoleContext& ctx, const Tracked& t, const proto::Task& task) {
+  if (task.status() != proto::TASK_COMMITTED || task.seed_commitment().empty() || !task.submitter_seed().empty()) {
+    return Status::Ok();
+  }
+  // Only the seed this submitter committed to can be revealed (a task posted by an earlier run
+  // with another seed file would fail on the ledger; its beacon then settles without a seed).
+  const consensus::Hash256 commitment = contracts::SecretCommitment(t.seed);
+  if (task.seed_commitment() != std::string_view(reinterpret_cast<const char*>(commitment.data()), commitment.size())) {
+    return Status::Ok();
+  }
+  proto::SeedRevealTx tx;
+  tx.set_task_id(task.id());
+  tx.set_seed(t.seed);
+  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("seed-" + consensus::ToHex(task.id()),
+                                                         contracts::payload::kRevealSeed, tx.SerializeAsString()));
+  if (state == DutyState::kSent) ctx.log().Event("seed_revealed", {{"task", consensus::ToHex(task.id())}});
+  return Status::Ok();
 }
 
 std::optional<HttpResponse> SubmitterRole::Handle(const HttpRequest& request) {
@@ -276,6 +325,7 @@ Result<bool> SubmitterRole::Observe(RoleContext& ctx, std::size_t i, const proto
   t.record = task;
   r.solver = consensus::ToHex(task.solver());
   r.result_root = consensus::ToHex(task.result_root());
+  POLNODE_RETURN_IF_ERROR(RevealSeed(ctx, t, task));
   const std::string status = proto::TaskStatus_Name(task.status());
   if (status != r.status) {
     r.status = status;

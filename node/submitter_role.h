@@ -83,6 +83,7 @@ class SubmitterRole final : public Role {
   struct Tracked {
     SubmitterTask task;
     std::string payload;          // the SubmitTaskTx bytes, once Start fixed the spec URI
+    std::string seed;             // the beacon seed (32 bytes) the submission commits to
     std::string ledger_id;        // raw; empty until found
     proto::Task record;           // the last record read
     bool failed = false;
@@ -96,6 +97,11 @@ class SubmitterRole final : public Role {
   };
 
   [[nodiscard]] Status Pass(RoleContext& ctx);
+  // The beacon seed of task document `document_hex`: kept in DIR/seeds (0600), created on first
+  // need, so a restarted submitter reveals the seed it committed to.
+  [[nodiscard]] static Result<std::string> SeedFor(RoleContext& ctx, const std::string& document_hex);
+  // Reveals the seed once the task's proof is committed (before the segment beacon is drawn).
+  [[nodiscard]] Status RevealSeed(RoleContext& ctx, const Tracked& t, const proto::Task& task);
   // Binds documents to the ledger's tasks that carry them (see the file comment).
   [[nodiscard]] Status Scan(RoleContext& ctx);
   // Sends the submit duty of every document not bound yet.

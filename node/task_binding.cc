@@ -4,6 +4,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_steps.h"
+#include "polnode/solver/train_state.h"
 
 namespace polnode::node {
 namespace {
@@ -35,6 +36,9 @@ Result<proto::TaskSpec> LedgerSpecFor(const solver::TaskSpec& document, const so
   spec.set_batch_root(Raw(batches.root()));
   spec.set_step_leaf_count(layout.leaf_count());
   spec.set_state_tensor_count(static_cast<std::uint32_t>(layout.state_count()));
+  spec.set_tolerant(document.mode == solver::ReproMode::kTolerant);
+  // The ledger holds a proof's checkpoint 0 to this (CommitProofTx.initial_proof).
+  spec.set_initial_state_hash(Raw(solver::StateHash(stepper.Initial())));
   return spec;
 }
 
@@ -56,6 +60,9 @@ Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const solver::TaskSpec
     } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT32) {
       a = std::to_string(reflection->GetUInt32(expected, field));
       b = std::to_string(reflection->GetUInt32(on_ledger, field));
+    } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) {
+      a = reflection->GetBool(expected, field) ? "true" : "false";
+      b = reflection->GetBool(on_ledger, field) ? "true" : "false";
     } else {
       a = std::to_string(reflection->GetUInt64(expected, field));
       b = std::to_string(reflection->GetUInt64(on_ledger, field));

@@ -2,6 +2,7 @@
 // key (nonce and chain id fetched from the ledger unless given) and POSTs it to /v1/tx.
 #include <algorithm>
 
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <ostream>
@@ -29,6 +30,32 @@ Result<std::string> Bytes32(const FlagSet& flags, std::string_view name) {
   std::array<std::uint8_t, 32> raw{};
   POLNODE_RETURN_IF_ERROR(consensus::HexToFixed(flags.Get(name), raw).WithContext("--" + std::string(name)));
   return std::string(reinterpret_cast<const char*>(raw.data()), raw.size());
+}
+
+// An optional flag's bytes, hex-encoded on the command line (any length); empty when not given.
+Result<std::string> OptionalHex(const FlagSet& flags, std::string_view name) {
+  if (!flags.Given(name)) return std::string();
+  Result<std::vector<std::uint8_t>> raw = consensus::HexToBytes(flags.Get(name));
+  if (!raw.ok()) return raw.status().WithContext("--" + std::string(name));
+  return std::string(raw->begin(), raw->end());
+}
+
+// A comma-separated list of segment numbers ("" for none).
+Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
+  std::vector<std::uint64_t> out;
+  std::string_view text = flags.Get(name);
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string part(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    std::uint64_t v = 0;
+    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size()) {
+      return Status::InvalidArgument("--" + std::string(name) + ": '" + part + "' is not a segment number");
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 Result<std::uint64_t> Amount(const FlagSet& flags, std::string_view name) {
@@ -115,6 +142,10 @@ const TxKind kKinds[] = {
        f.Value("batch-root", "HEX", "Merkle root over every step's batch leaf (64 hex; without --task)");
        f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree (without --task)");
        f.Value("state-tensor-count", "S", "tensors of the training state (without --task)");
+       f.Value("initial-state-hash", "HEX", "state hash of checkpoint 0, the task's initial state (64 hex; without --task)");
+       f.Bool("tolerant", "a tolerant-mode task: replays are judged by profiled distances (without --task)");
+       f.Value("seed", "HEX", "optional 32-byte beacon seed (64 hex) you reveal with `tx reveal-seed` once the proof "
+               "is committed; only its SHA-256 is posted now. Keep it: a seed never revealed pays the solver unchecked");
        f.Value("payment", "AMOUNT", "escrowed payment", "", true);
        f.Value("claim-window", "BLOCKS", "blocks in which a solver may claim", "20");
        f.Value("training-window", "BLOCKS", "blocks after the claim to commit the proof", "40");
@@ -127,6 +158,11 @@ const TxKind kKinds[] = {
        POLNODE_ASSIGN_OR_RETURN(terms.claim_window, Amount(f, "claim-window"));
        POLNODE_ASSIGN_OR_RETURN(terms.training_window, Amount(f, "training-window"));
        tx.set_spec_uri(f.Get("spec-uri"));
+       if (f.Given("seed")) {
+         POLNODE_ASSIGN_OR_RETURN(std::string seed, Bytes32(f, "seed"));
+         const consensus::Hash256 commitment = contracts::SecretCommitment(seed);
+         tx.set_seed_commitment(commitment.data(), commitment.size());
+       }
        if (f.Given("task")) {
          POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, ReadTaskFile(f.Get("task")));
          POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, LoadTaskData(document));
@@ -134,7 +170,8 @@ const TxKind kKinds[] = {
          return Serialize(tx);
        }
        for (const char* name : {"model-spec", "dataset-hash", "hyperparameters-hash", "total-steps", "checkpoint-interval",
-                                "graph-root", "batch-root", "step-leaf-count", "state-tensor-count"}) {
+                                "graph-root", "batch-root", "step-leaf-count", "state-tensor-count",
+                                "initial-state-hash"}) {
          if (!f.Given(name)) return Status::InvalidArgument(std::string("--") + name + " is required without --task");
        }
        proto::TaskSpec* spec = tx.mutable_spec();
@@ -156,6 +193,8 @@ const TxKind kKinds[] = {
        POLNODE_ASSIGN_OR_RETURN(std::int64_t state_tensors, f.GetInt("state-tensor-count", 1, UINT32_MAX));
        spec->set_step_leaf_count(leaf_count);
        spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_initial_state_hash(), Bytes32(f, "initial-state-hash"));
+       spec->set_tolerant(f.GetBool("tolerant"));
        return Serialize(tx);
      }},
     {"cancel-task", payload::kCancelTask, "withdraw your task while nobody has claimed it", DeclareTaskId,
@@ -182,38 +221,73 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("proof-root", "HEX", "Merkle root over the checkpoint hashes (64 hex)", "", true);
        f.Value("proof-uri", "URI", "where the manifest and checkpoints are served", "", true);
+       f.Value("initial-proof", "HEX", "the serialized Merkle proof that checkpoint 0 is the task's initial state "
+               "(consensus::SerializeMerkleProof)", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::CommitProofTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_proof_root(), Bytes32(f, "proof-root"));
        tx.set_proof_uri(f.Get("proof-uri"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_initial_proof(), OptionalHex(f, "initial-proof"));
        return Serialize(tx);
      }},
     {"verdict", payload::kVerdict, "post your verdict as an assigned verifier",
      [](FlagSet& f) {
        DeclareTaskId(f);
-       f.Bool("accept", "the proof replayed within the threshold");
-       f.Bool("reject", "the proof did not replay");
+       f.Value("verdict", "WORD", "accept, reject or unavailable (the proof's data could not be had)", "", true);
+       f.Value("failed-segments", "LIST", "reject: the segments whose replay failed, comma-separated ascending", "");
+       f.Value("final-digest", "HEX", "accept and reject: FinalDigest(your key, the final state your replay reached) "
+               "(64 hex; default 32 zero bytes, which vouches for nothing)");
        f.Value("report-hash", "HEX", "hash of your replay report (64 hex)", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
-       if (f.GetBool("accept") == f.GetBool("reject")) return Status::InvalidArgument("give exactly one of --accept, --reject");
        proto::VerdictTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
-       tx.set_accept(f.GetBool("accept"));
+       const std::string word = f.Get("verdict");
+       if (word == "accept") {
+         tx.set_verdict(proto::VERDICT_ACCEPT);
+       } else if (word == "reject") {
+         tx.set_verdict(proto::VERDICT_REJECT);
+       } else if (word == "unavailable") {
+         tx.set_verdict(proto::VERDICT_UNAVAILABLE);
+       } else {
+         return Status::InvalidArgument("--verdict must be accept, reject or unavailable, got '" + word + "'");
+       }
+       POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> failed, SegmentList(f, "failed-segments"));
+       for (std::uint64_t s : failed) tx.add_failed_segments(s);
+       if (tx.verdict() != proto::VERDICT_UNAVAILABLE) {
+         if (f.Given("final-digest")) {
+           POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
+         } else {
+           tx.set_final_digest(std::string(32, '\0'));
+         }
+       }
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_report_hash(), Bytes32(f, "report-hash"));
        return Serialize(tx);
      }},
-    {"dispute", payload::kDispute, "dispute a verifier's verdict on a task",
+    {"dispute", payload::kDispute, "as the solver, dispute a reject verdict; as a whistleblower, challenge the proof",
      [](FlagSet& f) {
        DeclareTaskId(f);
-       f.Value("verifier", "PUBKEY", "the disputed verifier's key (64 hex)", "", true);
+       f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::DisputeTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
+       if (f.Given("verifier")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
+       }
+       return Serialize(tx);
+     }},
+    {"reveal-seed", payload::kRevealSeed, "as the submitter, reveal the beacon seed your task committed to",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("seed", "HEX", "the seed given to submit-task --seed (64 hex)", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::SeedRevealTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_seed(), Bytes32(f, "seed"));
        return Serialize(tx);
      }},
     {"reveal", payload::kReveal, "reveal your claim secret after the challenge window",
@@ -221,12 +295,22 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("secret", "HEX", "the secret you claimed with (64 hex)", "", true);
        f.Value("result-root", "HEX", "the proof root the submitter should use (64 hex)", "", true);
+       f.Value("committed-final", "HEX", "forced rounds: the committed final checkpoint hash (64 hex)");
+       f.Value("honest-final", "HEX", "forced rounds: the honest final checkpoint hash (64 hex)");
+       f.Value("final-proof", "HEX", "forced rounds: the final leaf's serialized Merkle proof");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::RevealTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_secret(), Bytes32(f, "secret"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_result_root(), Bytes32(f, "result-root"));
+       if (f.Given("committed-final")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_committed_final(), Bytes32(f, "committed-final"));
+       }
+       if (f.Given("honest-final")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_honest_final(), Bytes32(f, "honest-final"));
+       }
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_proof(), OptionalHex(f, "final-proof"));
        return Serialize(tx);
      }},
 };

@@ -1,13 +1,14 @@
 // What `polnode verifier` and `polnode whistleblower` share: checking a committed proof of
-// learning the way the ledger assigned it (DESIGN.md section 5). From the ledger's task record
-// alone a checker fetches the task document (spec_uri) and binds it to the ledger's spec
-// (task_binding.h), fetches the manifest from proof_uri (it must have the committed proof_root and
-// be signed by the task's solver), downloads only the checkpoints the replay needs into a blob
-// cache, and replays the segments contracts::DrawSegments gives a verifier, plus the final one.
+// learning the way the ledger assigned it (DESIGN.md section 5, docs/protocol.md). From the
+// ledger's task record alone a checker fetches the task document (spec_uri) and binds it to the
+// ledger's spec (task_binding.h), fetches the manifest from proof_uri (it must have the committed
+// proof_root and be signed by the task's solver), downloads only the checkpoints the replay needs
+// into a blob cache (or reads those the solver published on the ledger), and replays the segments
+// of interest plus the final one.
 //
-// A whistleblower judges a verifier by re-doing exactly that verifier's segments, so both roles
-// compute verdicts with the same code: one replay of the union of the segments of interest
-// (CheckCommittedProof), then VerdictOn for each verifier's own segments.
+// A verifier replays its slot's segments; a whistleblower the union of the segments of the
+// verifiers it audits. Both read verdicts with the same code: one replay (CheckCommittedProof),
+// then VerdictOn for a set of segments.
 #ifndef POLNODE_NODE_VERIFICATION_JOB_H_
 #define POLNODE_NODE_VERIFICATION_JOB_H_
 
@@ -25,6 +26,7 @@
 #include "role_runtime.h"
 #include "cli.h"
 #include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/dataset.h"
@@ -65,58 +67,78 @@ struct BoundTask {
 /// or does not bind to the ledger's spec.
 [[nodiscard]] Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache);
 
-/// The segments `verifier` (32 raw key bytes) replays on `task`, ascending: contracts::DrawSegments
-/// over the task's segment beacon, total_steps / checkpoint_interval segments, Q =
-/// segments_per_verification. Empty when the task has no beacon yet or its spec draws nothing.
-std::vector<std::int64_t> AssignedSegments(const proto::Task& task, std::string_view verifier);
+/// The segments the ledger assigned `verifier` (32 raw key bytes) on `task` (its slot's segments,
+/// ascending; the final segment, which every verifier replays, is not among them unless drawn).
+/// Empty when the key holds no slot.
+std::vector<std::int64_t> SlotSegments(const proto::Task& task, std::string_view verifier);
 
 /// What one check of a committed proof found.
 struct ProofCheck {
-  std::vector<std::int64_t> segments;  // replayed before the final segment, in this order
-  verifier::Verdict verdict;           // over `segments` and the final segment
+  /// Replayed in this order: the request's segments, then the final segment unless among them.
+  std::vector<std::int64_t> segments;
+  std::vector<verifier::SegmentEvidence> evidence;  // one per segment, in the same order
+  /// Why none of the solver's data could be used (the task document, or a manifest that is not
+  /// the committed proof's or not signed by the task's solver); empty when it could. Segments
+  /// were then replayed only from checkpoints published on the ledger.
+  std::string data_fault;
+  bool tolerant = false;
   /// Tolerant-mode tasks only: the thresholds the replays were judged by, profiled from the task
   /// alone (verifier::ProfileTask under every backend and thread count here), never from the proof.
   std::optional<verifier::Thresholds> thresholds;
   std::int64_t blobs_fetched = 0;      // checkpoints downloaded (not already in the cache)
+  std::int64_t published_loaded = 0;   // checkpoints read from the ledger's publication
   double seconds = 0.0;                // wall time of the whole check
 };
 
 struct CheckRequest {
   proto::Task task;                    // the ledger's record (status VERIFYING or later)
-  std::vector<std::int64_t> segments;  // non-empty, each in [0, segment count), distinct
+  std::vector<std::int64_t> segments;  // each in [0, segment count), distinct; may be empty
   std::string cache_dir;               // checkpoints go to cache_dir/blobs (DisputeDuty's layout)
   DataCache* data = nullptr;
   kernels::Backend* backend = nullptr;  // used by this call only, for its duration
+  /// Reads the checkpoints the task's solver published on the ledger (task.published()); those
+  /// stand in for blobs its server does not hand over. Null: only the server is asked.
+  const LedgerClient* ledger = nullptr;
 };
 
-/// Checks the proof `request.task` committed: BindTask, the manifest from proof_uri (its root must
-/// be the task's proof_root), the checkpoints the replay needs (each replayed segment's start and
-/// end, nothing else), then verifier::VerifyProof with the request's segments as the explicit
-/// list and the task's solver as the required signer.
+/// Checks the proof `request.task` committed by replaying `request.segments` and the final segment,
+/// each from its start checkpoint, against its end checkpoint (contracts, section 6: the data
+/// is the solver's burden). A checkpoint comes from the solver's server (proof_uri: a manifest
+/// whose root is the committed proof_root and which the task's solver signed, then the blob,
+/// checked against the manifest's hash; a refused or dropped download is retried a few times), or
+/// else from the ledger when the solver published it there. A segment with a checkpoint from
+/// neither is not available; that is a fact about the proof, not an error.
 ///
-/// Whatever the task's parties are to blame for is a reject verdict (never an error), with the
-/// reason: a task document that does not decode or bind, a manifest that does not decode, holds
-/// another root or is not signed by the solver, checkpoints that are missing or corrupt after
-/// a few attempts, and failed replays. Errors are the checker's own, worth retrying later:
-/// kUnavailable when the document or manifest cannot be fetched, the data set cannot be loaded,
-/// the blob cache cannot be opened, the backend fails.
+/// Exact-mode replays are judged by the end state's hash alone (what a dispute game can show);
+/// tolerant-mode ones by the profiled distance thresholds and the manifest's claimed losses.
+/// Errors are the checker's own, worth retrying later: kUnavailable when the task document
+/// cannot be fetched, the data set cannot be loaded, the blob cache cannot be opened, the
+/// backend fails; kInvalidArgument for a segment out of range.
 [[nodiscard]] Result<ProofCheck> CheckCommittedProof(const CheckRequest& request);
 
-/// A verdict on some segments of a checked proof.
+/// A verdict on some segments of a checked proof (the VerdictTx a verifier with those segments
+/// posts).
 struct SegmentsVerdict {
-  bool accept = false;
-  std::string reason;  // the first failure in replay order; empty on accept
-  /// A reject whose first failure a dispute game can show: a segment that replayed from its
-  /// checkpoint to another end state than the proof claims. (A game pinpoints one wrong step of
-  /// one segment; a bad manifest, signature, initial state or unservable checkpoint is not one.)
-  bool provable = false;
+  proto::Verdict verdict = proto::VERDICT_NONE;
+  /// Reject: the segments whose replay from an available start did not reach the proof's end
+  /// state, ascending. Dispute games can show each of them wrong.
+  std::vector<std::uint64_t> failed_segments;
+  /// Accept and reject in exact mode: the state hash the replay of the final segment reached
+  /// (beacon.h FinalDigest commits to it); unset when the final segment was not replayed.
+  std::optional<consensus::Hash256> final_state;
+  std::string reason;  // the first failure (or unavailable segment) in replay order; empty on accept
 };
 
 /// The verdict a check of just `segments` (plus the final segment) gives, read from `check`,
-/// which must have replayed all of them (kInternal naming a segment it did not replay): reject
-/// when the task document or manifest failed, checkpoint 0 is not the initial state, or one of
-/// those segments failed (the first in replay order gives the reason).
+/// which must have replayed all of them (kInternal naming a segment it did not): reject when one
+/// of them failed, else unavailable when one of them lacked a checkpoint, else accept.
 [[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
+
+/// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on `task_id`:
+/// the failed segments of a reject, and FinalDigest(verifier, final state) for accept and reject
+/// (32 zero bytes when there is no final state: tolerant tasks).
+proto::VerdictTx VerdictTxFor(std::string_view task_id, std::string_view verifier, const SegmentsVerdict& verdict,
+                              const consensus::Hash256& report_hash);
 
 /// Pages through the ledger's tasks pass after pass, skipping the tasks before the first one
 /// that was still open (not settled or cancelled) in the previous pass: closed tasks never

@@ -13,14 +13,10 @@
 namespace polnode::node {
 namespace {
 
-// A check that failed on this side (document or proof server away, data set missing) is tried
-// again after this pause rather than every pass.
+// A check that failed on this side (document server away, data set missing) is tried again after
+// this pause rather than every pass.
 constexpr auto kRetryPause = std::chrono::seconds(5);
-constexpr std::uint64_t kMaxReportBytes = 1 << 20;
-// The report starts with the verdict (ReportJson writes it first), so a restarted verifier reads
-// its verdict back without parsing JSON.
-constexpr std::string_view kAcceptPrefix = R"({"verdict":"accept")";
-constexpr std::string_view kRejectPrefix = R"({"verdict":"reject")";
+constexpr std::uint64_t kMaxVerdictBytes = 1 << 16;
 constexpr const char* kLazyReason = "lazy: accepted without a check";
 
 std::string JoinSegments(const std::vector<std::int64_t>& segments) {
@@ -36,12 +32,20 @@ const proto::VerifierSlot* SlotOf(const proto::Task& task, std::string_view key)
   return nullptr;
 }
 
+std::string VerdictWord(proto::Verdict verdict) {
+  switch (verdict) {
+    case proto::VERDICT_ACCEPT: return "accept";
+    case proto::VERDICT_REJECT: return "reject";
+    case proto::VERDICT_UNAVAILABLE: return "unavailable";
+    default: return "none";
+  }
+}
+
 // The fields every report starts with: the verdict, then what it is about.
-void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verifier, bool accept,
-                  std::string_view reason) {
+void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
   w.BeginObject()
-      .Field("verdict", accept ? "accept" : "reject")
-      .Field("reason", reason)
+      .Field("verdict", VerdictWord(verdict.verdict))
+      .Field("reason", verdict.reason)
       .Field("task", consensus::ToHex(task.id()))
       .Field("verifier", consensus::ToHex(verifier))
       .Field("solver", consensus::ToHex(task.solver()))
@@ -52,11 +56,10 @@ void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verif
 // The evidence behind a checked verdict. Only what the replay determines goes in (no times, no
 // cache statistics), so a rerun of the same check writes the same bytes.
 std::string ReportJson(const proto::Task& task, std::string_view verifier, std::string_view backend,
-                       const ProofCheck& check) {
-  const verifier::Verdict& v = check.verdict;
+                       const ProofCheck& check, const SegmentsVerdict& verdict) {
   JsonWriter w;
-  ReportHeader(w, task, verifier, v.accept, v.reason);
-  w.Field("backend", backend);
+  ReportHeader(w, task, verifier, verdict);
+  w.Field("backend", backend).Field("data_fault", check.data_fault);
   if (check.thresholds) {
     // Tolerant mode: the profiled thresholds the distances were judged by.
     w.Key("thresholds")
@@ -65,33 +68,25 @@ std::string ReportJson(const proto::Task& task, std::string_view verifier, std::
         .Field("l2", check.thresholds->l2)
         .Field("linf", check.thresholds->linf)
         .Field("cosine", check.thresholds->cosine)
+        .Field("loss", check.thresholds->loss)
         .EndObject();
   }
-  w.Key("segments").BeginArray();
-  for (std::int64_t s : check.segments) w.Int(s);
-  w.EndArray()
-      .Field("manifest_ok", v.manifest_ok)
-      .Field("initial_state_ok", v.initial_state_ok)
-      .Field("final_segment_ok", v.final_segment_ok)
-      .Key("replays")
-      .BeginArray();
-  for (const verifier::SegmentEvidence& e : v.segments) WriteSegmentEvidence(w, e);
+  w.Key("failed_segments").BeginArray();
+  for (std::uint64_t s : verdict.failed_segments) w.Int(static_cast<std::int64_t>(s));
+  w.EndArray();
+  w.Field("final_state", verdict.final_state ? consensus::ToHex(*verdict.final_state) : "");
+  w.Key("replays").BeginArray();
+  for (const verifier::SegmentEvidence& e : check.evidence) WriteSegmentEvidence(w, e);
   w.EndArray().EndObject();
   return w.str();
 }
 
 // A lazy verifier's report: it says that nothing was checked.
-std::string LazyReportJson(const proto::Task& task, std::string_view verifier) {
+std::string LazyReportJson(const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
   JsonWriter w;
-  ReportHeader(w, task, verifier, true, kLazyReason);
+  ReportHeader(w, task, verifier, verdict);
   w.EndObject();
   return w.str();
-}
-
-Result<bool> ReportAccepts(std::string_view report) {
-  if (report.starts_with(kAcceptPrefix)) return true;
-  if (report.starts_with(kRejectPrefix)) return false;
-  return Status::Corruption("the report does not start with its verdict");
 }
 
 }  // namespace
@@ -102,8 +97,17 @@ VerifierRole::~VerifierRole() { Stop(); }
 
 void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
 
-std::string VerifierRole::ReportPath(const RoleContext& ctx, const std::string& task_id) const {
-  return ctx.home() + "/reports/" + consensus::ToHex(task_id) + ".json";
+std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task) const {
+  // A slot reopened after the solver published its checkpoints gets a second verdict, from the
+  // ledger's copy: its own report.
+  const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
+  const bool published = slot != nullptr && slot->published();
+  return ctx.home() + "/reports/" + consensus::ToHex(task.id()) + (published ? "-published" : "") + ".json";
+}
+
+std::string VerifierRole::VerdictPath(const RoleContext& ctx, const proto::Task& task) const {
+  std::string path = ReportPath(ctx, task);
+  return path.replace(path.size() - std::string_view(".json").size(), std::string::npos, ".verdict");
 }
 
 Status VerifierRole::Poll(RoleContext& ctx) {
@@ -131,7 +135,8 @@ Status VerifierRole::Poll(RoleContext& ctx) {
     if (task.status() == proto::TASK_VERIFYING && slot->verdict() == proto::VERDICT_NONE) {
       return HandleAssigned(ctx, task);
     }
-    if (task.status() == proto::TASK_DISPUTED && !slot->disputer().empty() && !options_.lazy) {
+    if (task.status() == proto::TASK_DISPUTED && slot->disputed() && slot->verdict() == proto::VERDICT_REJECT &&
+        !options_.lazy) {
       return PlayDisputes(ctx, task);
     }
     return Status::Ok();
@@ -158,30 +163,46 @@ Status VerifierRole::Collect(RoleContext& ctx) {
   ctx.metrics().Add("verifications_total");
   ctx.metrics().Add("verify_seconds_total", check->seconds);
   ctx.metrics().Add("blobs_fetched_total", static_cast<double>(check->blobs_fetched));
-  ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->verdict.segments.size()));
-  reasons_[id] = check->verdict.reason;
+  ctx.metrics().Add("published_loaded_total", static_cast<double>(check->published_loaded));
+  ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->evidence.size()));
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict verdict, VerdictOn(*check, SlotSegments(task, ctx.pubkey())));
+  reasons_[id] = verdict.reason;
+  return SaveVerdict(ctx, task, ReportJson(task, ctx.pubkey(), backend_->name(), *check, verdict), verdict);
+}
+
+Status VerifierRole::SaveVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report,
+                                 const SegmentsVerdict& verdict) {
   std::error_code ec;
   std::filesystem::create_directories(ctx.home() + "/reports", ec);
-  return WriteFileAtomically(ReportPath(ctx, id), ReportJson(task, ctx.pubkey(), backend_->name(), *check));
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ReportPath(ctx, task), report));
+  // The transaction is kept beside its report, so a restarted verifier posts the same verdict.
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), ctx.pubkey(), verdict, consensus::Sha256(report));
+  return WriteFileAtomically(VerdictPath(ctx, task), tx.SerializeAsString());
 }
 
 Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task) {
   const std::string& id = task.id();
-  const std::vector<std::int64_t> segments = AssignedSegments(task, ctx.pubkey());
+  const std::vector<std::int64_t> segments = SlotSegments(task, ctx.pubkey());
   if (assigned_.insert(id).second) {
     ctx.metrics().Add("assignments_total");
     ctx.log().Event("assigned", {{"task", consensus::ToHex(id)}, {"segments", JoinSegments(segments)}});
   }
-  Result<std::vector<std::uint8_t>> report = ReadWholeFile(ReportPath(ctx, id), kMaxReportBytes);
-  if (report.ok()) return PostVerdict(ctx, task, std::string(report->begin(), report->end()));
-  if (report.status().code() != StatusCode::kNotFound) return report.status();
+  Result<std::vector<std::uint8_t>> saved = ReadWholeFile(VerdictPath(ctx, task), kMaxVerdictBytes);
+  if (saved.ok()) {
+    proto::VerdictTx tx;
+    if (!tx.ParseFromArray(saved->data(), static_cast<int>(saved->size())) || tx.task_id() != id) {
+      return Status::Corruption(VerdictPath(ctx, task) + " does not hold this task's verdict");
+    }
+    return PostVerdict(ctx, task, tx);
+  }
+  if (saved.status().code() != StatusCode::kNotFound) return saved.status();
   if (options_.lazy) {
     reasons_[id] = kLazyReason;
-    std::error_code ec;
-    std::filesystem::create_directories(ctx.home() + "/reports", ec);
-    const std::string lazy = LazyReportJson(task, ctx.pubkey());
-    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ReportPath(ctx, id), lazy));
-    return PostVerdict(ctx, task, lazy);
+    SegmentsVerdict accept;
+    accept.verdict = proto::VERDICT_ACCEPT;
+    accept.reason = kLazyReason;
+    POLNODE_RETURN_IF_ERROR(SaveVerdict(ctx, task, LazyReportJson(task, ctx.pubkey(), accept), accept));
+    return HandleAssigned(ctx, task);
   }
   if (running_) return Status::Ok();  // one check at a time; this task waits its turn
   auto failed = failures_.find(id);
@@ -198,27 +219,27 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   request.cache_dir = ctx.home() + "/cache";
   request.data = &data_;
   request.backend = backend_.get();
+  request.ledger = &ctx.ledger();
   running_.emplace(Running{task, std::async(std::launch::async, [request = std::move(request)] {
                              return CheckCommittedProof(request);
                            })});
 }
 
-Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report) {
-  POLNODE_ASSIGN_OR_RETURN(bool accept, ReportAccepts(report));
-  const consensus::Hash256 report_hash = consensus::Sha256(report);
-  proto::VerdictTx tx;
-  tx.set_task_id(task.id());
-  tx.set_accept(accept);
-  tx.set_report_hash(std::string(report_hash.begin(), report_hash.end()));
-  const std::string duty = "verdict-" + consensus::ToHex(task.id());
+Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, const proto::VerdictTx& tx) {
+  const std::string round = SlotOf(task, ctx.pubkey())->published() ? "-published" : "";
+  const std::string duty = "verdict-" + consensus::ToHex(task.id()) + round;
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
   if (state != DutyState::kSent) return Status::Ok();
-  ctx.metrics().Add(accept ? "verdicts_accept_total" : "verdicts_reject_total");
+  const std::string word = VerdictWord(tx.verdict());
+  ctx.metrics().Add("verdicts_" + word + "_total");
   auto reason = reasons_.find(task.id());
+  std::string failed;
+  for (std::uint64_t s : tx.failed_segments()) failed += (failed.empty() ? "" : ",") + std::to_string(s);
   ctx.log().Event("verdict", {{"task", consensus::ToHex(task.id())},
-                              {"verdict", accept ? "accept" : "reject"},
+                              {"verdict", word},
+                              {"failed", failed},
                               {"reason", reason != reasons_.end() ? reason->second : "see the report"},
-                              {"report", consensus::ToHex(report_hash)}});
+                              {"report", consensus::ToHex(tx.report_hash())}});
   return Status::Ok();
 }
 
@@ -231,10 +252,10 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
     party.data = bound.data;
     party.backend = dispute_backend_.get();
     // The challenger of a reject looks first where this verifier's own replay looked.
-    for (std::int64_t s : AssignedSegments(task, ctx.pubkey())) {
-      party.suspect_segments.push_back(static_cast<std::uint64_t>(s));
-    }
+    const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
+    party.suspect_segments.assign(slot->failed_segments().begin(), slot->failed_segments().end());
     party.cache_dir = ctx.home() + "/cache";
+    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves

@@ -1,18 +1,20 @@
-// `polnode verifier`: the daemon of an assigned verifier (DESIGN.md section 5). Each pass over the
-// ledger it
+// `polnode verifier`: the daemon of an assigned verifier (DESIGN.md section 5, docs/protocol.md).
+// Each pass over the ledger it
 //   - keeps its verifier stake bonded (by default enough for four assignments at once);
 //   - for every task in TASK_VERIFYING with a slot for its key and no verdict yet, checks the
-//     committed proof on a worker thread, one task at a time (verification_job.h: the segments
-//     contracts::DrawSegments assigns this key, plus the final one), writes the evidence to
-//     DIR/reports/<task hex>.json and posts VerdictTx{accept, SHA-256 of the report's bytes} as
-//     duty "verdict-<task hex>";
-//   - plays the dispute games over its verdicts (dispute_duty.h) while a task is TASK_DISPUTED.
-// Restarts: a verdict whose report is on disk is posted from it (the journal keeps it from being
-// posted twice), and a check that was cut short simply runs again.
+//     committed proof on a worker thread, one task at a time (verification_job.h: its slot's
+//     segments plus the final one, from the solver's server or, once the solver published them,
+//     from the ledger), writes the evidence to DIR/reports/<task hex>[-published].json and the
+//     VerdictTx beside it (.verdict), and posts the VerdictTx: accept, reject naming the failed
+//     segments, or unavailable when the proof's data could not be had; accept and reject commit
+//     to the final state the replay reached (beacon.h FinalDigest);
+//   - challenges the solver's proof in the games over its disputed reject verdicts
+//     (dispute_duty.h) while a task is TASK_DISPUTED.
+// Restarts: a verdict saved on disk is posted from it (the journal keeps it from being posted
+// twice), and a check that was cut short simply runs again.
 //
 // `--lazy` makes it the devnet's lazy verifier: it posts accept at once without fetching or
-// replaying anything and never answers a dispute (it has nothing to answer with), so it loses
-// every game over its verdicts by timeout.
+// replaying anything, so a forced error or a disproven segment among its own costs it its lock.
 #ifndef POLNODE_NODE_VERIFIER_ROLE_H_
 #define POLNODE_NODE_VERIFIER_ROLE_H_
 
@@ -62,10 +64,13 @@ class VerifierRole final : public Role {
 
   [[nodiscard]] Status Collect(RoleContext& ctx);
   [[nodiscard]] Status HandleAssigned(RoleContext& ctx, const proto::Task& task);
-  [[nodiscard]] Status PostVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report);
+  [[nodiscard]] Status SaveVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report,
+                                   const SegmentsVerdict& verdict);
+  [[nodiscard]] Status PostVerdict(RoleContext& ctx, const proto::Task& task, const proto::VerdictTx& tx);
   void StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::int64_t> segments);
   [[nodiscard]] Status PlayDisputes(RoleContext& ctx, const proto::Task& task);
-  std::string ReportPath(const RoleContext& ctx, const std::string& task_id) const;
+  std::string ReportPath(const RoleContext& ctx, const proto::Task& task) const;
+  std::string VerdictPath(const RoleContext& ctx, const proto::Task& task) const;
 
   VerifierOptions options_;
   DataCache data_;

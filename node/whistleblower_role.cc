@@ -7,6 +7,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::node {
@@ -23,14 +24,19 @@ std::string JoinSegments(const std::vector<std::int64_t>& segments) {
 }
 
 const char* VerdictName(proto::Verdict verdict) {
-  return verdict == proto::VERDICT_ACCEPT ? "accept" : verdict == proto::VERDICT_REJECT ? "reject" : "none";
+  switch (verdict) {
+    case proto::VERDICT_ACCEPT: return "accept";
+    case proto::VERDICT_REJECT: return "reject";
+    case proto::VERDICT_UNAVAILABLE: return "unavailable";
+    default: return "none";
+  }
 }
 
 // The union of the segments the given verifiers replay, ascending.
 std::vector<std::int64_t> UnionOfSegments(const proto::Task& task, const std::vector<std::string>& verifiers) {
   std::vector<std::int64_t> all;
   for (const std::string& verifier : verifiers) {
-    for (std::int64_t s : AssignedSegments(task, verifier)) all.push_back(s);
+    for (std::int64_t s : SlotSegments(task, verifier)) all.push_back(s);
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
@@ -79,6 +85,11 @@ std::string WhistleblowerRole::WatchPath(const RoleContext& ctx, const std::stri
   return ctx.home() + "/watch/" + consensus::ToHex(task_id);
 }
 
+bool WhistleblowerRole::Challenged(const RoleContext& ctx, const proto::Task& task) {
+  return std::any_of(task.challenges().begin(), task.challenges().end(),
+                     [&](const proto::Challenge& c) { return c.challenger() == ctx.pubkey(); });
+}
+
 Status WhistleblowerRole::Poll(RoleContext& ctx) {
   if (!backend_) {
     POLNODE_ASSIGN_OR_RETURN(backend_, kernels::MakeBackend(options_.backend, options_.threads));
@@ -92,29 +103,32 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
   POLNODE_ASSIGN_OR_RETURN(bool staked, ctx.EnsureStake(proto::ROLE_WHISTLEBLOWER, stake));
   ctx.metrics().Set("staked", staked ? 1 : 0);
   POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord record, ctx.ledger().Stake(ctx.pubkey(), proto::ROLE_WHISTLEBLOWER));
-  // A dispute still in the mempool has not locked its stake yet, but will.
-  const std::uint64_t promised = pending_disputes_.size() * params_.min_stake_whistleblower();
+  // A challenge still in the mempool has not locked its stake yet, but will.
+  promised_ = 0;
+  for (const auto& [duty, lock] : pending_challenges_) promised_ += lock;
   const std::uint64_t free = record.bonded() > record.locked() ? record.bonded() - record.locked() : 0;
-  free_stake_ = free > promised ? free - promised : 0;
+  free_stake_ = free > promised_ ? free - promised_ : 0;
   Collect(ctx);
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
-    if (task.solver() == ctx.pubkey()) return Status::Ok();  // a solver does not audit its own proof
-    const bool auditing = task.status() == proto::TASK_VERIFYING || task.status() == proto::TASK_CHALLENGE;
-    if (!auditing) {
-      for (const proto::VerifierSlot& slot : task.verifiers()) {
-        pending_disputes_.erase("dispute-" + consensus::ToHex(task.id()) + "-" + consensus::ToHex(slot.verifier()));
-      }
+    // Neither a task's solver nor its submitter nor one of its verifiers may challenge its proof.
+    if (task.solver() == ctx.pubkey() || task.submitter() == ctx.pubkey()) return Status::Ok();
+    if (!SlotSegments(task, ctx.pubkey()).empty()) return Status::Ok();
+    if (task.status() != proto::TASK_VERIFYING && task.status() != proto::TASK_PUBLISHING &&
+        task.status() != proto::TASK_CHALLENGE) {
+      pending_challenges_.erase("challenge-" + consensus::ToHex(task.id()));
     }
     if (TaskClosed(task)) audits_.erase(task.id());
     if (task.status() != proto::TASK_DISPUTED) disputes_.erase(task.id());
     switch (task.status()) {
-      case proto::TASK_VERIFYING: return AuditTask(ctx, task);
+      case proto::TASK_VERIFYING:
+      case proto::TASK_PUBLISHING: return AuditTask(ctx, task);
       case proto::TASK_CHALLENGE: {
         POLNODE_RETURN_IF_ERROR(AuditTask(ctx, task));
         auto audit = audits_.find(task.id());
         return audit != audits_.end() && audit->second.check ? Compare(ctx, task, audit->second) : Status::Ok();
       }
-      case proto::TASK_DISPUTED: return PlayDisputes(ctx, task);
+      case proto::TASK_REVEALING:
+      case proto::TASK_DISPUTED: return Challenged(ctx, task) ? PlayDisputes(ctx, task) : Status::Ok();
       case proto::TASK_SETTLED:
       case proto::TASK_CANCELLED: return ReportSettled(ctx, task);
       default: return Status::Ok();
@@ -141,7 +155,8 @@ void WhistleblowerRole::Collect(RoleContext& ctx) {
   ctx.metrics().Add("verifications_total");
   ctx.metrics().Add("verify_seconds_total", check->seconds);
   ctx.metrics().Add("blobs_fetched_total", static_cast<double>(check->blobs_fetched));
-  ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->verdict.segments.size()));
+  ctx.metrics().Add("published_loaded_total", static_cast<double>(check->published_loaded));
+  ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->evidence.size()));
   audit->second.check = std::move(*check);
 }
 
@@ -158,6 +173,8 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
     it = audits_.emplace(task.id(), std::move(audit)).first;
   }
   TaskAudit& audit = it->second;
+  // A check from before the solver published checkpoints may have lacked some; it runs again.
+  if (audit.check && audit.published_seen != task.published_size()) audit.check.reset();
   if (audit.verifiers.empty() || audit.check || running_) return Status::Ok();
   if (!audit.error.empty() && std::chrono::steady_clock::now() < audit.retry_at) return Status::Ok();
   CheckRequest request;
@@ -166,6 +183,8 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   request.cache_dir = ctx.home() + "/cache";
   request.data = &data_;
   request.backend = backend_.get();
+  request.ledger = &ctx.ledger();
+  audit.published_seen = task.published_size();
   ctx.log().Event("auditing", {{"task", consensus::ToHex(task.id())},
                                {"verifiers", std::to_string(audit.verifiers.size())},
                                {"segments", JoinSegments(request.segments)}});
@@ -177,36 +196,38 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
 
 Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, TaskAudit& audit) {
   for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.verdict() == proto::VERDICT_NONE) continue;
+    if (slot.absent() || slot.verdict() == proto::VERDICT_NONE) continue;
     if (std::find(audit.verifiers.begin(), audit.verifiers.end(), slot.verifier()) == audit.verifiers.end()) continue;
-    POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, AssignedSegments(task, slot.verifier())));
-    const bool theirs_accept = slot.verdict() == proto::VERDICT_ACCEPT;
-    const bool agree = mine.accept == theirs_accept;
-    // A game shows one wrong segment transition and nothing else, so an accept is worth disputing
-    // only over one; a dispute that cannot be won just gives the stake away.
-    const bool dispute = !agree && (!theirs_accept || mine.provable);
-    if (audit.compared.insert(slot.verifier()).second) {
-      ctx.metrics().Add("checks_total");
-      if (!agree) ctx.metrics().Add("disagreements_total");
-      ctx.log().Event("checked", {{"task", consensus::ToHex(task.id())},
-                                  {"verifier", consensus::ToHex(slot.verifier())},
-                                  {"result", agree ? "agree" : "disagree"},
-                                  {"theirs", VerdictName(slot.verdict())},
-                                  {"mine", mine.accept ? "accept" : "reject"},
-                                  {"reason", mine.reason},
-                                  {"dispute", dispute ? "yes" : "no"}});
-    }
-    if (dispute && slot.disputer().empty()) POLNODE_RETURN_IF_ERROR(Dispute(ctx, task, slot));
+    if (!audit.compared.insert(slot.verifier()).second) continue;
+    POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, SlotSegments(task, slot.verifier())));
+    const bool agree = mine.verdict == slot.verdict();
+    ctx.metrics().Add("checks_total");
+    if (!agree) ctx.metrics().Add("disagreements_total");
+    ctx.log().Event("checked", {{"task", consensus::ToHex(task.id())},
+                                {"verifier", consensus::ToHex(slot.verifier())},
+                                {"result", agree ? "agree" : "disagree"},
+                                {"theirs", VerdictName(slot.verdict())},
+                                {"mine", VerdictName(mine.verdict)},
+                                {"reason", mine.reason}});
   }
-  return Status::Ok();
+  // The whistleblower challenges the proof itself when its replay of the audited verifiers'
+  // segments (and the final one) shows a transition wrong: the one thing a game can show. An
+  // accepting verifier whose own segments include the one the game disproves loses its lock to
+  // the whistleblower; in a forced round the challenge catches the forced error.
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, UnionOfSegments(task, audit.verifiers)));
+  if (mine.verdict != proto::VERDICT_REJECT) return Status::Ok();
+  audit.suspects = mine.failed_segments;
+  return Challenge(ctx, task, mine);
 }
 
-Status WhistleblowerRole::Dispute(RoleContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot) {
-  const std::string duty = "dispute-" + consensus::ToHex(task.id()) + "-" + consensus::ToHex(slot.verifier());
+Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, const SegmentsVerdict& mine) {
+  if (Challenged(ctx, task) || task.challenges_size() >= static_cast<int>(params_.max_challengers())) return Status::Ok();
+  const std::string duty = "challenge-" + consensus::ToHex(task.id());
+  const std::uint64_t lock = contracts::TaskLock(params_, proto::ROLE_WHISTLEBLOWER, task.spec().payment());
   if (!ctx.DutySent(duty)) {
-    // The dispute locks stake when it executes; sent without enough free stake it would fail for
-    // good, so it waits for EnsureStake's top-up instead.
-    if (free_stake_ < params_.min_stake_whistleblower()) return Status::Ok();
+    // The challenge locks stake when it executes (more for larger payments); sent without enough
+    // free stake it would fail for good, so it tops the stake up and waits for that first.
+    if (free_stake_ < lock) return ctx.EnsureStake(proto::ROLE_WHISTLEBLOWER, lock + promised_).status();
     const std::string watch = WatchPath(ctx, task.id());
     if (!std::filesystem::exists(watch)) {
       POLNODE_ASSIGN_OR_RETURN(Holdings before, HoldingsOf(ctx));
@@ -216,29 +237,23 @@ Status WhistleblowerRole::Dispute(RoleContext& ctx, const proto::Task& task, con
     }
   }
   proto::DisputeTx tx;
-  tx.set_task_id(task.id());
-  tx.set_verifier(slot.verifier());
+  tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));
   if (state == DutyState::kCommitted || state == DutyState::kFailed) {
-    pending_disputes_.erase(duty);
+    pending_challenges_.erase(duty);
     return Status::Ok();
   }
-  pending_disputes_.insert(duty);
+  pending_challenges_[duty] = lock;
   if (state != DutyState::kSent) return Status::Ok();
-  free_stake_ -= params_.min_stake_whistleblower();
-  ctx.metrics().Add("disputes_total");
-  ctx.log().Event("disputed", {{"task", consensus::ToHex(task.id())},
-                               {"verifier", consensus::ToHex(slot.verifier())},
-                               {"verdict", VerdictName(slot.verdict())}});
+  free_stake_ -= lock;
+  ctx.metrics().Add("challenges_total");
+  std::string failed;
+  for (std::uint64_t s : mine.failed_segments) failed += (failed.empty() ? "" : ",") + std::to_string(s);
+  ctx.log().Event("challenged", {{"task", consensus::ToHex(task.id())}, {"failed", failed}, {"reason", mine.reason}});
   return Status::Ok();
 }
 
 Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
-  std::vector<std::string> disputed;
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.disputer() == ctx.pubkey()) disputed.push_back(slot.verifier());
-  }
-  if (disputed.empty()) return Status::Ok();
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
     POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(task, data_));
@@ -246,11 +261,10 @@ Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task
     party.document = std::move(bound.document);
     party.data = bound.data;
     party.backend = dispute_backend_.get();
-    // As challenger it looks first where its audit of the disputed verifiers looked.
-    for (std::int64_t s : UnionOfSegments(task, disputed)) {
-      party.suspect_segments.push_back(static_cast<std::uint64_t>(s));
-    }
+    // As challenger it looks first where its audit found the proof wrong.
+    if (auto audit = audits_.find(task.id()); audit != audits_.end()) party.suspect_segments = audit->second.suspects;
     party.cache_dir = ctx.home() + "/cache";
+    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves

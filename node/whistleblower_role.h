@@ -1,21 +1,20 @@
-// `polnode whistleblower`: the daemon that audits verifiers (DESIGN.md section 5). Each pass over
-// the ledger it
-//   - keeps its whistleblower stake bonded (by default enough for two disputes at once);
-//   - for every task whose verifiers are assigned (TASK_VERIFYING, so the work is done before the
-//     challenge window opens, or TASK_CHALLENGE), picks the verifiers it audits, deterministically
+// `polnode whistleblower`: the daemon that audits verifiers (DESIGN.md section 5,
+// docs/protocol.md). Each pass over the ledger it
+//   - keeps its whistleblower stake bonded (by default enough for two challenges at once);
+//   - for every task whose verifiers are assigned (TASK_VERIFYING or TASK_PUBLISHING, so the work
+//     is done before the challenge window opens, or TASK_CHALLENGE) and of which it is neither
+//     solver, submitter nor verifier, picks the verifiers it audits, deterministically
 //     (SelectedForCheck: a --check-share of them), and re-does their work on a worker thread: one
-//     replay of the union of their segments (contracts::DrawSegments) and the final one
-//     (verification_job.h);
-//   - in TASK_CHALLENGE, compares each audited verdict with its own for that verifier's segments
-//     and disputes the ones that differ (DisputeTx as duty "dispute-<task hex>-<verifier hex>"),
-//     an accept only when its own reject rests on a segment that replays to another end state,
-//     the one thing a dispute game can show;
-//   - plays the games its disputes start (dispute_duty.h): challenger of an accept it disputed,
-//     defender of a reject;
-//   - when a task it disputed settles, logs the outcome and how its holdings (balance plus
-//     whistleblower stake) moved since just before its first dispute of that task: jackpots and
-//     the stakes of verifiers it beat arrive, a lost game's lock and the fees leave. The holdings
-//     before the first dispute are kept in DIR/watch/<task hex>, so this survives restarts.
+//     replay of the union of their slots' segments and the final one (verification_job.h);
+//   - in TASK_CHALLENGE, logs how each audited verdict compares with its own for that verifier's
+//     segments, and challenges the proof itself (DisputeTx without a verifier, as duty
+//     "challenge-<task hex>") when its replay shows a segment transition wrong, the one thing a
+//     dispute game can show: it is paid the solver's lock and the locks of the verifiers that
+//     accepted the disproven segment, or, in a forced round, a jackpot share;
+//   - plays the game its challenge starts (dispute_duty.h) as the challenger;
+//   - when a task it challenged settles, logs the outcome and how its holdings (balance plus
+//     whistleblower stake) moved since just before its challenge. The holdings before the
+//     challenge are kept in DIR/watch/<task hex>, so this survives restarts.
 #ifndef POLNODE_NODE_WHISTLEBLOWER_ROLE_H_
 #define POLNODE_NODE_WHISTLEBLOWER_ROLE_H_
 
@@ -66,6 +65,8 @@ class WhistleblowerRole final : public Role {
     std::string error;                   // the last failed attempt's error
     std::chrono::steady_clock::time_point retry_at;
     std::set<std::string> compared;      // verifiers whose verdict was compared ("checked" logged)
+    int published_seen = 0;              // the task's published checkpoints when the check started
+    std::vector<std::uint64_t> suspects;  // the segments its replay found wrong
   };
   struct Running {
     std::string task_id;  // raw
@@ -75,7 +76,8 @@ class WhistleblowerRole final : public Role {
   void Collect(RoleContext& ctx);
   [[nodiscard]] Status AuditTask(RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status Compare(RoleContext& ctx, const proto::Task& task, TaskAudit& audit);
-  [[nodiscard]] Status Dispute(RoleContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot);
+  [[nodiscard]] Status Challenge(RoleContext& ctx, const proto::Task& task, const SegmentsVerdict& mine);
+  static bool Challenged(const RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status PlayDisputes(RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status ReportSettled(RoleContext& ctx, const proto::Task& task);
   std::string WatchPath(const RoleContext& ctx, const std::string& task_id) const;
@@ -86,11 +88,12 @@ class WhistleblowerRole final : public Role {
   std::unique_ptr<kernels::Backend> dispute_backend_;  // dispute answers (poll thread)
   proto::Params params_;
   bool have_params_ = false;
-  std::uint64_t free_stake_ = 0;  // this pass: free stake no dispute has claimed yet
+  std::uint64_t free_stake_ = 0;  // this pass: free stake no challenge has claimed yet
+  std::uint64_t promised_ = 0;    // this pass: the locks of challenges still in the mempool
   TaskScan scan_;
   std::optional<Running> running_;
   std::map<std::string, TaskAudit> audits_;                       // by raw task id
-  std::set<std::string> pending_disputes_;                        // dispute duties sent, not yet in a block
+  std::map<std::string, std::uint64_t> pending_challenges_;       // challenge duty -> lock, not yet in a block
   std::map<std::string, std::unique_ptr<DisputeDuty>> disputes_;  // by raw task id
 };
 

@@ -35,33 +35,6 @@ Status CheckLayout(const solver::TrainState& state, const solver::TrainState& la
   return Status::Ok();
 }
 
-// Loads checkpoint `index` through the store by its blob hash (the store re-hashes the bytes),
-// decodes it, and checks that it has the manifest's state hash for that checkpoint (the name the
-// Merkle root, the ledger and disputes use), its step counter, and its tensor layout against
-// `layout` (the task's initial state).
-Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const solver::BlobStore& store,
-                                          const solver::TrainState& layout, std::int64_t index) {
-  const std::size_t i = static_cast<std::size_t>(index);
-  // Every checkpoint of the task encodes to exactly the size of its initial state (same tensors,
-  // same shapes): a larger blob is refused before a byte of it is read.
-  const std::uint64_t size = solver::EncodeState(layout).size();
-  Result<std::vector<std::uint8_t>> bytes = store.Get(m.checkpoint_blobs[i], size);
-  if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
-  Result<solver::TrainState> state = solver::DecodeState(*bytes);
-  if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
-  if (solver::StateHash(*state) != m.checkpoint_hashes[i]) {
-    return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::ToHex(m.checkpoint_blobs[i]) +
-                              " holds a state whose state hash is not the manifest's checkpoint hash");
-  }
-  if (state->step != index * m.checkpoint_interval) {
-    return Status::Corruption("checkpoint " + std::to_string(index) + " holds step " +
-                              std::to_string(state->step) + ", expected " +
-                              std::to_string(index * m.checkpoint_interval));
-  }
-  POLNODE_RETURN_IF_ERROR(CheckLayout(*state, layout, index));
-  return state;
-}
-
 // The segments VerifyProof replays before the final one: the caller's explicit list, checked, or
 // the beacon's draw.
 Result<std::vector<std::int64_t>> SegmentsToReplay(const solver::TaskSpec& task, const VerifyOptions& options) {
@@ -85,6 +58,33 @@ Result<std::vector<std::int64_t>> SegmentsToReplay(const solver::TaskSpec& task,
 }
 
 }  // namespace
+
+Status CheckCheckpointState(const solver::TrainState& state, const solver::TrainState& layout, std::int64_t index,
+                            std::int64_t checkpoint_interval) {
+  if (state.step != index * checkpoint_interval) {
+    return Status::Corruption("checkpoint " + std::to_string(index) + " holds step " + std::to_string(state.step) +
+                              ", expected " + std::to_string(index * checkpoint_interval));
+  }
+  return CheckLayout(state, layout, index);
+}
+
+Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const solver::BlobStore& store,
+                                          const solver::TrainState& layout, std::int64_t index) {
+  const std::size_t i = static_cast<std::size_t>(index);
+  // Every checkpoint of the task encodes to exactly the size of its initial state (same tensors,
+  // same shapes): a larger blob is refused before a byte of it is read.
+  const std::uint64_t size = solver::EncodeState(layout).size();
+  Result<std::vector<std::uint8_t>> bytes = store.Get(m.checkpoint_blobs[i], size);
+  if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
+  Result<solver::TrainState> state = solver::DecodeState(*bytes);
+  if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
+  if (solver::StateHash(*state) != m.checkpoint_hashes[i]) {
+    return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::ToHex(m.checkpoint_blobs[i]) +
+                              " holds a state whose state hash is not the manifest's checkpoint hash");
+  }
+  POLNODE_RETURN_IF_ERROR(CheckCheckpointState(*state, layout, index, m.checkpoint_interval));
+  return state;
+}
 
 Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::TaskSpec& task) {
   if (m.task_id != solver::TaskId(task)) return Status::FailedPrecondition("manifest is for another task");

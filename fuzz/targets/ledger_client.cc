@@ -129,6 +129,7 @@ proto::TaskSpec Spec() {
   spec.set_batch_root(std::string(32, '\x44'));
   spec.set_step_leaf_count(8);
   spec.set_state_tensor_count(2);
+  spec.set_initial_state_hash(std::string(32, '\x55'));
   return spec;
 }
 

@@ -215,6 +215,26 @@ TEST(MempoolTest, TxsParkedBehindNonceGapsNeitherFillThePoolNorBlockAValidTx) {
   EXPECT_EQ(pool.size(), 1u);  // the valid tx, still waiting for its block
 }
 
+// The caps are for txs behind a gap: a signer's gap-free run from its account nonce (a daemon
+// publishing a checkpoint in many chunks) is admitted however long, and stays executable.
+TEST(MempoolTest, AGapFreeRunLongerThanTheCapIsAdmitted) {
+  Mempool pool(MempoolOptions{.chain_id = "test-chain", .max_txs = 1000, .max_tx_bytes = 4096});
+  Accounts accounts;
+  for (std::uint64_t nonce = 0; nonce < 40; ++nonce) {
+    ASSERT_TRUE(pool.Add(SignedTx(1, nonce), accounts.Check()).ok()) << nonce;
+  }
+  EXPECT_EQ(pool.future_count(), 0u);
+  EXPECT_EQ(pool.Candidates(100, 4 << 20).size(), 40u);
+  // Behind a gap (41 missing), only 16 more fit; filling the gap makes them part of the run.
+  for (std::uint64_t nonce = 42; nonce < 60; ++nonce) (void)pool.Add(SignedTx(1, nonce), accounts.Check());
+  EXPECT_EQ(pool.future_count(), 16u);
+  ASSERT_TRUE(pool.Add(SignedTx(1, 40), accounts.Check()).ok());
+  ASSERT_TRUE(pool.Add(SignedTx(1, 41), accounts.Check()).ok());
+  EXPECT_EQ(pool.Recheck(accounts.Check(), 1), 0u);
+  EXPECT_EQ(pool.future_count(), 0u);
+  EXPECT_EQ(pool.Candidates(100, 4 << 20).size(), 58u);
+}
+
 TEST(MempoolTest, FutureTxsAreCappedInTotal) {
   Mempool pool(MempoolOptions{.chain_id = "test-chain", .max_txs = 1000, .max_tx_bytes = 4096, .max_future = 5});
   Accounts accounts;

@@ -13,7 +13,10 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "http_client.h"
 
@@ -23,8 +26,14 @@ namespace {
 // A connected loopback TCP socket, closed on destruction.
 class RawSocket {
  public:
-  explicit RawSocket(std::uint16_t port) {
+  // Connects from `source` (any 127.0.0.0/8 address is loopback: distinct sources are distinct
+  // peers to the server).
+  explicit RawSocket(std::uint16_t port, const char* source = "127.0.0.1") {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &from.sin_addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) return;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -182,6 +191,90 @@ TEST_F(HttpServerTest, StopIsIdempotentAndRefusesNewConnections) {
   server_->Stop();
   auto r = HttpCall(HttpEndpoint{"127.0.0.1", port}, "GET", "/", {}, {}, std::chrono::milliseconds(500));
   EXPECT_FALSE(r.ok());
+}
+
+// Issue 15 finding 4: no cap on connections or buffered bodies (40 connections x 4 MiB took a node
+// from 51 MB to 211 MB). One peer now gets a bounded share of connections, the bodies being read
+// share a bounded budget, and a request without a body (a status query) is still answered.
+class HttpLimitsTest : public ::testing::Test {
+ protected:
+  void Start(const HttpLimits& limits) {
+    HttpServerOptions options;
+    options.threads = 2;
+    options.limits = limits;
+    auto server = HttpServer::Start(options, Echo, nullptr);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(server).value();
+  }
+  // A GET from 127.0.0.1 (another peer than the load's).
+  void ExpectStatusAnswered() {
+    auto r = HttpCall(HttpEndpoint{"127.0.0.1", server_->port()}, "GET", "/v1/status");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+  }
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpLimitsTest, OnePeerCannotTakeEveryConnection) {
+  HttpLimits limits;
+  limits.max_connections_per_peer = 3;
+  limits.read_timeout = std::chrono::seconds(30);
+  Start(limits);
+  std::vector<std::unique_ptr<RawSocket>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawSocket>(server_->port(), "127.0.0.2"));
+    ASSERT_TRUE(held.back()->connected());
+    ASSERT_TRUE(held.back()->Send("GET /a HTTP/1.1\r\nHost: x\r\n"));  // headers never finish
+  }
+  RawSocket fourth(server_->port(), "127.0.0.2");
+  ASSERT_TRUE(fourth.connected());
+  bool closed = false;
+  const std::string answer = fourth.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+  EXPECT_TRUE(closed);
+  ExpectStatusAnswered();
+  held.clear();  // the slots come back
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    RawSocket again(server_->port(), "127.0.0.2");
+    if (again.Send("GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
+        again.ReadAll(std::chrono::seconds(5)).rfind("HTTP/1.1 200", 0) == 0) {
+      return;
+    }
+  }
+  ADD_FAILURE() << "the peer's slots never came back";
+}
+
+TEST_F(HttpLimitsTest, BodiesBeingReadShareABoundedBudgetAndStatusStillAnswers) {
+  HttpLimits limits;
+  limits.max_body_bytes = 4 << 20;
+  limits.max_buffered_body_bytes = 16 << 20;
+  limits.read_timeout = std::chrono::seconds(30);
+  Start(limits);
+  // 40 connections from 40 peers each announce a 4 MiB body and trickle it.
+  int admitted = 0;
+  int refused = 0;
+  std::vector<std::unique_ptr<RawSocket>> load;
+  for (int i = 0; i < 40; ++i) {
+    const std::string source = "127.0.1." + std::to_string(i + 1);
+    load.push_back(std::make_unique<RawSocket>(server_->port(), source.c_str()));
+    ASSERT_TRUE(load.back()->connected());
+    ASSERT_TRUE(load.back()->Send("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\nabc"));
+  }
+  for (auto& socket : load) {
+    bool closed = false;
+    const std::string answer = socket->ReadAll(std::chrono::milliseconds(300), &closed);
+    if (answer.rfind("HTTP/1.1 503", 0) == 0) {
+      ++refused;
+    } else {
+      EXPECT_TRUE(answer.empty()) << answer;  // still reading its body
+      ++admitted;
+    }
+  }
+  EXPECT_EQ(admitted, 4);  // 16 MiB / 4 MiB
+  EXPECT_EQ(refused, 36);
+  RecordProperty("bodies_admitted", admitted);
+  RecordProperty("bodies_refused", refused);
+  ExpectStatusAnswered();
 }
 
 TEST(HttpServerStartTest, PortInUseIsUnavailable) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "http_client.h"
 #include "ledger_process.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
 #include "subprocess.h"
@@ -67,6 +69,35 @@ std::uint64_t BpsOf(std::uint64_t amount, std::uint64_t bps) {
 
 std::string Hex32(char nibble) { return std::string(64, nibble); }
 
+// The state hash the tasks here fix for checkpoint 0 (TaskSpec.initial_state_hash).
+const std::string kInitialState = Hex32('9');
+constexpr std::uint64_t kSegments = 4;  // 8 steps, 2 per checkpoint: segment 3 is the final one
+
+// A proof's checkpoint hashes as a solver would commit them (no training behind them: the ledger
+// sees only hashes unless a dispute is played): checkpoint 0 is the task's initial state, the others
+// are named by `tag`.
+struct FakeProof {
+  std::vector<consensus::Hash256> hashes;
+  std::string root;           // 64 hex
+  std::string initial_proof;  // hex of the serialized Merkle proof of checkpoint 0
+
+  FakeProof(char tag, std::optional<consensus::Hash256> final_hash = std::nullopt) {
+    consensus::Hash256 initial{};
+    EXPECT_TRUE(consensus::HexToFixed(kInitialState, initial).ok());
+    hashes.push_back(initial);
+    for (std::uint64_t i = 1; i <= kSegments; ++i) hashes.push_back(consensus::Sha256(std::string(1, tag) + std::to_string(i)));
+    if (final_hash) hashes.back() = *final_hash;
+    const consensus::MerkleTree tree(hashes);
+    root = consensus::ToHex(tree.root());
+    initial_proof = ProofHex(0);
+  }
+  std::string ProofHex(std::uint64_t checkpoint) const {
+    const consensus::MerkleTree tree(hashes);
+    return consensus::ToHex(consensus::SerializeMerkleProof(*tree.Prove(checkpoint)));
+  }
+  std::string FinalHex() const { return consensus::ToHex(hashes.back()); }
+};
+
 // A key made by `polnode keygen`.
 struct Actor {
   std::string name;
@@ -77,7 +108,7 @@ struct Actor {
 // What a task's money comes to, from the params and the payment (settlement.h).
 struct TaskMoney {
   std::uint64_t payment = 0;
-  std::uint64_t cut = 0;           // to the jackpot at submission, never refunded
+  std::uint64_t cut = 0;           // to the jackpot once verification starts, never refunded then
   std::uint64_t escrow = 0;        // E = payment - cut
   std::uint64_t fee_budget = 0;    // F = E * verifier_fee_bps / 10000
   std::uint64_t per_verifier = 0;  // F / assigned verifiers
@@ -114,11 +145,12 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     ASSERT_EQ(producer_.size(), 64u) << init.out;
 
     // Short waits, long acting windows, no random forced errors, a solver lock that splits
-    // unevenly between two rejecters.
+    // unevenly between two rejecters (locks at the minimum stakes, not scaled by the payment).
     std::map<std::string, std::uint64_t> params = {
         {"beacon_delay", 1},          {"verify_window", 600},   {"challenge_window", 3},
         {"reveal_window", 600},       {"forced_error_rate", 0}, {"min_stake_solver", 1'001},
-        {"min_stake_verifier", 500},  {"verifiers_per_task", 3}};
+        {"min_stake_verifier", 500},  {"verifiers_per_task", 3}, {"solver_lock_bps", 0},
+        {"verifier_lock_bps", 0},     {"whistleblower_lock_bps", 0}};
     for (const auto& [name, value] : overrides) params[name] = value;
     const std::string genesis_path = home_ + "/genesis.json";
     rapidjson::Document genesis = Json(ReadFileText(genesis_path));
@@ -299,6 +331,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     spec.set_batch_root(std::string(32, '\x44'));
     spec.set_step_leaf_count(8);
     spec.set_state_tensor_count(2);
+    spec.set_initial_state_hash(std::string(32, '\x99'));
 
     const std::uint64_t nonce = U64(Json(Get("/v1/accounts/" + submitter_.pubkey)), "nonce");
     const std::uint64_t count_before = U64(Json(Get("/v1/tasks")), "total");
@@ -308,7 +341,8 @@ class TaskLifecycleE2ETest : public ::testing::Test {
                         Hex32('2'), "--total-steps", "8", "--checkpoint-interval", "2", "--segments", "1", "--payment",
                         std::to_string(kPayment), "--claim-window", std::to_string(claim_window), "--training-window",
                         std::to_string(training_window), "--spec-uri", "https://tasks.example/t.json", "--graph-root",
-                        Hex32('3'), "--batch-root", Hex32('4'), "--step-leaf-count", "8", "--state-tensor-count", "2"},
+                        Hex32('3'), "--batch-root", Hex32('4'), "--step-leaf-count", "8", "--state-tensor-count", "2",
+                        "--initial-state-hash", kInitialState},
                        &tx_id));
     const std::array<std::uint8_t, 32> submitter_key = Unhex(submitter_.pubkey);
     const std::string expected_id = consensus::ToHex(contracts::TaskIdFor(
@@ -325,7 +359,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     EXPECT_EQ(Str(task, "submitter"), submitter_.pubkey);
     EXPECT_EQ(Str(task, "status"), "TASK_OPEN");
     EXPECT_EQ(Str(task, "spec_hash"), consensus::ToHex(contracts::TaskSpecHash(spec)));
-    EXPECT_EQ(U64(task, "escrow"), Money(0).escrow);
+    EXPECT_EQ(U64(task, "escrow"), kPayment) << "the jackpot cut leaves the escrow only when verification starts";
     return Str(task, "id");
   }
 
@@ -346,9 +380,10 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     return m;
   }
 
-  // Claim with `secret`, wait for the forced-error seed, commit `proof_root`, wait for the beacon
-  // and the assignment of all three verifiers.
-  void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret, const std::string& proof_root) {
+  // Claim with `secret`, wait for the forced-error seed, commit `proof`, wait for the beacon and
+  // the assignment of all three verifiers.
+  void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret, const FakeProof& proof) {
+    const std::string& proof_root = proof.root;
     ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", secret}));
     std::string t = Get("/v1/tasks/" + task);
     EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
@@ -356,8 +391,20 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     // The proof may only be committed once the seed exists (tasks.h ExecuteCommitProof).
     t = WaitTask(task, [](const rapidjson::Value& v) { return Bool(v, "forced_seed_drawn"); }, "forced seed drawn");
     ASSERT_EQ(Str(Json(t), "status"), "TASK_CLAIMED") << t;
+    // A commitment whose checkpoint 0 is not the task's initial state is refused.
+    const FakeProof elsewhere('x', std::nullopt);
+    FakeProof wrong_start = elsewhere;
+    wrong_start.hashes[0] = consensus::Sha256("another start");
+    const consensus::MerkleTree wrong_tree(wrong_start.hashes);
+    std::string refused;
     ASSERT_TRUE(SendTx(solver_, "commit-proof",
-                       {"--task", task, "--proof-root", proof_root, "--proof-uri", "https://solver.example/proof"}));
+                       {"--task", task, "--proof-root", consensus::ToHex(wrong_tree.root()), "--proof-uri",
+                        "https://solver.example/proof", "--initial-proof", wrong_start.ProofHex(0)},
+                       &refused, /*wait=*/false));
+    EXPECT_FALSE(AwaitTxOk(refused));
+    ASSERT_TRUE(SendTx(solver_, "commit-proof",
+                       {"--task", task, "--proof-root", proof_root, "--proof-uri", "https://solver.example/proof",
+                        "--initial-proof", proof.initial_proof}));
     t = Get("/v1/tasks/" + task);
     const std::string after_commit = Str(Json(t), "status");
     EXPECT_TRUE(after_commit == "TASK_COMMITTED" || after_commit == "TASK_VERIFYING") << t;
@@ -382,12 +429,23 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     }
   }
 
-  // One verdict per verifier (accept[i] for verifiers_[i]); then the challenge window passes.
-  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept) {
+  // One verdict per verifier (accept[i] for verifiers_[i]; a reject names the final segment and,
+  // with `final_state`, commits to it); then the challenge window passes undisputed.
+  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept,
+                               std::optional<std::string> final_state = std::nullopt) {
     ASSERT_EQ(accept.size(), verifiers_.size());
     for (std::size_t i = 0; i < verifiers_.size(); ++i) {
-      ASSERT_TRUE(SendTx(verifiers_[i], "verdict",
-                         {"--task", task, accept[i] ? "--accept" : "--reject", "--report-hash", Hex32('a' + static_cast<char>(i))}));
+      std::vector<std::string> args = {"--task", task, "--verdict", accept[i] ? "accept" : "reject", "--report-hash",
+                                       Hex32('a' + static_cast<char>(i))};
+      if (!accept[i]) args.insert(args.end(), {"--failed-segments", std::to_string(kSegments - 1)});
+      if (final_state) {
+        const std::array<std::uint8_t, 32> key = Unhex(verifiers_[i].pubkey);
+        const std::array<std::uint8_t, 32> state = Unhex(*final_state);
+        args.insert(args.end(), {"--final-digest", consensus::ToHex(contracts::FinalDigest(
+                                                       std::string_view(reinterpret_cast<const char*>(key.data()), 32),
+                                                       std::string_view(reinterpret_cast<const char*>(state.data()), 32)))});
+      }
+      ASSERT_TRUE(SendTx(verifiers_[i], "verdict", args));
     }
     // The last verdict opens the challenge window at once; nobody disputes; it closes by itself.
     const std::string t = WaitStatus(task, "TASK_REVEALING");
@@ -399,7 +457,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
         if (Str(slot, "verifier") != verifiers_[k].pubkey) continue;
         EXPECT_EQ(Str(slot, "verdict"), accept[k] ? "VERDICT_ACCEPT" : "VERDICT_REJECT") << t;
         EXPECT_EQ(Str(slot, "report_hash"), Hex32('a' + static_cast<char>(k))) << t;
-        EXPECT_EQ(Str(slot, "disputer"), "") << t;
+        EXPECT_FALSE(Bool(slot, "disputed")) << t;
       }
     }
   }
@@ -431,33 +489,32 @@ class TaskLifecycleE2ETest : public ::testing::Test {
   std::uint64_t txs_sent_ = 0;
 };
 
-const std::string kSecret = Hex32('5');      // the solver's 32-byte claim secret
-const std::string kProofRoot = Hex32('7');   // the committed proof root
-const std::string kHonestRoot = Hex32('8');  // a forced round's honest proof root
+const std::string kSecret = Hex32('5');  // the solver's 32-byte claim secret
 
 TEST_F(TaskLifecycleE2ETest, AcceptedTaskPaysSolverAndVerifiersAndRefundsDust) {
   ASSERT_NO_FATAL_FAILURE(StartChain());
   const Snapshot before = Take();
   const std::string task = SubmitTask(/*claim_window=*/600, /*training_window=*/600);
   ASSERT_FALSE(HasFailure());
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  const FakeProof proof('p');
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, proof));
   ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {true, true, true}));
 
   // The reveal must match the commitment: a wrong secret is refused and changes nothing.
   std::string bad_id;
-  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", Hex32('6'), "--result-root", kProofRoot}, &bad_id,
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", Hex32('6'), "--result-root", proof.root}, &bad_id,
                      /*wait=*/false));
   EXPECT_FALSE(AwaitTxOk(bad_id));
   EXPECT_NE(Get("/v1/txs/" + bad_id).find("commitment"), std::string::npos) << Get("/v1/txs/" + bad_id);
   EXPECT_EQ(Str(Json(Get("/v1/tasks/" + task)), "status"), "TASK_REVEALING");
 
-  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}));
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", proof.root}));
   const std::string t = Get("/v1/tasks/" + task);
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_ACCEPTED");
   const rapidjson::Document d = Json(t);
   EXPECT_FALSE(Bool(d, "forced_error")) << t;
-  EXPECT_EQ(Str(d, "result_root"), kProofRoot) << t;
-  EXPECT_FALSE(Bool(d, "solver_slashed")) << t;
+  EXPECT_EQ(Str(d, "result_root"), proof.root) << t;
+  EXPECT_EQ(Str(d, "standing"), "PROOF_UPHELD") << t;
 
   const TaskMoney m = Money(3);
   const std::uint64_t fee = TxFee();
@@ -465,8 +522,9 @@ TEST_F(TaskLifecycleE2ETest, AcceptedTaskPaysSolverAndVerifiersAndRefundsDust) {
   EXPECT_GT(dust, 0u) << "the payment was chosen so that F does not split evenly";
   // Submitter: paid the payment and one fee; gets the unpaid rounding dust of F back.
   EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + dust);
-  // Solver: E - F, less its claim, commit, failed reveal and reveal fees; its lock is released.
-  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 4 * fee);
+  // Solver: E - F, less its claim, refused commit, commit, failed reveal and reveal fees; its lock
+  // is released.
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 5 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
   for (const Actor& v : verifiers_) {
@@ -474,23 +532,27 @@ TEST_F(TaskLifecycleE2ETest, AcceptedTaskPaysSolverAndVerifiersAndRefundsDust) {
     EXPECT_EQ(StakeField(v, "verifier", "bonded"), kVerifierStake) << v.name;
     EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
   }
-  EXPECT_EQ(Jackpot(), before.jackpot + m.cut) << "the jackpot cut is kept";
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut) << "the jackpot cut is kept once verification started";
   ExpectProducerFees(before);
 }
 
-TEST_F(TaskLifecycleE2ETest, RejectVerdictSlashesSolverToTheRejecters) {
+// A reject the solver does not dispute stands: the proof is unproven, the solver is not paid and
+// its lock goes to the rejecters; the accepter is neither paid nor slashed (nothing was disproven).
+TEST_F(TaskLifecycleE2ETest, UndisputedRejectStandsAndSlashesTheSolverToTheRejecters) {
   ASSERT_NO_FATAL_FAILURE(StartChain());
   const Snapshot before = Take();
   const std::string task = SubmitTask(600, 600);
   ASSERT_FALSE(HasFailure());
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  const FakeProof proof('p');
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, proof));
   // verifier-a and verifier-b reject, verifier-c accepts.
   ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}));
-  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}));
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", proof.root}));
 
   const std::string t = Get("/v1/tasks/" + task);
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_REJECTED");
   EXPECT_FALSE(Bool(Json(t), "forced_error")) << t;
+  EXPECT_EQ(Str(Json(t), "standing"), "PROOF_UNPROVEN") << t;
 
   const TaskMoney m = Money(3);
   const std::uint64_t fee = TxFee();
@@ -498,16 +560,16 @@ TEST_F(TaskLifecycleE2ETest, RejectVerdictSlashesSolverToTheRejecters) {
   const std::uint64_t slash_share = lock / 2;
   const std::uint64_t slash_dust = lock - 2 * slash_share;
   EXPECT_EQ(slash_dust, 1u) << "min_stake_solver 1001 splits unevenly between two rejecters";
-  // The solver is not paid: the submitter gets E back less the voting verifiers' fees.
-  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - 3 * m.per_verifier);
-  // The solver loses its lock (out of its bonded stake) and pays claim, commit and reveal fees.
-  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 3 * fee);
+  // The solver is not paid: the submitter gets E back less the two rejecters' fees.
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - 2 * m.per_verifier);
+  // The solver loses its lock (out of its bonded stake) and pays claim, two commit and reveal fees.
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 4 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
-  // Rejecters: their fee share plus half the solver's lock each; the accepter: its share.
+  // Rejecters: their fee share plus half the solver's lock each; the accepter: released unpaid.
   EXPECT_EQ(Balance(verifiers_[0]), before.balance.at(verifiers_[0].pubkey) + m.per_verifier + slash_share - fee);
   EXPECT_EQ(Balance(verifiers_[1]), before.balance.at(verifiers_[1].pubkey) + m.per_verifier + slash_share - fee);
-  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) + m.per_verifier - fee);
+  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) - fee);
   for (const Actor& v : verifiers_) {
     EXPECT_EQ(StakeField(v, "verifier", "bonded"), kVerifierStake) << v.name;
     EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
@@ -517,7 +579,7 @@ TEST_F(TaskLifecycleE2ETest, RejectVerdictSlashesSolverToTheRejecters) {
   ExpectProducerFees(before);
 }
 
-TEST_F(TaskLifecycleE2ETest, UnclaimedTaskTimesOutAndRefundsTheEscrow) {
+TEST_F(TaskLifecycleE2ETest, UnclaimedTaskTimesOutAndRefundsThePaymentInFull) {
   ASSERT_NO_FATAL_FAILURE(StartChain());
   const Snapshot before = Take();
   const std::string task = SubmitTask(/*claim_window=*/3, /*training_window=*/600);
@@ -532,15 +594,14 @@ TEST_F(TaskLifecycleE2ETest, UnclaimedTaskTimesOutAndRefundsTheEscrow) {
   EXPECT_FALSE(AwaitTxOk(late));
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
 
-  const TaskMoney m = Money(0);
-  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - TxFee() + m.escrow)
-      << "the escrow comes back; the jackpot cut does not";
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - TxFee())
+      << "nobody trained: the whole payment comes back, the jackpot cut included";
   EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - TxFee());
-  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  EXPECT_EQ(Jackpot(), before.jackpot);
   ExpectProducerFees(before);
 }
 
-TEST_F(TaskLifecycleE2ETest, SolverThatNeverCommitsIsSlashedToTheSubmitter) {
+TEST_F(TaskLifecycleE2ETest, SolverThatNeverCommitsIsSlashedToTheJackpot) {
   ASSERT_NO_FATAL_FAILURE(StartChain());
   const Snapshot before = Take();
   const std::string task = SubmitTask(/*claim_window=*/600, /*training_window=*/3);
@@ -550,25 +611,26 @@ TEST_F(TaskLifecycleE2ETest, SolverThatNeverCommitsIsSlashedToTheSubmitter) {
   ExpectClosed(t, "TASK_CANCELLED", "OUTCOME_NO_COMMIT");
   EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
 
-  const TaskMoney m = Money(0);
   const std::uint64_t lock = Param("min_stake_solver");
-  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - TxFee() + m.escrow + lock);
+  // The submitter gets its payment back but not the lock (it could be the solver under a second key).
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - TxFee());
   EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - TxFee());
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
-  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  EXPECT_EQ(Jackpot(), before.jackpot + lock);
   ExpectProducerFees(before);
 }
 
-TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsIsSlashedAndVerifiersArePaid) {
+TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsLeavesItsProofUnprovenAndPaysTheJackpot) {
   ASSERT_NO_FATAL_FAILURE(StartChain({{"reveal_window", 3}}));
   const Snapshot before = Take();
   const std::string task = SubmitTask(600, 600);
   ASSERT_FALSE(HasFailure());
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
+  const FakeProof proof('p');
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, proof));
   // The reveal window (3 blocks) may pass before this test sees TASK_REVEALING, so wait for the end.
   for (std::size_t i = 0; i < verifiers_.size(); ++i) {
-    ASSERT_TRUE(SendTx(verifiers_[i], "verdict", {"--task", task, "--accept", "--report-hash", Hex32('a')}));
+    ASSERT_TRUE(SendTx(verifiers_[i], "verdict", {"--task", task, "--verdict", "accept", "--report-hash", Hex32('a')}));
   }
   const std::string t = WaitStatus(task, "TASK_SETTLED");
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_NO_REVEAL");
@@ -576,50 +638,69 @@ TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsIsSlashedAndVerifiersArePaid)
   const TaskMoney m = Money(3);
   const std::uint64_t fee = TxFee();
   const std::uint64_t lock = Param("min_stake_solver");
-  EXPECT_EQ(Balance(submitter_),
-            before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - 3 * m.per_verifier + lock);
-  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 2 * fee);
+  // An unproven proof pays nobody: the escrow comes back, the accepters are released unpaid, and
+  // with no claim against the proof the solver's lock goes to the jackpot.
+  EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow);
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) - 3 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake - lock);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
   for (const Actor& v : verifiers_) {
-    EXPECT_EQ(Balance(v), before.balance.at(v.pubkey) + m.per_verifier - fee) << v.name;
+    EXPECT_EQ(Balance(v), before.balance.at(v.pubkey) - fee) << v.name;
     EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
   }
-  EXPECT_EQ(Jackpot(), before.jackpot + m.cut);
+  EXPECT_EQ(Jackpot(), before.jackpot + m.cut + lock);
   ExpectProducerFees(before);
 }
 
 // forced_error_rate 1 makes every round forced (beacon.h IsForcedError: x % 1 == 0), so the
-// forced-error settlement runs deterministically.
-TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysCatchersAndSlashesTheAccepter) {
+// forced-error settlement runs deterministically. The solver commits a proof whose final checkpoint
+// it altered; two verifiers reject the final segment committing to the honest final state (they
+// replayed it), one accepts. At the reveal the solver shows the honest final checkpoint on the
+// committed final leaf's Merkle path.
+TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysTheCatchersThatVouchedAndSlashesTheAccepter) {
   ASSERT_NO_FATAL_FAILURE(StartChain({{"forced_error_rate", 1}}));
   const Snapshot before = Take();
   const std::string task = SubmitTask(600, 600);
   ASSERT_FALSE(HasFailure());
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, kProofRoot));
-  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}));
+  const FakeProof honest('h');
+  const FakeProof committed('h', consensus::Sha256("the altered final checkpoint"));
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, committed));
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}, honest.FinalHex()));
 
   // A forced round's reveal must name the honest proof, not the committed one.
   std::string wrong;
-  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kProofRoot}, &wrong,
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", committed.root}, &wrong,
                      /*wait=*/false));
   EXPECT_FALSE(AwaitTxOk(wrong));
-  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", kHonestRoot}));
+  // Nor an honest proof that differs from the committed one anywhere but its final checkpoint.
+  const FakeProof other('o');
+  ASSERT_TRUE(SendTx(solver_, "reveal",
+                     {"--task", task, "--secret", kSecret, "--result-root", other.root, "--committed-final",
+                      committed.FinalHex(), "--honest-final", other.FinalHex(), "--final-proof",
+                      committed.ProofHex(kSegments)},
+                     &wrong, /*wait=*/false));
+  EXPECT_FALSE(AwaitTxOk(wrong));
+  ASSERT_TRUE(SendTx(solver_, "reveal",
+                     {"--task", task, "--secret", kSecret, "--result-root", honest.root, "--committed-final",
+                      committed.FinalHex(), "--honest-final", honest.FinalHex(), "--final-proof",
+                      committed.ProofHex(kSegments)}));
 
   const std::string t = Get("/v1/tasks/" + task);
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_FORCED_ERROR");
   EXPECT_TRUE(Bool(Json(t), "forced_error")) << t;
-  EXPECT_EQ(Str(Json(t), "result_root"), kHonestRoot) << t;
+  EXPECT_EQ(Str(Json(t), "result_root"), honest.root) << t;
 
   const TaskMoney m = Money(3);
   const std::uint64_t fee = TxFee();
   const std::uint64_t verifier_lock = Param("min_stake_verifier");
-  // The accepter's lock goes to the pool first; then the two catchers split payout_bps of it.
+  // The accepter's lock goes to the pool first; then the two catchers split the payout.
   const std::uint64_t pool = before.jackpot + m.cut + verifier_lock;
-  const std::uint64_t catcher_share = BpsOf(pool, Param("jackpot_payout_bps")) / 2;
+  const std::uint64_t payout =
+      std::min(BpsOf(pool, Param("jackpot_payout_bps")), BpsOf(kPayment, Param("jackpot_payout_cap_bps")));
+  const std::uint64_t catcher_share = payout / 2;
   EXPECT_EQ(Jackpot(), pool - 2 * catcher_share);
-  // The solver followed the rules: paid E - F, lock released (claim, commit, 2 reveals in fees).
-  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 4 * fee);
+  // The solver followed the rules: paid E - F, lock released (claim, 2 commits, 3 reveals in fees).
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 6 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
   // Rejecters: share + jackpot share; the accepter: nothing, its lock slashed.

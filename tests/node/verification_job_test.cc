@@ -1,8 +1,8 @@
 // The check verifiers and whistleblowers run on a committed proof (verification_job.h), against
 // real proofs of the tiny task made by solver::Prove and served over loopback HTTP: an honest proof
 // is accepted after downloading only the checkpoints the replay needs, a cheat is rejected naming
-// its segment, and each kind of fault lands on the right side (a reject verdict for the task's
-// parties, an error for the checker's own trouble).
+// its segment, data the solver does not serve makes the verdict unavailable (the solver's burden),
+// and only the checker's own trouble is an error.
 #include "verification_job.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "forced_error_proof.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
@@ -44,15 +45,10 @@ class VerificationJobTest : public ::testing::Test {
     task.set_proof_root(RawHash(proof.manifest.merkle_root));
     task.set_proof_uri(server_.AddProof(proof.dir->path().string()));
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
+    proto::VerifierSlot* slot = task.add_verifiers();
+    slot->set_verifier(RawKey(verifier_));
+    for (std::int64_t s : kSlotSegments) slot->add_segments(static_cast<std::uint64_t>(s));
     return task;
-  }
-
-  // The verifier's segments, before any proof exists (they depend on the beacon and key only).
-  std::vector<std::int64_t> VerifierSegments() {
-    proto::Task task;
-    *task.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{1000, 20, 40});
-    task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
-    return AssignedSegments(task, RawKey(verifier_));
   }
 
   Result<ProofCheck> Check(const proto::Task& task, std::vector<std::int64_t> segments) {
@@ -67,9 +63,12 @@ class VerificationJobTest : public ::testing::Test {
 
   static std::vector<std::int64_t> Replayed(const ProofCheck& check) {
     std::vector<std::int64_t> out;
-    for (const verifier::SegmentEvidence& e : check.verdict.segments) out.push_back(e.segment);
+    for (const verifier::SegmentEvidence& e : check.evidence) out.push_back(e.segment);
     return out;
   }
+
+  // The segments the ledger drew for verifier_ (the tiny task has 8; 7 is the final one).
+  static constexpr std::array<std::int64_t, 2> kSlotSegments = {2, 5};
 
   solver::ImageDataset data_;
   solver::TaskSpec document_;
@@ -81,31 +80,35 @@ class VerificationJobTest : public ::testing::Test {
   testing::TaskServer server_;
 };
 
-TEST_F(VerificationJobTest, AssignedSegmentsAreTheLedgersDraw) {
+TEST_F(VerificationJobTest, SlotSegmentsAreTheLedgersDraw) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  proto::Task task = TaskFor(proof);
-  const std::vector<std::uint64_t> drawn =
-      contracts::DrawSegments(task.segment_beacon(), RawKey(verifier_), 8, 2);
-  EXPECT_EQ(AssignedSegments(task, RawKey(verifier_)), std::vector<std::int64_t>(drawn.begin(), drawn.end()));
-  EXPECT_EQ(AssignedSegments(task, RawKey(verifier_)).size(), 2u);
-  task.clear_segment_beacon();
-  EXPECT_TRUE(AssignedSegments(task, RawKey(verifier_)).empty());
+  const proto::Task task = TaskFor(proof);
+  EXPECT_EQ(SlotSegments(task, RawKey(verifier_)), std::vector<std::int64_t>(kSlotSegments.begin(), kSlotSegments.end()));
+  EXPECT_TRUE(SlotSegments(task, RawKey(solver_)).empty());
 }
 
 TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItReplays) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
-  const std::vector<std::int64_t> segments = AssignedSegments(task, RawKey(verifier_));
+  const std::vector<std::int64_t> segments = SlotSegments(task, RawKey(verifier_));
   Result<ProofCheck> check = Check(task, segments);
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_TRUE(check->verdict.accept) << check->verdict.reason;
-  std::vector<std::int64_t> expected = segments;
-  if (std::find(expected.begin(), expected.end(), 7) == expected.end()) expected.push_back(7);
-  EXPECT_EQ(Replayed(*check), expected);
+  EXPECT_EQ(check->data_fault, "");
+  EXPECT_EQ(Replayed(*check), (std::vector<std::int64_t>{2, 5, 7}));
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, segments);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
+  EXPECT_TRUE(verdict->failed_segments.empty());
+  // The verdict commits to the final state its replay reached: here the proof's own final state.
+  ASSERT_TRUE(verdict->final_state.has_value());
+  EXPECT_EQ(*verdict->final_state, proof.manifest.checkpoint_hashes[8]);
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  EXPECT_EQ(tx.verdict(), proto::VERDICT_ACCEPT);
+  EXPECT_EQ(tx.final_digest(), RawHash(contracts::FinalDigest(RawKey(verifier_), RawHash(proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_EQ(tx.failed_segments_size(), 0);
 
   // Each replayed segment's two ends, the final segment's included, and nothing else.
-  std::set<std::int64_t> needed = {7, 8};
-  for (std::int64_t s : segments) needed.insert({s, s + 1});
+  const std::set<std::int64_t> needed = {2, 3, 5, 6, 7, 8};
   EXPECT_EQ(check->blobs_fetched, static_cast<std::int64_t>(needed.size()));
   EXPECT_EQ(server_.CountRequests("/blobs/"), static_cast<int>(needed.size()));
   for (std::int64_t i : needed) {
@@ -118,32 +121,40 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   // A second check finds every checkpoint in its cache.
   check = Check(task, segments);
   ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->verdict.accept);
+  EXPECT_EQ(VerdictOn(*check, segments)->verdict, proto::VERDICT_ACCEPT);
   EXPECT_EQ(check->blobs_fetched, 0);
   EXPECT_EQ(server_.CountRequests("/blobs/"), static_cast<int>(needed.size()));
 }
 
 // A tolerant-mode task is judged by distances against thresholds the checker profiles from the
 // task alone; every backend here trains bit for bit alike, so they are 0, the honest proof passes
-// and a cheat still fails. Exact-mode checks compare hashes and carry no thresholds.
+// and a cheat still fails. Tolerant verdicts commit to no final state (there is no bitwise one to
+// vouch for). Exact-mode checks compare hashes and carry no thresholds.
 TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask) {
   document_.mode = solver::ReproMode::kTolerant;
   const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   proto::Task task = TaskFor(honest);
   Result<ProofCheck> check = Check(task, {2});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_TRUE(check->verdict.accept) << check->verdict.reason;
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, {2});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
+  EXPECT_FALSE(verdict->final_state.has_value());
+  EXPECT_EQ(VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
+            std::string(32, '\0'));
   ASSERT_TRUE(check->thresholds.has_value());
   EXPECT_EQ(check->thresholds->l1, 0.0);
   EXPECT_EQ(check->thresholds->linf, 0.0);
   EXPECT_EQ(check->thresholds->cosine, 0.0);
-  for (const verifier::SegmentEvidence& e : check->verdict.segments) EXPECT_TRUE(e.have_distances) << e.segment;
+  for (const verifier::SegmentEvidence& e : check->evidence) EXPECT_TRUE(e.have_distances) << e.segment;
 
   const testing::TinyProof cheat = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{13, 3, 0, 22});
   task = TaskFor(cheat);
   check = Check(task, {2});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_FALSE(check->verdict.accept);
+  verdict = VerdictOn(*check, {2});
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{2});
 
   document_.mode = solver::ReproMode::kExact;
   check = Check(TaskFor(testing::ProveTiny(document_, data_, solver_, std::nullopt)), {2});
@@ -152,67 +163,86 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
 }
 
 TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStillPass) {
-  const std::vector<std::int64_t> segments = VerifierSegments();
-  ASSERT_EQ(segments.size(), 2u);
-  // Forge inside a drawn segment that is not the final one (with two drawn, one is not).
-  const std::int64_t forged = segments[0] != 7 ? segments[0] : segments[1];
-  const std::int64_t other = forged == segments[0] ? segments[1] : segments[0];
+  // A flip in segment 2 that does not live on (a forward-pass value): only segment 2 replays wrong.
+  constexpr std::int64_t kForged = 2, kOther = 5;
   const testing::TinyProof proof =
-      testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{forged * 5 + 2, 3, 0, 22});
+      testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{kForged * 5 + 2, 3, 0, 22});
   const proto::Task task = TaskFor(proof);
-  Result<ProofCheck> check = Check(task, segments);
+  Result<ProofCheck> check = Check(task, {kForged, kOther});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_FALSE(check->verdict.accept);
-  EXPECT_NE(check->verdict.reason.find("segment " + std::to_string(forged) + ": "), std::string::npos)
-      << check->verdict.reason;
-  for (const verifier::SegmentEvidence& e : check->verdict.segments) {
-    EXPECT_EQ(e.ok, e.segment != forged) << "segment " << e.segment << ": " << e.reason;
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, {kForged, kOther});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->reason.rfind("segment " + std::to_string(kForged) + ": ", 0), 0u) << verdict->reason;
+  for (const verifier::SegmentEvidence& e : check->evidence) {
+    EXPECT_TRUE(e.available) << e.segment;
+    EXPECT_EQ(e.ok, e.segment != kForged) << "segment " << e.segment << ": " << e.reason;
   }
+  EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{kForged});
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  EXPECT_EQ(tx.verdict(), proto::VERDICT_REJECT);
+  ASSERT_EQ(tx.failed_segments_size(), 1);
+  EXPECT_EQ(tx.failed_segments(0), static_cast<std::uint64_t>(kForged));
   // Read per verifier, as a whistleblower does: a verifier that drew only the honest segment
   // (and the final one) was right to accept.
-  Result<SegmentsVerdict> on_forged = VerdictOn(*check, {forged});
-  ASSERT_TRUE(on_forged.ok());
-  EXPECT_FALSE(on_forged->accept);
-  EXPECT_EQ(on_forged->reason.rfind("segment " + std::to_string(forged) + ": ", 0), 0u) << on_forged->reason;
-  EXPECT_TRUE(on_forged->provable) << "a dispute game can pinpoint a segment that replays elsewhere";
-  Result<SegmentsVerdict> on_other = VerdictOn(*check, {other});
+  Result<SegmentsVerdict> on_other = VerdictOn(*check, {kOther});
   ASSERT_TRUE(on_other.ok());
-  EXPECT_TRUE(on_other->accept) << on_other->reason;
+  EXPECT_EQ(on_other->verdict, proto::VERDICT_ACCEPT) << on_other->reason;
   // A segment the check did not replay cannot be judged from it.
-  std::int64_t unreplayed = 0;
-  while (unreplayed == forged || unreplayed == other) ++unreplayed;
-  EXPECT_EQ(VerdictOn(*check, {unreplayed}).status().code(), StatusCode::kInternal);
+  EXPECT_EQ(VerdictOn(*check, {0}).status().code(), StatusCode::kInternal);
 }
 
-TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyIsRejectedWithoutDownloadingCheckpoints) {
+// In a forced round the committed final checkpoint is wrong: every verifier rejects the final
+// segment, and its verdict commits to the honest final state, which the solver reveals later.
+TEST_F(VerificationJobTest, ForcedErrorIsRejectedAtTheFinalSegmentAndTheHonestFinalStateIsCommitted) {
+  const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  solver::testing::ScratchDir forced_dir("forced-proof");
+  Result<consensus::Hash256> forced_root =
+      MakeForcedErrorProof(honest.dir->path().string(), forced_dir.path().string(), solver_);
+  ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
+  proto::Task task = TaskFor(honest);
+  task.set_proof_root(RawHash(*forced_root));
+  task.set_proof_uri(server_.AddProof(forced_dir.path().string()));
+  Result<ProofCheck> check = Check(task, {2, 5});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, {2, 5});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{7});
+  ASSERT_TRUE(verdict->final_state.has_value());
+  EXPECT_EQ(*verdict->final_state, honest.manifest.checkpoint_hashes[8]);
+}
+
+TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWithoutDownloads) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, KeyOf(0x66), std::nullopt);
   const proto::Task task = TaskFor(proof);  // the ledger names solver_ as the solver
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_FALSE(check->verdict.accept);
-  EXPECT_NE(check->verdict.reason.find("signed by solver key"), std::string::npos) << check->verdict.reason;
+  EXPECT_NE(check->data_fault.find("not signed by the task's solver"), std::string::npos) << check->data_fault;
   EXPECT_EQ(server_.CountRequests("/blobs/"), 0);
   Result<SegmentsVerdict> verdict = VerdictOn(*check, {0});
   ASSERT_TRUE(verdict.ok());
-  EXPECT_EQ(verdict->reason, check->verdict.reason);
-  EXPECT_FALSE(verdict->provable) << "no game can show a wrong signer";
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_UNAVAILABLE);
+  EXPECT_NE(verdict->reason.find("neither served nor published"), std::string::npos) << verdict->reason;
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  EXPECT_TRUE(tx.final_digest().empty()) << "an unavailable verdict commits to no final state";
 }
 
-TEST_F(VerificationJobTest, DocumentThatDoesNotBindIsRejectedBeforeTheProofIsFetched) {
+TEST_F(VerificationJobTest, DocumentThatDoesNotBindMakesTheDataUnavailableBeforeTheProofIsFetched) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   proto::Task task = TaskFor(proof);
   task.mutable_spec()->set_batch_root(std::string(32, '\0'));
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_FALSE(check->verdict.accept);
-  EXPECT_EQ(check->verdict.reason.rfind("task document: ", 0), 0u) << check->verdict.reason;
-  EXPECT_NE(check->verdict.reason.find("batch_root"), std::string::npos) << check->verdict.reason;
+  EXPECT_EQ(check->data_fault.rfind("task document: ", 0), 0u) << check->data_fault;
+  EXPECT_NE(check->data_fault.find("batch_root"), std::string::npos) << check->data_fault;
+  EXPECT_EQ(VerdictOn(*check, {0, 1})->verdict, proto::VERDICT_UNAVAILABLE);
   EXPECT_EQ(server_.CountRequests("/manifest"), 0);
   Result<BoundTask> bound = BindTask(task, cache_);
   EXPECT_EQ(bound.status().code(), StatusCode::kFailedPrecondition);
 }
 
-TEST_F(VerificationJobTest, MissingCheckpointFailsItsSegmentAfterRetries) {
+TEST_F(VerificationJobTest, MissingCheckpointMakesItsSegmentUnavailableAfterRetries) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
   // The solver stops serving the final checkpoint.
@@ -220,22 +250,31 @@ TEST_F(VerificationJobTest, MissingCheckpointFailsItsSegmentAfterRetries) {
   ASSERT_TRUE(std::filesystem::remove(proof.dir->File("blobs/" + blob)));
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
-  EXPECT_FALSE(check->verdict.accept);
-  EXPECT_EQ(check->verdict.reason.rfind("segment 7: ", 0), 0u) << check->verdict.reason;
   EXPECT_EQ(server_.CountRequests("/blobs/" + blob), 3);
-  // The replay itself reached the claimed state: no dispute game could show this segment wrong.
   Result<SegmentsVerdict> verdict = VerdictOn(*check, {0, 1});
   ASSERT_TRUE(verdict.ok());
-  EXPECT_FALSE(verdict->accept);
-  EXPECT_FALSE(verdict->provable);
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_UNAVAILABLE);
+  EXPECT_EQ(verdict->reason.rfind("segment 7: ", 0), 0u) << verdict->reason;
+  // A segment that did fail outranks one that could not be checked: a wrong transition is shown.
+  const testing::TinyProof cheat = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{2, 3, 0, 22});
+  const std::string cheat_blob = consensus::ToHex(cheat.manifest.checkpoint_blobs[8]);
+  ASSERT_TRUE(std::filesystem::remove(cheat.dir->File("blobs/" + cheat_blob)));
+  check = Check(TaskFor(cheat), {0, 1});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  verdict = VerdictOn(*check, {0, 1});
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{0});
 }
 
-TEST_F(VerificationJobTest, UnreachableServersAreTheCheckersErrorNotAVerdict) {
+TEST_F(VerificationJobTest, AnUnreachableProofServerIsUnavailableDataAndAnUnreachableDocumentAnError) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   proto::Task task = TaskFor(proof);
   proto::Task no_proof = task;
   no_proof.set_proof_uri("http://127.0.0.1:1/v1/proofs/" + consensus::ToHex(proof.manifest.merkle_root));
-  EXPECT_EQ(Check(no_proof, {0}).status().code(), StatusCode::kUnavailable);
+  Result<ProofCheck> check = Check(no_proof, {0});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(check->data_fault.rfind("manifest: ", 0), 0u) << check->data_fault;
+  EXPECT_EQ(VerdictOn(*check, {0})->verdict, proto::VERDICT_UNAVAILABLE);
   proto::Task no_document = task;
   no_document.set_spec_uri("http://127.0.0.1:1/v1/specs/" + consensus::ToHex(solver::TaskId(document_)));
   EXPECT_EQ(Check(no_document, {0}).status().code(), StatusCode::kUnavailable);

@@ -1,8 +1,9 @@
 // The verifier and whistleblower daemons' roles (verifier_role.h, whistleblower_role.h) against a
 // real ledger in this process (Ledger + LedgerApi on a loopback HttpServer) and a real proof of the
-// tiny task served over loopback. The test plays submitter and solver itself with plain
-// transactions and produces every block, so each step happens in a known order: no timing
-// assumption beyond generous deadlines for the roles' worker threads.
+// tiny task served over loopback, under protocol v3 (docs/protocol.md). The test plays submitter
+// and solver itself with plain transactions (the solver's dispute moves through its DisputeDuty)
+// and produces every block, so each step happens in a known order: no timing assumption beyond
+// generous deadlines for the roles' worker threads.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,15 +12,22 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <set>
 #include <thread>
 
+#include "dispute_duty.h"
+#include "forced_error_proof.h"
 #include "genesis_file.h"
 #include "ledger.h"
+#include "pol_cli.h"
+#include "solver_role.h"
 #include "ledger_api.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/genesis.h"
+#include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 #include "subprocess.h"
 #include "verifier_role.h"
@@ -34,6 +42,7 @@ using testing::RawHash;
 using testing::RawKey;
 
 constexpr std::uint64_t kFunds = 100'000;
+constexpr std::uint64_t kPayment = 10'000;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,11 +58,15 @@ struct Daemon {
 
 class RolesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartLedger(0); }
+
+  // `forced_error_rate` 0: every round is a real one; 1: every round is forced.
+  void StartLedger(std::uint64_t forced_error_rate) {
     GenesisFile genesis;
     genesis.spec.set_chain_id("roles-test");
     proto::Params params = contracts::DefaultParams();
-    params.set_forced_error_rate(0);  // every round is a real one: disputes go to games
+    params.set_forced_error_rate(forced_error_rate);
+    params.set_publish_window(1000);  // the test waits on the solver's publication, never on this window
     params.set_verify_window(1000);   // the test waits on the roles, never on this window
     params.set_challenge_window(12);
     params.set_reveal_window(100);
@@ -88,6 +101,16 @@ class RolesTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
+  // A restart of the ledger with other parameters (before any daemon was added).
+  void RestartLedger(std::uint64_t forced_error_rate) {
+    server_->Stop();
+    server_.reset();
+    api_.reset();
+    ledger_.reset();
+    std::filesystem::remove_all(dir_.File("ledger"));
+    StartLedger(forced_error_rate);
+  }
+
   std::string LedgerUrl() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
 
   DataCache::Loader TinyLoader() const {
@@ -97,9 +120,13 @@ class RolesTest : public ::testing::Test {
     };
   }
 
+  // The free stake a verifier keeps: enough for four assignments of kPayment.
+  std::uint64_t VerifierStake() const { return 4 * contracts::TaskLock(params_, proto::ROLE_VERIFIER, kPayment); }
+
   Daemon& AddVerifier(const consensus::SecretKey& key, bool lazy, const std::string& name) {
     VerifierOptions options;
     options.lazy = lazy;
+    options.stake = VerifierStake();
     options.backend = "reference";
     options.loader = TinyLoader();
     return AddDaemon(std::make_unique<VerifierRole>(std::move(options)), "verifier", key, name);
@@ -139,6 +166,7 @@ class RolesTest : public ::testing::Test {
         const Status s = d.role->Poll(*d.ctx);
         EXPECT_TRUE(s.ok()) << d.home << ": " << s.ToString();
       }
+      for (const std::function<void()>& also : each_round_) also();
       if (every_round || ledger_->GetStatus().mempool_size > 0) Block();
       if (done()) return true;
       std::this_thread::sleep_for(5ms);
@@ -184,15 +212,15 @@ class RolesTest : public ::testing::Test {
     return nullptr;
   }
 
-  // Submits the tiny task, claims it as solver_ and commits `proof`, then produces blocks until
-  // the ledger has assigned verifiers. The roles are polled throughout, so they stake first.
-  void SubmitClaimAndCommit(const testing::TinyProof& proof) {
+  // Submits the tiny task, claims it as solver_ and commits the proof in `proof_dir` (served from
+  // there), then produces blocks until the ledger has assigned verifiers. The roles are polled
+  // throughout, so they stake first.
+  void SubmitClaimAndCommit(const std::string& proof_dir) {
     ASSERT_TRUE(RunUntil(
         [&] {
           for (const Daemon& d : daemons_) {
             const bool verifier = d.ctx->role() == "verifier";
-            const std::uint64_t needed =
-                verifier ? 4 * params_.min_stake_verifier() : 2 * params_.min_stake_whistleblower();
+            const std::uint64_t needed = verifier ? VerifierStake() : 2 * params_.min_stake_whistleblower();
             const proto::Role role = verifier ? proto::ROLE_VERIFIER : proto::ROLE_WHISTLEBLOWER;
             if (Bonded(d.ctx->key(), role) < needed) return false;
           }
@@ -201,11 +229,11 @@ class RolesTest : public ::testing::Test {
         true));
     proto::StakeTx stake;
     stake.set_role(proto::ROLE_SOLVER);
-    stake.set_amount(params_.min_stake_solver());
+    stake.set_amount(contracts::TaskLock(params_, proto::ROLE_SOLVER, kPayment));
     SendAndCommit(solver_, contracts::payload::kStake, stake);
 
     proto::SubmitTaskTx submit;
-    *submit.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{10'000, 100, 100});
+    *submit.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{kPayment, 100, 100});
     submit.set_spec_uri(task_server_.AddDocument(document_));
     SendAndCommit(submitter_, contracts::payload::kSubmitTask, submit);
     const std::string task_id = TheTask().id();
@@ -216,13 +244,75 @@ class RolesTest : public ::testing::Test {
     SendAndCommit(solver_, contracts::payload::kClaimTask, claim);
     ASSERT_TRUE(RunUntil([&] { return !TheTask().forced_seed().empty(); }, true));
 
+    Result<ProofDir> proof = OpenProofDir(proof_dir);
+    ASSERT_TRUE(proof.ok()) << proof.status().ToString();
     proto::CommitProofTx commit;
     commit.set_task_id(task_id);
-    commit.set_proof_root(RawHash(proof.manifest.merkle_root));
-    commit.set_proof_uri(task_server_.AddProof(proof.dir->path().string()));
+    commit.set_proof_root(RawHash(proof->manifest.merkle_root));
+    commit.set_proof_uri(task_server_.AddProof(proof_dir));
+    commit.set_initial_proof(MerkleProofOf(proof->manifest, 0));
     SendAndCommit(solver_, contracts::payload::kCommitProof, commit);
     ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_COMMITTED; }, true));
     ASSERT_EQ(TheTask().status(), proto::TASK_VERIFYING);
+  }
+
+  static std::string MerkleProofOf(const solver::ProofManifest& manifest, std::uint64_t checkpoint) {
+    const consensus::MerkleTree tree(manifest.checkpoint_hashes);
+    const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(*tree.Prove(checkpoint));
+    return std::string(bytes.begin(), bytes.end());
+  }
+
+  // Makes the test's solver defend its proof in every game, as its daemon does: its answers come
+  // from a replay with `tamper` (the cheat it trained with), through the node's DisputeDuty.
+  void SolverDefends(std::optional<solver::TamperSpec> tamper) {
+    solver_home_ = dir_.File("solver");
+    std::filesystem::create_directories(solver_home_);
+    solver_ctx_ = std::make_unique<RoleContext>("solver", solver_home_, solver_, *LedgerClient::FromUrl(LedgerUrl()));
+    solver_backend_ = kernels::MakeReferenceBackend();
+    DisputeParty party;
+    party.document = document_;
+    party.data = &data_;
+    party.backend = solver_backend_.get();
+    party.tamper = tamper;
+    party.cache_dir = solver_home_ + "/cache";
+    party.ledger = &solver_ctx_->ledger();
+    solver_duty_ = std::make_unique<DisputeDuty>(std::move(party));
+    each_round_.push_back([this] {
+      Result<TaskPage> page = client_->Tasks(0, 1);
+      ASSERT_TRUE(page.ok()) << page.status().ToString();
+      if (page->tasks.empty() || page->tasks[0].status() != proto::TASK_DISPUTED) return;
+      Result<int> sent = solver_duty_->Poll(*solver_ctx_, page->tasks[0]);
+      EXPECT_TRUE(sent.ok()) << sent.status().ToString();
+    });
+  }
+
+  // The solver disputes the reject verdict of `verifier` within the challenge window.
+  void DisputeReject(const consensus::SecretKey& verifier) {
+    proto::DisputeTx dispute;
+    dispute.set_task_id(TheTask().id());
+    dispute.set_verifier(RawKey(verifier));
+    SendAndCommit(solver_, contracts::payload::kDispute, dispute);
+  }
+
+  void Reveal(const proto::RevealTx& reveal) { SendAndCommit(solver_, contracts::payload::kReveal, reveal); }
+
+  proto::RevealTx PlainReveal() {
+    proto::RevealTx reveal;
+    reveal.set_task_id(TheTask().id());
+    reveal.set_secret(secret_);
+    reveal.set_result_root(TheTask().proof_root());
+    return reveal;
+  }
+
+  std::uint64_t Locked(const consensus::SecretKey& key, proto::Role role) const {
+    Result<proto::StakeRecord> stake = client_->Stake(RawKey(key), role);
+    return stake.ok() ? stake->locked() : 0;
+  }
+
+  // Balance plus every stake: what an account owns.
+  std::uint64_t Wealth(const consensus::SecretKey& key) const {
+    return Balance(key) + Bonded(key, proto::ROLE_SOLVER) + Bonded(key, proto::ROLE_VERIFIER) +
+           Bonded(key, proto::ROLE_WHISTLEBLOWER);
   }
 
   const solver::ImageDataset data_ = solver::testing::TinyDataset();
@@ -241,19 +331,23 @@ class RolesTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<LedgerClient> client_;
   std::deque<Daemon> daemons_;  // stable addresses: tests hold references
+  std::vector<std::function<void()>> each_round_;  // what RunUntil does besides polling the daemons
+  std::string solver_home_;
+  std::unique_ptr<RoleContext> solver_ctx_;
+  std::unique_ptr<kernels::Backend> solver_backend_;
+  std::unique_ptr<DisputeDuty> solver_duty_;
 };
 
 TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAgain) {
   Daemon& verifier = AddVerifier(honest_, false, "honest");
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  SubmitClaimAndCommit(proof);
+  SubmitClaimAndCommit(proof.dir->path().string());
   const std::string task_hex = consensus::ToHex(TheTask().id());
   const std::string report_path = verifier.home + "/reports/" + task_hex + ".json";
 
   // Poll without producing blocks until the verdict waits in the mempool.
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (verifier.ctx->metrics().Get("verdicts_accept_total") + verifier.ctx->metrics().Get("verdicts_reject_total") ==
-             0 &&
+  while (verifier.ctx->metrics().Get("verdicts_accept_total") + verifier.ctx->metrics().Get("verdicts_reject_total") == 0 &&
          std::chrono::steady_clock::now() < deadline) {
     ASSERT_TRUE(verifier.role->Poll(*verifier.ctx).ok());
     std::this_thread::sleep_for(5ms);
@@ -266,7 +360,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
 
   // A restarted verifier (new role, new context, same home) finds its verdict journalled.
   Daemon restarted;
-  restarted.role = std::make_unique<VerifierRole>(VerifierOptions{false, 0, "reference", 1, TinyLoader()});
+  restarted.role = std::make_unique<VerifierRole>(VerifierOptions{false, VerifierStake(), "reference", 1, TinyLoader()});
   restarted.ctx =
       std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()));
   restarted.home = verifier.home;
@@ -279,21 +373,29 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   EXPECT_EQ(restarted.ctx->metrics().Get("txs_sent_total"), 0);
   EXPECT_EQ(restarted.ctx->metrics().Get("verifications_total"), 0);
   const proto::Task task = TheTask();
-  ASSERT_NE(SlotOf(task, honest_), nullptr);
-  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_ACCEPT);
-  EXPECT_EQ(SlotOf(task, honest_)->report_hash(), RawHash(consensus::Sha256(report)));
+  const proto::VerifierSlot* slot = SlotOf(task, honest_);
+  ASSERT_NE(slot, nullptr);
+  EXPECT_EQ(slot->verdict(), proto::VERDICT_ACCEPT);
+  EXPECT_EQ(slot->report_hash(), RawHash(consensus::Sha256(report)));
+  // It vouched, without showing it, for the final state the proof claims.
+  EXPECT_EQ(slot->final_digest(), RawHash(contracts::FinalDigest(RawKey(honest_), RawHash(proof.manifest.checkpoint_hashes[8]))));
   EXPECT_EQ(ReadFile(report_path), report);
   restarted.role->Stop();
 }
 
-TEST_F(RolesTest, CheatIsRejectedTheLazyAcceptIsDisputedAndTheWhistleblowerWinsTheGame) {
-  Daemon& honest = AddVerifier(honest_, false, "honest");
+// A cheat in the final segment (which every verifier replays): the honest verifier rejects it, the
+// lazy one accepts, the whistleblower challenges the proof. The solver bluffs: it disputes the
+// reject and defends its proof; the referee rules against it at the tampered operator. The proof is
+// disproven, so the lazy verifier, which accepted the disproven segment, loses its lock to the
+// honest one; the whistleblower's challenge is not needed and its lock comes back.
+TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPays) {
+  AddVerifier(honest_, false, "honest");
   Daemon& lazy = AddVerifier(lazy_, true, "lazy");
   Daemon& whistleblower = AddWhistleblower(whistleblower_);
-  // The cheat sits in the final segment, which every verifier replays: the honest verifier must
-  // reject and the whistleblower must disagree with the lazy accept, whatever the beacon draws.
-  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{37, 3, 0, 22});
-  SubmitClaimAndCommit(proof);
+  const solver::TamperSpec cheat{37, 3, 0, 22};
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, cheat);
+  SolverDefends(cheat);
+  SubmitClaimAndCommit(proof.dir->path().string());
   const std::string task_hex = consensus::ToHex(TheTask().id());
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
@@ -301,44 +403,140 @@ TEST_F(RolesTest, CheatIsRejectedTheLazyAcceptIsDisputedAndTheWhistleblowerWinsT
   ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
   ASSERT_EQ(task.verifiers_size(), 2);
   EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_REJECT);
+  EXPECT_EQ(std::vector<std::uint64_t>(SlotOf(task, honest_)->failed_segments().begin(),
+                                       SlotOf(task, honest_)->failed_segments().end()),
+            std::vector<std::uint64_t>{7});
   EXPECT_EQ(SlotOf(task, lazy_)->verdict(), proto::VERDICT_ACCEPT);
-  const std::string report = ReadFile(honest.home + "/reports/" + task_hex + ".json");
-  EXPECT_EQ(report.rfind(R"({"verdict":"reject","reason":"segment 7: )", 0), 0u) << report;
-  EXPECT_EQ(SlotOf(task, honest_)->report_hash(), RawHash(consensus::Sha256(report)));
   EXPECT_NE(ReadFile(lazy.home + "/reports/" + task_hex + ".json").find("lazy"), std::string::npos);
   EXPECT_EQ(lazy.ctx->metrics().Get("verifications_total"), 0);
+  const std::uint64_t lazy_before = Wealth(lazy_);
+  const std::uint64_t honest_before = Wealth(honest_);
+  const std::uint64_t lazy_lock = SlotOf(task, lazy_)->lock();
 
-  // The whistleblower disputes the lazy accept only; blocks come only to commit transactions,
-  // so the challenge window cannot close under it.
-  ASSERT_TRUE(RunUntil([&] { return SlotOf(TheTask(), lazy_)->disputer() == RawKey(whistleblower_); }, false));
-  const std::uint64_t holdings_at_dispute = Holdings(whistleblower_);
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
-  task = TheTask();
-  EXPECT_TRUE(SlotOf(task, honest_)->disputer().empty());
+  // The whistleblower's own replay fails at segment 7: it challenges the proof; the solver
+  // disputes the reject. Blocks come only to commit transactions, so the window stays open.
+  ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
+  EXPECT_EQ(TheTask().challenges(0).challenger(), RawKey(whistleblower_));
+  EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("checks_total"), 2);
-  EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);
-  EXPECT_EQ(whistleblower.ctx->metrics().Get("disputes_total"), 1);
-
-  // Not a forced round, so the reveal starts the game, which the lazy verifier loses by timeout.
-  proto::RevealTx reveal;
-  reveal.set_task_id(task.id());
-  reveal.set_secret(secret_);
-  reveal.set_result_root(task.proof_root());
-  SendAndCommit(solver_, contracts::payload::kReveal, reveal);
-  ASSERT_EQ(TheTask().status(), proto::TASK_DISPUTED);
+  EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);  // the lazy accept
+  DisputeReject(honest_);
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  Reveal(PlainReveal());
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
   task = TheTask();
-  EXPECT_EQ(SlotOf(task, lazy_)->game_result(), proto::GAME_CHALLENGER_WON);
-  EXPECT_GE(whistleblower.ctx->metrics().Get("dispute_moves_total"), 1);
-  EXPECT_EQ(lazy.ctx->metrics().Get("dispute_moves_total"), 0);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
+  EXPECT_EQ(task.disproven_segment(), 7u);
+  EXPECT_EQ(task.disprover(), RawKey(honest_));
+  EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_CHALLENGER_WON);
+  EXPECT_EQ(task.challenges(0).game_result(), proto::GAME_NOT_PLAYED);
+  Result<GamesView> games = client_->Games(task.id());
+  ASSERT_TRUE(games.ok());
+  ASSERT_EQ(games->games.size(), 1u);
+  EXPECT_FALSE(games->games[0].true_leaf().empty()) << "the referee ruled: " << games->games[0].ruling();
+  EXPECT_FALSE(games->games[0].forfeit());
 
-  // The settlement is logged once, with the balance the ledger holds; the lazy verifier's lock
-  // went to the whistleblower, its own lock came back, and its moves cost a fee each.
+  // The lazy verifier lost its lock (to the disprover); the honest one gained at least that.
+  EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  EXPECT_GE(Wealth(honest_), honest_before + lazy_lock);
+  EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
   ASSERT_TRUE(RunUntil([&] { return whistleblower.ctx->metrics().Get("settled_total") > 0; }, false));
-  EXPECT_EQ(whistleblower.ctx->metrics().Get("settled_total"), 1);
-  EXPECT_EQ(whistleblower.ctx->metrics().Get("balance"), static_cast<double>(Balance(whistleblower_)));
-  EXPECT_GT(Holdings(whistleblower_), holdings_at_dispute + params_.min_stake_verifier() / 2);
   EXPECT_FALSE(std::filesystem::exists(whistleblower.home + "/watch/" + task_hex));
+}
+
+// Data availability is the solver's burden: a solver whose server stops handing out checkpoints
+// gets unavailable verdicts and must publish what they need on the ledger; the verifiers then
+// replay from the ledger's copy, and the honest proof is accepted.
+TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersReplayFromThere) {
+  Daemon& verifier = AddVerifier(honest_, false, "honest");
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  // The solver serves its manifest but no checkpoint.
+  std::filesystem::remove_all(proof.dir->File("blobs"));
+  std::filesystem::create_directories(proof.dir->File("blobs"));
+  SubmitClaimAndCommit(proof.dir->path().string());
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  proto::Task task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
+  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_UNAVAILABLE);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_unavailable_total"), 1);
+  std::set<std::uint64_t> required(task.publish_required().begin(), task.publish_required().end());
+  std::set<std::uint64_t> expected = {7, 8};
+  for (std::uint64_t s : SlotOf(task, honest_)->segments()) expected.insert({s, s + 1});
+  EXPECT_EQ(required, expected);
+
+  // The solver publishes from its own copy of the proof (the one it stopped serving).
+  const testing::TinyProof copy = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  ASSERT_EQ(copy.manifest.merkle_root, proof.manifest.merkle_root);
+  for (std::uint64_t checkpoint : required) {
+    Result<std::vector<proto::PublishTx>> txs = PublishTxs(copy.dir->path().string(), task.id(), checkpoint);
+    ASSERT_TRUE(txs.ok()) << txs.status().ToString();
+    for (const proto::PublishTx& tx : *txs) SendAndCommit(solver_, contracts::payload::kPublish, tx);
+  }
+  task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_TRUE(SlotOf(task, honest_)->published());
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  task = TheTask();
+  EXPECT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_ACCEPT);
+  EXPECT_GE(verifier.ctx->metrics().Get("published_loaded_total"), static_cast<double>(required.size()));
+  const std::string report =
+      ReadFile(verifier.home + "/reports/" + consensus::ToHex(task.id()) + "-published.json");
+  EXPECT_EQ(report.rfind(R"({"verdict":"accept")", 0), 0u) << report;
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  Reveal(PlainReveal());
+  EXPECT_EQ(TheTask().outcome(), proto::OUTCOME_ACCEPTED);
+}
+
+// A forced round: the solver commits a proof whose final checkpoint it altered on purpose. The
+// honest verifier rejects the final segment and its verdict commits to the honest final state;
+// the lazy verifier accepts. At the reveal the solver shows the honest final checkpoint: the
+// honest verifier vouched for it and is a catcher, the whistleblower's challenge catches it too,
+// the lazy verifier's lock goes to the jackpot, and the solver is paid for the honest proof.
+TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCostsTheLazyOne) {
+  RestartLedger(1);
+  AddVerifier(honest_, false, "honest");
+  AddVerifier(lazy_, true, "lazy");
+  Daemon& whistleblower = AddWhistleblower(whistleblower_);
+  const testing::TinyProof honest_proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  solver::testing::ScratchDir forced_dir("roles-forced");
+  Result<consensus::Hash256> forced_root =
+      MakeForcedErrorProof(honest_proof.dir->path().string(), forced_dir.path().string(), solver_);
+  ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
+  SolverDefends(std::nullopt);
+  SubmitClaimAndCommit(forced_dir.path().string());
+  ASSERT_TRUE(contracts::IsForcedError(secret_, TheTask().forced_seed(), TheTask().id(), params_.forced_error_rate()));
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  proto::Task task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_REJECT);
+  EXPECT_EQ(SlotOf(task, lazy_)->verdict(), proto::VERDICT_ACCEPT);
+  const std::uint64_t lazy_lock = SlotOf(task, lazy_)->lock();
+  const std::uint64_t lazy_before = Wealth(lazy_);
+  ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
+  EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+
+  Result<ProofDir> forced = OpenProofDir(forced_dir.path().string());
+  ASSERT_TRUE(forced.ok());
+  proto::RevealTx reveal = PlainReveal();
+  reveal.set_result_root(RawHash(honest_proof.manifest.merkle_root));
+  reveal.set_committed_final(RawHash(forced->manifest.checkpoint_hashes[8]));
+  reveal.set_honest_final(RawHash(honest_proof.manifest.checkpoint_hashes[8]));
+  reveal.set_final_proof(MerkleProofOf(forced->manifest, 8));
+  Reveal(reveal);
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  task = TheTask();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_TRUE(task.forced_error());
+  EXPECT_EQ(task.proof_root(), RawHash(honest_proof.manifest.merkle_root));
+  EXPECT_TRUE(SlotOf(task, honest_)->vouched());
+  EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
+  EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
 }
 
 TEST(SelectedForCheckTest, IsDeterministicAndAuditsTheGivenShare) {

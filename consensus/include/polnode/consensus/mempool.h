@@ -10,10 +10,11 @@
 //   6. capacity:    fewer than max_txs and max_bytes pending             (kUnavailable: retry later)
 //   7. application: the caller's check (nonce window, fee and balance via Application::CheckTx),
 //                   which also records the signer's next executable nonce (account_nonce)
-//   8. future caps: a tx whose nonce is ahead of account_nonce ("future": it cannot execute until
-//                   the gap is filled) is admitted only while the signer has fewer than
-//                   max_future_per_signer and the pool fewer than max_future such txs
-//                                                                        (kResourceExhausted)
+//   8. future caps: a tx behind a gap in its signer's nonces ("future": no pending tx holds some
+//                   nonce between account_nonce and its own, so it cannot execute until the gap
+//                   is filled) is admitted only while the signer has fewer than
+//                   max_future_per_signer and the pool fewer than max_future such txs; a
+//                   gap-free run from account_nonce is not capped by them (kResourceExhausted)
 // Steps 1-4 run without the pool's lock, so signature checks proceed in parallel on several HTTP
 // threads; steps 5-8 and the insertion run under the lock, so two racing copies of a tx cannot
 // both get in.
@@ -52,7 +53,7 @@ struct MempoolOptions {
   std::size_t max_txs = 50000;                // pending txs at most
   std::size_t max_tx_bytes = 64 * 1024;       // largest encoded envelope admitted
   std::size_t max_bytes = std::size_t{256} << 20;  // pending encoded bytes at most
-  std::size_t max_future_per_signer = 16;     // txs ahead of a signer's account nonce, per signer
+  std::size_t max_future_per_signer = 16;     // txs behind a gap in a signer's nonces, per signer
   std::size_t max_future = 2000;              // ... and in the whole pool
   std::uint64_t future_expiry_blocks = 100;   // a future tx older than this is dropped
 };
@@ -68,10 +69,12 @@ struct PendingTx {
   /// changed; the pool only keeps the record.
   std::optional<std::vector<std::string>> check_reads;
   /// The signer's next executable nonce in the state the caller's check last read (set by the
-  /// check). nonce > account_nonce marks a future tx.
+  /// check).
   std::uint64_t account_nonce = 0;
   std::uint64_t admitted_height = 0;  // the pool's height when the tx got in
-  bool future() const { return envelope.nonce > account_nonce; }
+  /// Behind a gap in its signer's pending nonces, as of its admission or the last Recheck (a gap
+  /// filled since is noticed at the next Recheck).
+  bool future = false;
 };
 
 /// The application's part of admission (step 7). Called under the pool's lock with the decoded,
@@ -126,6 +129,8 @@ class Mempool {
   using SignerNonce = std::pair<std::array<std::uint8_t, 32>, std::uint64_t>;
 
   void EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it);
+  // One past the last nonce of `signer`'s gap-free run of pending txs from `account_nonce`.
+  std::uint64_t RunEndLocked(const std::array<std::uint8_t, 32>& signer, std::uint64_t account_nonce) const;
   std::size_t FutureOfSignerLocked(const std::array<std::uint8_t, 32>& signer) const;
 
   const MempoolOptions options_;
@@ -133,7 +138,7 @@ class Mempool {
   std::uint64_t next_seq_ = 0;
   std::uint64_t height_ = 0;      // of the last Recheck
   std::size_t bytes_ = 0;         // encoded bytes pending
-  std::size_t future_ = 0;        // future txs pending
+  std::size_t future_ = 0;        // pending txs marked future
   std::map<std::uint64_t, PendingTx> by_seq_;     // admission order
   std::map<Hash256, std::uint64_t> by_id_;        // id -> seq
   std::map<SignerNonce, std::uint64_t> by_nonce_; // (signer, nonce) -> seq

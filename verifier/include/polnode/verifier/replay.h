@@ -76,6 +76,23 @@ struct VerifyOptions {
 /// kFailedPrecondition naming the failed check.
 [[nodiscard]] Status CheckManifestAgainstTask(const solver::ProofManifest& manifest, const solver::TaskSpec& task);
 
+/// Loads checkpoint `index` of the proof `manifest` describes from `store` by its blob hash (the
+/// store refuses bytes that do not hash to it, and blobs larger than `layout` encodes to), decodes
+/// it and checks that its StateHash is the manifest's checkpoint hash `index` and, as
+/// CheckCheckpointState, its step and layout. Precondition: the manifest passed
+/// CheckManifestAgainstTask and index < its checkpoint count. The store's errors (kNotFound for a
+/// missing blob) and kCorruption for a blob that does not hold that checkpoint.
+[[nodiscard]] Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& manifest,
+                                                        const solver::BlobStore& store,
+                                                        const solver::TrainState& layout, std::int64_t index);
+
+/// The checks a checkpoint state obtained elsewhere needs before a replay may start from it (a
+/// checkpoint its solver published on the ledger, whose hash the ledger proved against the
+/// committed root): its step counter is index * checkpoint_interval and its tensors have exactly
+/// `layout`'s names, shapes and order (the task's initial state). kCorruption naming the difference.
+[[nodiscard]] Status CheckCheckpointState(const solver::TrainState& state, const solver::TrainState& layout,
+                                          std::int64_t index, std::int64_t checkpoint_interval);
+
 /// Replays segment `segment` with `stepper` on `backend`: loads checkpoint i from `store` (by the
 /// manifest's blob hash; the store refuses bytes that do not hash to it), checks that it decodes to
 /// a state whose StateHash is the manifest's checkpoint hash i, its step counter and its tensor
