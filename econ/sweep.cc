@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <list>
 #include <map>
 
 namespace polnode::econ {
@@ -200,7 +201,8 @@ Result<std::vector<Row>> RunSweep(const SweepConfig& config, const std::function
     const TaskMoney money = MoneyOf(config.params, payment);
     const double fee = FeeOf(config.params, payment);
     // Worlds already run at this payment, by their spec (the honest world serves most strategies).
-    std::vector<std::pair<WorldSpec, std::vector<TaskRecord>>> runs;
+    // A list, so the records handed out stay where they are while more worlds are added.
+    std::list<std::pair<WorldSpec, std::vector<TaskRecord>>> runs;
     auto run_of = [&](const WorldSpec& spec) -> Result<const std::vector<TaskRecord>*> {
       for (const auto& [s, records] : runs) {
         if (s.verifier == spec.verifier && s.solver == spec.solver && s.faked_segments == spec.faked_segments &&

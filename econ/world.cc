@@ -384,7 +384,7 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
   chain_.StartEpoch(index);
   const std::uint64_t start = chain_.height();
 
-  // Block 1: stakes topped up, the task posted.
+  // Block 1: the task posted (with the first stakes, in a world's first task).
   const proto::SubmitTaskTx submission = Submission(config_, index);
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t poster_nonce, chain_.Nonce(Poster()));
   std::vector<PendingTx> txs;
@@ -469,6 +469,12 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
     }
     POLNODE_ASSIGN_OR_RETURN(task, chain_.Task(round.task_id));
   }
+
+  // A slashed actor stakes again now, so what coming back costs counts against the task that
+  // slashed it, and the next task finds every lock available.
+  std::vector<PendingTx> restake;
+  POLNODE_RETURN_IF_ERROR(TopUps(restake));
+  if (!restake.empty()) POLNODE_RETURN_IF_ERROR(chain_.Block(restake));
 
   round.record.forced = round.forced;
   round.record.outcome = task.outcome();
