@@ -41,10 +41,10 @@ proto::Params DefaultParams() {
   p.set_challenge_window(50);
   p.set_reveal_window(50);
   p.set_verifiers_per_task(3);
-  p.set_verifier_fee_bps(1'000);
-  p.set_jackpot_cut_bps(200);
+  p.set_verifier_fee_bps(300);
+  p.set_jackpot_cut_bps(700);
   p.set_jackpot_payout_bps(5'000);
-  p.set_forced_error_rate(100);
+  p.set_forced_error_rate(5);
   p.set_max_segments_per_verification(64);
   // As large as a signed envelope can carry (consensus/tx_envelope.h): a limit above it could never
   // be used, and a rule that needs more (a referee's evidence, a published checkpoint) is split
@@ -52,9 +52,9 @@ proto::Params DefaultParams() {
   p.set_max_payload_bytes(consensus::kMaxPayloadBytes);
   p.set_dispute_move_window(20);
   p.set_solver_lock_bps(2'000);
-  p.set_verifier_lock_bps(3'500);
+  p.set_verifier_lock_bps(1'000);
   p.set_whistleblower_lock_bps(1'000);
-  p.set_jackpot_payout_cap_bps(2'000);
+  p.set_jackpot_payout_cap_bps(4'500);
   p.set_publish_window(50);
   p.set_max_verification_rounds(3);
   p.set_max_challengers(8);
