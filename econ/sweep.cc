@@ -205,11 +205,7 @@ Result<std::vector<Row>> RunSweep(const SweepConfig& config, const std::function
     std::list<std::pair<WorldSpec, std::vector<TaskRecord>>> runs;
     auto run_of = [&](const WorldSpec& spec) -> Result<const std::vector<TaskRecord>*> {
       for (const auto& [s, records] : runs) {
-        if (s.verifier == spec.verifier && s.solver == spec.solver && s.faked_segments == spec.faked_segments &&
-            s.whistleblower == spec.whistleblower && s.self_dealing == spec.self_dealing &&
-            s.operator_keys == spec.operator_keys && s.operator_locks == spec.operator_locks) {
-          return &records;
-        }
+        if (s == spec) return &records;
       }
       POLNODE_ASSIGN_OR_RETURN(std::vector<TaskRecord> records, simulator.Run(spec));
       runs.emplace_back(spec, std::move(records));
@@ -251,7 +247,7 @@ std::string FormatTable(std::span<const Row> rows) {
   std::string out;
   char line[320];
   std::snprintf(line, sizeof line, "%-33s %-30s %11s %6s %12s %14s %28s  %s\n", "strategy", "role", "payment", "c/f",
-                "honest/task", "vs honest/task", "95% interval", "verdict");
+                "baseline", "minus baseline", "95% interval", "verdict");
   out += line;
   for (const Row& row : rows) {
     const StrategyInfo& info = InfoOf(row.strategy);

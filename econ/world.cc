@@ -476,6 +476,9 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
   POLNODE_RETURN_IF_ERROR(TopUps(restake));
   if (!restake.empty()) POLNODE_RETURN_IF_ERROR(chain_.Block(restake));
 
+  for (const proto::Challenge& challenge : task.challenges()) {
+    if (challenge.lock() != money_.whistleblower_lock) return Status::Internal("a challenge locks another amount than MoneyOf");
+  }
   round.record.forced = round.forced;
   round.record.outcome = task.outcome();
   POLNODE_ASSIGN_OR_RETURN(round.record.jackpot_after, chain_.Jackpot());

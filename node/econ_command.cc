@@ -2,7 +2,10 @@
 // strategy's expected payoff per task against honest play, with its 95% interval, over payments
 // and verification costs, from tasks run through the real contracts under the genesis defaults.
 #include <charconv>
+#include <cstdint>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "json.h"

@@ -41,7 +41,8 @@ enum class VerifierPlay : std::uint8_t {
 /// How the task's solver plays.
 enum class SolverPlay : std::uint8_t {
   kHonest,         // trains every segment; in forced rounds commits a wrong final checkpoint and reveals the honest one
-  kFake,           // skips WorldSpec::faked_segments segments (never the final one) and makes up their ends
+  kFake,           // skips WorldSpec::faked_segments segments (never the final one) and makes up their ends;
+                   // in forced rounds it reveals the final state its own trajectory reaches
   kWithhold,       // commits a random root and serves nothing
   kForcedGarbage,  // honest, except that in forced rounds it trains nothing and reveals a random final state
 };
@@ -69,6 +70,8 @@ struct WorldSpec {
   /// honestly.
   std::uint32_t operator_keys = 0;
   std::uint32_t operator_locks = 0;
+
+  friend bool operator==(const WorldSpec&, const WorldSpec&) = default;
 };
 
 /// The parties whose payoffs a world records.

@@ -124,9 +124,10 @@ struct SweepConfig {
 [[nodiscard]] Result<std::vector<Row>> RunSweep(const SweepConfig& config,
                                                 const std::function<void(std::string_view)>& progress = {});
 
-/// The rows as a fixed-width text table, one line per row, with a verdict per line: "loses" when the
-/// whole interval is below zero, "gains" when above, "zero?" when it holds zero; for honest roles
-/// "ok" when the interval is not below zero.
+/// The rows as a fixed-width text table, one line per row: the baseline's payoff per task (the honest
+/// counterpart's, or 0 for not playing), the mean payoff minus the baseline's, its 95% interval, and a
+/// verdict: "loses" when the whole interval is below zero, "GAINS" when above, "zero?" when it holds
+/// zero; for honest roles "ok" when the interval is not below zero, "LOSES" when it is below.
 std::string FormatTable(std::span<const Row> rows);
 
 }  // namespace polnode::econ
