@@ -27,9 +27,14 @@ bool IsChainIdChar(char c) {
 }  // namespace
 
 proto::Params DefaultParams() {
+  // The money params (fees, cut, jackpot, forced-error rate, locks) are the ones econ/README.md
+  // derives: with them every deviation the rules can catch has a strictly negative expected payoff
+  // at payments 10^3..10^9 and verification costs up to the verifier fee, and honest verifiers,
+  // whistleblowers and solvers break even or gain; tests/econ checks each sign by simulation.
   proto::Params p;
   p.set_tx_fee(1);
   p.set_mempool_nonce_window(64);
+  // Lock floors: they decide the locks of small tasks, where payment-scaled locks round to little.
   p.set_min_stake_solver(1'000);
   p.set_min_stake_verifier(500);
   p.set_min_stake_whistleblower(500);
@@ -41,10 +46,15 @@ proto::Params DefaultParams() {
   p.set_challenge_window(50);
   p.set_reveal_window(50);
   p.set_verifiers_per_task(3);
-  p.set_verifier_fee_bps(1'000);
-  p.set_jackpot_cut_bps(200);
+  // f = payment * (1 - cut) * 3% / 3: a verifier's job (Q + 1 of S segments) must cost at most f.
+  p.set_verifier_fee_bps(300);
+  // The jackpot pays the whistleblower, who is paid nothing else: cut / (1 - cut) must exceed
+  // (verifiers + 1) / verifiers * fee share (7% against 4%), or checking does not pay.
+  p.set_jackpot_cut_bps(700);
   p.set_jackpot_payout_bps(5'000);
-  p.set_forced_error_rate(100);
+  // 1 in 5: a lazy verifier's expected loss in forced rounds, (f + lock) / 5, must exceed the fee
+  // it earns without working; a rarer forced error would need a proportionally larger lock.
+  p.set_forced_error_rate(5);
   p.set_max_segments_per_verification(64);
   // As large as a signed envelope can carry (consensus/tx_envelope.h): a limit above it could never
   // be used, and a rule that needs more (a referee's evidence, a published checkpoint) is split
@@ -52,9 +62,12 @@ proto::Params DefaultParams() {
   p.set_max_payload_bytes(consensus::kMaxPayloadBytes);
   p.set_dispute_move_window(20);
   p.set_solver_lock_bps(2'000);
-  p.set_verifier_lock_bps(3'500);
+  p.set_verifier_lock_bps(1'000);
   p.set_whistleblower_lock_bps(1'000);
-  p.set_jackpot_payout_cap_bps(2'000);
+  // At least the steady-state payout (cut * rate = 35% of the payment) so the pool does not grow
+  // without bound, and below what a self-dealer pays for one forced round of its own task
+  // (rate * (cut + fees) = 49%), so farming the jackpot with one's own tasks loses.
+  p.set_jackpot_payout_cap_bps(4'500);
   p.set_publish_window(50);
   p.set_max_verification_rounds(3);
   p.set_max_challengers(8);

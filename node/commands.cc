@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
     {"status", "print a ledger's tasks and disputes in flight", RunStatusCommand},
     {"dispute", "'dispute replay TASK_ID': re-execute a task's dispute games and check the ledger's rulings",
      RunDisputeCommand},
+    {"econ", "simulate every strategy over the real contracts and print its payoff against honest play",
+     RunEconCommand},
     {"train", "train a model on Fashion-MNIST deterministically and print its state hash", RunTrainCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},

@@ -10,8 +10,9 @@
 
 namespace polnode::contracts {
 
-/// Params for a local devnet: 1-unit fees, small stakes, windows of tens of blocks, 3 verifiers,
-/// forced errors at a rate of 1 in 100. Passes ValidateParams.
+/// Params for a local devnet: 1-unit fees, locks that scale with the payment, windows of tens of
+/// blocks, 3 verifiers, forced errors at a rate of 1 in 5, and the fee, jackpot and lock sizes
+/// econ/README.md derives. Passes ValidateParams.
 proto::Params DefaultParams();
 
 /// kInvalidArgument naming the first broken rule: every min stake and window >= 1 (a zero

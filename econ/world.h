@@ -1,0 +1,92 @@
+// One simulated world: the cast of simulator.h on a SimChain, and the driver that takes one task
+// from submission to settlement with every actor acting on what the chain shows it.
+#ifndef POLNODE_ECON_WORLD_H_
+#define POLNODE_ECON_WORLD_H_
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "polnode/econ/simulator.h"
+#include "proof_model.h"
+#include "sim_chain.h"
+
+namespace polnode::econ {
+
+/// The operator's keys are funded in every world (the genesis is shared); WorldSpec uses up to this many.
+inline constexpr std::uint32_t kMaxOperatorKeys = 8;
+
+/// The keys of the cast (simulator.h). Keys are 32 copies of one byte; the contracts never check
+/// that a key is a curve point.
+struct Cast {
+  Cast(std::uint32_t verifier_count, std::uint32_t operator_count);
+  /// Every key, for the genesis allocations.
+  std::vector<PubKey> All() const;
+
+  PubKey submitter;
+  PubKey solver;
+  PubKey whistleblower;
+  std::vector<PubKey> verifiers;  // verifiers[0] varies its play
+  PubKey owner_submitter;
+  PubKey owner_solver;
+  PubKey owner_whistleblower;
+  std::vector<PubKey> operators;
+};
+
+class World {
+ public:
+  World(SimChain chain, const SimConfig& config, const WorldSpec& spec);
+
+  /// Runs task number `index` (which names its epoch, spec and secret) to its end.
+  [[nodiscard]] Result<TaskRecord> RunTask(std::uint64_t index);
+
+  /// The chain as the tasks left it.
+  SimChain TakeChain() && { return std::move(chain_); }
+
+ private:
+  // What the current task's actors know and did.
+  struct Round {
+    std::string task_id;
+    std::string secret;
+    bool forced = false;
+    std::optional<ProofModel> committed;  // empty for a withheld proof
+    std::optional<ProofModel> trial;      // the proof the games are about, once revealed
+    std::set<std::string> replayed_by;    // verifiers that replayed (their failures are knowledge)
+    std::vector<std::uint64_t> whistleblower_failures;
+    bool challenged = false;
+    bool revealed = false;
+    TaskRecord record;
+  };
+
+  [[nodiscard]] Status TopUps(std::vector<PendingTx>& txs) const;
+  [[nodiscard]] Status TopUp(proto::Role role, const PubKey& key, std::uint64_t target,
+                             std::vector<PendingTx>& txs) const;
+  Party PartyOf(const PubKey& key) const;
+  PartyTask& Work(Round& round, const PubKey& key) const;
+  bool SelfDealing() const { return spec_.self_dealing; }
+  const PubKey& Poster() const { return SelfDealing() ? cast_.owner_submitter : cast_.submitter; }
+  const PubKey& Claimer() const { return SelfDealing() ? cast_.owner_solver : cast_.solver; }
+
+  ProofModel HonestProof(const Round& round) const;
+  std::optional<ProofModel> CommittedProof(const Round& round) const;
+  [[nodiscard]] Result<std::vector<PendingTx>> Verdicts(Round& round, const proto::Task& task) const;
+  [[nodiscard]] Result<std::optional<PendingTx>> Verdict(Round& round, const proto::VerifierSlot& slot) const;
+  std::vector<PendingTx> Publications(const Round& round, const proto::Task& task) const;
+  [[nodiscard]] Result<std::vector<PendingTx>> Challenges(Round& round, const proto::Task& task) const;
+  std::optional<PendingTx> Reveal(Round& round) const;
+  /// One step of the running dispute game: the move a right challenger owes, or nothing.
+  [[nodiscard]] Result<std::optional<PendingTx>> GameMove(const Round& round, const proto::Task& task,
+                                                          std::uint64_t& deadline) const;
+
+  SimChain chain_;
+  SimConfig config_;
+  WorldSpec spec_;
+  Cast cast_;
+  TaskMoney money_;
+};
+
+}  // namespace polnode::econ
+
+#endif  // POLNODE_ECON_WORLD_H_

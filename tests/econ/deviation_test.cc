@@ -1,0 +1,109 @@
+// DESIGN.md section 10 at the genesis defaults (contracts/genesis.cc DefaultParams): every
+// deviation of polnode/econ/sweep.h loses against honest play, strictly, with the whole 95%
+// interval below zero, at payments 10^3, 10^6 and 10^9 and verification costs 0 and f (the whole
+// verifier fee); every honest role breaks even or gains. The three deviations that no parameter can
+// make lose are pinned as gains in RuleChangeNeeded, each with the rule change econ/README.md
+// proposes: when the rules change, those tests fail and the strategy moves to DeviationLoses.
+//
+// Fixed seeds make every run the same on every machine; each case runs 3 warm chains and 2 worlds of
+// 600 tasks per payment (about a second in a release build).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "polnode/contracts/genesis.h"
+#include "polnode/econ/sweep.h"
+
+namespace polnode::econ {
+namespace {
+
+Result<std::vector<Row>> SweepOf(Strategy strategy) {
+  SweepConfig config;
+  config.params = contracts::DefaultParams();
+  config.payments = {1'000, 1'000'000, 1'000'000'000};
+  config.cost_of_fee = {0.0, 1.0};
+  config.strategies = {strategy};
+  config.warmup_tasks = 60;
+  config.tasks = 600;
+  config.batches = 20;
+  config.seed = 15;
+  return RunSweep(config);
+}
+
+std::string Describe(const Row& row) {
+  return std::string(InfoOf(row.strategy).name) + " at payment " + std::to_string(row.payment) + ", c = " +
+         std::to_string(row.cost_of_fee) + " f: " + std::to_string(row.payoff.mean) + " per task, interval [" +
+         std::to_string(row.payoff.low()) + ", " + std::to_string(row.payoff.high()) + "]";
+}
+
+std::string TestName(const ::testing::TestParamInfo<Strategy>& info) {
+  std::string name(InfoOf(info.param).name);
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+class DeviationLoses : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(DeviationLoses, AtEveryPaymentAndVerificationCost) {
+  Result<std::vector<Row>> rows = SweepOf(GetParam());
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const Row& row : *rows) EXPECT_LT(row.payoff.high(), 0.0) << Describe(row);
+}
+
+INSTANTIATE_TEST_SUITE_P(GenesisDefaults, DeviationLoses,
+                         ::testing::Values(Strategy::kVerifierLazyAccept, Strategy::kVerifierLazyReject,
+                                           Strategy::kVerifierAbsent, Strategy::kVerifierFalseUnavailable,
+                                           Strategy::kSolverFakeOne, Strategy::kSolverFakeQuarter,
+                                           Strategy::kSolverWithhold, Strategy::kSolverForcedGarbage,
+                                           Strategy::kCollusion, Strategy::kSelfDealing,
+                                           Strategy::kWhistleblowerNeverChecks,
+                                           Strategy::kWhistleblowerChallengesAll),
+                         TestName);
+
+class HonestRoleBreaksEven : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(HonestRoleBreaksEven, AtEveryPaymentAndVerificationCost) {
+  Result<std::vector<Row>> rows = SweepOf(GetParam());
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const Row& row : *rows) EXPECT_GE(row.payoff.low(), 0.0) << Describe(row);
+}
+
+INSTANTIATE_TEST_SUITE_P(GenesisDefaults, HonestRoleBreaksEven,
+                         ::testing::Values(Strategy::kHonestSolver, Strategy::kHonestVerifier,
+                                           Strategy::kHonestWhistleblower),
+                         TestName);
+
+// No parameter makes these lose (econ/README.md, "What parameters cannot fix"): each gains exactly
+// the work it skips, since the rules cannot tell it from honest play. At c = 0 they skip nothing and
+// tie, so the pin is at c = f.
+//   verifier-final-only: forced errors sit only in the final segment, which every verifier replays,
+//     so replaying just that one catches every forced error; the other segments are never tested.
+//   whistleblower-copycat: verdicts are public before the challenge window, and in an honest world
+//     only forced rounds draw rejects, so challenging exactly when a verifier rejected catches every
+//     forced error without a replay.
+//   sybil-verifier: stake-weighted selection without replacement gives one key at most one slot, so
+//     the same stake on three keys holds more slots (and earns more fees) than on one.
+class RuleChangeNeeded : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(RuleChangeNeeded, TheDeviationGainsWhenWorkCostsSomething) {
+  Result<std::vector<Row>> rows = SweepOf(GetParam());
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const Row& row : *rows) {
+    if (row.cost_of_fee == 1.0) {
+      EXPECT_GT(row.payoff.low(), 0.0) << Describe(row);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GenesisDefaults, RuleChangeNeeded,
+                         ::testing::Values(Strategy::kVerifierFinalOnly, Strategy::kWhistleblowerCopycat,
+                                           Strategy::kSybilVerifier),
+                         TestName);
+
+}  // namespace
+}  // namespace polnode::econ
