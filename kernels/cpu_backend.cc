@@ -23,8 +23,8 @@ using std::int64_t;
 
 // Element-wise work below this many elements per thread is not worth a thread hand-off.
 constexpr int64_t kElementwiseGrain = 1 << 14;
-// Softmax costs an exp per element, so fewer elements already pay for a hand-off.
-constexpr int64_t kSoftmaxGrain = 1 << 10;
+// Softmax and GELU cost an exp per element, so fewer elements already pay for a hand-off.
+constexpr int64_t kExpGrain = 1 << 10;
 
 // Scratch for im2col, one per thread, reused across calls.
 thread_local std::vector<float> tls_columns;
@@ -91,6 +91,10 @@ class CpuBackend final : public Backend {
       case Op::kSoftmaxCrossEntropyGrad: SoftmaxCrossEntropyGrad(in(0), in(1), out(0)); break;
       case Op::kSgdMomentum: Sgd(attrs, in(0), in(1), in(2), out(0), out(1)); break;
       case Op::kAdamW: AdamW(attrs, in(0), in(1), in(2), in(3), out(0), out(1), out(2)); break;
+      case Op::kAdd: Add(in(0), in(1), out(0)); break;
+      case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
+      case Op::kGelu: Gelu(in(0), out(0)); break;
+      case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }
@@ -295,7 +299,7 @@ class CpuBackend final : public Backend {
   void SoftmaxCrossEntropy(const Tensor& z, const Tensor& labels, Tensor& loss, Tensor& p) {
     const int64_t rows = z.dim(0), classes = z.dim(1);
     std::vector<float> row_loss(static_cast<std::size_t>(rows));
-    ParallelRange(rows, kSoftmaxGrain / classes + 1, [&](int64_t r0, int64_t r1) {
+    ParallelRange(rows, kExpGrain / classes + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t b = r0; b < r1; ++b) {
         const float* zr = z.data() + b * classes;
         float* pr = p.data() + b * classes;
@@ -346,6 +350,36 @@ class CpuBackend final : public Backend {
     ParallelRange(w.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
       kr_.adamw(prm, w.data() + b, g.data() + b, m.data() + b, v.data() + b, w_out.data() + b,
                 m_out.data() + b, v_out.data() + b, e - b);
+    });
+  }
+
+  // Element-wise: C may alias A or B, and each element is read before it is written.
+  void Add(const Tensor& a, const Tensor& b, Tensor& c) {
+    ParallelRange(a.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      kr_.add(a.data() + begin, b.data() + begin, c.data() + begin, end - begin);
+    });
+  }
+
+  // Y[n, b, a, :] = X[n, a, b, :]: one contiguous run of D floats per (n, b, a), written in
+  // output order so each thread writes one contiguous slice.
+  void TransposeHeads(const Tensor& x, Tensor& y) {
+    const int64_t rows = x.dim(1), cols = x.dim(2), depth = x.dim(3);
+    const int64_t runs = x.dim(0) * cols * rows;  // output runs, (n, b, a) row-major
+    ParallelRange(runs, kElementwiseGrain / std::max<int64_t>(depth, 1) + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t a = r % rows, b = (r / rows) % cols, n = r / (rows * cols);
+        std::copy_n(x.data() + ((n * rows + a) * cols + b) * depth, depth, y.data() + r * depth);
+      }
+    });
+  }
+
+  void Gelu(const Tensor& x, Tensor& y) {
+    ParallelRange(x.numel(), kExpGrain, [&](int64_t b, int64_t e) { kr_.gelu(x.data() + b, y.data() + b, e - b); });
+  }
+
+  void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
+    ParallelRange(x.numel(), kExpGrain, [&](int64_t b, int64_t e) {
+      kr_.gelu_grad(x.data() + b, dy.data() + b, dx.data() + b, e - b);
     });
   }
 

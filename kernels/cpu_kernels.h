@@ -55,6 +55,9 @@ struct CpuKernels {
   // op.h's kAdamW per element; outputs may be their inputs (w, m, v).
   void (*adamw)(const AdamParams& p, const float* w, const float* g, const float* m,
                 const float* v, float* w_out, float* m_out, float* v_out, std::int64_t count);
+  // op.h's kGelu and kGeluGrad per element (det::GeluTanh / det::GeluTanhGrad, lane by lane).
+  void (*gelu)(const float* x, float* y, std::int64_t count);
+  void (*gelu_grad)(const float* x, const float* dy, float* dx, std::int64_t count);
 };
 
 /// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().

@@ -33,6 +33,10 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kSoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", 2, 1},
     {Op::kSgdMomentum, "sgd_momentum", 3, 2},
     {Op::kAdamW, "adamw", 4, 3},
+    {Op::kAdd, "add", 2, 1},
+    {Op::kTransposeHeads, "transpose_heads", 1, 1},
+    {Op::kGelu, "gelu", 1, 1},
+    {Op::kGeluGrad, "gelu_grad", 2, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -307,6 +311,19 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 2, "M"));
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 3, "V"));
       return std::vector<Shape>{c.shape(0), c.shape(0), c.shape(0)};
+    case Op::kAdd:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "A", 1, "B"));
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kTransposeHeads: {
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "X", 4));
+      const Shape& x = c.shape(0);
+      return std::vector<Shape>{{x[0], x[2], x[1], x[3]}};
+    }
+    case Op::kGelu:
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kGeluGrad:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
+      return std::vector<Shape>{c.shape(0)};
   }
   return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
 }

@@ -277,6 +277,32 @@ void AdamW(const OpAttrs& attrs, const Tensor& w, const Tensor& g, const Tensor&
   }
 }
 
+// Reads A[e] and B[e] before writing C[e], so C may alias either addend.
+void Add(const Tensor& a, const Tensor& b, Tensor& c) {
+  for (int64_t e = 0; e < a.numel(); ++e) c.data()[e] = a.data()[e] + b.data()[e];
+}
+
+void TransposeHeads(const Tensor& x, Tensor& y) {
+  const int64_t outer = x.dim(0), rows = x.dim(1), cols = x.dim(2), depth = x.dim(3);
+  for (int64_t n = 0; n < outer; ++n) {
+    for (int64_t a = 0; a < rows; ++a) {
+      for (int64_t b = 0; b < cols; ++b) {
+        for (int64_t d = 0; d < depth; ++d) {
+          y.data()[((n * cols + b) * rows + a) * depth + d] = x.data()[((n * rows + a) * cols + b) * depth + d];
+        }
+      }
+    }
+  }
+}
+
+void Gelu(const Tensor& x, Tensor& y) {
+  for (int64_t e = 0; e < x.numel(); ++e) y.data()[e] = det::GeluTanh(x.data()[e]);
+}
+
+void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  for (int64_t e = 0; e < x.numel(); ++e) dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
+}
+
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
@@ -305,6 +331,10 @@ class ReferenceBackend final : public Backend {
       case Op::kAdamW:
         AdamW(attrs, in(0), in(1), in(2), in(3), out(0), out(1), out(2));
         break;
+      case Op::kAdd: Add(in(0), in(1), out(0)); break;
+      case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
+      case Op::kGelu: Gelu(in(0), out(0)); break;
+      case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }

@@ -350,6 +350,51 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
       cases.push_back(Invalid("adamw moment shape differs", {Tensor({3}), Tensor({3}), Tensor({4}), Tensor({3})}, attrs));
       break;
     }
+    case Op::kAdd:
+      for (const Shape& s : ElementwiseShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        in.push_back(Random(s, rng, Fill::kCoarse));  // exact cancellations: x + -x = +0
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      for (int target : {0, 1}) {  // C written over A, then over B
+        std::vector<Tensor> in;
+        in.push_back(Random({7, 129}, rng, Fill::kSigned));
+        in.push_back(Random({7, 129}, rng, Fill::kSigned));
+        Case c = Make(Describe(name, in) + " in place over input " + std::to_string(target), std::move(in));
+        c.in_place_inputs = {target};
+        cases.push_back(std::move(c));
+      }
+      cases.push_back(Invalid("add shapes differ", {Tensor({3, 4}), Tensor({4, 3})}));
+      break;
+    case Op::kTransposeHeads:
+      for (const Shape& s : std::vector<Shape>{{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 17, 4, 8}, {1, 64, 4, 32}, {12, 4, 64, 32}}) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("transpose_heads rank 3", {Tensor({2, 3, 4})}));
+      break;
+    case Op::kGelu:
+      for (const Shape& s : ElementwiseShapes()) {
+        for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {  // tanh's both formulas and saturation
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          cases.push_back(Make(Describe(name, in), std::move(in)));
+        }
+      }
+      break;
+    case Op::kGeluGrad:
+      for (const Shape& s : ElementwiseShapes()) {
+        for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          cases.push_back(Make(Describe(name, in), std::move(in)));
+        }
+      }
+      cases.push_back(Invalid("gelu_grad shapes differ", {Tensor({3}), Tensor({4})}));
+      break;
   }
   return cases;
 }

@@ -175,6 +175,23 @@ __global__ void AdamWKernel(const float* w, const float* g, const float* m, cons
   for (i64 e = GlobalThread(); e < n; e += GridStride()) gpu::AdamWAt(w, g, m, v, w_out, m_out, v_out, s, e);
 }
 
+__global__ void AddKernel(const float* a, const float* b, float* c, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) c[e] = gpu::AddAt(a, b, e);
+}
+
+// One thread per output element: consecutive threads write consecutive addresses.
+__global__ void TransposeHeadsKernel(const float* x, float* y, gpu::TransposeDims t, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::TransposeHeadsAt(x, t, e);
+}
+
+__global__ void GeluKernel(const float* x, float* y, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::GeluAt(x[e]);
+}
+
+__global__ void GeluGradKernel(const float* x, const float* dy, float* dx, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::GeluGradAt(x[e], dy[e]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
@@ -352,6 +369,18 @@ class GpuBackend final : public Backend {
         if (n > 0)
           AdamWKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], in[3], out[0], out[1], out[2],
                                                                gpu::AdamScalarsOf(attrs), n);
+        return Status::Ok();
+      case Op::kAdd:
+        if (n > 0) AddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
+        return Status::Ok();
+      case Op::kTransposeHeads:
+        if (n > 0) TransposeHeadsKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], gpu::TransposeDimsOf(*inputs[0]), n);
+        return Status::Ok();
+      case Op::kGelu:
+        if (n > 0) GeluKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], n);
+        return Status::Ok();
+      case Op::kGeluGrad:
+        if (n > 0) GeluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
         return Status::Ok();
     }
     return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));

@@ -387,6 +387,30 @@ POLNODE_HOST_DEVICE inline void AdamWAt(const float* w, const float* g, const fl
   w_out[e] = w1 - s.lr * (mhat / (Sqrt(vhat) + s.eps));
 }
 
+// ---- Transformer operators ------------------------------------------------------------------
+/// kAdd, element e: A[e] + B[e], one rounding.
+POLNODE_HOST_DEVICE inline float AddAt(const float* a, const float* b, i64 e) { return a[e] + b[e]; }
+
+/// kTransposeHeads' sizes: X[outer, rows, cols, depth] -> Y[outer, cols, rows, depth].
+struct TransposeDims {
+  i64 outer, rows, cols, depth;
+};
+
+inline TransposeDims TransposeDimsOf(const Tensor& x) { return {x.dim(0), x.dim(1), x.dim(2), x.dim(3)}; }
+
+/// Y[e] (e = ((n * cols + b) * rows + a) * depth + d) = X[n, a, b, d]: a copy, no arithmetic.
+POLNODE_HOST_DEVICE inline float TransposeHeadsAt(const float* x, TransposeDims t, i64 e) {
+  const i64 d = e % t.depth;
+  const i64 a = (e / t.depth) % t.rows;
+  const i64 b = (e / (t.depth * t.rows)) % t.cols;
+  const i64 n = e / (t.depth * t.rows * t.cols);
+  return x[((n * t.rows + a) * t.cols + b) * t.depth + d];
+}
+
+/// kGelu and kGeluGrad, element e: detmath.h's formulas, the reference's own code.
+POLNODE_HOST_DEVICE inline float GeluAt(float x) { return det::GeluTanh(x); }
+POLNODE_HOST_DEVICE inline float GeluGradAt(float x, float dy) { return det::GeluTanhGrad(x, dy); }
+
 }  // namespace polnode::kernels::gpu
 
 #endif  // POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_

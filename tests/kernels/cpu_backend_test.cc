@@ -243,6 +243,58 @@ TEST_P(CpuBackendTest, OptimizersInPlaceMatchOutOfPlace) {
   EXPECT_TRUE(v.BitwiseEqual((*want)[2]));
 }
 
+TEST_P(CpuBackendTest, AddAndTransposeHeads) {
+  std::uint32_t seed = 800;
+  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{3, 17, 4, 9}, Shape{12, 64, 4, 32}}) {
+    const Tensor a = AwkwardTensor(shape, seed++, true), b = AwkwardTensor(shape, seed++, true);
+    ExpectSameBits(Op::kAdd, {&a, &b});
+    ExpectSameBits(Op::kTransposeHeads, {&a});
+  }
+}
+
+TEST_P(CpuBackendTest, AddInPlaceMatchesOutOfPlace) {
+  const Tensor a0 = RandomTensor({1001}, 810), b0 = RandomTensor({1001}, 811);
+  auto want = RunOp(*reference_, Op::kAdd, {}, {&a0, &b0});
+  ASSERT_TRUE(want.ok());
+  for (int target : {0, 1}) {
+    Tensor a = a0, b = b0;
+    std::vector<const Tensor*> inputs = {&a, &b};
+    std::vector<Tensor*> outputs = {target == 0 ? &a : &b};
+    ASSERT_TRUE(fast_->Run(Op::kAdd, {}, inputs, outputs).ok());
+    EXPECT_TRUE(outputs[0]->BitwiseEqual((*want)[0])) << "in place over input " << target;
+  }
+}
+
+// GELU runs det::Tanh (and through it det::Exp) lane by lane: a sweep through every region of both
+// formulas (tiny, polynomial, exponential, saturated, x^3 overflowing), every float of the
+// neighbourhoods where the formulas switch, special values, and ragged lengths for the tails.
+TEST_P(CpuBackendTest, GeluAndGradOverSweeps) {
+  std::vector<float> values;
+  for (float x = -30.0f; x <= 30.0f; x += 0.00390625f) values.push_back(x);  // 2^-8 steps
+  // Where tanh's argument crosses 2^-12, 1 and 10: inner = beta * (x + kappa x^3) ~ 0.8 x.
+  for (const float centre : {3.06e-4f, 1.1f, 1.22f, 6.2f, 9.0f, 11.8f}) {
+    float x = centre;
+    for (int i = 0; i < 3000; ++i) x = std::nextafter(x, 0.0f);
+    for (int i = 0; i < 6000; ++i) {
+      values.push_back(x);
+      values.push_back(-x);
+      x = std::nextafter(x, 100.0f);
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float special : {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-30f, 1e15f, -1e15f, 1e20f, -1e20f, 3e38f, -3e38f,
+                              inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+    values.push_back(special);
+  }
+  for (std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, static_cast<std::int64_t>(values.size())}) {
+    auto x = Tensor::FromValues({length}, std::vector<float>(values.end() - length, values.end()));
+    ASSERT_TRUE(x.ok());
+    const Tensor dy = AwkwardTensor({length}, static_cast<std::uint32_t>(900 + length), true);
+    ExpectSameBits(Op::kGelu, {&*x});
+    ExpectSameBits(Op::kGeluGrad, {&*x, &dy});
+  }
+}
+
 TEST_P(CpuBackendTest, RejectsBadShapesWithTheReferenceMessage) {
   const Tensor a({3, 4}), b({5, 6});
   Tensor c({2, 2});

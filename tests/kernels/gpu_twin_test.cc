@@ -147,6 +147,20 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) gpu::AdamWAt(in(0), in(1), in(2), in(3), out(0), out(1), out(2), s, e);
         break;
       }
+      case Op::kAdd:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::AddAt(in(0), in(1), e);
+        break;
+      case Op::kTransposeHeads: {
+        const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::TransposeHeadsAt(in(0), t, e);
+        break;
+      }
+      case Op::kGelu:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluAt(in(0)[e]);
+        break;
+      case Op::kGeluGrad:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluGradAt(in(0)[e], in(1)[e]);
+        break;
     }
     for (std::size_t o = 0; o < shapes.size(); ++o) {
       outputs[o]->Resize(shapes[o]);

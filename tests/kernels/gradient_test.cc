@@ -226,6 +226,44 @@ TEST_F(GradientTest, SoftmaxCrossEntropy) {
   }
 }
 
+TEST_F(GradientTest, GeluTanh) {
+  // Values over [-5, 5], where GELU bends; it is smooth, so central differences are exact to
+  // O(step^2) = 1e-6 relative.
+  const Tensor x = RandomTensor({9, 13}, 30, -5.0f, 5.0f);
+  const Tensor r = RandomTensor({9, 13}, 31);
+  const double beta = std::sqrt(2.0 / 3.14159265358979323846);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y = in[0];
+    for (double& v : y) v = 0.5 * v * (1.0 + std::tanh(beta * (v + 0.044715 * v * v * v)));
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kGelu, {&x})[0], f({ToDouble(x)}), "Y");
+  ExpectGradientMatches(f, {ToDouble(x)}, 0, ToDouble(r), Run(Op::kGeluGrad, {&x, &r})[0], "dX");
+}
+
+TEST_F(GradientTest, AddAndTransposeHeads) {
+  // Both are linear and exact: the gradient of add is dC for each addend, and transpose_heads is
+  // its own adjoint (its gradient is the transpose of dY back).
+  const Tensor a = RandomTensor({2, 3, 4, 5}, 32), b = RandomTensor({2, 3, 4, 5}, 33);
+  const Tensor r = RandomTensor({2, 4, 3, 5}, 34);
+  const Forward transpose = [](const std::vector<Values>& in) {
+    Values y(in[0].size());
+    for (int n = 0; n < 2; ++n)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j)
+          for (int d = 0; d < 5; ++d) y[((n * 4 + j) * 3 + i) * 5 + d] = in[0][((n * 3 + i) * 4 + j) * 5 + d];
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kTransposeHeads, {&a})[0], transpose({ToDouble(a)}), "Y");
+  ExpectGradientMatches(transpose, {ToDouble(a)}, 0, ToDouble(r), Run(Op::kTransposeHeads, {&r})[0], "dX");
+  const Forward add = [](const std::vector<Values>& in) {
+    Values y = in[0];
+    for (std::size_t e = 0; e < y.size(); ++e) y[e] += in[1][e];
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kAdd, {&a, &b})[0], add({ToDouble(a), ToDouble(b)}), "C");
+}
+
 TEST_F(GradientTest, SgdMomentumMatchesDoubleFormula) {
   const Tensor w = RandomTensor({33}, 17), g = RandomTensor({33}, 18), v = RandomTensor({33}, 19);
   attrs_.lr = 0.05f;

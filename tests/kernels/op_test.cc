@@ -89,6 +89,30 @@ TEST(OpTest, InfersShapesForEveryOperator) {
   EXPECT_EQ(*Infer(Op::kSoftmaxCrossEntropyGrad, {&c, &labels}), (std::vector<Shape>{{5, 7}}));
   EXPECT_EQ(*Infer(Op::kSgdMomentum, {&c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}}));
   EXPECT_EQ(*Infer(Op::kAdamW, {&c, &c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}, {5, 7}}));
+  EXPECT_EQ(*Infer(Op::kAdd, {&x4, &x4}), (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kTransposeHeads, {&x4}), (std::vector<Shape>{{2, 6, 3, 5}}));
+  EXPECT_EQ(*Infer(Op::kGelu, {&c}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kGeluGrad, {&c, &c}), (std::vector<Shape>{{5, 7}}));
+}
+
+TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
+  // The numeric values are part of hashed graph descriptors: appended, never renumbered.
+  EXPECT_EQ(static_cast<int>(Op::kAdamW), 15);
+  EXPECT_EQ(static_cast<int>(Op::kAdd), 16);
+  EXPECT_EQ(static_cast<int>(Op::kTransposeHeads), 17);
+  EXPECT_EQ(static_cast<int>(Op::kGelu), 18);
+  EXPECT_EQ(static_cast<int>(Op::kGeluGrad), 19);
+  EXPECT_EQ(OpName(Op::kAdd), "add");
+  EXPECT_EQ(OpName(Op::kTransposeHeads), "transpose_heads");
+  EXPECT_EQ(OpName(Op::kGelu), "gelu");
+  EXPECT_EQ(OpName(Op::kGeluGrad), "gelu_grad");
+}
+
+TEST(OpTest, RejectsBadElementwiseAndTransposeShapes) {
+  const Tensor a({3, 4}), b({4, 3}), x3({2, 3, 4});
+  ExpectError(Infer(Op::kAdd, {&a, &b}), "input 0 (A) is [3, 4] but input 1 (B) is [4, 3]");
+  ExpectError(Infer(Op::kGeluGrad, {&a, &b}), "input 0 (X) is [3, 4] but input 1 (dY) is [4, 3]");
+  ExpectError(Infer(Op::kTransposeHeads, {&x3}), "transpose_heads: input 0 (X) is [2, 3, 4], expected rank 4");
 }
 
 TEST(OpTest, RejectsWrongInputCountsNullsAndEmptyTensors) {
@@ -173,6 +197,11 @@ TEST(ValidateRunTest, AllowsOnlyTheDocumentedAliasing) {
   EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, too_many).ok());
   std::vector<Tensor*> null_out = {nullptr};
   EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, null_out).ok());
+  std::vector<const Tensor*> add_in = {&w, &g};
+  for (Tensor* target : {&w, &g}) {
+    std::vector<Tensor*> add_out = {target};
+    EXPECT_TRUE(ValidateRun(Op::kAdd, attrs, add_in, add_out).ok());
+  }
 }
 
 }  // namespace

@@ -128,6 +128,56 @@ TEST_F(ReferenceSemanticsTest, ConvPaddedTapsArePartOfTheChain) {
   EXPECT_EQ(Bits(y.data()[0]), Bits(expect));
 }
 
+TEST_F(ReferenceSemanticsTest, AddRoundsOnceAndCancelsToPositiveZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor a = Values({4}, {1.0f, -0.0f, 2.5f, inf}), b = Values({4}, {std::ldexp(1.0f, -24), -0.0f, -2.5f, -inf});
+  const Tensor c = Run(Op::kAdd, {&a, &b})[0];
+  EXPECT_EQ(c.data()[0], 1.0f);                  // the tie rounds to even
+  EXPECT_EQ(Bits(c.data()[1]), Bits(-0.0f));     // -0 + -0 = -0
+  EXPECT_EQ(Bits(c.data()[2]), Bits(0.0f));      // x + -x = +0
+  EXPECT_TRUE(std::isnan(c.data()[3]));          // inf + -inf
+}
+
+TEST_F(ReferenceSemanticsTest, TransposeHeadsMovesBitsUnchanged) {
+  // X[1, 2, 3, 2]: element (a, b, d) holds a distinct pattern, NaN and -0 included.
+  std::vector<float> x_values(12);
+  for (int e = 0; e < 12; ++e) x_values[static_cast<std::size_t>(e)] = static_cast<float>(e) - 5.5f;
+  x_values[3] = -0.0f;
+  x_values[7] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Values({1, 2, 3, 2}, x_values);
+  const Tensor y = Run(Op::kTransposeHeads, {&x})[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 2, 2}));
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int d = 0; d < 2; ++d)
+        EXPECT_EQ(Bits(y.data()[(b * 2 + a) * 2 + d]), Bits(x.data()[(a * 3 + b) * 2 + d]));
+  // Its own inverse.
+  EXPECT_TRUE(Run(Op::kTransposeHeads, {&y})[0].BitwiseEqual(x));
+}
+
+TEST_F(ReferenceSemanticsTest, GeluFollowsTheWrittenOrderAndSpecialCases) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Values({7}, {0.75f, -1.5f, -0.0f, inf, -inf, -20.0f, 1e30f});
+  const Tensor y = Run(Op::kGelu, {&x})[0];
+  for (int e = 0; e < 2; ++e) {
+    const float v = x.data()[e];
+    const float inner = det::kGeluBeta * std::fma(det::kGeluKappa, (v * v) * v, v);
+    EXPECT_EQ(Bits(y.data()[e]), Bits((0.5f * v) * (1.0f + det::Tanh(inner))));
+  }
+  EXPECT_EQ(Bits(y.data()[2]), Bits(-0.0f));
+  EXPECT_EQ(y.data()[3], inf);
+  EXPECT_TRUE(std::isnan(y.data()[4]));
+  EXPECT_EQ(Bits(y.data()[5]), Bits(-0.0f));
+  EXPECT_EQ(y.data()[6], 1e30f);
+  const Tensor dy = Values({7}, {1.0f, 2.0f, 3.0f, 1.0f, 1.0f, 1.0f, 1.0f});
+  const Tensor dx = Run(Op::kGeluGrad, {&x, &dy})[0];
+  EXPECT_EQ(Bits(dx.data()[1]), Bits(det::GeluTanhGrad(-1.5f, 2.0f)));
+  EXPECT_EQ(dx.data()[2], 1.5f);  // slope 1/2 at 0
+  EXPECT_TRUE(std::isnan(dx.data()[3]));
+  EXPECT_TRUE(std::isnan(dx.data()[4]));
+  EXPECT_TRUE(std::isnan(dx.data()[6]));  // x * x overflows
+}
+
 TEST_F(ReferenceSemanticsTest, RejectsAliasingAndLeavesOutputsUntouched) {
   Tensor x = Values({2}, {1.0f, -1.0f});
   std::vector<const Tensor*> in = {&x};

@@ -86,9 +86,41 @@ enum class Op : std::uint8_t {
   // bias_correction_i = 1 - beta_i^t is computed on the host by AdamBiasCorrection (below), so every
   // backend divides by the same float. Plain Adam is AdamW with weight_decay = 0.
   kAdamW,
+
+  // ---- Transformer operators (a GPT: embeddings, LayerNorm, causal self-attention, GELU MLP).
+  // Attention is split into small operators (head transposes, batched products, the masked
+  // softmax) so that a dispute's referee re-executes one small operator. Reshapes are not
+  // operators: the step graph reads a tensor under another shape of the same element count (a
+  // view), e.g. [B*T, C] as [B, T, H, D]. NaN payloads are not part of any contract (NaN in, NaN
+  // out); where a NaN or an infinity gives a defined non-NaN result, the operator says so.
+
+  // in: A, B (same shape). out: C[e] = A[e] + B[e], one rounding. C may alias A or B (in place).
+  // Residual connections, and gradient accumulation where a tensor feeds two consumers (residual
+  // branches, shared weights); the graph fixes which gradient is A and which is B.
+  kAdd,
+  // in: X[N, A, B, D]. out: Y[N, B, A, D], Y[n, b, a, d] = X[n, a, b, d], bits copied unchanged.
+  // Splits attention heads, [batch, T, H, D] -> [batch, H, T, D] (the graph views a [batch*T, C]
+  // activation as [batch, T, H, D]), merges them back ([batch, H, T, D] -> [batch, T, H, D]), and
+  // is its own gradient.
+  kTransposeHeads,
+  // in: X. out: Y = GELU(X), tanh form (PyTorch's gelu(approximate='tanh')), per element:
+  //   inner = kGeluBeta * fma(kGeluKappa, (x * x) * x, x)
+  //   Y = (0.5f * x) * (1.0f + det::Tanh(inner))
+  // with kGeluBeta = float(sqrt(2/pi)) and kGeluKappa = 0.044715f (detmath_constants.h).
+  // Y(+-0) = +-0, Y(+inf) = +inf, Y(NaN) = NaN, and Y(-inf) = NaN (-inf * 0, as in PyTorch's
+  // formula); below about -9.1, tanh rounds to -1 and Y = -0.
+  kGelu,
+  // in: X (the forward input), dY. out: dX, per element:
+  //   u = x * x;  th = det::Tanh(kGeluBeta * fma(kGeluKappa, u * x, x))   (th as in kGelu)
+  //   left = 0.5f * (1.0f + th);  sech2 = fma(-th, th, 1.0f)
+  //   right = ((0.5f * x) * sech2) * (kGeluBeta * fma(kGeluKappa3, u, 1.0f))
+  //   dX = dY * (left + right)
+  // with kGeluKappa3 = 3.0f * kGeluKappa rounded once. dX is NaN for x = +-inf and wherever x * x
+  // overflows (|x| > 1.8e19: 0 * inf in `right`), as in PyTorch's formula.
+  kGeluGrad,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kAdamW) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kGeluGrad) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
