@@ -95,6 +95,12 @@ class CpuBackend final : public Backend {
       case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
       case Op::kGelu: Gelu(in(0), out(0)); break;
       case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
+      case Op::kLayerNorm: LayerNorm(attrs, in(0), in(1), in(2), out(0), out(1), out(2)); break;
+      case Op::kLayerNormGrad:
+        LayerNormGrad(in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+        break;
+      case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
+      case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }
@@ -380,6 +386,81 @@ class CpuBackend final : public Backend {
   void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
     ParallelRange(x.numel(), kExpGrain, [&](int64_t b, int64_t e) {
       kr_.gelu_grad(x.data() + b, dy.data() + b, dx.data() + b, e - b);
+    });
+  }
+
+  // Rows in parallel: each row's chains run on one thread (kr_.layer_norm_stats), then the row's
+  // outputs are independent per element.
+  void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                 Tensor& mean, Tensor& rstd) {
+    const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+    ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
+      kr_.layer_norm_stats(x.data() + r0 * channels, r1 - r0, channels, attrs.eps, mean.data() + r0,
+                           rstd.data() + r0);
+      for (int64_t r = r0; r < r1; ++r) {
+        kr_.layer_norm_row(x.data() + r * channels, mean.data()[r], rstd.data()[r], gamma.data(), beta.data(),
+                           y.data() + r * channels, channels);
+      }
+    });
+  }
+
+  // dX: rows in parallel, as the forward. dGamma and dBeta: one chain per column over all rows,
+  // so the columns are split among threads and each thread walks every row in order.
+  void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                     Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+    const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+    std::vector<float> a(static_cast<std::size_t>(rows)), b(static_cast<std::size_t>(rows));
+    ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
+      const int64_t off = r0 * channels;
+      kr_.layer_norm_grad_sums(x.data() + off, dy.data() + off, gamma.data(), mean.data() + r0, rstd.data() + r0,
+                               r1 - r0, channels, a.data() + r0, b.data() + r0);
+      for (int64_t r = r0; r < r1; ++r) {
+        kr_.layer_norm_grad_row(x.data() + r * channels, dy.data() + r * channels, gamma.data(), mean.data()[r],
+                                rstd.data()[r], a[static_cast<std::size_t>(r)], b[static_cast<std::size_t>(r)],
+                                dx.data() + r * channels, channels);
+      }
+    });
+    std::fill(dgamma.values().begin(), dgamma.values().end(), 0.0f);
+    std::fill(dbeta.values().begin(), dbeta.values().end(), 0.0f);
+    ParallelRange(channels, 64, [&](int64_t c0, int64_t c1) {
+      for (int64_t r = 0; r < rows; ++r) {
+        kr_.layer_norm_param_step(x.data() + r * channels + c0, dy.data() + r * channels + c0, mean.data()[r],
+                                  rstd.data()[r], dgamma.data() + c0, dbeta.data() + c0, c1 - c0);
+      }
+    });
+  }
+
+  // Rows in parallel. Per row: z = S * scale into P, the strict-greater max, e = Exp(z - max) in
+  // place, the sum as one chain, the division; masked entries +0.0f.
+  void CausalSoftmax(const OpAttrs& attrs, const Tensor& s, Tensor& p) {
+    const int64_t t = s.shape().back(), rows = s.numel() / t;
+    ParallelRange(rows, kExpGrain / t + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t visible = r % t + 1;
+        float* pr = p.data() + r * t;
+        kr_.multiply(s.data() + r * t, attrs.scale, pr, visible);
+        float mx = pr[0];
+        for (int64_t j = 1; j < visible; ++j) mx = pr[j] > mx ? pr[j] : mx;
+        kr_.exp_shifted(pr, mx, pr, visible);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) sum = sum + pr[j];
+        kr_.divide(pr, sum, pr, visible);
+        std::fill(pr + visible, pr + t, 0.0f);
+      }
+    });
+  }
+
+  void CausalSoftmaxGrad(const OpAttrs& attrs, const Tensor& p, const Tensor& dp, Tensor& ds) {
+    const int64_t t = p.shape().back(), rows = p.numel() / t;
+    ParallelRange(rows, kElementwiseGrain / t + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t visible = r % t + 1;
+        const float* pr = p.data() + r * t;
+        const float* dpr = dp.data() + r * t;
+        float* dsr = ds.data() + r * t;
+        kr_.softmax_grad_row(pr, dpr, kr_.dot_chain(pr, dpr, visible), attrs.scale, dsr, visible);
+        std::fill(dsr + visible, dsr + t, 0.0f);
+      }
     });
   }
 

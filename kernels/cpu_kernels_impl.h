@@ -218,6 +218,120 @@ void GeluGrad(const float* x, const float* dy, float* dx, std::int64_t count) {
   });
 }
 
+void Multiply(const float* x, float factor, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) { L::Store(y + i, L::Mul(L::Load(x + i), L::Set1(factor))); });
+}
+
+void ExpShifted(const float* x, float shift, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    L::Store(y + i, ExpLanes<L>(L::Sub(L::Load(x + i), L::Set1(shift))));
+  });
+}
+
+// Row chains run on scalar registers, each in its op.h order; kRowBlock rows at a time with their
+// chains interleaved, so the adds of different rows overlap instead of waiting on each other.
+constexpr int kRowBlock = 8;
+
+template <int kRows>
+void LayerNormStatsBlock(const float* x, std::int64_t channels, float eps, float* mean, float* rstd) {
+  const auto cf = static_cast<float>(channels);
+  float sum[kRows], sq[kRows];
+  for (int i = 0; i < kRows; ++i) sum[i] = sq[i] = 0.0f;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) sum[i] = sum[i] + x[i * channels + c];
+  }
+  for (int i = 0; i < kRows; ++i) mean[i] = sum[i] / cf;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) {
+      const float d = x[i * channels + c] - mean[i];
+      sq[i] = OneLane::Fma(d, d, sq[i]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) rstd[i] = 1.0f / OneLane::Sqrt(sq[i] / cf + eps);
+}
+
+void LayerNormStats(const float* x, std::int64_t rows, std::int64_t channels, float eps, float* mean, float* rstd) {
+  std::int64_t r = 0;
+  for (; r + kRowBlock <= rows; r += kRowBlock) {
+    LayerNormStatsBlock<kRowBlock>(x + r * channels, channels, eps, mean + r, rstd + r);
+  }
+  for (; r < rows; ++r) LayerNormStatsBlock<1>(x + r * channels, channels, eps, mean + r, rstd + r);
+}
+
+template <int kRows>
+void LayerNormGradSumsBlock(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                            std::int64_t channels, float* a, float* b) {
+  const auto cf = static_cast<float>(channels);
+  float sum_g[kRows], sum_gx[kRows];
+  for (int i = 0; i < kRows; ++i) sum_g[i] = sum_gx[i] = 0.0f;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) {
+      const float g = dy[i * channels + c] * gamma[c];
+      const float xhat = (x[i * channels + c] - mean[i]) * rstd[i];
+      sum_g[i] = sum_g[i] + g;
+      sum_gx[i] = OneLane::Fma(g, xhat, sum_gx[i]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    a[i] = sum_g[i] / cf;
+    b[i] = sum_gx[i] / cf;
+  }
+}
+
+void LayerNormGradSums(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                       std::int64_t rows, std::int64_t channels, float* a, float* b) {
+  std::int64_t r = 0;
+  for (; r + kRowBlock <= rows; r += kRowBlock) {
+    const std::int64_t off = r * channels;
+    LayerNormGradSumsBlock<kRowBlock>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r, b + r);
+  }
+  for (; r < rows; ++r) {
+    const std::int64_t off = r * channels;
+    LayerNormGradSumsBlock<1>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r, b + r);
+  }
+}
+
+float DotChain(const float* p, const float* q, std::int64_t count) {
+  float acc = 0.0f;
+  for (std::int64_t i = 0; i < count; ++i) acc = OneLane::Fma(p[i], q[i], acc);
+  return acc;
+}
+
+void LayerNormRow(const float* x, float mean, float rstd, const float* gamma, const float* beta, float* y,
+                  std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    L::Store(y + i, L::Fma(xhat, L::Load(gamma + i), L::Load(beta + i)));
+  });
+}
+
+void LayerNormGradRow(const float* x, const float* dy, const float* gamma, float mean, float rstd, float a, float b,
+                      float* dx, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    using R = typename L::Reg;
+    const R xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    const R g = L::Mul(L::Load(dy + i), L::Load(gamma + i));
+    L::Store(dx + i, L::Mul(L::Set1(rstd), L::Fma(L::Neg(xhat), L::Set1(b), L::Sub(g, L::Set1(a)))));
+  });
+}
+
+void LayerNormParamStep(const float* x, const float* dy, float mean, float rstd, float* dgamma, float* dbeta,
+                        std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    const typename L::Reg d = L::Load(dy + i);
+    L::Store(dgamma + i, L::Fma(d, xhat, L::Load(dgamma + i)));
+    L::Store(dbeta + i, L::Add(L::Load(dbeta + i), d));
+  });
+}
+
+void SoftmaxGradRow(const float* p, const float* dp, float dot, float scale, float* ds, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg pv = L::Load(p + i);
+    L::Store(ds + i, L::Mul(L::Mul(pv, L::Sub(L::Load(dp + i), L::Set1(dot))), L::Set1(scale)));
+  });
+}
+
 const CpuKernels kKernels = {
     .isa = POLNODE_CPU_ISA,
     .mr = kMicroRows,
@@ -233,6 +347,15 @@ const CpuKernels kKernels = {
     .adamw = AdamW,
     .gelu = Gelu,
     .gelu_grad = GeluGrad,
+    .multiply = Multiply,
+    .exp_shifted = ExpShifted,
+    .layer_norm_stats = LayerNormStats,
+    .layer_norm_grad_sums = LayerNormGradSums,
+    .dot_chain = DotChain,
+    .layer_norm_row = LayerNormRow,
+    .layer_norm_grad_row = LayerNormGradRow,
+    .layer_norm_param_step = LayerNormParamStep,
+    .softmax_grad_row = SoftmaxGradRow,
 };
 
 }  // namespace polnode::kernels::POLNODE_CPU_ISA_NS

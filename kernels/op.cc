@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace polnode::kernels {
 namespace {
@@ -37,6 +38,10 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kTransposeHeads, "transpose_heads", 1, 1},
     {Op::kGelu, "gelu", 1, 1},
     {Op::kGeluGrad, "gelu_grad", 2, 1},
+    {Op::kLayerNorm, "layer_norm", 3, 3},
+    {Op::kLayerNormGrad, "layer_norm_grad", 5, 3},
+    {Op::kCausalSoftmax, "causal_softmax", 1, 1},
+    {Op::kCausalSoftmaxGrad, "causal_softmax_grad", 2, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -230,6 +235,42 @@ Result<std::vector<Shape>> InferSoftmax(Op op, const ShapeChecker& c) {
   return std::vector<Shape>{z};
 }
 
+// X[..., C] -> the shape of its per-row statistics, X's shape without the last axis.
+Shape RowsShape(const Shape& x) { return Shape(x.begin(), x.end() - 1); }
+
+Result<std::vector<Shape>> InferLayerNorm(Op op, const ShapeChecker& c) {
+  const Shape& x = c.shape(0);
+  if (x.size() < 2) return c.Error(c.Describe(0, "X") + ", expected rank >= 2 [..., C]");
+  const std::int64_t channels = x.back();
+  if (channels < 1 || channels >= (std::int64_t{1} << 24)) {
+    return c.Error(c.Describe(0, "X") + ", expected a last axis C with 1 <= C < 2^24 (C divides sums as an exact float)");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "gamma", 1));
+  POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "gamma", 0, channels, "the last dimension of X"));
+  if (op == Op::kLayerNorm) {
+    POLNODE_RETURN_IF_ERROR(c.RequireRank(2, "beta", 1));
+    POLNODE_RETURN_IF_ERROR(c.RequireDim(2, "beta", 0, channels, "the last dimension of X"));
+    return std::vector<Shape>{x, RowsShape(x), RowsShape(x)};
+  }
+  for (const auto& [i, role] : {std::pair<int, std::string_view>{2, "Mean"}, {3, "Rstd"}}) {
+    if (c.shape(i) != RowsShape(x)) {
+      return c.Error(c.Describe(i, role) + ", expected " + ShapeToString(RowsShape(x)) + " (X's shape without its last axis)");
+    }
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 4, "dY"));
+  return std::vector<Shape>{x, {channels}, {channels}};
+}
+
+Result<std::vector<Shape>> InferCausalSoftmax(Op op, const ShapeChecker& c) {
+  const std::string_view role = op == Op::kCausalSoftmax ? "S" : "P";
+  const Shape& s = c.shape(0);
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2] || s.back() < 1) {
+    return c.Error(c.Describe(0, role) + ", expected square score matrices [..., T, T] with T >= 1");
+  }
+  if (op == Op::kCausalSoftmaxGrad) POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "P", 1, "dP"));
+  return std::vector<Shape>{s};
+}
+
 }  // namespace
 
 std::string_view OpName(Op op) {
@@ -324,6 +365,12 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
     case Op::kGeluGrad:
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
       return std::vector<Shape>{c.shape(0)};
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad:
+      return InferLayerNorm(op, c);
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
+      return InferCausalSoftmax(op, c);
   }
   return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
 }

@@ -303,6 +303,89 @@ void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
   for (int64_t e = 0; e < x.numel(); ++e) dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
 }
 
+void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+               Tensor& mean_out, Tensor& rstd_out) {
+  const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+  const auto cf = static_cast<float>(channels);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * channels;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) sum = sum + xr[c];
+    const float mean = sum / cf;
+    float sq = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) sq = std::fma(xr[c] - mean, xr[c] - mean, sq);
+    const float rstd = 1.0f / std::sqrt(sq / cf + attrs.eps);
+    for (int64_t c = 0; c < channels; ++c) {
+      y.data()[r * channels + c] = std::fma((xr[c] - mean) * rstd, gamma.data()[c], beta.data()[c]);
+    }
+    mean_out.data()[r] = mean;
+    rstd_out.data()[r] = rstd;
+  }
+}
+
+void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+  const auto cf = static_cast<float>(channels);
+  const auto xhat = [&](int64_t r, int64_t c) { return (x.data()[r * channels + c] - mean.data()[r]) * rstd.data()[r]; };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dyr = dy.data() + r * channels;
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float g = dyr[c] * gamma.data()[c];
+      sum_g = sum_g + g;
+      sum_gx = std::fma(g, xhat(r, c), sum_gx);
+    }
+    const float a = sum_g / cf, b = sum_gx / cf;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float g = dyr[c] * gamma.data()[c];
+      dx.data()[r * channels + c] = rstd.data()[r] * std::fma(-xhat(r, c), b, g - a);
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    float acc_gamma = 0.0f, acc_beta = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      acc_gamma = std::fma(dy.data()[r * channels + c], xhat(r, c), acc_gamma);
+      acc_beta = acc_beta + dy.data()[r * channels + c];
+    }
+    dgamma.data()[c] = acc_gamma;
+    dbeta.data()[c] = acc_beta;
+  }
+}
+
+void CausalSoftmax(const OpAttrs& attrs, const Tensor& s, Tensor& p) {
+  const int64_t t = s.shape().back(), rows = s.numel() / t;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % t;  // the query position: keys 0..i are visible
+    const float* sr = s.data() + r * t;
+    float* pr = p.data() + r * t;
+    float mx = sr[0] * attrs.scale;
+    for (int64_t j = 1; j <= i; ++j) {
+      if (sr[j] * attrs.scale > mx) mx = sr[j] * attrs.scale;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) {
+      pr[j] = det::Exp(sr[j] * attrs.scale - mx);  // e_j, divided by the sum below
+      sum = sum + pr[j];
+    }
+    for (int64_t j = 0; j <= i; ++j) pr[j] = pr[j] / sum;
+    for (int64_t j = i + 1; j < t; ++j) pr[j] = 0.0f;
+  }
+}
+
+void CausalSoftmaxGrad(const OpAttrs& attrs, const Tensor& p, const Tensor& dp, Tensor& ds) {
+  const int64_t t = p.shape().back(), rows = p.numel() / t;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % t;
+    const float* pr = p.data() + r * t;
+    const float* dpr = dp.data() + r * t;
+    float dot = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) dot = std::fma(pr[j], dpr[j], dot);
+    for (int64_t j = 0; j <= i; ++j) ds.data()[r * t + j] = (pr[j] * (dpr[j] - dot)) * attrs.scale;
+    for (int64_t j = i + 1; j < t; ++j) ds.data()[r * t + j] = 0.0f;
+  }
+}
+
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
@@ -335,6 +418,12 @@ class ReferenceBackend final : public Backend {
       case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
       case Op::kGelu: Gelu(in(0), out(0)); break;
       case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
+      case Op::kLayerNorm: LayerNorm(attrs, in(0), in(1), in(2), out(0), out(1), out(2)); break;
+      case Op::kLayerNormGrad:
+        LayerNormGrad(in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+        break;
+      case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
+      case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }

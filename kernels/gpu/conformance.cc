@@ -158,6 +158,18 @@ constexpr SoftmaxDims kSoftmaxDims[] = {{1, 1, Fill::kLogits},  {1, 10, Fill::kL
                                         {128, 10, Fill::kLogits}, {3, 1000, Fill::kLogits}, {129, 3, Fill::kLogits},
                                         {33, 10, Fill::kWide}};
 
+// Rows x C: one element, ragged widths, a 3-D activation, the GPT configuration's [B*T, C].
+const std::vector<Shape>& LayerNormShapes() {
+  static const std::vector<Shape> shapes = {{1, 1}, {7, 17}, {129, 3}, {2, 5, 33}, {768, 128}};
+  return shapes;
+}
+
+// [..., T, T]: T = 1, odd T, T beyond one vector and the GPT configuration's [B, H, T, T].
+const std::vector<Shape>& CausalSoftmaxShapes() {
+  static const std::vector<Shape> shapes = {{1, 1}, {7, 7}, {2, 3, 17, 17}, {1, 2, 33, 33}, {2, 4, 64, 64}};
+  return shapes;
+}
+
 std::vector<Case> CasesFor(Op op, Rng& rng) {
   std::vector<Case> cases;
   const std::string_view name = OpName(op);
@@ -395,6 +407,55 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
       }
       cases.push_back(Invalid("gelu_grad shapes differ", {Tensor({3}), Tensor({4})}));
       break;
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad: {
+      OpAttrs attrs;
+      attrs.eps = 1e-5f;
+      for (const Shape& s : LayerNormShapes()) {
+        for (Fill fill : {Fill::kSigned, Fill::kWide, Fill::kCoarse}) {  // kCoarse: exact deviations, ties
+          const Shape rows(s.begin(), s.end() - 1);
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          in.push_back(Random({s.back()}, rng, Fill::kSigned));
+          if (op == Op::kLayerNorm) {
+            in.push_back(Random({s.back()}, rng, Fill::kSigned));
+          } else {  // any Mean and Rstd > 0 will do: the operator only reads them
+            in.push_back(Random(rows, rng, Fill::kSigned));
+            in.push_back(Random(rows, rng, Fill::kPositive));
+            in.push_back(Random(s, rng, Fill::kSigned));
+          }
+          cases.push_back(Make(Describe(name, in), std::move(in), attrs));
+        }
+      }
+      if (op == Op::kLayerNorm) {
+        cases.push_back(Invalid("layer_norm gamma length differs", {Tensor({3, 4}), Tensor({3}), Tensor({4})}, attrs));
+      } else {
+        cases.push_back(Invalid("layer_norm_grad Rstd shape differs",
+                                {Tensor({3, 4}), Tensor({4}), Tensor({3}), Tensor({4}), Tensor({3, 4})}, attrs));
+      }
+      break;
+    }
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad: {
+      OpAttrs scaled;
+      scaled.scale = 0.176776692f;  // 1/sqrt(32)
+      for (const Shape& s : CausalSoftmaxShapes()) {
+        for (const OpAttrs& attrs : {OpAttrs{}, scaled}) {
+          for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {  // kCoarse: ties for the max
+            std::vector<Tensor> in;
+            in.push_back(Random(s, rng, op == Op::kCausalSoftmax ? fill : Fill::kPositive));
+            if (op == Op::kCausalSoftmaxGrad) in.push_back(Random(s, rng, fill));
+            cases.push_back(Make(Describe(name, in) + " scale " + std::to_string(attrs.scale), std::move(in), attrs));
+          }
+        }
+      }
+      if (op == Op::kCausalSoftmax) {
+        cases.push_back(Invalid("causal_softmax not square", {Tensor({2, 3, 4})}));
+      } else {
+        cases.push_back(Invalid("causal_softmax_grad shapes differ", {Tensor({2, 3, 3}), Tensor({3, 2, 2})}));
+      }
+      break;
+    }
   }
   return cases;
 }

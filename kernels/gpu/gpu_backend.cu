@@ -192,6 +192,47 @@ __global__ void GeluGradKernel(const float* x, const float* dy, float* dx, i64 n
   for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::GeluGradAt(x[e], dy[e]);
 }
 
+// LayerNorm: one thread per row for the row chains, then one per element for the outputs.
+__global__ void LayerNormStatsKernel(const float* x, gpu::RowLayout l, float eps, float* mean, float* rstd) {
+  for (i64 r = GlobalThread(); r < l.rows; r += GridStride()) gpu::LayerNormStatsRow(x, l, eps, r, mean, rstd);
+}
+
+__global__ void LayerNormKernel(const float* x, const float* gamma, const float* beta, const float* mean,
+                                const float* rstd, float* y, gpu::RowLayout l, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::LayerNormAt(x, gamma, beta, mean, rstd, l, e);
+}
+
+__global__ void LayerNormGradSumsKernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                        const float* rstd, gpu::RowLayout l, float* ab) {
+  for (i64 r = GlobalThread(); r < l.rows; r += GridStride()) {
+    gpu::LayerNormGradSumsRow(x, dy, gamma, mean, rstd, l, r, ab);
+  }
+}
+
+__global__ void LayerNormGradInputKernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                         const float* rstd, const float* ab, float* dx, gpu::RowLayout l, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) {
+    dx[e] = gpu::LayerNormGradInputAt(x, dy, gamma, mean, rstd, ab, l, e);
+  }
+}
+
+// One thread per column: its two chains run over every row in order.
+__global__ void LayerNormGradParamsKernel(const float* x, const float* dy, const float* mean, const float* rstd,
+                                          float* dgamma, float* dbeta, gpu::RowLayout l) {
+  for (i64 c = GlobalThread(); c < l.channels; c += GridStride()) {
+    gpu::LayerNormGradParamsAt(x, dy, mean, rstd, l, c, dgamma, dbeta);
+  }
+}
+
+// Causal softmax: one thread per row (its max, sum and dot are chains).
+__global__ void CausalSoftmaxKernel(const float* s, float* p, i64 t, float scale, i64 rows) {
+  for (i64 r = GlobalThread(); r < rows; r += GridStride()) gpu::CausalSoftmaxRow(s, p, t, scale, r);
+}
+
+__global__ void CausalSoftmaxGradKernel(const float* p, const float* dp, float* ds, i64 t, float scale, i64 rows) {
+  for (i64 r = GlobalThread(); r < rows; r += GridStride()) gpu::CausalSoftmaxGradRow(p, dp, ds, t, scale, r);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
@@ -242,7 +283,7 @@ class DeviceBuffer {
 };
 
 // Buffer slots: inputs first, then outputs, then scratch.
-constexpr int kMaxInputs = 4;
+constexpr int kMaxInputs = 5;
 constexpr int kMaxOutputs = 3;
 constexpr int kScratchSlot = kMaxInputs + kMaxOutputs;
 constexpr int kNumSlots = kScratchSlot + 1;
@@ -382,6 +423,41 @@ class GpuBackend final : public Backend {
       case Op::kGeluGrad:
         if (n > 0) GeluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
         return Status::Ok();
+      case Op::kLayerNorm: {  // in X, gamma, beta; out Y, Mean, Rstd
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        if (l.rows == 0) return Status::Ok();
+        LayerNormStatsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], l, attrs.eps, out[1], out[2]);
+        LayerNormKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], out[1], out[2], out[0], l, n);
+        return Status::Ok();
+      }
+      case Op::kLayerNormGrad: {  // in X, gamma, Mean, Rstd, dY; out dX, dGamma, dBeta
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        POLNODE_ASSIGN_OR_RETURN(float* ab, buffers_[kScratchSlot].Reserve(2 * l.rows));
+        if (l.rows > 0) {
+          LayerNormGradSumsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2],
+                                                                                       in[3], l, ab);
+          LayerNormGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2], in[3], ab,
+                                                                            out[0], l, n);
+        }
+        // Few outputs with long chains: small blocks spread them over more multiprocessors.
+        constexpr int kSmallBlock = 64;
+        LayerNormGradParamsKernel<<<static_cast<unsigned>((l.channels + kSmallBlock - 1) / kSmallBlock), kSmallBlock,
+                                    0, stream_>>>(in[0], in[4], in[2], in[3], out[1], out[2], l);
+        return Status::Ok();
+      }
+      case Op::kCausalSoftmax: {
+        const i64 t = inputs[0]->shape().back();
+        if (n > 0) CausalSoftmaxKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, attrs.scale, n / t);
+        return Status::Ok();
+      }
+      case Op::kCausalSoftmaxGrad: {
+        const i64 t = inputs[0]->shape().back();
+        if (n > 0) {
+          CausalSoftmaxGradKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], t,
+                                                                                     attrs.scale, n / t);
+        }
+        return Status::Ok();
+      }
     }
     return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
   }

@@ -411,6 +411,118 @@ POLNODE_HOST_DEVICE inline float TransposeHeadsAt(const float* x, TransposeDims 
 POLNODE_HOST_DEVICE inline float GeluAt(float x) { return det::GeluTanh(x); }
 POLNODE_HOST_DEVICE inline float GeluGradAt(float x, float dy) { return det::GeluTanhGrad(x, dy); }
 
+// ---- LayerNorm ------------------------------------------------------------------------------
+/// X[..., C] as rows x channels.
+struct RowLayout {
+  i64 rows, channels;
+};
+
+inline RowLayout RowLayoutOf(const Tensor& x) {
+  const i64 channels = x.shape().back();
+  return {x.numel() / channels, channels};
+}
+
+/// Row r's chains (one thread per row): mean = sum / C, rstd = 1 / sqrt(var + eps).
+POLNODE_HOST_DEVICE inline void LayerNormStatsRow(const float* x, RowLayout l, float eps, i64 r, float* mean,
+                                                  float* rstd) {
+  const float* xr = x + r * l.channels;
+  const float cf = static_cast<float>(l.channels);
+  float sum = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) sum = sum + xr[c];
+  const float m = sum / cf;
+  float sq = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) {
+    const float d = xr[c] - m;
+    sq = det::Fma(d, d, sq);
+  }
+  mean[r] = m;
+  rstd[r] = 1.0f / Sqrt(sq / cf + eps);
+}
+
+/// Y[e] = fma((x - mean) * rstd, gamma, beta), once the row's statistics are known.
+POLNODE_HOST_DEVICE inline float LayerNormAt(const float* x, const float* gamma, const float* beta, const float* mean,
+                                             const float* rstd, RowLayout l, i64 e) {
+  const i64 r = e / l.channels;
+  const i64 c = e % l.channels;
+  return det::Fma((x[e] - mean[r]) * rstd[r], gamma[c], beta[c]);
+}
+
+/// Row r's backward chains (one thread per row): ab[2r] = sum_g / C, ab[2r + 1] = sum_gx / C.
+POLNODE_HOST_DEVICE inline void LayerNormGradSumsRow(const float* x, const float* dy, const float* gamma,
+                                                     const float* mean, const float* rstd, RowLayout l, i64 r,
+                                                     float* ab) {
+  float sum_g = 0.0f;
+  float sum_gx = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) {
+    const i64 e = r * l.channels + c;
+    const float g = dy[e] * gamma[c];
+    sum_g = sum_g + g;
+    sum_gx = det::Fma(g, (x[e] - mean[r]) * rstd[r], sum_gx);
+  }
+  const float cf = static_cast<float>(l.channels);
+  ab[2 * r] = sum_g / cf;
+  ab[2 * r + 1] = sum_gx / cf;
+}
+
+/// dX[e] = rstd * fma(-xhat, b, g - a), from the row's ab.
+POLNODE_HOST_DEVICE inline float LayerNormGradInputAt(const float* x, const float* dy, const float* gamma,
+                                                      const float* mean, const float* rstd, const float* ab,
+                                                      RowLayout l, i64 e) {
+  const i64 r = e / l.channels;
+  const float xhat = (x[e] - mean[r]) * rstd[r];
+  const float g = dy[e] * gamma[e % l.channels];
+  return rstd[r] * det::Fma(-xhat, ab[2 * r + 1], g - ab[2 * r]);
+}
+
+/// Column c's chains over the rows (one thread per column): dGamma[c] and dBeta[c].
+POLNODE_HOST_DEVICE inline void LayerNormGradParamsAt(const float* x, const float* dy, const float* mean,
+                                                      const float* rstd, RowLayout l, i64 c, float* dgamma,
+                                                      float* dbeta) {
+  float acc_gamma = 0.0f;
+  float acc_beta = 0.0f;
+  for (i64 r = 0; r < l.rows; ++r) {
+    const i64 e = r * l.channels + c;
+    acc_gamma = det::Fma(dy[e], (x[e] - mean[r]) * rstd[r], acc_gamma);
+    acc_beta = acc_beta + dy[e];
+  }
+  dgamma[c] = acc_gamma;
+  dbeta[c] = acc_beta;
+}
+
+// ---- Causal softmax -------------------------------------------------------------------------
+/// Row r of the [..., T, T] scores (one thread per row; query i = r % T sees keys 0..i): P's row
+/// in op.h's order, +0.0f past the diagonal.
+POLNODE_HOST_DEVICE inline void CausalSoftmaxRow(const float* s, float* p, i64 t, float scale, i64 r) {
+  const i64 visible = r % t + 1;
+  const float* sr = s + r * t;
+  float* pr = p + r * t;
+  float mx = sr[0] * scale;
+  for (i64 j = 1; j < visible; ++j) {
+    const float z = sr[j] * scale;
+    if (z > mx) mx = z;
+  }
+  float sum = 0.0f;
+  for (i64 j = 0; j < visible; ++j) {
+    const float e = det::Exp(sr[j] * scale - mx);
+    pr[j] = e;
+    sum = sum + e;
+  }
+  for (i64 j = 0; j < visible; ++j) pr[j] = pr[j] / sum;
+  for (i64 j = visible; j < t; ++j) pr[j] = 0.0f;
+}
+
+/// Row r of dS: the dot chain, then (P * (dP - dot)) * scale, +0.0f past the diagonal.
+POLNODE_HOST_DEVICE inline void CausalSoftmaxGradRow(const float* p, const float* dp, float* ds, i64 t, float scale,
+                                                     i64 r) {
+  const i64 visible = r % t + 1;
+  const float* pr = p + r * t;
+  const float* dpr = dp + r * t;
+  float dot = 0.0f;
+  for (i64 j = 0; j < visible; ++j) dot = det::Fma(pr[j], dpr[j], dot);
+  for (i64 j = 0; j < visible; ++j) ds[r * t + j] = (pr[j] * (dpr[j] - dot)) * scale;
+  for (i64 j = visible; j < t; ++j) ds[r * t + j] = 0.0f;
+}
+
 }  // namespace polnode::kernels::gpu
 
 #endif  // POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_

@@ -87,7 +87,7 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
       mix(t->data(), static_cast<std::size_t>(t->numel()) * sizeof(float));
     }
     for (float f : {attrs.lr, attrs.momentum, attrs.weight_decay, attrs.beta1, attrs.beta2,
-                    attrs.eps, attrs.bias_correction1, attrs.bias_correction2}) {
+                    attrs.eps, attrs.bias_correction1, attrs.bias_correction2, attrs.scale}) {
       mix(&f, sizeof f);
     }
     mix(&attrs.pool_input_h, sizeof attrs.pool_input_h);
@@ -99,8 +99,13 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
     return it->second;
   }
 
-  // Runs `op` on both backends and asserts every output has the same bits.
-  void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {}) {
+  // Runs `op` on both backends and asserts every output has the same bits; with kAnyNan, a NaN
+  // matches any NaN (op.h leaves NaN payloads and signs open for the transformer operators: an
+  // operation with several NaN operands returns one of them, and which one differs between fma
+  // instructions and libm's fmaf, and with the operand order a compiler picks for a commutative op).
+  enum class Nans { kSameBits, kAnyNan };
+  void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {},
+                      Nans nans = Nans::kSameBits) {
     const Result<std::vector<Tensor>>& want = ReferenceOutputs(op, inputs, attrs);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     auto got = RunOp(*fast_, op, attrs, inputs);
@@ -111,6 +116,7 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
       ASSERT_EQ(g.shape(), w.shape()) << OpName(op) << " output " << o;
       if (g.BitwiseEqual(w)) continue;
       for (std::int64_t e = 0; e < w.numel(); ++e) {
+        if (nans == Nans::kAnyNan && std::isnan(g.data()[e]) && std::isnan(w.data()[e])) continue;
         ASSERT_EQ(std::memcmp(g.data() + e, w.data() + e, sizeof(float)), 0)
             << OpName(op) << " on " << ShapeToString(inputs[0]->shape()) << ", output " << o
             << " element " << e << ": fast " << g.data()[e] << " vs reference " << w.data()[e];
@@ -247,7 +253,7 @@ TEST_P(CpuBackendTest, AddAndTransposeHeads) {
   std::uint32_t seed = 800;
   for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{3, 17, 4, 9}, Shape{12, 64, 4, 32}}) {
     const Tensor a = AwkwardTensor(shape, seed++, true), b = AwkwardTensor(shape, seed++, true);
-    ExpectSameBits(Op::kAdd, {&a, &b});
+    ExpectSameBits(Op::kAdd, {&a, &b}, {}, Nans::kAnyNan);  // NaN + NaN: either payload
     ExpectSameBits(Op::kTransposeHeads, {&a});
   }
 }
@@ -291,7 +297,55 @@ TEST_P(CpuBackendTest, GeluAndGradOverSweeps) {
     ASSERT_TRUE(x.ok());
     const Tensor dy = AwkwardTensor({length}, static_cast<std::uint32_t>(900 + length), true);
     ExpectSameBits(Op::kGelu, {&*x});
-    ExpectSameBits(Op::kGeluGrad, {&*x, &dy});
+    ExpectSameBits(Op::kGeluGrad, {&*x, &dy}, {}, Nans::kAnyNan);
+  }
+}
+
+TEST_P(CpuBackendTest, LayerNormAndGrad) {
+  OpAttrs attrs;
+  attrs.eps = 1e-5f;
+  std::uint32_t seed = 1000;
+  // Rows below, at and beyond the interleaved block of 8, ragged widths, rank 3, and GPT's size.
+  for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{8, 17}, Shape{13, 129}, Shape{2, 9, 33},
+                             Shape{768, 128}, Shape{1000, 5}}) {
+    for (bool with_nan : {false, true}) {
+      Tensor x = AwkwardTensor(shape, seed++, with_nan);
+      if (shape[0] > 2) {  // a constant row: var = 0, rstd = 1/sqrt(eps)
+        std::fill(x.data() + shape.back(), x.data() + 2 * shape.back(), 0.375f);
+      }
+      const Tensor gamma = AwkwardTensor({shape.back()}, seed++, false);
+      const Tensor beta = AwkwardTensor({shape.back()}, seed++, false);
+      const Tensor dy = AwkwardTensor(shape, seed++, with_nan);
+      const Nans nans = with_nan ? Nans::kAnyNan : Nans::kSameBits;
+      ExpectSameBits(Op::kLayerNorm, {&x, &gamma, &beta}, attrs, nans);
+      auto fwd = RunOp(*reference_, Op::kLayerNorm, attrs, {&x, &gamma, &beta});
+      ASSERT_TRUE(fwd.ok());
+      ExpectSameBits(Op::kLayerNormGrad, {&x, &gamma, &(*fwd)[1], &(*fwd)[2], &dy}, attrs, nans);
+    }
+  }
+}
+
+TEST_P(CpuBackendTest, CausalSoftmaxAndGrad) {
+  OpAttrs scaled;
+  scaled.scale = 0.125f;
+  OpAttrs odd;
+  odd.scale = 0.176776692f;
+  std::uint32_t seed = 1100;
+  // T = 1, T below, at and beyond the vector widths (8, 16), the GPT configuration's 64.
+  for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{2, 3, 16, 16}, Shape{3, 17, 17}, Shape{1, 2, 33, 33},
+                             Shape{12, 4, 64, 64}}) {
+    for (const OpAttrs& attrs : {OpAttrs{}, scaled, odd}) {
+      Tensor s = RandomTensor(shape, seed++, -30.0f, 30.0f);
+      const Tensor awkward = AwkwardTensor(shape, seed++, true);
+      // Some rows with NaN/-inf/zeros, and a far-off block where det::Exp's results are subnormal.
+      for (std::int64_t e = 0; e < s.numel(); e += 5) s.data()[e] = awkward.data()[e];
+      for (std::int64_t e = 1; e < s.numel(); e += 11) s.data()[e] = -95.0f + static_cast<float>(e % 7);
+      ExpectSameBits(Op::kCausalSoftmax, {&s}, attrs, Nans::kAnyNan);
+      auto fwd = RunOp(*reference_, Op::kCausalSoftmax, attrs, {&s});
+      ASSERT_TRUE(fwd.ok());
+      const Tensor dp = AwkwardTensor(shape, seed++, true);
+      ExpectSameBits(Op::kCausalSoftmaxGrad, {&(*fwd)[0], &dp}, attrs, Nans::kAnyNan);
+    }
   }
 }
 

@@ -161,6 +161,32 @@ class GpuTwinBackend final : public Backend {
       case Op::kGeluGrad:
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluGradAt(in(0)[e], in(1)[e]);
         break;
+      case Op::kLayerNorm: {  // the stats kernel, then the element kernel
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormStatsRow(in(0), l, attrs.eps, r, out(1), out(2));
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::LayerNormAt(in(0), in(1), in(2), out(1), out(2), l, e);
+        break;
+      }
+      case Op::kLayerNormGrad: {
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        std::vector<float> ab(static_cast<std::size_t>(2 * l.rows));
+        for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormGradSumsRow(in(0), in(4), in(1), in(2), in(3), l, r, ab.data());
+        for (i64 e = 0; e < n; ++e) {
+          out(0)[e] = gpu::LayerNormGradInputAt(in(0), in(4), in(1), in(2), in(3), ab.data(), l, e);
+        }
+        for (i64 c = 0; c < l.channels; ++c) gpu::LayerNormGradParamsAt(in(0), in(4), in(2), in(3), l, c, out(1), out(2));
+        break;
+      }
+      case Op::kCausalSoftmax: {
+        const i64 t = inputs[0]->shape().back();
+        for (i64 r = 0; r < n / t; ++r) gpu::CausalSoftmaxRow(in(0), out(0), t, attrs.scale, r);
+        break;
+      }
+      case Op::kCausalSoftmaxGrad: {
+        const i64 t = inputs[0]->shape().back();
+        for (i64 r = 0; r < n / t; ++r) gpu::CausalSoftmaxGradRow(in(0), in(1), out(0), t, attrs.scale, r);
+        break;
+      }
     }
     for (std::size_t o = 0; o < shapes.size(); ++o) {
       outputs[o]->Resize(shapes[o]);

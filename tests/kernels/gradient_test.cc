@@ -264,6 +264,56 @@ TEST_F(GradientTest, AddAndTransposeHeads) {
   ExpectForwardMatches(Run(Op::kAdd, {&a, &b})[0], add({ToDouble(a), ToDouble(b)}), "C");
 }
 
+TEST_F(GradientTest, LayerNorm) {
+  const int rows = 6, channels = 7;
+  attrs_.eps = 1e-5f;
+  const Tensor x = RandomTensor({2, 3, channels}, 40, -2.0f, 2.0f);
+  const Tensor gamma = RandomTensor({channels}, 41), beta = RandomTensor({channels}, 42);
+  const Tensor r = RandomTensor({2, 3, channels}, 43);
+  const double eps = attrs_.eps;
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y(in[0].size());
+    for (int row = 0; row < rows; ++row) {
+      double mean = 0.0, var = 0.0;
+      for (int c = 0; c < channels; ++c) mean += in[0][row * channels + c] / channels;
+      for (int c = 0; c < channels; ++c) var += std::pow(in[0][row * channels + c] - mean, 2) / channels;
+      for (int c = 0; c < channels; ++c) {
+        y[row * channels + c] = (in[0][row * channels + c] - mean) / std::sqrt(var + eps) * in[1][c] + in[2][c];
+      }
+    }
+    return y;
+  };
+  const std::vector<Values> in = {ToDouble(x), ToDouble(gamma), ToDouble(beta)};
+  const std::vector<Tensor> fwd = Run(Op::kLayerNorm, {&x, &gamma, &beta});
+  ExpectForwardMatches(fwd[0], f(in), "Y");
+  const std::vector<Tensor> grads = Run(Op::kLayerNormGrad, {&x, &gamma, &fwd[1], &fwd[2], &r});
+  ExpectGradientMatches(f, in, 0, ToDouble(r), grads[0], "dX");
+  ExpectGradientMatches(f, in, 1, ToDouble(r), grads[1], "dGamma");
+  ExpectGradientMatches(f, in, 2, ToDouble(r), grads[2], "dBeta");
+}
+
+TEST_F(GradientTest, CausalSoftmaxWithScale) {
+  const int mats = 3, t = 5;
+  attrs_.scale = 0.4f;
+  const Tensor s = RandomTensor({mats, t, t}, 44, -3.0f, 3.0f);
+  const Tensor r = RandomTensor({mats, t, t}, 45);
+  const double scale = attrs_.scale;
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values p(in[0].size(), 0.0);
+    for (int row = 0; row < mats * t; ++row) {
+      const int i = row % t;
+      double mx = -1e300, sum = 0.0;
+      for (int j = 0; j <= i; ++j) mx = std::max(mx, in[0][row * t + j] * scale);
+      for (int j = 0; j <= i; ++j) sum += std::exp(in[0][row * t + j] * scale - mx);
+      for (int j = 0; j <= i; ++j) p[row * t + j] = std::exp(in[0][row * t + j] * scale - mx) / sum;
+    }
+    return p;
+  };
+  const std::vector<Tensor> fwd = Run(Op::kCausalSoftmax, {&s});
+  ExpectForwardMatches(fwd[0], f({ToDouble(s)}), "P");
+  ExpectGradientMatches(f, {ToDouble(s)}, 0, ToDouble(r), Run(Op::kCausalSoftmaxGrad, {&fwd[0], &r})[0], "dS");
+}
+
 TEST_F(GradientTest, SgdMomentumMatchesDoubleFormula) {
   const Tensor w = RandomTensor({33}, 17), g = RandomTensor({33}, 18), v = RandomTensor({33}, 19);
   attrs_.lr = 0.05f;

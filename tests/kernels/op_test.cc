@@ -93,6 +93,13 @@ TEST(OpTest, InfersShapesForEveryOperator) {
   EXPECT_EQ(*Infer(Op::kTransposeHeads, {&x4}), (std::vector<Shape>{{2, 6, 3, 5}}));
   EXPECT_EQ(*Infer(Op::kGelu, {&c}), (std::vector<Shape>{{5, 7}}));
   EXPECT_EQ(*Infer(Op::kGeluGrad, {&c, &c}), (std::vector<Shape>{{5, 7}}));
+  const Tensor x3({2, 6, 5}), rows({2, 6}), gamma5({5});
+  EXPECT_EQ(*Infer(Op::kLayerNorm, {&x3, &gamma5, &gamma5}), (std::vector<Shape>{{2, 6, 5}, {2, 6}, {2, 6}}));
+  EXPECT_EQ(*Infer(Op::kLayerNormGrad, {&x3, &gamma5, &rows, &rows, &x3}),
+            (std::vector<Shape>{{2, 6, 5}, {5}, {5}}));
+  const Tensor scores({2, 3, 4, 4});
+  EXPECT_EQ(*Infer(Op::kCausalSoftmax, {&scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
+  EXPECT_EQ(*Infer(Op::kCausalSoftmaxGrad, {&scores, &scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
 }
 
 TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
@@ -106,6 +113,34 @@ TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
   EXPECT_EQ(OpName(Op::kTransposeHeads), "transpose_heads");
   EXPECT_EQ(OpName(Op::kGelu), "gelu");
   EXPECT_EQ(OpName(Op::kGeluGrad), "gelu_grad");
+  EXPECT_EQ(static_cast<int>(Op::kLayerNorm), 20);
+  EXPECT_EQ(static_cast<int>(Op::kLayerNormGrad), 21);
+  EXPECT_EQ(static_cast<int>(Op::kCausalSoftmax), 22);
+  EXPECT_EQ(static_cast<int>(Op::kCausalSoftmaxGrad), 23);
+  EXPECT_EQ(OpName(Op::kLayerNorm), "layer_norm");
+  EXPECT_EQ(OpName(Op::kLayerNormGrad), "layer_norm_grad");
+  EXPECT_EQ(OpName(Op::kCausalSoftmax), "causal_softmax");
+  EXPECT_EQ(OpName(Op::kCausalSoftmaxGrad), "causal_softmax_grad");
+}
+
+TEST(OpTest, RejectsBadLayerNormShapes) {
+  const Tensor x({4, 5}), v5({5}), v4({4}), rows4({4}), rows5({5}), x1({5}), empty_rows({4, 0});
+  ExpectError(Infer(Op::kLayerNorm, {&x1, &v5, &v5}), "input 0 (X) is [5], expected rank >= 2");
+  ExpectError(Infer(Op::kLayerNorm, {&empty_rows, &v5, &v5}), "1 <= C < 2^24");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v4, &v5}), "input 1 (gamma) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v5, &v4}), "input 2 (beta) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows5, &rows4, &x}), "input 2 (Mean) is [5], expected [4]");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows5, &x}), "input 3 (Rstd) is [5], expected [4]");
+  const Tensor dy({5, 4});
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows4, &dy}), "input 4 (dY) is [5, 4]");
+}
+
+TEST(OpTest, RejectsNonSquareOrEmptyScores) {
+  const Tensor wide({2, 3, 4}), none({2, 0, 0}), v({4}), sq({3, 3}), other({2, 2});
+  ExpectError(Infer(Op::kCausalSoftmax, {&wide}), "expected square score matrices [..., T, T]");
+  ExpectError(Infer(Op::kCausalSoftmax, {&none}), "with T >= 1");
+  ExpectError(Infer(Op::kCausalSoftmax, {&v}), "input 0 (S) is [4]");
+  ExpectError(Infer(Op::kCausalSoftmaxGrad, {&sq, &other}), "input 1 (dP) is [2, 2]");
 }
 
 TEST(OpTest, RejectsBadElementwiseAndTransposeShapes) {

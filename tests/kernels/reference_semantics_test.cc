@@ -2,6 +2,7 @@
 // is held to the same bits by cpu_backend_test.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -176,6 +177,96 @@ TEST_F(ReferenceSemanticsTest, GeluFollowsTheWrittenOrderAndSpecialCases) {
   EXPECT_TRUE(std::isnan(dx.data()[3]));
   EXPECT_TRUE(std::isnan(dx.data()[4]));
   EXPECT_TRUE(std::isnan(dx.data()[6]));  // x * x overflows
+}
+
+TEST_F(ReferenceSemanticsTest, LayerNormFollowsTheWrittenOrder) {
+  OpAttrs attrs;
+  attrs.eps = 1e-5f;
+  const Tensor x = Values({2, 3}, {0.1f, -2.3f, 7.25f, 3.0f, 3.0f, 3.0f});
+  const Tensor gamma = Values({3}, {1.5f, -0.5f, 2.0f}), beta = Values({3}, {0.25f, 0.0f, -1.0f});
+  const std::vector<Tensor> out = Run(Op::kLayerNorm, {&x, &gamma, &beta}, attrs);
+  for (int r = 0; r < 2; ++r) {
+    const float* xr = x.data() + 3 * r;
+    const float mean = ((0.0f + xr[0]) + xr[1] + xr[2]) / 3.0f;
+    float sq = 0.0f;
+    for (int c = 0; c < 3; ++c) sq = std::fma(xr[c] - mean, xr[c] - mean, sq);
+    const float rstd = 1.0f / std::sqrt(sq / 3.0f + attrs.eps);
+    EXPECT_EQ(Bits(out[1].data()[r]), Bits(mean));
+    EXPECT_EQ(Bits(out[2].data()[r]), Bits(rstd));
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(Bits(out[0].data()[3 * r + c]), Bits(std::fma((xr[c] - mean) * rstd, gamma.data()[c], beta.data()[c])));
+    }
+  }
+  // The constant row: var = 0, so Y = fma(0 * rstd, gamma, beta) = beta.
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(Bits(out[0].data()[3 + c]), Bits(beta.data()[c]));
+}
+
+TEST_F(ReferenceSemanticsTest, LayerNormRowWithNanOrInfinityIsNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Values({3, 2}, {1.0f, inf, std::numeric_limits<float>::quiet_NaN(), 2.0f, 1.0f, 3.0f});
+  const Tensor gamma = Values({2}, {1.0f, 1.0f}), beta = Values({2}, {0.0f, 0.0f});
+  const std::vector<Tensor> out = Run(Op::kLayerNorm, {&x, &gamma, &beta});
+  EXPECT_EQ(out[1].data()[0], inf);  // the sum divided by C
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(std::isnan(out[2].data()[r])) << r;
+    EXPECT_TRUE(std::isnan(out[0].data()[2 * r]) && std::isnan(out[0].data()[2 * r + 1])) << r;
+  }
+  EXPECT_EQ(out[0].data()[4], -out[0].data()[5]);  // the finite row is untouched by its neighbours
+}
+
+TEST_F(ReferenceSemanticsTest, CausalSoftmaxMasksExactlyAndScalesFirst) {
+  OpAttrs attrs;
+  attrs.scale = 0.3f;
+  const Tensor s = Values({1, 3, 3}, {2.0f, 99.0f, -99.0f, 0.5f, -1.25f, 1e30f, 1.0f, 3.0f, -2.0f});
+  const Tensor p = Run(Op::kCausalSoftmax, {&s}, attrs)[0];
+  // Row 0: only key 0 is visible.
+  EXPECT_EQ(p.data()[0], 1.0f);
+  EXPECT_EQ(Bits(p.data()[1]), Bits(0.0f));
+  EXPECT_EQ(Bits(p.data()[2]), Bits(0.0f));
+  EXPECT_EQ(Bits(p.data()[5]), Bits(0.0f));  // 1e30 past the diagonal changes nothing
+  // Row 2 in the written order: z = S * scale, max, e = Exp(z - max), sum ascending, divide.
+  float z[3], e[3], sum = 0.0f;
+  for (int j = 0; j < 3; ++j) z[j] = s.data()[6 + j] * attrs.scale;
+  const float mx = std::max(std::max(z[0], z[1]), z[2]);
+  for (int j = 0; j < 3; ++j) {
+    e[j] = det::Exp(z[j] - mx);
+    sum = sum + e[j];
+  }
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(Bits(p.data()[6 + j]), Bits(e[j] / sum)) << j;
+}
+
+TEST_F(ReferenceSemanticsTest, CausalSoftmaxNanAndInfinityRules) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows (visible prefix): [1, +inf], [-inf, -inf, -inf], [1, nan, 2, 5] and [-inf, 0, ...].
+  const Tensor s = Values({4, 4}, {9.0f, 9.0f, 9.0f, 9.0f,   //
+                                   1.0f, inf, 9.0f, 9.0f,     //
+                                   -inf, -inf, -inf, 9.0f,    //
+                                   -inf, nan, 2.0f, 5.0f});
+  const Tensor p = Run(Op::kCausalSoftmax, {&s})[0];
+  EXPECT_TRUE(std::isnan(p.data()[4]) && std::isnan(p.data()[5]));
+  EXPECT_EQ(Bits(p.data()[6]), Bits(0.0f));
+  for (int j = 0; j < 3; ++j) EXPECT_TRUE(std::isnan(p.data()[8 + j])) << j;
+  EXPECT_EQ(Bits(p.data()[11]), Bits(0.0f));
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(p.data()[12 + j])) << j;
+  // A -inf among finite scores is a plain zero weight.
+  const Tensor s2 = Values({2, 2}, {0.0f, 0.0f, -inf, 0.0f});
+  const Tensor p2 = Run(Op::kCausalSoftmax, {&s2})[0];
+  EXPECT_EQ(Bits(p2.data()[2]), Bits(0.0f));
+  EXPECT_EQ(p2.data()[3], 1.0f);
+}
+
+TEST_F(ReferenceSemanticsTest, CausalSoftmaxGradNeverReadsMaskedEntries) {
+  OpAttrs attrs;
+  attrs.scale = 0.5f;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor p = Values({2, 2}, {1.0f, 0.0f, 0.25f, 0.75f});
+  const Tensor dp = Values({2, 2}, {3.0f, nan, -1.0f, 2.0f});
+  const Tensor ds = Run(Op::kCausalSoftmaxGrad, {&p, &dp}, attrs)[0];
+  EXPECT_EQ(ds.data()[0], (1.0f * (3.0f - 3.0f)) * 0.5f);
+  EXPECT_EQ(Bits(ds.data()[1]), Bits(0.0f));
+  const float dot = std::fma(0.75f, 2.0f, std::fma(0.25f, -1.0f, 0.0f));
+  EXPECT_EQ(Bits(ds.data()[2]), Bits((0.25f * (-1.0f - dot)) * 0.5f));
+  EXPECT_EQ(Bits(ds.data()[3]), Bits((0.75f * (2.0f - dot)) * 0.5f));
 }
 
 TEST_F(ReferenceSemanticsTest, RejectsAliasingAndLeavesOutputsUntouched) {

@@ -91,8 +91,9 @@ enum class Op : std::uint8_t {
   // Attention is split into small operators (head transposes, batched products, the masked
   // softmax) so that a dispute's referee re-executes one small operator. Reshapes are not
   // operators: the step graph reads a tensor under another shape of the same element count (a
-  // view), e.g. [B*T, C] as [B, T, H, D]. NaN payloads are not part of any contract (NaN in, NaN
-  // out); where a NaN or an infinity gives a defined non-NaN result, the operator says so.
+  // view), e.g. [B*T, C] as [B, T, H, D]. NaN payloads and signs are not part of their contract
+  // (NaN in, NaN out: an operation with several NaN operands may return any of them); where a NaN
+  // or an infinity gives a defined non-NaN result, the operator says so.
 
   // in: A, B (same shape). out: C[e] = A[e] + B[e], one rounding. C may alias A or B (in place).
   // Residual connections, and gradient accumulation where a tensor feeds two consumers (residual
@@ -118,9 +119,47 @@ enum class Op : std::uint8_t {
   // with kGeluKappa3 = 3.0f * kGeluKappa rounded once. dX is NaN for x = +-inf and wherever x * x
   // overflows (|x| > 1.8e19: 0 * inf in `right`), as in PyTorch's formula.
   kGeluGrad,
+  // in: X[..., C] (rank >= 2), gamma[C], beta[C]; attrs.eps. out: Y (X's shape), and Mean and
+  // Rstd (X's shape without the last axis), kept for the gradient. Per row (C elements x_c):
+  //   mean = (sum over c ascending from +0.0f of x_c) / C
+  //   d_c = x_c - mean
+  //   var = (fma chain over c ascending from +0.0f of d_c * d_c) / C     (biased, as PyTorch)
+  //   rstd = 1.0f / sqrt(var + eps)              (IEEE sqrt and division, each rounded once)
+  //   Y_c = fma(d_c * rstd, gamma_c, beta_c)
+  // C (1 <= C < 2^24) converts to float exactly. attrs.eps is the field AdamW also reads: a
+  // LayerNorm node sets it (PyTorch's default is 1e-5; OpAttrs' default 1e-8 is AdamW's). A row
+  // holding a NaN or an infinity has NaN in Rstd and in every Y of the row (inf - inf or NaN in
+  // d); its Mean is the sum divided by C (+-inf or NaN).
+  kLayerNorm,
+  // in: X[..., C], gamma[C], Mean, Rstd (kLayerNorm's outputs for this X), dY (X's shape).
+  // out: dX (X's shape), dGamma[C], dBeta[C]. Per row, with xhat_c = (x_c - mean) * rstd (the
+  // forward's d_c * rstd, same bits) and g_c = dY_c * gamma_c:
+  //   sum_g = sum over c ascending from +0.0f of g_c
+  //   sum_gx = fma chain over c ascending from +0.0f of g_c * xhat_c
+  //   a = sum_g / C;  b = sum_gx / C
+  //   dX_c = rstd * fma(-xhat_c, b, g_c - a)
+  // and per column c, over the rows r ascending (row-major order of the leading axes):
+  //   dGamma_c = fma chain over r from +0.0f of dY[r, c] * xhat[r, c]
+  //   dBeta_c = sum over r from +0.0f of dY[r, c]                  (plain adds, as kBiasGrad)
+  kLayerNormGrad,
+  // in: S[..., T, T] (rank >= 2; attention scores [B, H, T, T]); attrs.scale. out: P, S's shape.
+  // Causal: row i of each T x T matrix sees keys j <= i. Per row:
+  //   z_j = S[i, j] * scale for j <= i          (one rounding, also when scale = 1: S * 1 = S)
+  //   mx = max over j <= i ascending (z_0 first; a later z_j replaces it only if strictly greater)
+  //   e_j = det::Exp(z_j - mx);  s = sum over j <= i ascending from +0.0f of e_j
+  //   P[i, j] = e_j / s for j <= i;  P[i, j] = +0.0f for j > i, whatever S holds there.
+  // A NaN or +inf among a row's z_j (j <= i), or a row whose z_j are all -inf, makes every P[i, j]
+  // with j <= i NaN; P of a finite row sums to 1 within rounding, and row 0 is [1, +0, +0, ...].
+  kCausalSoftmax,
+  // in: P[..., T, T] (kCausalSoftmax's output), dP (P's shape); attrs.scale, the forward's.
+  // out: dS, P's shape. Per row i:
+  //   dot = fma chain over j <= i ascending from +0.0f of P[i, j] * dP[i, j]
+  //   dS[i, j] = (P[i, j] * (dP[i, j] - dot)) * scale for j <= i;  dS[i, j] = +0.0f for j > i.
+  // Masked dP entries (j > i) are never read, so nothing that flows there (NaN included) leaks.
+  kCausalSoftmaxGrad,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kGeluGrad) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kCausalSoftmaxGrad) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
@@ -135,11 +174,12 @@ struct OpAttrs {
   float weight_decay = 0.0f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
-  float eps = 1e-8f;
+  float eps = 1e-8f;                // kAdamW; kLayerNorm (which sets its own, e.g. 1e-5)
   float bias_correction1 = 1.0f;  // kAdamW: 1 - beta1^t (AdamBiasCorrection)
   float bias_correction2 = 1.0f;  // kAdamW: 1 - beta2^t
   std::int64_t pool_input_h = 0;  // kMaxPool2x2Grad
   std::int64_t pool_input_w = 0;
+  float scale = 1.0f;  // kCausalSoftmax, kCausalSoftmaxGrad: the scores' factor (1/sqrt(D))
 };
 
 /// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square
