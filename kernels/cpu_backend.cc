@@ -101,6 +101,13 @@ class CpuBackend final : public Backend {
         break;
       case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
       case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB:
+        BatchedMatmul(op, in(0), in(1), out(0));
+        break;
+      case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
+      case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }
@@ -198,8 +205,9 @@ class CpuBackend final : public Backend {
     });
   }
 
-  // Runs per_image(n, pool) for every image: images in parallel (each on one thread) when there
-  // are enough of them, else one after another with the pool passed down to the GEMM.
+  // Runs per_image(n, pool) for every image (or matrix of a batched product): images in parallel
+  // (each on one thread) when there are enough of them, else one after another with the pool
+  // passed down to the GEMM.
   template <typename Fn>
   void ForEachImage(int64_t batch, Fn&& per_image) {
     if (batch >= pool_.size() && pool_.size() > 1) {
@@ -460,6 +468,56 @@ class CpuBackend final : public Backend {
         float* dsr = ds.data() + r * t;
         kr_.softmax_grad_row(pr, dpr, kr_.dot_chain(pr, dpr, visible), attrs.scale, dsr, visible);
         std::fill(dsr + visible, dsr + t, 0.0f);
+      }
+    });
+  }
+
+  // One GEMM per matrix of the leading axes, with kMatmul's three layouts (op.h's chains per
+  // matrix are exactly the 2-D operators').
+  void BatchedMatmul(Op op, const Tensor& t0, const Tensor& t1, Tensor& out) {
+    const int r = t0.rank();
+    const int64_t rows0 = t0.dim(r - 2), cols0 = t0.dim(r - 1), rows1 = t1.dim(r - 2), cols1 = t1.dim(r - 1);
+    const int64_t size0 = rows0 * cols0, size1 = rows1 * cols1;
+    const int64_t out_size = out.dim(r - 2) * out.dim(r - 1);
+    int64_t matrices = 1;
+    for (int axis = 0; axis < r - 2; ++axis) matrices *= t0.dim(axis);
+    ForEachImage(matrices, [&](int64_t g, ThreadPool* pool) {
+      const float* x = t0.data() + g * size0;
+      const float* y = t1.data() + g * size1;
+      float* c = out.data() + g * out_size;
+      switch (op) {
+        case Op::kBatchedMatmulGradA:  // dC[M,N] * B[K,N]^T: inner index n
+          Gemm(kr_, {rows0, rows1, cols0, {x, cols0, 1}, {y, 1, cols1}, c, rows1, false}, pool);
+          break;
+        case Op::kBatchedMatmulGradB:  // A[M,K]^T * dC[M,N]: inner index m
+          Gemm(kr_, {cols0, cols1, rows0, {x, 1, cols0}, {y, cols1, 1}, c, cols1, false}, pool);
+          break;
+        default:  // A[M,K] * B[K,N]
+          Gemm(kr_, {rows0, cols1, cols0, {x, cols0, 1}, {y, cols1, 1}, c, cols1, false}, pool);
+          break;
+      }
+    });
+  }
+
+  void Embedding(const Tensor& w, const Tensor& ids, Tensor& y) {
+    const int64_t channels = w.dim(1);
+    ParallelRange(ids.numel(), kElementwiseGrain / channels + 1, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const auto row = static_cast<int64_t>(ids.data()[n]);
+        std::copy_n(w.data() + row * channels, channels, y.data() + n * channels);
+      }
+    });
+  }
+
+  // The table's rows are split among threads; each thread walks every position in order and adds
+  // the ones whose id falls in its rows, so each dW[v, :] is one chain over positions ascending.
+  void EmbeddingGrad(const Tensor& ids, const Tensor& dy, Tensor& dw) {
+    const int64_t rows = dw.dim(0), channels = dw.dim(1);
+    ParallelRange(rows, 1, [&](int64_t v0, int64_t v1) {
+      std::fill(dw.data() + v0 * channels, dw.data() + v1 * channels, 0.0f);
+      for (int64_t n = 0; n < ids.numel(); ++n) {
+        const auto row = static_cast<int64_t>(ids.data()[n]);
+        if (row >= v0 && row < v1) kr_.accumulate(dy.data() + n * channels, dw.data() + row * channels, channels);
       }
     });
   }

@@ -1,6 +1,7 @@
 // Operator names, arity, shape inference and Adam's bias correction (op.h).
 #include "polnode/kernels/op.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -42,6 +43,11 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kLayerNormGrad, "layer_norm_grad", 5, 3},
     {Op::kCausalSoftmax, "causal_softmax", 1, 1},
     {Op::kCausalSoftmaxGrad, "causal_softmax_grad", 2, 1},
+    {Op::kBatchedMatmul, "batched_matmul", 2, 1},
+    {Op::kBatchedMatmulGradA, "batched_matmul_grad_a", 2, 1},
+    {Op::kBatchedMatmulGradB, "batched_matmul_grad_b", 2, 1},
+    {Op::kEmbedding, "embedding", 2, 1},
+    {Op::kEmbeddingGrad, "embedding_grad", 2, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -271,6 +277,68 @@ Result<std::vector<Shape>> InferCausalSoftmax(Op op, const ShapeChecker& c) {
   return std::vector<Shape>{s};
 }
 
+// The batched products: the last two axes are each matrix, the leading axes (rank >= 3) must
+// match; the per-matrix check is InferMatmul's, on the matrices' shapes.
+Result<std::vector<Shape>> InferBatchedMatmul(Op op, const ShapeChecker& c) {
+  const std::string_view role0 = op == Op::kBatchedMatmulGradA ? "dC" : "A";
+  const std::string_view role1 = op == Op::kBatchedMatmulGradB ? "dC" : "B";
+  const Shape& s0 = c.shape(0);
+  const Shape& s1 = c.shape(1);
+  if (s0.size() < 3) return c.Error(c.Describe(0, role0) + ", expected rank >= 3 [..., rows, cols]");
+  if (s1.size() != s0.size() || !std::equal(s0.begin(), s0.end() - 2, s1.begin())) {
+    return c.Error(c.Describe(0, role0) + " but " + c.Describe(1, role1) +
+                   "; the leading (batch) axes must match");
+  }
+  const std::int64_t m0 = s0[s0.size() - 2], n0 = s0.back(), m1 = s1[s1.size() - 2], n1 = s1.back();
+  Shape out(s0.begin(), s0.end() - 2);
+  switch (op) {
+    case Op::kBatchedMatmul:  // A[.., M, K], B[.., K, N] -> C[.., M, N]
+      if (n0 != m1) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "B") + ": the inner dimensions differ (" +
+                       std::to_string(n0) + " vs " + std::to_string(m1) + ")");
+      }
+      out.insert(out.end(), {m0, n1});
+      break;
+    case Op::kBatchedMatmulGradA:  // dC[.., M, N], B[.., K, N] -> dA[.., M, K]
+      if (n0 != n1) {
+        return c.Error(c.Describe(0, "dC") + " and " + c.Describe(1, "B") + ": their column counts differ (" +
+                       std::to_string(n0) + " vs " + std::to_string(n1) + ")");
+      }
+      out.insert(out.end(), {m0, m1});
+      break;
+    default:  // kBatchedMatmulGradB: A[.., M, K], dC[.., M, N] -> dB[.., K, N]
+      if (m0 != m1) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "dC") + ": their row counts differ (" +
+                       std::to_string(m0) + " vs " + std::to_string(m1) + ")");
+      }
+      out.insert(out.end(), {n0, n1});
+      break;
+  }
+  return std::vector<Shape>{out};
+}
+
+Result<std::vector<Shape>> InferEmbedding(Op op, const OpAttrs& attrs, const ShapeChecker& c) {
+  if (op == Op::kEmbedding) {  // W[V, C], ids[...] -> Y[..., C]
+    POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "W", 2));
+    POLNODE_RETURN_IF_ERROR(c.RequireIndices(1, "ids", c.shape(0)[0]));
+    Shape y = c.shape(1);
+    y.push_back(c.shape(0)[1]);
+    return std::vector<Shape>{y};
+  }
+  // ids[...], dY[..., C] -> dW[V, C]
+  const Shape& ids = c.shape(0);
+  const Shape& dy = c.shape(1);
+  if (dy.size() != ids.size() + 1 || !std::equal(ids.begin(), ids.end(), dy.begin())) {
+    return c.Error(c.Describe(1, "dY") + " but " + c.Describe(0, "ids") + "; dY must be ids' shape followed by C");
+  }
+  if (attrs.num_embeddings < 1) {
+    return c.Error("attrs.num_embeddings is " + std::to_string(attrs.num_embeddings) +
+                   ", expected the table's row count V >= 1");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireIndices(0, "ids", attrs.num_embeddings));
+  return std::vector<Shape>{{attrs.num_embeddings, dy.back()}};
+}
+
 }  // namespace
 
 std::string_view OpName(Op op) {
@@ -371,6 +439,13 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
       return InferCausalSoftmax(op, c);
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+      return InferBatchedMatmul(op, c);
+    case Op::kEmbedding:
+    case Op::kEmbeddingGrad:
+      return InferEmbedding(op, attrs, c);
   }
   return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
 }

@@ -386,6 +386,90 @@ void CausalSoftmaxGrad(const OpAttrs& attrs, const Tensor& p, const Tensor& dp, 
   }
 }
 
+// The batched products: the same loop nests as Matmul, MatmulGradA and MatmulGradB, once per matrix
+// of the leading axes.
+struct Batched {
+  int64_t count, rows0, cols0, rows1, cols1;  // matrices; the last two axes of each input
+};
+Batched BatchedOf(const Tensor& t0, const Tensor& t1) {
+  const int r = t0.rank();
+  int64_t count = 1;
+  for (int axis = 0; axis < r - 2; ++axis) count *= t0.dim(axis);
+  return {count, t0.dim(r - 2), t0.dim(r - 1), t1.dim(r - 2), t1.dim(r - 1)};
+}
+
+void BatchedMatmul(const Tensor& a, const Tensor& b, Tensor& c) {
+  const Batched g = BatchedOf(a, b);
+  const int64_t m_size = g.rows0, k_size = g.cols0, n_size = g.cols1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* ai = a.data() + i * m_size * k_size;
+    const float* bi = b.data() + i * k_size * n_size;
+    float* ci = c.data() + i * m_size * n_size;
+    for (int64_t m = 0; m < m_size; ++m) {
+      for (int64_t n = 0; n < n_size; ++n) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < k_size; ++k) acc = std::fma(ai[m * k_size + k], bi[k * n_size + n], acc);
+        ci[m * n_size + n] = acc;
+      }
+    }
+  }
+}
+
+void BatchedMatmulGradA(const Tensor& dc, const Tensor& b, Tensor& da) {
+  const Batched g = BatchedOf(dc, b);
+  const int64_t m_size = g.rows0, n_size = g.cols0, k_size = g.rows1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* dci = dc.data() + i * m_size * n_size;
+    const float* bi = b.data() + i * k_size * n_size;
+    float* dai = da.data() + i * m_size * k_size;
+    for (int64_t m = 0; m < m_size; ++m) {
+      for (int64_t k = 0; k < k_size; ++k) {
+        float acc = 0.0f;
+        for (int64_t n = 0; n < n_size; ++n) acc = std::fma(dci[m * n_size + n], bi[k * n_size + n], acc);
+        dai[m * k_size + k] = acc;
+      }
+    }
+  }
+}
+
+void BatchedMatmulGradB(const Tensor& a, const Tensor& dc, Tensor& db) {
+  const Batched g = BatchedOf(a, dc);
+  const int64_t m_size = g.rows0, k_size = g.cols0, n_size = g.cols1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* ai = a.data() + i * m_size * k_size;
+    const float* dci = dc.data() + i * m_size * n_size;
+    float* dbi = db.data() + i * k_size * n_size;
+    for (int64_t k = 0; k < k_size; ++k) {
+      for (int64_t n = 0; n < n_size; ++n) {
+        float acc = 0.0f;
+        for (int64_t m = 0; m < m_size; ++m) acc = std::fma(ai[m * k_size + k], dci[m * n_size + n], acc);
+        dbi[k * n_size + n] = acc;
+      }
+    }
+  }
+}
+
+void Embedding(const Tensor& w, const Tensor& ids, Tensor& y) {
+  const int64_t channels = w.dim(1);
+  for (int64_t n = 0; n < ids.numel(); ++n) {
+    const auto row = static_cast<int64_t>(ids.data()[n]);
+    for (int64_t c = 0; c < channels; ++c) y.data()[n * channels + c] = w.data()[row * channels + c];
+  }
+}
+
+// Positions in ascending order, each added to its id's row: every dW[v, c] is one chain over the
+// positions holding v, in order, from +0.0f.
+void EmbeddingGrad(const Tensor& ids, const Tensor& dy, Tensor& dw) {
+  const int64_t channels = dw.dim(1);
+  for (int64_t e = 0; e < dw.numel(); ++e) dw.data()[e] = 0.0f;
+  for (int64_t n = 0; n < ids.numel(); ++n) {
+    const auto row = static_cast<int64_t>(ids.data()[n]);
+    for (int64_t c = 0; c < channels; ++c) {
+      dw.data()[row * channels + c] = dw.data()[row * channels + c] + dy.data()[n * channels + c];
+    }
+  }
+}
+
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
@@ -424,6 +508,11 @@ class ReferenceBackend final : public Backend {
         break;
       case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
       case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmul: BatchedMatmul(in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmulGradA: BatchedMatmulGradA(in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmulGradB: BatchedMatmulGradB(in(0), in(1), out(0)); break;
+      case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
+      case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }

@@ -1,5 +1,6 @@
 #include "gpu/conformance.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -86,6 +87,13 @@ Tensor Indices(const Shape& shape, Rng& rng, std::int64_t n) {
   return t;
 }
 
+// The given ids as a [count] tensor.
+Tensor IdList(const std::vector<float>& ids) {
+  Tensor t({static_cast<std::int64_t>(ids.size())});
+  std::copy(ids.begin(), ids.end(), t.data());
+  return t;
+}
+
 struct Case {
   std::string name;
   OpAttrs attrs;
@@ -169,6 +177,23 @@ const std::vector<Shape>& CausalSoftmaxShapes() {
   static const std::vector<Shape> shapes = {{1, 1}, {7, 7}, {2, 3, 17, 17}, {1, 2, 33, 33}, {2, 4, 64, 64}};
   return shapes;
 }
+
+struct BatchedDims {
+  std::int64_t b, h, m, k, n;
+};
+// [B, H] batches of ragged matrices around the GPU's 64-wide tiles, an empty chain (k = 0), and
+// the GPT configuration's attention products ([12, 4] matrices of 64 x 32 and 64 x 64).
+constexpr BatchedDims kBatchedDims[] = {{1, 1, 1, 1, 1},    {2, 3, 7, 17, 5},   {1, 2, 65, 33, 63},
+                                        {3, 1, 4, 0, 5},    {12, 4, 64, 32, 64}, {12, 4, 64, 64, 32}};
+
+struct EmbeddingDims {
+  std::int64_t vocab, channels;
+  Shape ids;
+};
+// Few rows and many positions (every row's chain has many terms, some rows none), one position,
+// and the GPT configuration's [12, 64] batch over a 65-symbol table of width 128.
+const EmbeddingDims kEmbeddingDims[] = {{1, 1, {1}}, {3, 5, {40}}, {7, 17, {2, 9}}, {65, 128, {12, 64}},
+                                        {300, 3, {5}}};
 
 std::vector<Case> CasesFor(Op op, Rng& rng) {
   std::vector<Case> cases;
@@ -456,6 +481,51 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
       }
       break;
     }
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+      for (const BatchedDims& d : kBatchedDims) {
+        // Per matrix, the operands kMatmul, kMatmulGradA and kMatmulGradB take.
+        Shape s0, s1;
+        switch (op) {
+          case Op::kBatchedMatmul: s0 = {d.b, d.h, d.m, d.k}; s1 = {d.b, d.h, d.k, d.n}; break;  // A, B
+          case Op::kBatchedMatmulGradA: s0 = {d.b, d.h, d.m, d.n}; s1 = {d.b, d.h, d.k, d.n}; break;  // dC, B
+          default: s0 = {d.b, d.h, d.m, d.k}; s1 = {d.b, d.h, d.m, d.n}; break;  // A, dC
+        }
+        std::vector<Tensor> in;
+        in.push_back(Random(s0, rng, Fill::kSigned));
+        in.push_back(Random(s1, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid(std::string(name) + " batch axes differ", {Tensor({2, 3, 4, 4}), Tensor({3, 2, 4, 4})}));
+      cases.push_back(Invalid(std::string(name) + " rank 2", {Tensor({4, 4}), Tensor({4, 4})}));
+      break;
+    case Op::kEmbedding:
+      for (const EmbeddingDims& d : kEmbeddingDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.vocab, d.channels}, rng, Fill::kSigned));
+        in.push_back(Indices(d.ids, rng, d.vocab));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("embedding id out of range", {Tensor({3, 4}), IdList({0.0f, 3.0f})}));
+      break;
+    case Op::kEmbeddingGrad:
+      for (const EmbeddingDims& d : kEmbeddingDims) {
+        OpAttrs attrs;
+        attrs.num_embeddings = d.vocab;
+        Shape dy = d.ids;
+        dy.push_back(d.channels);
+        std::vector<Tensor> in;
+        in.push_back(Indices(d.ids, rng, d.vocab));
+        in.push_back(Random(dy, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in) + " V=" + std::to_string(d.vocab), std::move(in), attrs));
+      }
+      {
+        OpAttrs attrs;
+        attrs.num_embeddings = 2;  // id 2 is out of range
+        cases.push_back(Invalid("embedding_grad id out of range", {IdList({0.0f, 2.0f}), Tensor({2, 3})}, attrs));
+      }
+      break;
   }
   return cases;
 }

@@ -69,15 +69,17 @@ using gpu::ChannelLayout;
 using gpu::ConvDims;
 using gpu::MatmulOperands;
 
-__global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands m) {
+__global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands all) {
   __shared__ float xs[gpu::kTileStage];
   __shared__ float ys[gpu::kTileStage];
   const int tx = static_cast<int>(threadIdx.x);
   const int ty = static_cast<int>(threadIdx.y);
   const int tid = ty * gpu::kTileThreads + tx;
+  i64 tile = 0;
+  const MatmulOperands m = gpu::MatmulOfBlock(all, blockIdx.x, &tile);
   i64 i0 = 0;
   i64 j0 = 0;
-  gpu::MatmulTileOrigin(m, blockIdx.x, &i0, &j0);
+  gpu::MatmulTileOrigin(m, tile, &i0, &j0);
   float acc[gpu::kMicro][gpu::kMicro];
   for (int r = 0; r < gpu::kMicro; ++r)
     for (int c = 0; c < gpu::kMicro; ++c) acc[r][c] = 0.0f;
@@ -233,6 +235,16 @@ __global__ void CausalSoftmaxGradKernel(const float* p, const float* dp, float* 
   for (i64 r = GlobalThread(); r < rows; r += GridStride()) gpu::CausalSoftmaxGradRow(p, dp, ds, t, scale, r);
 }
 
+__global__ void EmbeddingKernel(const float* w, const float* ids, float* y, i64 channels, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::EmbeddingAt(w, ids, channels, e);
+}
+
+// One thread per table element, each running its own chain over its row's positions (the index
+// lists them in order); neighbouring threads read neighbouring columns of the same dY rows.
+__global__ void EmbeddingGradKernel(const float* dy, const i64* index, float* dw, i64 vocab, i64 channels, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dw[e] = gpu::EmbeddingGradAt(dy, index, vocab, channels, e);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
@@ -351,7 +363,10 @@ class GpuBackend final : public Backend {
     switch (op) {
       case Op::kMatmul:
       case Op::kMatmulGradA:
-      case Op::kMatmulGradB: {
+      case Op::kMatmulGradB:
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB: {
         MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
         m.x = in[0];
         m.y = in[1];
@@ -458,6 +473,22 @@ class GpuBackend final : public Backend {
         }
         return Status::Ok();
       }
+      case Op::kEmbedding:
+        if (n > 0) EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(1), n);
+        return Status::Ok();
+      case Op::kEmbeddingGrad: {  // in ids, dY; out dW[V, C]
+        const i64 vocab = shapes[0][0], channels = shapes[0][1];
+        host_index_ = gpu::EmbeddingGradIndex(inputs[0]->data(), inputs[0]->numel(), vocab);
+        // The i64 index in the float scratch buffer: device allocations are aligned far beyond 8.
+        POLNODE_ASSIGN_OR_RETURN(float* scratch,
+                                 buffers_[kScratchSlot].Reserve(2 * static_cast<i64>(host_index_.size())));
+        auto* index = reinterpret_cast<i64*>(scratch);
+        POLNODE_GPU_CHECK(gpuMemcpyAsync(index, host_index_.data(), host_index_.size() * sizeof(i64),
+                                         gpuMemcpyHostToDevice, stream_),
+                          "copy of the embedding index to the device");
+        if (n > 0) EmbeddingGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[1], index, out[0], vocab, channels, n);
+        return Status::Ok();
+      }
     }
     return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
   }
@@ -467,8 +498,9 @@ class GpuBackend final : public Backend {
     if (blocks == 0) return Status::Ok();
     // 2^31 - 1 blocks of 4096 outputs each: beyond any output that fits in device memory.
     if (blocks > (i64{1} << 31) - 1) {
-      return Status::ResourceExhausted("a matrix product with " + std::to_string(m.rows) + " x " +
-                                       std::to_string(m.cols) + " outputs exceeds one GPU grid");
+      return Status::ResourceExhausted("a matrix product with " + std::to_string(m.batches) + " x " +
+                                       std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                                       " outputs exceeds one GPU grid");
     }
     const dim3 block(gpu::kTileThreads, gpu::kTileThreads);
     MatmulKernel<<<static_cast<unsigned>(blocks), block, 0, stream_>>>(m);
@@ -477,6 +509,9 @@ class GpuBackend final : public Backend {
 
   gpuStream_t stream_;
   std::vector<DeviceBuffer> buffers_;
+  // kEmbeddingGrad's position index, kept until the next Run so the asynchronous copy never reads
+  // freed host memory.
+  std::vector<i64> host_index_;
 };
 
 // Inputs for the self-test whose fused and unfused results differ, so a device or compiler that

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // The vendor runtime first: detmath.h's device paths use its intrinsics (__fmaf_rn, ...).
@@ -40,10 +41,10 @@ POLNODE_HOST_DEVICE inline float Sqrt(float x) {
 }
 
 // ---- Matrix products -----------------------------------------------------------------------
-// One tiled kernel serves kMatmul and both gradients through strides:
+// One tiled kernel serves kMatmul, both gradients and their batched forms through strides:
 //   out[i, j] = fma chain over p ascending from +0.0f of X(i, p) * Y(p, j),
 //   X(i, p) = x[i * xsi + p * xsp],  Y(p, j) = y[p * ysp + j * ysj].
-// A block owns a kTile x kTile output tile (MatmulTileOrigin); each of its kTileThreads^2 threads owns kMicro^2 outputs
+// A block owns a kTile x kTile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each of its kTileThreads^2 threads owns kMicro^2 outputs
 // (rows ty + kTileThreads * r, columns tx + kTileThreads * c). The block walks p in tiles of kTileP:
 // all threads stage the tile (MatmulStage), a barrier, each thread continues its chains over the
 // staged p in ascending order (MatmulSteps), a barrier; finally MatmulStore.
@@ -63,40 +64,71 @@ struct MatmulOperands {
   i64 ysp, ysj;
   float* out;
   i64 rows, cols, depth;
+  // The batched products: `batches` independent products, matrix g at x + g * x_batch, y + g *
+  // y_batch, out + g * out_batch. A 2-D product is one batch.
+  i64 batches = 1;
+  i64 x_batch = 0, y_batch = 0, out_batch = 0;
 };
 
-/// The strides and sizes of `op` (kMatmul, kMatmulGradA or kMatmulGradB) for validated `inputs`,
-/// with x, y, out left null for the caller to fill with device (or host) pointers.
+/// The strides and sizes of `op` (kMatmul, kMatmulGradA, kMatmulGradB or their batched forms) for
+/// validated `inputs`, with x, y, out left null for the caller to fill with device (or host)
+/// pointers. The batched forms use the 2-D layout on the last two axes of each input.
 inline MatmulOperands MatmulOperandsFor(Op op, std::span<const Tensor* const> inputs) {
   const Tensor& a = *inputs[0];
   const Tensor& b = *inputs[1];
+  const int r = a.rank();
+  const i64 a0 = a.dim(r - 2), a1 = a.dim(r - 1), b0 = b.dim(r - 2), b1 = b.dim(r - 1);
+  i64 batches = 1;
+  for (int axis = 0; axis < r - 2; ++axis) batches *= a.dim(axis);
+  MatmulOperands m{};
   switch (op) {
-    case Op::kMatmulGradA: {  // dC[M,N] B[K,N] -> dA[M,K]: X = dC, Y(p = n, j = k) = B[k, n]
-      const i64 m = a.dim(0), n = a.dim(1), k = b.dim(0);
-      return {nullptr, n, 1, nullptr, 1, n, nullptr, m, k, n};
-    }
-    case Op::kMatmulGradB: {  // A[M,K] dC[M,N] -> dB[K,N]: X(i = k, p = m) = A[m, k], Y = dC
-      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
-      return {nullptr, 1, k, nullptr, n, 1, nullptr, k, n, m};
-    }
-    default: {  // kMatmul: A[M,K] B[K,N] -> C[M,N]
-      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
-      return {nullptr, k, 1, nullptr, n, 1, nullptr, m, n, k};
-    }
+    case Op::kMatmulGradA:
+    case Op::kBatchedMatmulGradA:  // dC[M,N] B[K,N] -> dA[M,K]: X = dC, Y(p = n, j = k) = B[k, n]
+      m = {nullptr, a1, 1, nullptr, 1, b1, nullptr, a0, b0, a1};
+      break;
+    case Op::kMatmulGradB:
+    case Op::kBatchedMatmulGradB:  // A[M,K] dC[M,N] -> dB[K,N]: X(i = k, p = m) = A[m, k], Y = dC
+      m = {nullptr, 1, a1, nullptr, b1, 1, nullptr, a1, b1, a0};
+      break;
+    default:  // kMatmul, kBatchedMatmul: A[M,K] B[K,N] -> C[M,N]
+      m = {nullptr, a1, 1, nullptr, b1, 1, nullptr, a0, b1, a1};
+      break;
   }
+  m.batches = batches;
+  m.x_batch = a0 * a1;
+  m.y_batch = b0 * b1;
+  m.out_batch = m.rows * m.cols;
+  return m;
 }
 
-/// Number of kTile x kTile output tiles, one block each (0 for an empty output).
-inline i64 MatmulBlocks(const MatmulOperands& m) {
+/// Number of kTile x kTile output tiles of one matrix.
+POLNODE_HOST_DEVICE inline i64 MatmulTilesPerMatrix(const MatmulOperands& m) {
   return ((m.rows + kTile - 1) / kTile) * ((m.cols + kTile - 1) / kTile);
 }
 
-/// The first output row and column of block `block`'s tile, tiles numbered row-major. A 1-D grid
-/// avoids the 65535-block limit of the second grid axis.
-POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 block, i64* i0, i64* j0) {
+/// Number of blocks: one per output tile of every matrix (0 for an empty output).
+inline i64 MatmulBlocks(const MatmulOperands& m) { return m.batches * MatmulTilesPerMatrix(m); }
+
+/// The single product block `block` works on (its matrix's pointers) and, in *tile, the block's
+/// tile within that matrix. Blocks run matrix by matrix, tiles row-major within each.
+POLNODE_HOST_DEVICE inline MatmulOperands MatmulOfBlock(const MatmulOperands& m, i64 block, i64* tile) {
+  const i64 tiles = MatmulTilesPerMatrix(m);
+  const i64 g = block / tiles;
+  *tile = block % tiles;
+  MatmulOperands one = m;
+  one.x = m.x + g * m.x_batch;
+  one.y = m.y + g * m.y_batch;
+  one.out = m.out + g * m.out_batch;
+  one.batches = 1;
+  return one;
+}
+
+/// The first output row and column of tile `tile` of a matrix, tiles numbered row-major. A 1-D
+/// grid avoids the 65535-block limit of the second grid axis.
+POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 tile, i64* i0, i64* j0) {
   const i64 tiles_per_row = (m.cols + kTile - 1) / kTile;
-  *i0 = (block / tiles_per_row) * kTile;
-  *j0 = (block % tiles_per_row) * kTile;
+  *i0 = (tile / tiles_per_row) * kTile;
+  *j0 = (tile % tiles_per_row) * kTile;
 }
 
 /// Stages element `e` (0 <= e < kTile * kTileP) of the p-tile at p0 of block (i0, j0) into
@@ -521,6 +553,39 @@ POLNODE_HOST_DEVICE inline void CausalSoftmaxGradRow(const float* p, const float
   for (i64 j = 0; j < visible; ++j) dot = det::Fma(pr[j], dpr[j], dot);
   for (i64 j = 0; j < visible; ++j) ds[r * t + j] = (pr[j] * (dpr[j] - dot)) * scale;
   for (i64 j = visible; j < t; ++j) ds[r * t + j] = 0.0f;
+}
+
+// ---- Embedding ------------------------------------------------------------------------------
+/// kEmbedding, element e of Y[..., C]: W[ids[e / C], e % C] (ids validated by InferOutputShapes).
+POLNODE_HOST_DEVICE inline float EmbeddingAt(const float* w, const float* ids, i64 channels, i64 e) {
+  return w[static_cast<i64>(ids[e / channels]) * channels + e % channels];
+}
+
+/// The positions of each table row, for kEmbeddingGrad: index[v] .. index[v + 1] - 1 (offsets
+/// into the list after the V + 1 offsets) hold, in ascending order, the positions n with
+/// ids[n] = v. Built on the host by a stable counting sort (ids are exact integers in [0, V)), so
+/// each output element's chain runs over its positions in op.h's order without scanning all.
+inline std::vector<i64> EmbeddingGradIndex(const float* ids, i64 positions, i64 vocab) {
+  std::vector<i64> index(static_cast<std::size_t>(vocab + 1 + positions), 0);
+  for (i64 n = 0; n < positions; ++n) ++index[static_cast<std::size_t>(ids[n]) + 1];
+  for (i64 v = 0; v < vocab; ++v) index[static_cast<std::size_t>(v + 1)] += index[static_cast<std::size_t>(v)];
+  std::vector<i64> next(index.begin(), index.begin() + vocab);
+  for (i64 n = 0; n < positions; ++n) {
+    const auto v = static_cast<std::size_t>(ids[n]);
+    index[static_cast<std::size_t>(vocab + 1 + next[v]++)] = n;
+  }
+  return index;
+}
+
+/// kEmbeddingGrad, element e = v * C + c of dW[V, C]: the chain over v's positions ascending,
+/// from +0.0f, of dY[n, c].
+POLNODE_HOST_DEVICE inline float EmbeddingGradAt(const float* dy, const i64* index, i64 vocab, i64 channels, i64 e) {
+  const i64 v = e / channels;
+  const i64 c = e % channels;
+  const i64* positions = index + vocab + 1;
+  float acc = 0.0f;
+  for (i64 i = index[v]; i < index[v + 1]; ++i) acc = acc + dy[positions[i] * channels + c];
+  return acc;
 }
 
 }  // namespace polnode::kernels::gpu

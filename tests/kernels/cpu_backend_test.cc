@@ -92,6 +92,7 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
     }
     mix(&attrs.pool_input_h, sizeof attrs.pool_input_h);
     mix(&attrs.pool_input_w, sizeof attrs.pool_input_w);
+    mix(&attrs.num_embeddings, sizeof attrs.num_embeddings);
     key += std::to_string(hash);
     static std::map<std::string, Result<std::vector<Tensor>>> cache;
     auto it = cache.find(key);
@@ -346,6 +347,51 @@ TEST_P(CpuBackendTest, CausalSoftmaxAndGrad) {
       const Tensor dp = AwkwardTensor(shape, seed++, true);
       ExpectSameBits(Op::kCausalSoftmaxGrad, {&(*fwd)[0], &dp}, attrs, Nans::kAnyNan);
     }
+  }
+}
+
+TEST_P(CpuBackendTest, BatchedMatmulAndGradients) {
+  struct Dims {
+    Shape batch;
+    std::int64_t m, k, n;
+  };
+  std::uint32_t seed = 1200;
+  // Fewer matrices than threads (the pool goes to each GEMM), more (matrices spread over threads),
+  // ragged sizes, an empty chain, rank 3 and 5, and the GPT configuration's attention products.
+  for (const Dims& d : {Dims{{1}, 1, 1, 1}, Dims{{2, 3}, 7, 17, 5}, Dims{{1, 2}, 65, 33, 63}, Dims{{3}, 4, 0, 5},
+                        Dims{{12, 4}, 64, 32, 64}, Dims{{2, 2, 2}, 9, 300, 13}}) {
+    Shape a = d.batch, b = d.batch, c = d.batch;
+    a.insert(a.end(), {d.m, d.k});
+    b.insert(b.end(), {d.k, d.n});
+    c.insert(c.end(), {d.m, d.n});
+    const Tensor ta = AwkwardTensor(a, seed++, false), tb = AwkwardTensor(b, seed++, false);
+    const Tensor tc = AwkwardTensor(c, seed++, false);
+    ExpectSameBits(Op::kBatchedMatmul, {&ta, &tb});
+    ExpectSameBits(Op::kBatchedMatmulGradA, {&tc, &tb});
+    ExpectSameBits(Op::kBatchedMatmulGradB, {&ta, &tc});
+  }
+}
+
+TEST_P(CpuBackendTest, EmbeddingAndGrad) {
+  struct Dims {
+    std::int64_t vocab, channels;
+    Shape ids;
+  };
+  std::uint32_t seed = 1300;
+  // Tables with fewer rows than threads, many repeats per row, rows no id names, GPT's sizes.
+  for (const Dims& d : {Dims{1, 1, {1}}, Dims{3, 17, {40}}, Dims{5, 33, {2, 9}}, Dims{65, 128, {12, 64}},
+                        Dims{1000, 7, {64}}}) {
+    const Tensor w = AwkwardTensor({d.vocab, d.channels}, seed++, true);
+    const Tensor ids = RandomLabels(NumElements(d.ids), d.vocab, seed++);
+    Tensor shaped_ids = ids;
+    ASSERT_TRUE(shaped_ids.Reshape(d.ids).ok());
+    Shape dy_shape = d.ids;
+    dy_shape.push_back(d.channels);
+    const Tensor dy = AwkwardTensor(dy_shape, seed++, true);
+    OpAttrs attrs;
+    attrs.num_embeddings = d.vocab;
+    ExpectSameBits(Op::kEmbedding, {&w, &shaped_ids});
+    ExpectSameBits(Op::kEmbeddingGrad, {&shaped_ids, &dy}, attrs, Nans::kAnyNan);
   }
 }
 

@@ -27,7 +27,7 @@ using gpu::i64;
 // Emulates MatmulKernel: for each block, the staging phase of all its threads, the barrier, the
 // step phase of all its threads, the barrier, ... then every thread's store. Barriers separate
 // the phases on the GPU, so running each phase for all threads in turn is the same computation.
-void TwinMatmul(const gpu::MatmulOperands& m) {
+void TwinMatmul(const gpu::MatmulOperands& all) {
   constexpr int kThreads = gpu::kTileThreads * gpu::kTileThreads;
   std::vector<float> xs(gpu::kTileStage);
   std::vector<float> ys(gpu::kTileStage);
@@ -35,10 +35,12 @@ void TwinMatmul(const gpu::MatmulOperands& m) {
     float v[gpu::kMicro][gpu::kMicro];
   };
   std::vector<ThreadChains> acc(kThreads);
-  for (i64 block = 0; block < gpu::MatmulBlocks(m); ++block) {
+  for (i64 block = 0; block < gpu::MatmulBlocks(all); ++block) {
+    i64 tile = 0;
+    const gpu::MatmulOperands m = gpu::MatmulOfBlock(all, block, &tile);
     i64 i0 = 0;
     i64 j0 = 0;
-    gpu::MatmulTileOrigin(m, block, &i0, &j0);
+    gpu::MatmulTileOrigin(m, tile, &i0, &j0);
     for (ThreadChains& a : acc)
       for (auto& row : a.v)
         for (float& v : row) v = 0.0f;
@@ -90,7 +92,10 @@ class GpuTwinBackend final : public Backend {
     switch (op) {
       case Op::kMatmul:
       case Op::kMatmulGradA:
-      case Op::kMatmulGradB: {
+      case Op::kMatmulGradB:
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB: {
         gpu::MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
         m.x = in(0);
         m.y = in(1);
@@ -185,6 +190,15 @@ class GpuTwinBackend final : public Backend {
       case Op::kCausalSoftmaxGrad: {
         const i64 t = inputs[0]->shape().back();
         for (i64 r = 0; r < n / t; ++r) gpu::CausalSoftmaxGradRow(in(0), in(1), out(0), t, attrs.scale, r);
+        break;
+      }
+      case Op::kEmbedding:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::EmbeddingAt(in(0), in(1), inputs[0]->dim(1), e);
+        break;
+      case Op::kEmbeddingGrad: {
+        const i64 vocab = shapes[0][0], channels = shapes[0][1];
+        const std::vector<i64> index = gpu::EmbeddingGradIndex(in(0), inputs[0]->numel(), vocab);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::EmbeddingGradAt(in(1), index.data(), vocab, channels, e);
         break;
       }
     }

@@ -314,6 +314,43 @@ TEST_F(GradientTest, CausalSoftmaxWithScale) {
   ExpectGradientMatches(f, {ToDouble(s)}, 0, ToDouble(r), Run(Op::kCausalSoftmaxGrad, {&fwd[0], &r})[0], "dS");
 }
 
+TEST_F(GradientTest, BatchedMatmul) {
+  const int g = 6, m = 4, k = 5, n = 3;  // [2, 3] batches
+  const Tensor a = RandomTensor({2, 3, m, k}, 50), b = RandomTensor({2, 3, k, n}, 51);
+  const Tensor r = RandomTensor({2, 3, m, n}, 52);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values c;
+    for (int i = 0; i < g; ++i) {
+      const Values ci = MatmulD(Values(in[0].begin() + i * m * k, in[0].begin() + (i + 1) * m * k),
+                                Values(in[1].begin() + i * k * n, in[1].begin() + (i + 1) * k * n), m, k, n);
+      c.insert(c.end(), ci.begin(), ci.end());
+    }
+    return c;
+  };
+  const std::vector<Values> in = {ToDouble(a), ToDouble(b)};
+  ExpectForwardMatches(Run(Op::kBatchedMatmul, {&a, &b})[0], f(in), "C");
+  ExpectGradientMatches(f, in, 0, ToDouble(r), Run(Op::kBatchedMatmulGradA, {&r, &b})[0], "dA");
+  ExpectGradientMatches(f, in, 1, ToDouble(r), Run(Op::kBatchedMatmulGradB, {&a, &r})[0], "dB");
+}
+
+TEST_F(GradientTest, Embedding) {
+  const int vocab = 6, channels = 4, positions = 15;  // repeats, and rows no id names
+  const Tensor w = RandomTensor({vocab, channels}, 53);
+  const Tensor ids = RandomLabels(positions, vocab - 1, 54);
+  const Tensor r = RandomTensor({positions, channels}, 55);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y;
+    for (int p = 0; p < positions; ++p) {
+      const auto row = static_cast<int>(ids.data()[p]);
+      y.insert(y.end(), in[0].begin() + row * channels, in[0].begin() + (row + 1) * channels);
+    }
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kEmbedding, {&w, &ids})[0], f({ToDouble(w)}), "Y");
+  attrs_.num_embeddings = vocab;
+  ExpectGradientMatches(f, {ToDouble(w)}, 0, ToDouble(r), Run(Op::kEmbeddingGrad, {&ids, &r})[0], "dW");
+}
+
 TEST_F(GradientTest, SgdMomentumMatchesDoubleFormula) {
   const Tensor w = RandomTensor({33}, 17), g = RandomTensor({33}, 18), v = RandomTensor({33}, 19);
   attrs_.lr = 0.05f;

@@ -100,6 +100,17 @@ TEST(OpTest, InfersShapesForEveryOperator) {
   const Tensor scores({2, 3, 4, 4});
   EXPECT_EQ(*Infer(Op::kCausalSoftmax, {&scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
   EXPECT_EQ(*Infer(Op::kCausalSoftmaxGrad, {&scores, &scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
+  const Tensor q({2, 3, 4, 8}), k({2, 3, 4, 8}), s({2, 3, 4, 4}), v({2, 3, 4, 8});
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradA, {&q, &k}), (std::vector<Shape>{{2, 3, 4, 4}}));  // Q K^T
+  EXPECT_EQ(*Infer(Op::kBatchedMatmul, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));       // P V
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradB, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));   // P^T dY
+  auto ids = Tensor::FromValues({2, 3}, {0.0f, 4.0f, 2.0f, 2.0f, 1.0f, 0.0f});
+  ASSERT_TRUE(ids.ok());
+  const Tensor table({5, 7}), dy({2, 3, 7});
+  EXPECT_EQ(*Infer(Op::kEmbedding, {&table, &*ids}), (std::vector<Shape>{{2, 3, 7}}));
+  OpAttrs emb;
+  emb.num_embeddings = 5;
+  EXPECT_EQ(*Infer(Op::kEmbeddingGrad, {&*ids, &dy}, emb), (std::vector<Shape>{{5, 7}}));
 }
 
 TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
@@ -121,6 +132,50 @@ TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
   EXPECT_EQ(OpName(Op::kLayerNormGrad), "layer_norm_grad");
   EXPECT_EQ(OpName(Op::kCausalSoftmax), "causal_softmax");
   EXPECT_EQ(OpName(Op::kCausalSoftmaxGrad), "causal_softmax_grad");
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmul), 24);
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradA), 25);
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradB), 26);
+  EXPECT_EQ(static_cast<int>(Op::kEmbedding), 27);
+  EXPECT_EQ(static_cast<int>(Op::kEmbeddingGrad), 28);
+  EXPECT_EQ(kNumOps, 29);
+  EXPECT_EQ(OpName(Op::kBatchedMatmul), "batched_matmul");
+  EXPECT_EQ(OpName(Op::kBatchedMatmulGradA), "batched_matmul_grad_a");
+  EXPECT_EQ(OpName(Op::kBatchedMatmulGradB), "batched_matmul_grad_b");
+  EXPECT_EQ(OpName(Op::kEmbedding), "embedding");
+  EXPECT_EQ(OpName(Op::kEmbeddingGrad), "embedding_grad");
+}
+
+TEST(OpTest, RejectsMismatchedBatchedMatmulShapes) {
+  const Tensor a({2, 3, 4, 5}), b({2, 3, 6, 7}), other_batch({3, 2, 5, 7}), m2({4, 5}), r3({6, 4, 5});
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &b}), "inner dimensions differ (5 vs 6)");
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &other_batch}), "the leading (batch) axes must match");
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &r3}), "the leading (batch) axes must match");
+  ExpectError(Infer(Op::kBatchedMatmul, {&m2, &m2}), "input 0 (A) is [4, 5], expected rank >= 3");
+  ExpectError(Infer(Op::kBatchedMatmulGradA, {&a, &b}), "column counts differ (5 vs 7)");
+  ExpectError(Infer(Op::kBatchedMatmulGradB, {&a, &b}), "row counts differ (4 vs 6)");
+}
+
+TEST(OpTest, RejectsBadEmbeddingIdsAndShapes) {
+  const Tensor table({5, 7}), flat({35});
+  for (float bad : {-1.0f, 5.0f, 0.5f, std::nanf("")}) {
+    auto ids = Tensor::FromValues({3}, {0.0f, bad, 4.0f});
+    ASSERT_TRUE(ids.ok());
+    ExpectError(Infer(Op::kEmbedding, {&table, &*ids}), "input 1 (ids) element 1");
+    OpAttrs attrs;
+    attrs.num_embeddings = 5;
+    const Tensor dy({3, 7});
+    ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "input 0 (ids) element 1");
+  }
+  auto ids = Tensor::FromValues({3}, {0.0f, 1.0f, 4.0f});
+  ASSERT_TRUE(ids.ok());
+  ExpectError(Infer(Op::kEmbedding, {&flat, &*ids}), "input 0 (W) is [35], expected rank 2");
+  const Tensor dy({3, 7}), dy_wrong({4, 7});
+  OpAttrs attrs;
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "attrs.num_embeddings is 0");
+  attrs.num_embeddings = 4;  // id 4 is now out of range
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "expected an integer in [0, 4)");
+  attrs.num_embeddings = 5;
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy_wrong}, attrs), "dY must be ids' shape followed by C");
 }
 
 TEST(OpTest, RejectsBadLayerNormShapes) {

@@ -269,6 +269,54 @@ TEST_F(ReferenceSemanticsTest, CausalSoftmaxGradNeverReadsMaskedEntries) {
   EXPECT_EQ(Bits(ds.data()[3]), Bits((0.75f * (2.0f - dot)) * 0.5f));
 }
 
+TEST_F(ReferenceSemanticsTest, BatchedMatmulIsTheTwoDimensionalProductPerMatrix) {
+  // Two [2, 3] x [3, 2] products side by side, each against kMatmul on its own matrices.
+  std::vector<float> av(12), bv(12);
+  for (int e = 0; e < 12; ++e) {
+    av[static_cast<std::size_t>(e)] = 0.1f * static_cast<float>(e) - 0.55f;
+    bv[static_cast<std::size_t>(e)] = 1.0f / static_cast<float>(e + 3);
+  }
+  const Tensor a = Values({2, 2, 3}, av), b = Values({2, 3, 2}, bv);
+  const Tensor c = Run(Op::kBatchedMatmul, {&a, &b})[0];
+  ASSERT_EQ(c.shape(), (Shape{2, 2, 2}));
+  for (int g = 0; g < 2; ++g) {
+    const Tensor ag = Values({2, 3}, std::vector<float>(av.begin() + 6 * g, av.begin() + 6 * g + 6));
+    const Tensor bg = Values({3, 2}, std::vector<float>(bv.begin() + 6 * g, bv.begin() + 6 * g + 6));
+    const Tensor cg = Run(Op::kMatmul, {&ag, &bg})[0];
+    for (int e = 0; e < 4; ++e) EXPECT_EQ(Bits(c.data()[4 * g + e]), Bits(cg.data()[e])) << g << " " << e;
+  }
+}
+
+TEST_F(ReferenceSemanticsTest, EmbeddingCopiesRowsBitForBit) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor w = Values({3, 2}, {1.5f, -0.0f, nan, 2.0f, -3.0f, 1e-40f});
+  const Tensor ids = Values({2, 2}, {2.0f, 0.0f, 0.0f, 1.0f});
+  const Tensor y = Run(Op::kEmbedding, {&w, &ids})[0];
+  ASSERT_EQ(y.shape(), (Shape{2, 2, 2}));
+  for (int n = 0; n < 4; ++n) {
+    const auto row = static_cast<int>(ids.data()[n]);
+    for (int c = 0; c < 2; ++c) EXPECT_EQ(Bits(y.data()[2 * n + c]), Bits(w.data()[2 * row + c])) << n;
+  }
+}
+
+TEST_F(ReferenceSemanticsTest, EmbeddingGradAddsPositionsInAscendingOrder) {
+  // Row 1 gets 1, then 2^-24 twice: in this order each small term ties and rounds away (1 stays 1),
+  // in any order that adds the small terms first they would make 1 + 2^-23. Row 0 gets -0 once
+  // (+0.0f + -0 = +0); row 2 is never named and stays +0.
+  const float tiny = std::ldexp(1.0f, -24);
+  const Tensor ids = Values({4}, {1.0f, 1.0f, 0.0f, 1.0f});
+  const Tensor dy = Values({4, 1}, {1.0f, tiny, -0.0f, tiny});
+  OpAttrs attrs;
+  attrs.num_embeddings = 3;
+  const Tensor dw = Run(Op::kEmbeddingGrad, {&ids, &dy}, attrs)[0];
+  ASSERT_EQ(dw.shape(), (Shape{3, 1}));
+  EXPECT_EQ(Bits(dw.data()[0]), Bits(0.0f));
+  EXPECT_EQ(dw.data()[1], 1.0f);
+  EXPECT_EQ(Bits(dw.data()[2]), Bits(0.0f));
+  // The other order really differs: (tiny + tiny) + 1 = 1 + 2^-23.
+  EXPECT_NE((tiny + tiny) + 1.0f, 1.0f);
+}
+
 TEST_F(ReferenceSemanticsTest, RejectsAliasingAndLeavesOutputsUntouched) {
   Tensor x = Values({2}, {1.0f, -1.0f});
   std::vector<const Tensor*> in = {&x};

@@ -157,9 +157,33 @@ enum class Op : std::uint8_t {
   //   dS[i, j] = (P[i, j] * (dP[i, j] - dot)) * scale for j <= i;  dS[i, j] = +0.0f for j > i.
   // Masked dP entries (j > i) are never read, so nothing that flows there (NaN included) leaks.
   kCausalSoftmaxGrad,
+  // in: A[..., M, K], B[..., K, N] (rank >= 3, the same leading axes: attention's [B, H]).
+  // out: C[..., M, N]. Per matrix g of the leading axes, kMatmul's chain:
+  //   C[g, m, n] = fma chain over k ascending from +0.0f of A[g, m, k] * B[g, k, n].
+  // Attention's Y = P V, and dQ = dS K in the backward.
+  kBatchedMatmul,
+  // in: dC[..., M, N], B[..., K, N]. out: dA[..., M, K] = dC * B^T per matrix:
+  //   dA[g, m, k] = fma chain over n ascending from +0.0f of dC[g, m, n] * B[g, k, n].
+  // Attention's scores S = Q K^T (dC = Q, B = K), and dP = dY V^T in the backward.
+  kBatchedMatmulGradA,
+  // in: A[..., M, K], dC[..., M, N]. out: dB[..., K, N] = A^T * dC per matrix:
+  //   dB[g, k, n] = fma chain over m ascending from +0.0f of A[g, m, k] * dC[g, m, n].
+  // Attention's dV = P^T dY and dK = dS^T Q.
+  kBatchedMatmulGradB,
+  // in: W[V, C] (the table), ids[...] (token ids stored as floats, exact integers in [0, V)).
+  // out: Y[..., C] (ids' shape followed by C): Y[n, :] = W[ids[n], :], bits copied unchanged.
+  // (Position embeddings need no operator: a [T, C] table viewed as [T*C] is kBiasAdd's bias over
+  // the [B, T*C] view of the token embeddings, and kBiasGrad is its gradient.)
+  kEmbedding,
+  // in: ids[...], dY[..., C]; attrs.num_embeddings = V >= 1. out: dW[V, C]:
+  //   dW[v, c] = sum over positions n ascending (ids in row-major order) with ids[n] = v, from
+  //              +0.0f, of dY[n, c]  (plain adds; rows of ids that never occur are +0.0f).
+  // A scatter-add in one fixed order, no atomics: backends split the table's rows and columns,
+  // never a row's chain over the positions.
+  kEmbeddingGrad,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kCausalSoftmaxGrad) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kEmbeddingGrad) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
@@ -180,6 +204,7 @@ struct OpAttrs {
   std::int64_t pool_input_h = 0;  // kMaxPool2x2Grad
   std::int64_t pool_input_w = 0;
   float scale = 1.0f;  // kCausalSoftmax, kCausalSoftmaxGrad: the scores' factor (1/sqrt(D))
+  std::int64_t num_embeddings = 0;  // kEmbeddingGrad: the table's row count V
 };
 
 /// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square
