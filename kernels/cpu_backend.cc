@@ -103,9 +103,7 @@ class CpuBackend final : public Backend {
       case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
       case Op::kBatchedMatmul:
       case Op::kBatchedMatmulGradA:
-      case Op::kBatchedMatmulGradB:
-        BatchedMatmul(op, in(0), in(1), out(0));
-        break;
+      case Op::kBatchedMatmulGradB: BatchedMatmul(op, in(0), in(1), out(0)); break;
       case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
       case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
     }
@@ -379,16 +377,19 @@ class CpuBackend final : public Backend {
   void TransposeHeads(const Tensor& x, Tensor& y) {
     const int64_t rows = x.dim(1), cols = x.dim(2), depth = x.dim(3);
     const int64_t runs = x.dim(0) * cols * rows;  // output runs, (n, b, a) row-major
-    ParallelRange(runs, kElementwiseGrain / std::max<int64_t>(depth, 1) + 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t a = r % rows, b = (r / rows) % cols, n = r / (rows * cols);
-        std::copy_n(x.data() + ((n * rows + a) * cols + b) * depth, depth, y.data() + r * depth);
-      }
-    });
+    ParallelRange(runs, kElementwiseGrain / std::max<int64_t>(depth, 1) + 1,
+                  [&](int64_t r0, int64_t r1) {
+                    for (int64_t r = r0; r < r1; ++r) {
+                      const int64_t a = r % rows, b = (r / rows) % cols, n = r / (rows * cols);
+                      std::copy_n(x.data() + ((n * rows + a) * cols + b) * depth, depth,
+                                  y.data() + r * depth);
+                    }
+                  });
   }
 
   void Gelu(const Tensor& x, Tensor& y) {
-    ParallelRange(x.numel(), kExpGrain, [&](int64_t b, int64_t e) { kr_.gelu(x.data() + b, y.data() + b, e - b); });
+    ParallelRange(x.numel(), kExpGrain,
+                  [&](int64_t b, int64_t e) { kr_.gelu(x.data() + b, y.data() + b, e - b); });
   }
 
   void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -399,41 +400,42 @@ class CpuBackend final : public Backend {
 
   // Rows in parallel: each row's chains run on one thread (kr_.layer_norm_stats), then the row's
   // outputs are independent per element.
-  void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                 Tensor& mean, Tensor& rstd) {
+  void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                 Tensor& y, Tensor& mean, Tensor& rstd) {
     const int64_t channels = x.shape().back(), rows = x.numel() / channels;
     ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
       kr_.layer_norm_stats(x.data() + r0 * channels, r1 - r0, channels, attrs.eps, mean.data() + r0,
                            rstd.data() + r0);
       for (int64_t r = r0; r < r1; ++r) {
-        kr_.layer_norm_row(x.data() + r * channels, mean.data()[r], rstd.data()[r], gamma.data(), beta.data(),
-                           y.data() + r * channels, channels);
+        kr_.layer_norm_row(x.data() + r * channels, mean.data()[r], rstd.data()[r], gamma.data(),
+                           beta.data(), y.data() + r * channels, channels);
       }
     });
   }
 
   // dX: rows in parallel, as the forward. dGamma and dBeta: one chain per column over all rows,
   // so the columns are split among threads and each thread walks every row in order.
-  void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
-                     Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
     const int64_t channels = x.shape().back(), rows = x.numel() / channels;
     std::vector<float> a(static_cast<std::size_t>(rows)), b(static_cast<std::size_t>(rows));
     ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
       const int64_t off = r0 * channels;
-      kr_.layer_norm_grad_sums(x.data() + off, dy.data() + off, gamma.data(), mean.data() + r0, rstd.data() + r0,
-                               r1 - r0, channels, a.data() + r0, b.data() + r0);
+      kr_.layer_norm_grad_sums(x.data() + off, dy.data() + off, gamma.data(), mean.data() + r0,
+                               rstd.data() + r0, r1 - r0, channels, a.data() + r0, b.data() + r0);
       for (int64_t r = r0; r < r1; ++r) {
-        kr_.layer_norm_grad_row(x.data() + r * channels, dy.data() + r * channels, gamma.data(), mean.data()[r],
-                                rstd.data()[r], a[static_cast<std::size_t>(r)], b[static_cast<std::size_t>(r)],
-                                dx.data() + r * channels, channels);
+        kr_.layer_norm_grad_row(x.data() + r * channels, dy.data() + r * channels, gamma.data(),
+                                mean.data()[r], rstd.data()[r], a[static_cast<std::size_t>(r)],
+                                b[static_cast<std::size_t>(r)], dx.data() + r * channels, channels);
       }
     });
     std::fill(dgamma.values().begin(), dgamma.values().end(), 0.0f);
     std::fill(dbeta.values().begin(), dbeta.values().end(), 0.0f);
     ParallelRange(channels, 64, [&](int64_t c0, int64_t c1) {
       for (int64_t r = 0; r < rows; ++r) {
-        kr_.layer_norm_param_step(x.data() + r * channels + c0, dy.data() + r * channels + c0, mean.data()[r],
-                                  rstd.data()[r], dgamma.data() + c0, dbeta.data() + c0, c1 - c0);
+        kr_.layer_norm_param_step(x.data() + r * channels + c0, dy.data() + r * channels + c0,
+                                  mean.data()[r], rstd.data()[r], dgamma.data() + c0,
+                                  dbeta.data() + c0, c1 - c0);
       }
     });
   }
@@ -476,7 +478,8 @@ class CpuBackend final : public Backend {
   // matrix are exactly the 2-D operators').
   void BatchedMatmul(Op op, const Tensor& t0, const Tensor& t1, Tensor& out) {
     const int r = t0.rank();
-    const int64_t rows0 = t0.dim(r - 2), cols0 = t0.dim(r - 1), rows1 = t1.dim(r - 2), cols1 = t1.dim(r - 1);
+    const int64_t rows0 = t0.dim(r - 2), cols0 = t0.dim(r - 1), rows1 = t1.dim(r - 2),
+                  cols1 = t1.dim(r - 1);
     const int64_t size0 = rows0 * cols0, size1 = rows1 * cols1;
     const int64_t out_size = out.dim(r - 2) * out.dim(r - 1);
     int64_t matrices = 1;
@@ -517,7 +520,8 @@ class CpuBackend final : public Backend {
       std::fill(dw.data() + v0 * channels, dw.data() + v1 * channels, 0.0f);
       for (int64_t n = 0; n < ids.numel(); ++n) {
         const auto row = static_cast<int64_t>(ids.data()[n]);
-        if (row >= v0 && row < v1) kr_.accumulate(dy.data() + n * channels, dw.data() + row * channels, channels);
+        if (row >= v0 && row < v1)
+          kr_.accumulate(dy.data() + n * channels, dw.data() + row * channels, channels);
       }
     });
   }

@@ -51,7 +51,8 @@ struct Lanes {
   // 0x80000000, a defined garbage value the callers discard). Zero-masking forms, as for Sqrt.
   static Reg Pow2(Reg k) {
     constexpr auto kAll = static_cast<__mmask16>(0xFFFF);
-    const __m512i biased = _mm512_maskz_cvttps_epi32(kAll, _mm512_add_ps(k, _mm512_set1_ps(127.0f)));
+    const __m512i biased =
+        _mm512_maskz_cvttps_epi32(kAll, _mm512_add_ps(k, _mm512_set1_ps(127.0f)));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, biased, 23));
   }
 

@@ -65,7 +65,8 @@ typename L::Reg ExpLanes(typename L::Reg x) {
   // k > 127: (p * 2^(k-1)) * 2;  k < -126: (p * 2^(k+64)) * 2^-64;  else p * 2^k.
   const typename L::Mask big = L::Gt(kf, L::Set1(127.0f));
   const typename L::Mask small = L::Lt(kf, L::Set1(-126.0f));
-  const R k_scaled = L::Select(big, L::Sub(kf, L::Set1(1.0f)), L::Select(small, L::Add(kf, L::Set1(64.0f)), kf));
+  const R k_scaled =
+      L::Select(big, L::Sub(kf, L::Set1(1.0f)), L::Select(small, L::Add(kf, L::Set1(64.0f)), kf));
   R y = L::Mul(p, L::Pow2(k_scaled));
   y = L::Select(big, L::Mul(y, L::Set1(2.0f)), L::Select(small, L::Mul(y, L::Set1(0x1p-64f)), y));
   y = L::Select(L::Lt(x, L::Set1(kExpUnderflowAt)), L::Zero(), y);
@@ -87,9 +88,9 @@ typename L::Reg TanhLanes(typename L::Reg x) {
   p = L::Fma(p, z, L::Set1(kTanhP1));
   p = L::Fma(p, z, L::Set1(kTanhP0));
   const R polynomial = L::Fma(a, L::Mul(z, p), a);
-  const R exponential = L::Sub(
-      L::Set1(1.0f),
-      L::Div(L::Set1(2.0f), L::Add(ExpLanes<L>(L::Mul(L::Set1(2.0f), a)), L::Set1(1.0f))));
+  const R exponential =
+      L::Sub(L::Set1(1.0f),
+             L::Div(L::Set1(2.0f), L::Add(ExpLanes<L>(L::Mul(L::Set1(2.0f), a)), L::Set1(1.0f))));
   R y = L::Select(L::Lt(a, L::Set1(kTanhSplit)), polynomial, exponential);
   y = L::Select(L::Le(L::Set1(kTanhOneFrom), a), L::Set1(1.0f), y);
   y = L::Or(y, L::SignBit(x));
@@ -198,8 +199,8 @@ void AdamW(const AdamParams& prm, const float* w, const float* g, const float* m
 void Gelu(const float* x, float* y, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     const typename L::Reg v = L::Load(x + i);
-    const typename L::Reg inner =
-        L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(L::Mul(v, v), v), v));
+    const typename L::Reg inner = L::Mul(
+        L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(L::Mul(v, v), v), v));
     L::Store(y + i, L::Mul(L::Mul(L::Set1(0.5f), v), L::Add(L::Set1(1.0f), TanhLanes<L>(inner))));
   });
 }
@@ -209,17 +210,21 @@ void GeluGrad(const float* x, const float* dy, float* dx, std::int64_t count) {
     using R = typename L::Reg;
     const R v = L::Load(x + i);
     const R u = L::Mul(v, v);
-    const R th = TanhLanes<L>(L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(u, v), v)));
+    const R th = TanhLanes<L>(
+        L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(u, v), v)));
     const R left = L::Mul(L::Set1(0.5f), L::Add(L::Set1(1.0f), th));
     const R sech2 = L::Fma(L::Neg(th), th, L::Set1(1.0f));
-    const R right = L::Mul(L::Mul(L::Mul(L::Set1(0.5f), v), sech2),
-                           L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa3), u, L::Set1(1.0f))));
+    const R right = L::Mul(
+        L::Mul(L::Mul(L::Set1(0.5f), v), sech2),
+        L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa3), u, L::Set1(1.0f))));
     L::Store(dx + i, L::Mul(L::Load(dy + i), L::Add(left, right)));
   });
 }
 
 void Multiply(const float* x, float factor, float* y, std::int64_t count) {
-  ForEachLane(count, [&]<typename L>(std::int64_t i) { L::Store(y + i, L::Mul(L::Load(x + i), L::Set1(factor))); });
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    L::Store(y + i, L::Mul(L::Load(x + i), L::Set1(factor)));
+  });
 }
 
 void ExpShifted(const float* x, float shift, float* y, std::int64_t count) {
@@ -233,7 +238,8 @@ void ExpShifted(const float* x, float shift, float* y, std::int64_t count) {
 constexpr int kRowBlock = 8;
 
 template <int kRows>
-void LayerNormStatsBlock(const float* x, std::int64_t channels, float eps, float* mean, float* rstd) {
+void LayerNormStatsBlock(const float* x, std::int64_t channels, float eps, float* mean,
+                         float* rstd) {
   const auto cf = static_cast<float>(channels);
   float sum[kRows], sq[kRows];
   for (int i = 0; i < kRows; ++i) sum[i] = sq[i] = 0.0f;
@@ -250,7 +256,8 @@ void LayerNormStatsBlock(const float* x, std::int64_t channels, float eps, float
   for (int i = 0; i < kRows; ++i) rstd[i] = 1.0f / OneLane::Sqrt(sq[i] / cf + eps);
 }
 
-void LayerNormStats(const float* x, std::int64_t rows, std::int64_t channels, float eps, float* mean, float* rstd) {
+void LayerNormStats(const float* x, std::int64_t rows, std::int64_t channels, float eps,
+                    float* mean, float* rstd) {
   std::int64_t r = 0;
   for (; r + kRowBlock <= rows; r += kRowBlock) {
     LayerNormStatsBlock<kRowBlock>(x + r * channels, channels, eps, mean + r, rstd + r);
@@ -259,8 +266,8 @@ void LayerNormStats(const float* x, std::int64_t rows, std::int64_t channels, fl
 }
 
 template <int kRows>
-void LayerNormGradSumsBlock(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                            std::int64_t channels, float* a, float* b) {
+void LayerNormGradSumsBlock(const float* x, const float* dy, const float* gamma, const float* mean,
+                            const float* rstd, std::int64_t channels, float* a, float* b) {
   const auto cf = static_cast<float>(channels);
   float sum_g[kRows], sum_gx[kRows];
   for (int i = 0; i < kRows; ++i) sum_g[i] = sum_gx[i] = 0.0f;
@@ -278,12 +285,14 @@ void LayerNormGradSumsBlock(const float* x, const float* dy, const float* gamma,
   }
 }
 
-void LayerNormGradSums(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                       std::int64_t rows, std::int64_t channels, float* a, float* b) {
+void LayerNormGradSums(const float* x, const float* dy, const float* gamma, const float* mean,
+                       const float* rstd, std::int64_t rows, std::int64_t channels, float* a,
+                       float* b) {
   std::int64_t r = 0;
   for (; r + kRowBlock <= rows; r += kRowBlock) {
     const std::int64_t off = r * channels;
-    LayerNormGradSumsBlock<kRowBlock>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r, b + r);
+    LayerNormGradSumsBlock<kRowBlock>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r,
+                                      b + r);
   }
   for (; r < rows; ++r) {
     const std::int64_t off = r * channels;
@@ -297,26 +306,27 @@ float DotChain(const float* p, const float* q, std::int64_t count) {
   return acc;
 }
 
-void LayerNormRow(const float* x, float mean, float rstd, const float* gamma, const float* beta, float* y,
-                  std::int64_t count) {
+void LayerNormRow(const float* x, float mean, float rstd, const float* gamma, const float* beta,
+                  float* y, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
     L::Store(y + i, L::Fma(xhat, L::Load(gamma + i), L::Load(beta + i)));
   });
 }
 
-void LayerNormGradRow(const float* x, const float* dy, const float* gamma, float mean, float rstd, float a, float b,
-                      float* dx, std::int64_t count) {
+void LayerNormGradRow(const float* x, const float* dy, const float* gamma, float mean, float rstd,
+                      float a, float b, float* dx, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     using R = typename L::Reg;
     const R xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
     const R g = L::Mul(L::Load(dy + i), L::Load(gamma + i));
-    L::Store(dx + i, L::Mul(L::Set1(rstd), L::Fma(L::Neg(xhat), L::Set1(b), L::Sub(g, L::Set1(a)))));
+    L::Store(dx + i,
+             L::Mul(L::Set1(rstd), L::Fma(L::Neg(xhat), L::Set1(b), L::Sub(g, L::Set1(a)))));
   });
 }
 
-void LayerNormParamStep(const float* x, const float* dy, float mean, float rstd, float* dgamma, float* dbeta,
-                        std::int64_t count) {
+void LayerNormParamStep(const float* x, const float* dy, float mean, float rstd, float* dgamma,
+                        float* dbeta, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
     const typename L::Reg d = L::Load(dy + i);
@@ -325,7 +335,8 @@ void LayerNormParamStep(const float* x, const float* dy, float mean, float rstd,
   });
 }
 
-void SoftmaxGradRow(const float* p, const float* dp, float dot, float scale, float* ds, std::int64_t count) {
+void SoftmaxGradRow(const float* p, const float* dp, float dot, float scale, float* ds,
+                    std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     const typename L::Reg pv = L::Load(p + i);
     L::Store(ds + i, L::Mul(L::Mul(pv, L::Sub(L::Load(dp + i), L::Set1(dot))), L::Set1(scale)));

@@ -249,7 +249,9 @@ Result<std::vector<Shape>> InferLayerNorm(Op op, const ShapeChecker& c) {
   if (x.size() < 2) return c.Error(c.Describe(0, "X") + ", expected rank >= 2 [..., C]");
   const std::int64_t channels = x.back();
   if (channels < 1 || channels >= (std::int64_t{1} << 24)) {
-    return c.Error(c.Describe(0, "X") + ", expected a last axis C with 1 <= C < 2^24 (C divides sums as an exact float)");
+    return c.Error(
+        c.Describe(0, "X") +
+        ", expected a last axis C with 1 <= C < 2^24 (C divides sums as an exact float)");
   }
   POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "gamma", 1));
   POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "gamma", 0, channels, "the last dimension of X"));
@@ -260,7 +262,8 @@ Result<std::vector<Shape>> InferLayerNorm(Op op, const ShapeChecker& c) {
   }
   for (const auto& [i, role] : {std::pair<int, std::string_view>{2, "Mean"}, {3, "Rstd"}}) {
     if (c.shape(i) != RowsShape(x)) {
-      return c.Error(c.Describe(i, role) + ", expected " + ShapeToString(RowsShape(x)) + " (X's shape without its last axis)");
+      return c.Error(c.Describe(i, role) + ", expected " + ShapeToString(RowsShape(x)) +
+                     " (X's shape without its last axis)");
     }
   }
   POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 4, "dY"));
@@ -271,7 +274,8 @@ Result<std::vector<Shape>> InferCausalSoftmax(Op op, const ShapeChecker& c) {
   const std::string_view role = op == Op::kCausalSoftmax ? "S" : "P";
   const Shape& s = c.shape(0);
   if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2] || s.back() < 1) {
-    return c.Error(c.Describe(0, role) + ", expected square score matrices [..., T, T] with T >= 1");
+    return c.Error(c.Describe(0, role) +
+                   ", expected square score matrices [..., T, T] with T >= 1");
   }
   if (op == Op::kCausalSoftmaxGrad) POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "P", 1, "dP"));
   return std::vector<Shape>{s};
@@ -284,7 +288,8 @@ Result<std::vector<Shape>> InferBatchedMatmul(Op op, const ShapeChecker& c) {
   const std::string_view role1 = op == Op::kBatchedMatmulGradB ? "dC" : "B";
   const Shape& s0 = c.shape(0);
   const Shape& s1 = c.shape(1);
-  if (s0.size() < 3) return c.Error(c.Describe(0, role0) + ", expected rank >= 3 [..., rows, cols]");
+  if (s0.size() < 3)
+    return c.Error(c.Describe(0, role0) + ", expected rank >= 3 [..., rows, cols]");
   if (s1.size() != s0.size() || !std::equal(s0.begin(), s0.end() - 2, s1.begin())) {
     return c.Error(c.Describe(0, role0) + " but " + c.Describe(1, role1) +
                    "; the leading (batch) axes must match");
@@ -294,22 +299,25 @@ Result<std::vector<Shape>> InferBatchedMatmul(Op op, const ShapeChecker& c) {
   switch (op) {
     case Op::kBatchedMatmul:  // A[.., M, K], B[.., K, N] -> C[.., M, N]
       if (n0 != m1) {
-        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "B") + ": the inner dimensions differ (" +
-                       std::to_string(n0) + " vs " + std::to_string(m1) + ")");
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "B") +
+                       ": the inner dimensions differ (" + std::to_string(n0) + " vs " +
+                       std::to_string(m1) + ")");
       }
       out.insert(out.end(), {m0, n1});
       break;
     case Op::kBatchedMatmulGradA:  // dC[.., M, N], B[.., K, N] -> dA[.., M, K]
       if (n0 != n1) {
-        return c.Error(c.Describe(0, "dC") + " and " + c.Describe(1, "B") + ": their column counts differ (" +
-                       std::to_string(n0) + " vs " + std::to_string(n1) + ")");
+        return c.Error(c.Describe(0, "dC") + " and " + c.Describe(1, "B") +
+                       ": their column counts differ (" + std::to_string(n0) + " vs " +
+                       std::to_string(n1) + ")");
       }
       out.insert(out.end(), {m0, m1});
       break;
     default:  // kBatchedMatmulGradB: A[.., M, K], dC[.., M, N] -> dB[.., K, N]
       if (m0 != m1) {
-        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "dC") + ": their row counts differ (" +
-                       std::to_string(m0) + " vs " + std::to_string(m1) + ")");
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "dC") +
+                       ": their row counts differ (" + std::to_string(m0) + " vs " +
+                       std::to_string(m1) + ")");
       }
       out.insert(out.end(), {n0, n1});
       break;
@@ -329,7 +337,8 @@ Result<std::vector<Shape>> InferEmbedding(Op op, const OpAttrs& attrs, const Sha
   const Shape& ids = c.shape(0);
   const Shape& dy = c.shape(1);
   if (dy.size() != ids.size() + 1 || !std::equal(ids.begin(), ids.end(), dy.begin())) {
-    return c.Error(c.Describe(1, "dY") + " but " + c.Describe(0, "ids") + "; dY must be ids' shape followed by C");
+    return c.Error(c.Describe(1, "dY") + " but " + c.Describe(0, "ids") +
+                   "; dY must be ids' shape followed by C");
   }
   if (attrs.num_embeddings < 1) {
     return c.Error("attrs.num_embeddings is " + std::to_string(attrs.num_embeddings) +
@@ -428,24 +437,19 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
       const Shape& x = c.shape(0);
       return std::vector<Shape>{{x[0], x[2], x[1], x[3]}};
     }
-    case Op::kGelu:
-      return std::vector<Shape>{c.shape(0)};
+    case Op::kGelu: return std::vector<Shape>{c.shape(0)};
     case Op::kGeluGrad:
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
       return std::vector<Shape>{c.shape(0)};
     case Op::kLayerNorm:
-    case Op::kLayerNormGrad:
-      return InferLayerNorm(op, c);
+    case Op::kLayerNormGrad: return InferLayerNorm(op, c);
     case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
-      return InferCausalSoftmax(op, c);
+    case Op::kCausalSoftmaxGrad: return InferCausalSoftmax(op, c);
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
-      return InferBatchedMatmul(op, c);
+    case Op::kBatchedMatmulGradB: return InferBatchedMatmul(op, c);
     case Op::kEmbedding:
-    case Op::kEmbeddingGrad:
-      return InferEmbedding(op, attrs, c);
+    case Op::kEmbeddingGrad: return InferEmbedding(op, attrs, c);
   }
   return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
 }

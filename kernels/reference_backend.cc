@@ -288,7 +288,8 @@ void TransposeHeads(const Tensor& x, Tensor& y) {
     for (int64_t a = 0; a < rows; ++a) {
       for (int64_t b = 0; b < cols; ++b) {
         for (int64_t d = 0; d < depth; ++d) {
-          y.data()[((n * cols + b) * rows + a) * depth + d] = x.data()[((n * rows + a) * cols + b) * depth + d];
+          y.data()[((n * cols + b) * rows + a) * depth + d] =
+              x.data()[((n * rows + a) * cols + b) * depth + d];
         }
       }
     }
@@ -300,11 +301,12 @@ void Gelu(const Tensor& x, Tensor& y) {
 }
 
 void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  for (int64_t e = 0; e < x.numel(); ++e) dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
+  for (int64_t e = 0; e < x.numel(); ++e)
+    dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
 }
 
-void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-               Tensor& mean_out, Tensor& rstd_out) {
+void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+               Tensor& y, Tensor& mean_out, Tensor& rstd_out) {
   const int64_t channels = x.shape().back(), rows = x.numel() / channels;
   const auto cf = static_cast<float>(channels);
   for (int64_t r = 0; r < rows; ++r) {
@@ -323,11 +325,13 @@ void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const
   }
 }
 
-void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
-                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                   const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t channels = x.shape().back(), rows = x.numel() / channels;
   const auto cf = static_cast<float>(channels);
-  const auto xhat = [&](int64_t r, int64_t c) { return (x.data()[r * channels + c] - mean.data()[r]) * rstd.data()[r]; };
+  const auto xhat = [&](int64_t r, int64_t c) {
+    return (x.data()[r * channels + c] - mean.data()[r]) * rstd.data()[r];
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const float* dyr = dy.data() + r * channels;
     float sum_g = 0.0f, sum_gx = 0.0f;
@@ -408,7 +412,8 @@ void BatchedMatmul(const Tensor& a, const Tensor& b, Tensor& c) {
     for (int64_t m = 0; m < m_size; ++m) {
       for (int64_t n = 0; n < n_size; ++n) {
         float acc = 0.0f;
-        for (int64_t k = 0; k < k_size; ++k) acc = std::fma(ai[m * k_size + k], bi[k * n_size + n], acc);
+        for (int64_t k = 0; k < k_size; ++k)
+          acc = std::fma(ai[m * k_size + k], bi[k * n_size + n], acc);
         ci[m * n_size + n] = acc;
       }
     }
@@ -425,7 +430,8 @@ void BatchedMatmulGradA(const Tensor& dc, const Tensor& b, Tensor& da) {
     for (int64_t m = 0; m < m_size; ++m) {
       for (int64_t k = 0; k < k_size; ++k) {
         float acc = 0.0f;
-        for (int64_t n = 0; n < n_size; ++n) acc = std::fma(dci[m * n_size + n], bi[k * n_size + n], acc);
+        for (int64_t n = 0; n < n_size; ++n)
+          acc = std::fma(dci[m * n_size + n], bi[k * n_size + n], acc);
         dai[m * k_size + k] = acc;
       }
     }
@@ -442,7 +448,8 @@ void BatchedMatmulGradB(const Tensor& a, const Tensor& dc, Tensor& db) {
     for (int64_t k = 0; k < k_size; ++k) {
       for (int64_t n = 0; n < n_size; ++n) {
         float acc = 0.0f;
-        for (int64_t m = 0; m < m_size; ++m) acc = std::fma(ai[m * k_size + k], dci[m * n_size + n], acc);
+        for (int64_t m = 0; m < m_size; ++m)
+          acc = std::fma(ai[m * k_size + k], dci[m * n_size + n], acc);
         dbi[k * n_size + n] = acc;
       }
     }
@@ -453,7 +460,8 @@ void Embedding(const Tensor& w, const Tensor& ids, Tensor& y) {
   const int64_t channels = w.dim(1);
   for (int64_t n = 0; n < ids.numel(); ++n) {
     const auto row = static_cast<int64_t>(ids.data()[n]);
-    for (int64_t c = 0; c < channels; ++c) y.data()[n * channels + c] = w.data()[row * channels + c];
+    for (int64_t c = 0; c < channels; ++c)
+      y.data()[n * channels + c] = w.data()[row * channels + c];
   }
 }
 

@@ -183,8 +183,8 @@ struct BatchedDims {
 };
 // [B, H] batches of ragged matrices around the GPU's 64-wide tiles, an empty chain (k = 0), and
 // the GPT configuration's attention products ([12, 4] matrices of 64 x 32 and 64 x 64).
-constexpr BatchedDims kBatchedDims[] = {{1, 1, 1, 1, 1},    {2, 3, 7, 17, 5},   {1, 2, 65, 33, 63},
-                                        {3, 1, 4, 0, 5},    {12, 4, 64, 32, 64}, {12, 4, 64, 64, 32}};
+constexpr BatchedDims kBatchedDims[] = {{1, 1, 1, 1, 1}, {2, 3, 7, 17, 5},    {1, 2, 65, 33, 63},
+                                        {3, 1, 4, 0, 5}, {12, 4, 64, 32, 64}, {12, 4, 64, 64, 32}};
 
 struct EmbeddingDims {
   std::int64_t vocab, channels;
@@ -192,8 +192,7 @@ struct EmbeddingDims {
 };
 // Few rows and many positions (every row's chain has many terms, some rows none), one position,
 // and the GPT configuration's [12, 64] batch over a 65-symbol table of width 128.
-const EmbeddingDims kEmbeddingDims[] = {{1, 1, {1}}, {3, 5, {40}}, {7, 17, {2, 9}}, {65, 128, {12, 64}},
-                                        {300, 3, {5}}};
+const EmbeddingDims kEmbeddingDims[] = {{1, 1, {1}}, {3, 5, {40}}, {7, 17, {2, 9}}, {65, 128, {12, 64}}, {300, 3, {5}}};
 
 std::vector<Case> CasesFor(Op op, Rng& rng) {
   std::vector<Case> cases;
@@ -405,7 +404,8 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
       cases.push_back(Invalid("add shapes differ", {Tensor({3, 4}), Tensor({4, 3})}));
       break;
     case Op::kTransposeHeads:
-      for (const Shape& s : std::vector<Shape>{{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 17, 4, 8}, {1, 64, 4, 32}, {12, 4, 64, 32}}) {
+      for (const Shape& s :
+           std::vector<Shape>{{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 17, 4, 8}, {1, 64, 4, 32}, {12, 4, 64, 32}}) {
         std::vector<Tensor> in;
         in.push_back(Random(s, rng, Fill::kSigned));
         cases.push_back(Make(Describe(name, in), std::move(in)));
@@ -488,9 +488,18 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
         // Per matrix, the operands kMatmul, kMatmulGradA and kMatmulGradB take.
         Shape s0, s1;
         switch (op) {
-          case Op::kBatchedMatmul: s0 = {d.b, d.h, d.m, d.k}; s1 = {d.b, d.h, d.k, d.n}; break;  // A, B
-          case Op::kBatchedMatmulGradA: s0 = {d.b, d.h, d.m, d.n}; s1 = {d.b, d.h, d.k, d.n}; break;  // dC, B
-          default: s0 = {d.b, d.h, d.m, d.k}; s1 = {d.b, d.h, d.m, d.n}; break;  // A, dC
+          case Op::kBatchedMatmul:  // A, B
+            s0 = {d.b, d.h, d.m, d.k};
+            s1 = {d.b, d.h, d.k, d.n};
+            break;
+          case Op::kBatchedMatmulGradA:  // dC, B
+            s0 = {d.b, d.h, d.m, d.n};
+            s1 = {d.b, d.h, d.k, d.n};
+            break;
+          default:  // A, dC
+            s0 = {d.b, d.h, d.m, d.k};
+            s1 = {d.b, d.h, d.m, d.n};
+            break;
         }
         std::vector<Tensor> in;
         in.push_back(Random(s0, rng, Fill::kSigned));

@@ -430,7 +430,10 @@ class GpuBackend final : public Backend {
         if (n > 0) AddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
         return Status::Ok();
       case Op::kTransposeHeads:
-        if (n > 0) TransposeHeadsKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], gpu::TransposeDimsOf(*inputs[0]), n);
+        if (n > 0) {
+          const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+          TransposeHeadsKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, n);
+        }
         return Status::Ok();
       case Op::kGelu:
         if (n > 0) GeluKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], n);
@@ -452,29 +455,34 @@ class GpuBackend final : public Backend {
           LayerNormGradSumsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2],
                                                                                        in[3], l, ab);
           LayerNormGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2], in[3], ab,
-                                                                            out[0], l, n);
+                                                                             out[0], l, n);
         }
         // Few outputs with long chains: small blocks spread them over more multiprocessors.
         constexpr int kSmallBlock = 64;
-        LayerNormGradParamsKernel<<<static_cast<unsigned>((l.channels + kSmallBlock - 1) / kSmallBlock), kSmallBlock,
-                                    0, stream_>>>(in[0], in[4], in[2], in[3], out[1], out[2], l);
+        const auto column_blocks = static_cast<unsigned>((l.channels + kSmallBlock - 1) / kSmallBlock);
+        LayerNormGradParamsKernel<<<column_blocks, kSmallBlock, 0, stream_>>>(in[0], in[4], in[2], in[3], out[1],
+                                                                              out[2], l);
         return Status::Ok();
       }
       case Op::kCausalSoftmax: {
         const i64 t = inputs[0]->shape().back();
-        if (n > 0) CausalSoftmaxKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, attrs.scale, n / t);
+        if (n > 0) {
+          CausalSoftmaxKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, attrs.scale, n / t);
+        }
         return Status::Ok();
       }
       case Op::kCausalSoftmaxGrad: {
         const i64 t = inputs[0]->shape().back();
         if (n > 0) {
           CausalSoftmaxGradKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], t,
-                                                                                     attrs.scale, n / t);
+                                                                                      attrs.scale, n / t);
         }
         return Status::Ok();
       }
       case Op::kEmbedding:
-        if (n > 0) EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(1), n);
+        if (n > 0) {
+          EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(1), n);
+        }
         return Status::Ok();
       case Op::kEmbeddingGrad: {  // in ids, dY; out dW[V, C]
         const i64 vocab = shapes[0][0], channels = shapes[0][1];
@@ -483,10 +491,12 @@ class GpuBackend final : public Backend {
         POLNODE_ASSIGN_OR_RETURN(float* scratch,
                                  buffers_[kScratchSlot].Reserve(2 * static_cast<i64>(host_index_.size())));
         auto* index = reinterpret_cast<i64*>(scratch);
-        POLNODE_GPU_CHECK(gpuMemcpyAsync(index, host_index_.data(), host_index_.size() * sizeof(i64),
-                                         gpuMemcpyHostToDevice, stream_),
-                          "copy of the embedding index to the device");
-        if (n > 0) EmbeddingGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[1], index, out[0], vocab, channels, n);
+        POLNODE_GPU_CHECK(
+            gpuMemcpyAsync(index, host_index_.data(), host_index_.size() * sizeof(i64), gpuMemcpyHostToDevice, stream_),
+            "copy of the embedding index to the device");
+        if (n > 0) {
+          EmbeddingGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[1], index, out[0], vocab, channels, n);
+        }
         return Status::Ok();
       }
     }

@@ -44,10 +44,11 @@ POLNODE_HOST_DEVICE inline float Sqrt(float x) {
 // One tiled kernel serves kMatmul, both gradients and their batched forms through strides:
 //   out[i, j] = fma chain over p ascending from +0.0f of X(i, p) * Y(p, j),
 //   X(i, p) = x[i * xsi + p * xsp],  Y(p, j) = y[p * ysp + j * ysj].
-// A block owns a kTile x kTile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each of its kTileThreads^2 threads owns kMicro^2 outputs
-// (rows ty + kTileThreads * r, columns tx + kTileThreads * c). The block walks p in tiles of kTileP:
-// all threads stage the tile (MatmulStage), a barrier, each thread continues its chains over the
-// staged p in ascending order (MatmulSteps), a barrier; finally MatmulStore.
+// A block owns a kTile x kTile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each
+// of its kTileThreads^2 threads owns kMicro^2 outputs (rows ty + kTileThreads * r, columns
+// tx + kTileThreads * c). The block walks p in tiles of kTileP: all threads stage the tile
+// (MatmulStage), a barrier, each thread continues its chains over the staged p in ascending order
+// (MatmulSteps), a barrier; finally MatmulStore.
 inline constexpr int kTile = 64;
 inline constexpr int kTileP = 16;
 inline constexpr int kTileThreads = 16;

@@ -103,7 +103,8 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
   // Runs `op` on both backends and asserts every output has the same bits; with kAnyNan, a NaN
   // matches any NaN (op.h leaves NaN payloads and signs open for the transformer operators: an
   // operation with several NaN operands returns one of them, and which one differs between fma
-  // instructions and libm's fmaf, and with the operand order a compiler picks for a commutative op).
+  // instructions and libm's fmaf, and with the operand order a compiler picks for a commutative
+  // op).
   enum class Nans { kSameBits, kAnyNan };
   void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {},
                       Nans nans = Nans::kSameBits) {
@@ -252,7 +253,8 @@ TEST_P(CpuBackendTest, OptimizersInPlaceMatchOutOfPlace) {
 
 TEST_P(CpuBackendTest, AddAndTransposeHeads) {
   std::uint32_t seed = 800;
-  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{3, 17, 4, 9}, Shape{12, 64, 4, 32}}) {
+  for (const Shape& shape :
+       {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{3, 17, 4, 9}, Shape{12, 64, 4, 32}}) {
     const Tensor a = AwkwardTensor(shape, seed++, true), b = AwkwardTensor(shape, seed++, true);
     ExpectSameBits(Op::kAdd, {&a, &b}, {}, Nans::kAnyNan);  // NaN + NaN: either payload
     ExpectSameBits(Op::kTransposeHeads, {&a});
@@ -289,11 +291,12 @@ TEST_P(CpuBackendTest, GeluAndGradOverSweeps) {
     }
   }
   const float inf = std::numeric_limits<float>::infinity();
-  for (const float special : {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-30f, 1e15f, -1e15f, 1e20f, -1e20f, 3e38f, -3e38f,
-                              inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+  for (const float special : {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-30f, 1e15f, -1e15f, 1e20f, -1e20f,
+                              3e38f, -3e38f, inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
     values.push_back(special);
   }
-  for (std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, static_cast<std::int64_t>(values.size())}) {
+  for (std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33},
+                              static_cast<std::int64_t>(values.size())}) {
     auto x = Tensor::FromValues({length}, std::vector<float>(values.end() - length, values.end()));
     ASSERT_TRUE(x.ok());
     const Tensor dy = AwkwardTensor({length}, static_cast<std::uint32_t>(900 + length), true);
@@ -307,8 +310,8 @@ TEST_P(CpuBackendTest, LayerNormAndGrad) {
   attrs.eps = 1e-5f;
   std::uint32_t seed = 1000;
   // Rows below, at and beyond the interleaved block of 8, ragged widths, rank 3, and GPT's size.
-  for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{8, 17}, Shape{13, 129}, Shape{2, 9, 33},
-                             Shape{768, 128}, Shape{1000, 5}}) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{8, 17}, Shape{13, 129},
+                             Shape{2, 9, 33}, Shape{768, 128}, Shape{1000, 5}}) {
     for (bool with_nan : {false, true}) {
       Tensor x = AwkwardTensor(shape, seed++, with_nan);
       if (shape[0] > 2) {  // a constant row: var = 0, rstd = 1/sqrt(eps)
@@ -333,14 +336,15 @@ TEST_P(CpuBackendTest, CausalSoftmaxAndGrad) {
   odd.scale = 0.176776692f;
   std::uint32_t seed = 1100;
   // T = 1, T below, at and beyond the vector widths (8, 16), the GPT configuration's 64.
-  for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{2, 3, 16, 16}, Shape{3, 17, 17}, Shape{1, 2, 33, 33},
-                             Shape{12, 4, 64, 64}}) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{2, 3, 16, 16}, Shape{3, 17, 17},
+                             Shape{1, 2, 33, 33}, Shape{12, 4, 64, 64}}) {
     for (const OpAttrs& attrs : {OpAttrs{}, scaled, odd}) {
       Tensor s = RandomTensor(shape, seed++, -30.0f, 30.0f);
       const Tensor awkward = AwkwardTensor(shape, seed++, true);
       // Some rows with NaN/-inf/zeros, and a far-off block where det::Exp's results are subnormal.
       for (std::int64_t e = 0; e < s.numel(); e += 5) s.data()[e] = awkward.data()[e];
-      for (std::int64_t e = 1; e < s.numel(); e += 11) s.data()[e] = -95.0f + static_cast<float>(e % 7);
+      for (std::int64_t e = 1; e < s.numel(); e += 11)
+        s.data()[e] = -95.0f + static_cast<float>(e % 7);
       ExpectSameBits(Op::kCausalSoftmax, {&s}, attrs, Nans::kAnyNan);
       auto fwd = RunOp(*reference_, Op::kCausalSoftmax, attrs, {&s});
       ASSERT_TRUE(fwd.ok());
@@ -358,8 +362,9 @@ TEST_P(CpuBackendTest, BatchedMatmulAndGradients) {
   std::uint32_t seed = 1200;
   // Fewer matrices than threads (the pool goes to each GEMM), more (matrices spread over threads),
   // ragged sizes, an empty chain, rank 3 and 5, and the GPT configuration's attention products.
-  for (const Dims& d : {Dims{{1}, 1, 1, 1}, Dims{{2, 3}, 7, 17, 5}, Dims{{1, 2}, 65, 33, 63}, Dims{{3}, 4, 0, 5},
-                        Dims{{12, 4}, 64, 32, 64}, Dims{{2, 2, 2}, 9, 300, 13}}) {
+  for (const Dims& d :
+       {Dims{{1}, 1, 1, 1}, Dims{{2, 3}, 7, 17, 5}, Dims{{1, 2}, 65, 33, 63}, Dims{{3}, 4, 0, 5},
+        Dims{{12, 4}, 64, 32, 64}, Dims{{2, 2, 2}, 9, 300, 13}}) {
     Shape a = d.batch, b = d.batch, c = d.batch;
     a.insert(a.end(), {d.m, d.k});
     b.insert(b.end(), {d.k, d.n});
@@ -379,8 +384,8 @@ TEST_P(CpuBackendTest, EmbeddingAndGrad) {
   };
   std::uint32_t seed = 1300;
   // Tables with fewer rows than threads, many repeats per row, rows no id names, GPT's sizes.
-  for (const Dims& d : {Dims{1, 1, {1}}, Dims{3, 17, {40}}, Dims{5, 33, {2, 9}}, Dims{65, 128, {12, 64}},
-                        Dims{1000, 7, {64}}}) {
+  for (const Dims& d : {Dims{1, 1, {1}}, Dims{3, 17, {40}}, Dims{5, 33, {2, 9}},
+                        Dims{65, 128, {12, 64}}, Dims{1000, 7, {64}}}) {
     const Tensor w = AwkwardTensor({d.vocab, d.channels}, seed++, true);
     const Tensor ids = RandomLabels(NumElements(d.ids), d.vocab, seed++);
     Tensor shaped_ids = ids;

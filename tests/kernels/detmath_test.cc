@@ -128,18 +128,21 @@ TEST(DetMathTest, TanhWithinOneUlp) {
   // Dense: every float around the polynomial/exponential split at 1 and around the tiny cut-off
   // 2^-12, and every 3rd float on [0.25, 4], where both formulas are at their worst.
   const SweepResult split = Sweep(FloatBits(0.95f), FloatBits(1.05f), 1, TanhError);
-  const SweepResult tiny = Sweep(FloatBits(det::detail::kTanhTinyBelow) - 200000, FloatBits(det::detail::kTanhTinyBelow) + 200000, 1,
-                                 TanhError);
+  const SweepResult tiny = Sweep(FloatBits(det::detail::kTanhTinyBelow) - 200000,
+                                 FloatBits(det::detail::kTanhTinyBelow) + 200000, 1, TanhError);
   const SweepResult middle = Sweep(FloatBits(0.25f), FloatBits(4.0f), 3, TanhError);
   // Where the result becomes 1.
   const SweepResult saturation = Sweep(FloatBits(8.5f), FloatBits(10.5f), 1, TanhError);
   for (const SweepResult& r : {all, split, tiny, middle, saturation}) {
     EXPECT_LE(r.max_ulp, kTanhMaxUlp) << "worst input " << r.worst_input;
   }
-  std::printf("det::Tanh max ulp error: %.3f (all), %.3f (split), %.3f (tiny), %.3f ([0.25, 4]), %.3f (saturation) "
-              "over %lld points\n",
-              all.max_ulp, split.max_ulp, tiny.max_ulp, middle.max_ulp, saturation.max_ulp,
-              static_cast<long long>(all.points + split.points + tiny.points + middle.points + saturation.points));
+  std::printf(
+      "det::Tanh max ulp error: %.3f (all), %.3f (split), %.3f (tiny), %.3f ([0.25, 4]), %.3f "
+      "(saturation) "
+      "over %lld points\n",
+      all.max_ulp, split.max_ulp, tiny.max_ulp, middle.max_ulp, saturation.max_ulp,
+      static_cast<long long>(all.points + split.points + tiny.points + middle.points +
+                             saturation.points));
 }
 
 TEST(DetMathTest, TanhIsOddBitForBit) {
@@ -172,7 +175,8 @@ long double GeluExact(long double x) {
 long double GeluGradExact(long double x) {
   const long double beta = std::sqrt(2.0L / 3.14159265358979323846264338327950288L);
   const long double th = std::tanh(beta * (x + 0.044715L * x * x * x));
-  return 0.5L * (1.0L + th) + 0.5L * x * (1.0L - th * th) * beta * (1.0L + 3.0L * 0.044715L * x * x);
+  return 0.5L * (1.0L + th) +
+         0.5L * x * (1.0L - th * th) * beta * (1.0L + 3.0L * 0.044715L * x * x);
 }
 
 // The float formulas lose only what float rounding of their steps allows: measured against the
@@ -183,9 +187,10 @@ TEST(DetMathTest, GeluTanhAndGradientFollowTheExactFunction) {
   double worst_y = 0.0, worst_dy = 0.0;
   for (float x = -12.0f; x <= 12.0f; x += 0.0009765625f) {  // 2^-10 steps: 24577 points
     const long double y = GeluExact(x), dy = GeluGradExact(x);
-    worst_y = std::max(worst_y, static_cast<double>(std::fabs(det::GeluTanh(x) - y) / std::max(std::fabs(y), 1.0L)));
-    worst_dy = std::max(worst_dy,
-                        static_cast<double>(std::fabs(det::GeluTanhGrad(x, 1.0f) - dy) / std::max(std::fabs(dy), 1.0L)));
+    worst_y = std::max(worst_y, static_cast<double>(std::fabs(det::GeluTanh(x) - y) /
+                                                    std::max(std::fabs(y), 1.0L)));
+    worst_dy = std::max(worst_dy, static_cast<double>(std::fabs(det::GeluTanhGrad(x, 1.0f) - dy) /
+                                                      std::max(std::fabs(dy), 1.0L)));
   }
   EXPECT_LE(worst_y, 1e-6);
   EXPECT_LE(worst_dy, 1e-6);
@@ -200,13 +205,13 @@ TEST(DetMathTest, GeluTanhSpecialCases) {
   EXPECT_TRUE(std::isnan(det::GeluTanh(-inf)));  // (-inf) * (1 + -1), as in PyTorch's formula
   EXPECT_TRUE(std::isnan(det::GeluTanh(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_EQ(FloatBits(det::GeluTanh(-20.0f)), FloatBits(-0.0f));  // tanh rounds to -1
-  EXPECT_EQ(det::GeluTanh(1e30f), 1e30f);                          // x^3 overflows: tanh(inf) = 1
-  EXPECT_EQ(det::GeluTanhGrad(0.0f, 3.0f), 1.5f);                  // slope 1/2 at 0
-  EXPECT_EQ(det::GeluTanhGrad(20.0f, 3.0f), 3.0f);                 // slope 1 far right
+  EXPECT_EQ(det::GeluTanh(1e30f), 1e30f);                         // x^3 overflows: tanh(inf) = 1
+  EXPECT_EQ(det::GeluTanhGrad(0.0f, 3.0f), 1.5f);                 // slope 1/2 at 0
+  EXPECT_EQ(det::GeluTanhGrad(20.0f, 3.0f), 3.0f);                // slope 1 far right
   // Far left the slope is 0: left = 0.5 * (1 + -1) = +0 and right = (-10 * +0) * ... = -0.
   EXPECT_EQ(FloatBits(det::GeluTanhGrad(-20.0f, 3.0f)), FloatBits(0.0f));
-  EXPECT_TRUE(std::isnan(det::GeluTanhGrad(inf, 1.0f)));          // inf * 0 in the right term
-  EXPECT_TRUE(std::isnan(det::GeluTanhGrad(1e20f, 1.0f)));         // x * x overflows: 0 * inf
+  EXPECT_TRUE(std::isnan(det::GeluTanhGrad(inf, 1.0f)));    // inf * 0 in the right term
+  EXPECT_TRUE(std::isnan(det::GeluTanhGrad(1e20f, 1.0f)));  // x * x overflows: 0 * inf
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) {
           out(0)[e] = gpu::LayerNormGradInputAt(in(0), in(4), in(1), in(2), in(3), ab.data(), l, e);
         }
-        for (i64 c = 0; c < l.channels; ++c) gpu::LayerNormGradParamsAt(in(0), in(4), in(2), in(3), l, c, out(1), out(2));
+        for (i64 c = 0; c < l.channels; ++c) {
+          gpu::LayerNormGradParamsAt(in(0), in(4), in(2), in(3), l, c, out(1), out(2));
+        }
         break;
       }
       case Op::kCausalSoftmax: {

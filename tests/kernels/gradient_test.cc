@@ -251,11 +251,13 @@ TEST_F(GradientTest, AddAndTransposeHeads) {
     for (int n = 0; n < 2; ++n)
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 4; ++j)
-          for (int d = 0; d < 5; ++d) y[((n * 4 + j) * 3 + i) * 5 + d] = in[0][((n * 3 + i) * 4 + j) * 5 + d];
+          for (int d = 0; d < 5; ++d)
+            y[((n * 4 + j) * 3 + i) * 5 + d] = in[0][((n * 3 + i) * 4 + j) * 5 + d];
     return y;
   };
   ExpectForwardMatches(Run(Op::kTransposeHeads, {&a})[0], transpose({ToDouble(a)}), "Y");
-  ExpectGradientMatches(transpose, {ToDouble(a)}, 0, ToDouble(r), Run(Op::kTransposeHeads, {&r})[0], "dX");
+  ExpectGradientMatches(transpose, {ToDouble(a)}, 0, ToDouble(r), Run(Op::kTransposeHeads, {&r})[0],
+                        "dX");
   const Forward add = [](const std::vector<Values>& in) {
     Values y = in[0];
     for (std::size_t e = 0; e < y.size(); ++e) y[e] += in[1][e];
@@ -276,9 +278,11 @@ TEST_F(GradientTest, LayerNorm) {
     for (int row = 0; row < rows; ++row) {
       double mean = 0.0, var = 0.0;
       for (int c = 0; c < channels; ++c) mean += in[0][row * channels + c] / channels;
-      for (int c = 0; c < channels; ++c) var += std::pow(in[0][row * channels + c] - mean, 2) / channels;
+      for (int c = 0; c < channels; ++c)
+        var += std::pow(in[0][row * channels + c] - mean, 2) / channels;
       for (int c = 0; c < channels; ++c) {
-        y[row * channels + c] = (in[0][row * channels + c] - mean) / std::sqrt(var + eps) * in[1][c] + in[2][c];
+        y[row * channels + c] =
+            (in[0][row * channels + c] - mean) / std::sqrt(var + eps) * in[1][c] + in[2][c];
       }
     }
     return y;
@@ -311,7 +315,8 @@ TEST_F(GradientTest, CausalSoftmaxWithScale) {
   };
   const std::vector<Tensor> fwd = Run(Op::kCausalSoftmax, {&s});
   ExpectForwardMatches(fwd[0], f({ToDouble(s)}), "P");
-  ExpectGradientMatches(f, {ToDouble(s)}, 0, ToDouble(r), Run(Op::kCausalSoftmaxGrad, {&fwd[0], &r})[0], "dS");
+  ExpectGradientMatches(f, {ToDouble(s)}, 0, ToDouble(r),
+                        Run(Op::kCausalSoftmaxGrad, {&fwd[0], &r})[0], "dS");
 }
 
 TEST_F(GradientTest, BatchedMatmul) {
@@ -321,8 +326,9 @@ TEST_F(GradientTest, BatchedMatmul) {
   const Forward f = [&](const std::vector<Values>& in) {
     Values c;
     for (int i = 0; i < g; ++i) {
-      const Values ci = MatmulD(Values(in[0].begin() + i * m * k, in[0].begin() + (i + 1) * m * k),
-                                Values(in[1].begin() + i * k * n, in[1].begin() + (i + 1) * k * n), m, k, n);
+      const Values ci =
+          MatmulD(Values(in[0].begin() + i * m * k, in[0].begin() + (i + 1) * m * k),
+                  Values(in[1].begin() + i * k * n, in[1].begin() + (i + 1) * k * n), m, k, n);
       c.insert(c.end(), ci.begin(), ci.end());
     }
     return c;
@@ -348,7 +354,8 @@ TEST_F(GradientTest, Embedding) {
   };
   ExpectForwardMatches(Run(Op::kEmbedding, {&w, &ids})[0], f({ToDouble(w)}), "Y");
   attrs_.num_embeddings = vocab;
-  ExpectGradientMatches(f, {ToDouble(w)}, 0, ToDouble(r), Run(Op::kEmbeddingGrad, {&ids, &r})[0], "dW");
+  ExpectGradientMatches(f, {ToDouble(w)}, 0, ToDouble(r), Run(Op::kEmbeddingGrad, {&ids, &r})[0],
+                        "dW");
 }
 
 TEST_F(GradientTest, SgdMomentumMatchesDoubleFormula) {

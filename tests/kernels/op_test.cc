@@ -94,16 +94,19 @@ TEST(OpTest, InfersShapesForEveryOperator) {
   EXPECT_EQ(*Infer(Op::kGelu, {&c}), (std::vector<Shape>{{5, 7}}));
   EXPECT_EQ(*Infer(Op::kGeluGrad, {&c, &c}), (std::vector<Shape>{{5, 7}}));
   const Tensor x3({2, 6, 5}), rows({2, 6}), gamma5({5});
-  EXPECT_EQ(*Infer(Op::kLayerNorm, {&x3, &gamma5, &gamma5}), (std::vector<Shape>{{2, 6, 5}, {2, 6}, {2, 6}}));
+  EXPECT_EQ(*Infer(Op::kLayerNorm, {&x3, &gamma5, &gamma5}),
+            (std::vector<Shape>{{2, 6, 5}, {2, 6}, {2, 6}}));
   EXPECT_EQ(*Infer(Op::kLayerNormGrad, {&x3, &gamma5, &rows, &rows, &x3}),
             (std::vector<Shape>{{2, 6, 5}, {5}, {5}}));
   const Tensor scores({2, 3, 4, 4});
   EXPECT_EQ(*Infer(Op::kCausalSoftmax, {&scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
   EXPECT_EQ(*Infer(Op::kCausalSoftmaxGrad, {&scores, &scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
   const Tensor q({2, 3, 4, 8}), k({2, 3, 4, 8}), s({2, 3, 4, 4}), v({2, 3, 4, 8});
-  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradA, {&q, &k}), (std::vector<Shape>{{2, 3, 4, 4}}));  // Q K^T
-  EXPECT_EQ(*Infer(Op::kBatchedMatmul, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));       // P V
-  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradB, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));   // P^T dY
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradA, {&q, &k}),
+            (std::vector<Shape>{{2, 3, 4, 4}}));                                        // Q K^T
+  EXPECT_EQ(*Infer(Op::kBatchedMatmul, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));  // P V
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradB, {&s, &v}),
+            (std::vector<Shape>{{2, 3, 4, 8}}));  // P^T dY
   auto ids = Tensor::FromValues({2, 3}, {0.0f, 4.0f, 2.0f, 2.0f, 1.0f, 0.0f});
   ASSERT_TRUE(ids.ok());
   const Tensor table({5, 7}), dy({2, 3, 7});
@@ -146,7 +149,8 @@ TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
 }
 
 TEST(OpTest, RejectsMismatchedBatchedMatmulShapes) {
-  const Tensor a({2, 3, 4, 5}), b({2, 3, 6, 7}), other_batch({3, 2, 5, 7}), m2({4, 5}), r3({6, 4, 5});
+  const Tensor a({2, 3, 4, 5}), b({2, 3, 6, 7}), other_batch({3, 2, 5, 7}), m2({4, 5}),
+      r3({6, 4, 5});
   ExpectError(Infer(Op::kBatchedMatmul, {&a, &b}), "inner dimensions differ (5 vs 6)");
   ExpectError(Infer(Op::kBatchedMatmul, {&a, &other_batch}), "the leading (batch) axes must match");
   ExpectError(Infer(Op::kBatchedMatmul, {&a, &r3}), "the leading (batch) axes must match");
@@ -175,17 +179,22 @@ TEST(OpTest, RejectsBadEmbeddingIdsAndShapes) {
   attrs.num_embeddings = 4;  // id 4 is now out of range
   ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "expected an integer in [0, 4)");
   attrs.num_embeddings = 5;
-  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy_wrong}, attrs), "dY must be ids' shape followed by C");
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy_wrong}, attrs),
+              "dY must be ids' shape followed by C");
 }
 
 TEST(OpTest, RejectsBadLayerNormShapes) {
   const Tensor x({4, 5}), v5({5}), v4({4}), rows4({4}), rows5({5}), x1({5}), empty_rows({4, 0});
   ExpectError(Infer(Op::kLayerNorm, {&x1, &v5, &v5}), "input 0 (X) is [5], expected rank >= 2");
   ExpectError(Infer(Op::kLayerNorm, {&empty_rows, &v5, &v5}), "1 <= C < 2^24");
-  ExpectError(Infer(Op::kLayerNorm, {&x, &v4, &v5}), "input 1 (gamma) is [4], expected dimension 0 to be 5");
-  ExpectError(Infer(Op::kLayerNorm, {&x, &v5, &v4}), "input 2 (beta) is [4], expected dimension 0 to be 5");
-  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows5, &rows4, &x}), "input 2 (Mean) is [5], expected [4]");
-  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows5, &x}), "input 3 (Rstd) is [5], expected [4]");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v4, &v5}),
+              "input 1 (gamma) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v5, &v4}),
+              "input 2 (beta) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows5, &rows4, &x}),
+              "input 2 (Mean) is [5], expected [4]");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows5, &x}),
+              "input 3 (Rstd) is [5], expected [4]");
   const Tensor dy({5, 4});
   ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows4, &dy}), "input 4 (dY) is [5, 4]");
 }
@@ -202,7 +211,8 @@ TEST(OpTest, RejectsBadElementwiseAndTransposeShapes) {
   const Tensor a({3, 4}), b({4, 3}), x3({2, 3, 4});
   ExpectError(Infer(Op::kAdd, {&a, &b}), "input 0 (A) is [3, 4] but input 1 (B) is [4, 3]");
   ExpectError(Infer(Op::kGeluGrad, {&a, &b}), "input 0 (X) is [3, 4] but input 1 (dY) is [4, 3]");
-  ExpectError(Infer(Op::kTransposeHeads, {&x3}), "transpose_heads: input 0 (X) is [2, 3, 4], expected rank 4");
+  ExpectError(Infer(Op::kTransposeHeads, {&x3}),
+              "transpose_heads: input 0 (X) is [2, 3, 4], expected rank 4");
 }
 
 TEST(OpTest, RejectsWrongInputCountsNullsAndEmptyTensors) {

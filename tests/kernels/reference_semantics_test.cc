@@ -131,12 +131,13 @@ TEST_F(ReferenceSemanticsTest, ConvPaddedTapsArePartOfTheChain) {
 
 TEST_F(ReferenceSemanticsTest, AddRoundsOnceAndCancelsToPositiveZero) {
   const float inf = std::numeric_limits<float>::infinity();
-  const Tensor a = Values({4}, {1.0f, -0.0f, 2.5f, inf}), b = Values({4}, {std::ldexp(1.0f, -24), -0.0f, -2.5f, -inf});
+  const Tensor a = Values({4}, {1.0f, -0.0f, 2.5f, inf}),
+               b = Values({4}, {std::ldexp(1.0f, -24), -0.0f, -2.5f, -inf});
   const Tensor c = Run(Op::kAdd, {&a, &b})[0];
-  EXPECT_EQ(c.data()[0], 1.0f);                  // the tie rounds to even
-  EXPECT_EQ(Bits(c.data()[1]), Bits(-0.0f));     // -0 + -0 = -0
-  EXPECT_EQ(Bits(c.data()[2]), Bits(0.0f));      // x + -x = +0
-  EXPECT_TRUE(std::isnan(c.data()[3]));          // inf + -inf
+  EXPECT_EQ(c.data()[0], 1.0f);               // the tie rounds to even
+  EXPECT_EQ(Bits(c.data()[1]), Bits(-0.0f));  // -0 + -0 = -0
+  EXPECT_EQ(Bits(c.data()[2]), Bits(0.0f));   // x + -x = +0
+  EXPECT_TRUE(std::isnan(c.data()[3]));       // inf + -inf
 }
 
 TEST_F(ReferenceSemanticsTest, TransposeHeadsMovesBitsUnchanged) {
@@ -194,7 +195,8 @@ TEST_F(ReferenceSemanticsTest, LayerNormFollowsTheWrittenOrder) {
     EXPECT_EQ(Bits(out[1].data()[r]), Bits(mean));
     EXPECT_EQ(Bits(out[2].data()[r]), Bits(rstd));
     for (int c = 0; c < 3; ++c) {
-      EXPECT_EQ(Bits(out[0].data()[3 * r + c]), Bits(std::fma((xr[c] - mean) * rstd, gamma.data()[c], beta.data()[c])));
+      EXPECT_EQ(Bits(out[0].data()[3 * r + c]),
+                Bits(std::fma((xr[c] - mean) * rstd, gamma.data()[c], beta.data()[c])));
     }
   }
   // The constant row: var = 0, so Y = fma(0 * rstd, gamma, beta) = beta.
@@ -203,7 +205,8 @@ TEST_F(ReferenceSemanticsTest, LayerNormFollowsTheWrittenOrder) {
 
 TEST_F(ReferenceSemanticsTest, LayerNormRowWithNanOrInfinityIsNan) {
   const float inf = std::numeric_limits<float>::infinity();
-  const Tensor x = Values({3, 2}, {1.0f, inf, std::numeric_limits<float>::quiet_NaN(), 2.0f, 1.0f, 3.0f});
+  const Tensor x =
+      Values({3, 2}, {1.0f, inf, std::numeric_limits<float>::quiet_NaN(), 2.0f, 1.0f, 3.0f});
   const Tensor gamma = Values({2}, {1.0f, 1.0f}), beta = Values({2}, {0.0f, 0.0f});
   const std::vector<Tensor> out = Run(Op::kLayerNorm, {&x, &gamma, &beta});
   EXPECT_EQ(out[1].data()[0], inf);  // the sum divided by C
@@ -236,11 +239,12 @@ TEST_F(ReferenceSemanticsTest, CausalSoftmaxMasksExactlyAndScalesFirst) {
 }
 
 TEST_F(ReferenceSemanticsTest, CausalSoftmaxNanAndInfinityRules) {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
   // Rows (visible prefix): [1, +inf], [-inf, -inf, -inf], [1, nan, 2, 5] and [-inf, 0, ...].
-  const Tensor s = Values({4, 4}, {9.0f, 9.0f, 9.0f, 9.0f,   //
-                                   1.0f, inf, 9.0f, 9.0f,     //
-                                   -inf, -inf, -inf, 9.0f,    //
+  const Tensor s = Values({4, 4}, {9.0f, 9.0f, 9.0f, 9.0f,  //
+                                   1.0f, inf, 9.0f, 9.0f,   //
+                                   -inf, -inf, -inf, 9.0f,  //
                                    -inf, nan, 2.0f, 5.0f});
   const Tensor p = Run(Op::kCausalSoftmax, {&s})[0];
   EXPECT_TRUE(std::isnan(p.data()[4]) && std::isnan(p.data()[5]));
@@ -280,10 +284,13 @@ TEST_F(ReferenceSemanticsTest, BatchedMatmulIsTheTwoDimensionalProductPerMatrix)
   const Tensor c = Run(Op::kBatchedMatmul, {&a, &b})[0];
   ASSERT_EQ(c.shape(), (Shape{2, 2, 2}));
   for (int g = 0; g < 2; ++g) {
-    const Tensor ag = Values({2, 3}, std::vector<float>(av.begin() + 6 * g, av.begin() + 6 * g + 6));
-    const Tensor bg = Values({3, 2}, std::vector<float>(bv.begin() + 6 * g, bv.begin() + 6 * g + 6));
+    const Tensor ag =
+        Values({2, 3}, std::vector<float>(av.begin() + 6 * g, av.begin() + 6 * g + 6));
+    const Tensor bg =
+        Values({3, 2}, std::vector<float>(bv.begin() + 6 * g, bv.begin() + 6 * g + 6));
     const Tensor cg = Run(Op::kMatmul, {&ag, &bg})[0];
-    for (int e = 0; e < 4; ++e) EXPECT_EQ(Bits(c.data()[4 * g + e]), Bits(cg.data()[e])) << g << " " << e;
+    for (int e = 0; e < 4; ++e)
+      EXPECT_EQ(Bits(c.data()[4 * g + e]), Bits(cg.data()[e])) << g << " " << e;
   }
 }
 
@@ -295,7 +302,8 @@ TEST_F(ReferenceSemanticsTest, EmbeddingCopiesRowsBitForBit) {
   ASSERT_EQ(y.shape(), (Shape{2, 2, 2}));
   for (int n = 0; n < 4; ++n) {
     const auto row = static_cast<int>(ids.data()[n]);
-    for (int c = 0; c < 2; ++c) EXPECT_EQ(Bits(y.data()[2 * n + c]), Bits(w.data()[2 * row + c])) << n;
+    for (int c = 0; c < 2; ++c)
+      EXPECT_EQ(Bits(y.data()[2 * n + c]), Bits(w.data()[2 * row + c])) << n;
   }
 }
 

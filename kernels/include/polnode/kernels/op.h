@@ -91,9 +91,10 @@ enum class Op : std::uint8_t {
   // Attention is split into small operators (head transposes, batched products, the masked
   // softmax) so that a dispute's referee re-executes one small operator. Reshapes are not
   // operators: the step graph reads a tensor under another shape of the same element count (a
-  // view), e.g. [B*T, C] as [B, T, H, D]. NaN payloads and signs are not part of their contract
-  // (NaN in, NaN out: an operation with several NaN operands may return any of them); where a NaN
-  // or an infinity gives a defined non-NaN result, the operator says so.
+  // view), e.g. [B*T, C] as [B, T, H, D]. The language-model loss is kSoftmaxCrossEntropy on the
+  // [B*T, V] logits (the mean over every position). NaN payloads and signs are not part of these
+  // operators' contracts (NaN in, NaN out: an operation with several NaN operands may return any of
+  // them); where a NaN or an infinity gives a defined non-NaN result, the operator says so.
 
   // in: A, B (same shape). out: C[e] = A[e] + B[e], one rounding. C may alias A or B (in place).
   // Residual connections, and gradient accumulation where a tensor feeds two consumers (residual
@@ -198,7 +199,7 @@ struct OpAttrs {
   float weight_decay = 0.0f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
-  float eps = 1e-8f;                // kAdamW; kLayerNorm (which sets its own, e.g. 1e-5)
+  float eps = 1e-8f;              // kAdamW; kLayerNorm sets its own (PyTorch: 1e-5)
   float bias_correction1 = 1.0f;  // kAdamW: 1 - beta1^t (AdamBiasCorrection)
   float bias_correction2 = 1.0f;  // kAdamW: 1 - beta2^t
   std::int64_t pool_input_h = 0;  // kMaxPool2x2Grad
