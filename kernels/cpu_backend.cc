@@ -23,8 +23,8 @@ using std::int64_t;
 
 // Element-wise work below this many elements per thread is not worth a thread hand-off.
 constexpr int64_t kElementwiseGrain = 1 << 14;
-// Softmax costs an exp per element, so fewer elements already pay for a hand-off.
-constexpr int64_t kSoftmaxGrain = 1 << 10;
+// Softmax and GELU cost an exp per element, so fewer elements already pay for a hand-off.
+constexpr int64_t kExpGrain = 1 << 10;
 
 // Scratch for im2col, one per thread, reused across calls.
 thread_local std::vector<float> tls_columns;
@@ -91,6 +91,21 @@ class CpuBackend final : public Backend {
       case Op::kSoftmaxCrossEntropyGrad: SoftmaxCrossEntropyGrad(in(0), in(1), out(0)); break;
       case Op::kSgdMomentum: Sgd(attrs, in(0), in(1), in(2), out(0), out(1)); break;
       case Op::kAdamW: AdamW(attrs, in(0), in(1), in(2), in(3), out(0), out(1), out(2)); break;
+      case Op::kAdd: Add(in(0), in(1), out(0)); break;
+      case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
+      case Op::kGelu: Gelu(in(0), out(0)); break;
+      case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
+      case Op::kLayerNorm: LayerNorm(attrs, in(0), in(1), in(2), out(0), out(1), out(2)); break;
+      case Op::kLayerNormGrad:
+        LayerNormGrad(in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+        break;
+      case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
+      case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB: BatchedMatmul(op, in(0), in(1), out(0)); break;
+      case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
+      case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }
@@ -188,8 +203,9 @@ class CpuBackend final : public Backend {
     });
   }
 
-  // Runs per_image(n, pool) for every image: images in parallel (each on one thread) when there
-  // are enough of them, else one after another with the pool passed down to the GEMM.
+  // Runs per_image(n, pool) for every image (or matrix of a batched product): images in parallel
+  // (each on one thread) when there are enough of them, else one after another with the pool
+  // passed down to the GEMM.
   template <typename Fn>
   void ForEachImage(int64_t batch, Fn&& per_image) {
     if (batch >= pool_.size() && pool_.size() > 1) {
@@ -295,7 +311,7 @@ class CpuBackend final : public Backend {
   void SoftmaxCrossEntropy(const Tensor& z, const Tensor& labels, Tensor& loss, Tensor& p) {
     const int64_t rows = z.dim(0), classes = z.dim(1);
     std::vector<float> row_loss(static_cast<std::size_t>(rows));
-    ParallelRange(rows, kSoftmaxGrain / classes + 1, [&](int64_t r0, int64_t r1) {
+    ParallelRange(rows, kExpGrain / classes + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t b = r0; b < r1; ++b) {
         const float* zr = z.data() + b * classes;
         float* pr = p.data() + b * classes;
@@ -346,6 +362,167 @@ class CpuBackend final : public Backend {
     ParallelRange(w.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
       kr_.adamw(prm, w.data() + b, g.data() + b, m.data() + b, v.data() + b, w_out.data() + b,
                 m_out.data() + b, v_out.data() + b, e - b);
+    });
+  }
+
+  // Element-wise: C may alias A or B, and each element is read before it is written.
+  void Add(const Tensor& a, const Tensor& b, Tensor& c) {
+    ParallelRange(a.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      kr_.add(a.data() + begin, b.data() + begin, c.data() + begin, end - begin);
+    });
+  }
+
+  // Y[n, b, a, :] = X[n, a, b, :]: one contiguous run of D floats per (n, b, a), written in
+  // output order so each thread writes one contiguous slice.
+  void TransposeHeads(const Tensor& x, Tensor& y) {
+    const int64_t rows = x.dim(1), cols = x.dim(2), depth = x.dim(3);
+    const int64_t runs = x.dim(0) * cols * rows;  // output runs, (n, b, a) row-major
+    ParallelRange(runs, kElementwiseGrain / std::max<int64_t>(depth, 1) + 1,
+                  [&](int64_t r0, int64_t r1) {
+                    for (int64_t r = r0; r < r1; ++r) {
+                      const int64_t a = r % rows, b = (r / rows) % cols, n = r / (rows * cols);
+                      std::copy_n(x.data() + ((n * rows + a) * cols + b) * depth, depth,
+                                  y.data() + r * depth);
+                    }
+                  });
+  }
+
+  void Gelu(const Tensor& x, Tensor& y) {
+    ParallelRange(x.numel(), kExpGrain,
+                  [&](int64_t b, int64_t e) { kr_.gelu(x.data() + b, y.data() + b, e - b); });
+  }
+
+  void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
+    ParallelRange(x.numel(), kExpGrain, [&](int64_t b, int64_t e) {
+      kr_.gelu_grad(x.data() + b, dy.data() + b, dx.data() + b, e - b);
+    });
+  }
+
+  // Rows in parallel: each row's chains run on one thread (kr_.layer_norm_stats), then the row's
+  // outputs are independent per element.
+  void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                 Tensor& y, Tensor& mean, Tensor& rstd) {
+    const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+    ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
+      kr_.layer_norm_stats(x.data() + r0 * channels, r1 - r0, channels, attrs.eps, mean.data() + r0,
+                           rstd.data() + r0);
+      for (int64_t r = r0; r < r1; ++r) {
+        kr_.layer_norm_row(x.data() + r * channels, mean.data()[r], rstd.data()[r], gamma.data(),
+                           beta.data(), y.data() + r * channels, channels);
+      }
+    });
+  }
+
+  // dX: rows in parallel, as the forward. dGamma and dBeta: one chain per column over all rows,
+  // so the columns are split among threads and each thread walks every row in order.
+  void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+    const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+    std::vector<float> a(static_cast<std::size_t>(rows)), b(static_cast<std::size_t>(rows));
+    ParallelRange(rows, kElementwiseGrain / channels + 1, [&](int64_t r0, int64_t r1) {
+      const int64_t off = r0 * channels;
+      kr_.layer_norm_grad_sums(x.data() + off, dy.data() + off, gamma.data(), mean.data() + r0,
+                               rstd.data() + r0, r1 - r0, channels, a.data() + r0, b.data() + r0);
+      for (int64_t r = r0; r < r1; ++r) {
+        kr_.layer_norm_grad_row(x.data() + r * channels, dy.data() + r * channels, gamma.data(),
+                                mean.data()[r], rstd.data()[r], a[static_cast<std::size_t>(r)],
+                                b[static_cast<std::size_t>(r)], dx.data() + r * channels, channels);
+      }
+    });
+    std::fill(dgamma.values().begin(), dgamma.values().end(), 0.0f);
+    std::fill(dbeta.values().begin(), dbeta.values().end(), 0.0f);
+    ParallelRange(channels, 64, [&](int64_t c0, int64_t c1) {
+      for (int64_t r = 0; r < rows; ++r) {
+        kr_.layer_norm_param_step(x.data() + r * channels + c0, dy.data() + r * channels + c0,
+                                  mean.data()[r], rstd.data()[r], dgamma.data() + c0,
+                                  dbeta.data() + c0, c1 - c0);
+      }
+    });
+  }
+
+  // Rows in parallel. Per row: z = S * scale into P, the strict-greater max, e = Exp(z - max) in
+  // place, the sum as one chain, the division; masked entries +0.0f.
+  void CausalSoftmax(const OpAttrs& attrs, const Tensor& s, Tensor& p) {
+    const int64_t t = s.shape().back(), rows = s.numel() / t;
+    ParallelRange(rows, kExpGrain / t + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t visible = r % t + 1;
+        float* pr = p.data() + r * t;
+        kr_.multiply(s.data() + r * t, attrs.scale, pr, visible);
+        float mx = pr[0];
+        for (int64_t j = 1; j < visible; ++j) mx = pr[j] > mx ? pr[j] : mx;
+        kr_.exp_shifted(pr, mx, pr, visible);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) sum = sum + pr[j];
+        kr_.divide(pr, sum, pr, visible);
+        std::fill(pr + visible, pr + t, 0.0f);
+      }
+    });
+  }
+
+  void CausalSoftmaxGrad(const OpAttrs& attrs, const Tensor& p, const Tensor& dp, Tensor& ds) {
+    const int64_t t = p.shape().back(), rows = p.numel() / t;
+    ParallelRange(rows, kElementwiseGrain / t + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t visible = r % t + 1;
+        const float* pr = p.data() + r * t;
+        const float* dpr = dp.data() + r * t;
+        float* dsr = ds.data() + r * t;
+        kr_.softmax_grad_row(pr, dpr, kr_.dot_chain(pr, dpr, visible), attrs.scale, dsr, visible);
+        std::fill(dsr + visible, dsr + t, 0.0f);
+      }
+    });
+  }
+
+  // One GEMM per matrix of the leading axes, with kMatmul's three layouts (op.h's chains per
+  // matrix are exactly the 2-D operators').
+  void BatchedMatmul(Op op, const Tensor& t0, const Tensor& t1, Tensor& out) {
+    const int r = t0.rank();
+    const int64_t rows0 = t0.dim(r - 2), cols0 = t0.dim(r - 1), rows1 = t1.dim(r - 2),
+                  cols1 = t1.dim(r - 1);
+    const int64_t size0 = rows0 * cols0, size1 = rows1 * cols1;
+    const int64_t out_size = out.dim(r - 2) * out.dim(r - 1);
+    int64_t matrices = 1;
+    for (int axis = 0; axis < r - 2; ++axis) matrices *= t0.dim(axis);
+    ForEachImage(matrices, [&](int64_t g, ThreadPool* pool) {
+      const float* x = t0.data() + g * size0;
+      const float* y = t1.data() + g * size1;
+      float* c = out.data() + g * out_size;
+      switch (op) {
+        case Op::kBatchedMatmulGradA:  // dC[M,N] * B[K,N]^T: inner index n
+          Gemm(kr_, {rows0, rows1, cols0, {x, cols0, 1}, {y, 1, cols1}, c, rows1, false}, pool);
+          break;
+        case Op::kBatchedMatmulGradB:  // A[M,K]^T * dC[M,N]: inner index m
+          Gemm(kr_, {cols0, cols1, rows0, {x, 1, cols0}, {y, cols1, 1}, c, cols1, false}, pool);
+          break;
+        default:  // A[M,K] * B[K,N]
+          Gemm(kr_, {rows0, cols1, cols0, {x, cols0, 1}, {y, cols1, 1}, c, cols1, false}, pool);
+          break;
+      }
+    });
+  }
+
+  void Embedding(const Tensor& w, const Tensor& ids, Tensor& y) {
+    const int64_t channels = w.dim(1);
+    ParallelRange(ids.numel(), kElementwiseGrain / channels + 1, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const auto row = static_cast<int64_t>(ids.data()[n]);
+        std::copy_n(w.data() + row * channels, channels, y.data() + n * channels);
+      }
+    });
+  }
+
+  // The table's rows are split among threads; each thread walks every position in order and adds
+  // the ones whose id falls in its rows, so each dW[v, :] is one chain over positions ascending.
+  void EmbeddingGrad(const Tensor& ids, const Tensor& dy, Tensor& dw) {
+    const int64_t rows = dw.dim(0), channels = dw.dim(1);
+    ParallelRange(rows, 1, [&](int64_t v0, int64_t v1) {
+      std::fill(dw.data() + v0 * channels, dw.data() + v1 * channels, 0.0f);
+      for (int64_t n = 0; n < ids.numel(); ++n) {
+        const auto row = static_cast<int64_t>(ids.data()[n]);
+        if (row >= v0 && row < v1)
+          kr_.accumulate(dy.data() + n * channels, dw.data() + row * channels, channels);
+      }
     });
   }
 

@@ -55,6 +55,37 @@ struct CpuKernels {
   // op.h's kAdamW per element; outputs may be their inputs (w, m, v).
   void (*adamw)(const AdamParams& p, const float* w, const float* g, const float* m,
                 const float* v, float* w_out, float* m_out, float* v_out, std::int64_t count);
+  // op.h's kGelu and kGeluGrad per element (det::GeluTanh / det::GeluTanhGrad, lane by lane).
+  void (*gelu)(const float* x, float* y, std::int64_t count);
+  void (*gelu_grad)(const float* x, const float* dy, float* dx, std::int64_t count);
+  // y[i] = x[i] * factor.
+  void (*multiply)(const float* x, float factor, float* y, std::int64_t count);
+  // y[i] = det::Exp(x[i] - shift); y may be x.
+  void (*exp_shifted)(const float* x, float shift, float* y, std::int64_t count);
+  // kLayerNorm's row chains for `rows` rows of `channels` floats: mean[r] and rstd[r] as op.h
+  // writes them (sum, then fma chain of squared deviations, both over c ascending).
+  void (*layer_norm_stats)(const float* x, std::int64_t rows, std::int64_t channels, float eps,
+                           float* mean, float* rstd);
+  // kLayerNormGrad's row chains: a[r] = sum_g / C and b[r] = sum_gx / C.
+  void (*layer_norm_grad_sums)(const float* x, const float* dy, const float* gamma,
+                               const float* mean, const float* rstd, std::int64_t rows,
+                               std::int64_t channels, float* a, float* b);
+  // The fma chain over i ascending from +0.0f of p[i] * q[i].
+  float (*dot_chain)(const float* p, const float* q, std::int64_t count);
+  // kLayerNorm's output for one row: y[i] = fma((x[i] - mean) * rstd, gamma[i], beta[i]).
+  void (*layer_norm_row)(const float* x, float mean, float rstd, const float* gamma,
+                         const float* beta, float* y, std::int64_t count);
+  // kLayerNormGrad's dX for one row, from its a = sum_g / C and b = sum_gx / C:
+  //   dx[i] = rstd * fma(-xhat, b, dy[i] * gamma[i] - a), xhat = (x[i] - mean) * rstd.
+  void (*layer_norm_grad_row)(const float* x, const float* dy, const float* gamma, float mean,
+                              float rstd, float a, float b, float* dx, std::int64_t count);
+  // One row's step of kLayerNormGrad's column chains: dgamma[i] = fma(dy[i], xhat, dgamma[i]),
+  // dbeta[i] = dbeta[i] + dy[i], xhat = (x[i] - mean) * rstd.
+  void (*layer_norm_param_step)(const float* x, const float* dy, float mean, float rstd,
+                                float* dgamma, float* dbeta, std::int64_t count);
+  // kCausalSoftmaxGrad for one row's visible part: ds[i] = (p[i] * (dp[i] - dot)) * scale.
+  void (*softmax_grad_row)(const float* p, const float* dp, float dot, float scale, float* ds,
+                           std::int64_t count);
 };
 
 /// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().

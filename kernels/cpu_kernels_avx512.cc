@@ -15,6 +15,7 @@ namespace polnode::kernels::avx512 {
 
 struct Lanes {
   using Reg = __m512;
+  using Mask = __mmask16;
   static constexpr int kWidth = 16;
   static Reg Load(const float* p) { return _mm512_loadu_ps(p); }
   static void Store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
@@ -30,6 +31,34 @@ struct Lanes {
   static Reg Fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static Reg PositiveSelect(Reg x, Reg v) {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+  }
+  static Mask Lt(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static Mask Le(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+  static Mask Gt(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+  static Mask IsNan(Reg a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  static Reg Select(Mask m, Reg a, Reg b) { return _mm512_mask_blend_ps(m, b, a); }
+  // Bitwise float operations go through the integer forms (the float ones need AVX512DQ).
+  static Reg Abs(Reg a) { return BitAnd(a, 0x7FFFFFFF); }
+  static Reg Neg(Reg a) {
+    return _mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+  }
+  static Reg SignBit(Reg a) { return BitAnd(a, static_cast<int>(0x80000000u)); }
+  static Reg Or(Reg a, Reg b) {
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+  }
+  // (k + 127) << 23 as bits, exact for integral k in [-126, 127] (anything else converts to
+  // 0x80000000, a defined garbage value the callers discard). Zero-masking forms, as for Sqrt.
+  static Reg Pow2(Reg k) {
+    constexpr auto kAll = static_cast<__mmask16>(0xFFFF);
+    const __m512i biased =
+        _mm512_maskz_cvttps_epi32(kAll, _mm512_add_ps(k, _mm512_set1_ps(127.0f)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, biased, 23));
+  }
+
+ private:
+  static Reg BitAnd(Reg a, int mask) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(mask)));
   }
 };
 

@@ -7,7 +7,9 @@
 //   POLNODE_CPU_ISA      the CpuIsa enumerator of that level;
 // and, inside namespace polnode::kernels::POLNODE_CPU_ISA_NS (after including cpu_one_lane.h),
 //   struct Lanes         kWidth floats per register with Load/Store/Set1/Zero/Add/Sub/Mul/Div/
-//                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane;
+//                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane, and the
+//                        Mask type with Lt/Le/Gt/IsNan/Select and the exact bit operations
+//                        Abs/Neg/SignBit/Or/Pow2 that det::Exp and det::Tanh need;
 //   kMicroRows, kMicroVectors   the microkernel tile: kMicroRows x (kMicroVectors * kWidth).
 // Vector bodies and their scalar tails run the same operations, so a lane's result never depends
 // on whether it sat in a vector or in the tail.
@@ -16,6 +18,7 @@
 
 #include "cpu_kernels.h"
 #include "cpu_one_lane.h"
+#include "polnode/kernels/detmath_constants.h"
 
 #if defined(__clang__)
 #define POLNODE_UNROLL _Pragma("unroll")
@@ -32,6 +35,67 @@ void ForEachLane(std::int64_t count, Body&& body) {
   std::int64_t i = 0;
   for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) body.template operator()<Lanes>(i);
   for (; i < count; ++i) body.template operator()<OneLane>(i);
+}
+
+// ---- det::Exp, det::Tanh and the GELU formulas, lane by lane ----------------------------------
+// The same operations as detmath.h, in the same order, for every lane; where the scalar code
+// branches (special cases, range reduction paths) every path is computed and Select keeps the one
+// the scalar code would take, so each lane has det::'s bits exactly. cpu_backend_test.cc checks
+// this over sweeps of inputs, special values included.
+
+template <typename L>
+typename L::Reg ExpLanes(typename L::Reg x) {
+  using R = typename L::Reg;
+  using namespace det::detail;
+  const R shifter = L::Set1(kRoundShifter);
+  const R shifted = L::Fma(x, L::Set1(kLog2e), shifter);
+  // det::Exp reads k from the bits of `shifted`; kf = shifted - shifter is the same integer as a
+  // float wherever the result is not replaced by a special case below.
+  const R kf = L::Sub(shifted, shifter);
+  const R neg_kf = L::Neg(kf);
+  R r = L::Fma(neg_kf, L::Set1(kLn2Hi), x);
+  r = L::Fma(neg_kf, L::Set1(kLn2Lo), r);
+  R p = L::Fma(L::Set1(kExpC7), r, L::Set1(kExpC6));
+  p = L::Fma(p, r, L::Set1(kExpC5));
+  p = L::Fma(p, r, L::Set1(kExpC4));
+  p = L::Fma(p, r, L::Set1(kExpC3));
+  p = L::Fma(p, r, L::Set1(kExpC2));
+  p = L::Fma(p, r, L::Set1(1.0f));
+  p = L::Fma(p, r, L::Set1(1.0f));
+  // k > 127: (p * 2^(k-1)) * 2;  k < -126: (p * 2^(k+64)) * 2^-64;  else p * 2^k.
+  const typename L::Mask big = L::Gt(kf, L::Set1(127.0f));
+  const typename L::Mask small = L::Lt(kf, L::Set1(-126.0f));
+  const R k_scaled =
+      L::Select(big, L::Sub(kf, L::Set1(1.0f)), L::Select(small, L::Add(kf, L::Set1(64.0f)), kf));
+  R y = L::Mul(p, L::Pow2(k_scaled));
+  y = L::Select(big, L::Mul(y, L::Set1(2.0f)), L::Select(small, L::Mul(y, L::Set1(0x1p-64f)), y));
+  y = L::Select(L::Lt(x, L::Set1(kExpUnderflowAt)), L::Zero(), y);
+  y = L::Select(L::Gt(x, L::Set1(kExpOverflowAt)), L::Set1(__builtin_inff()), y);
+  return L::Select(L::IsNan(x), L::Add(x, x), y);
+}
+
+template <typename L>
+typename L::Reg TanhLanes(typename L::Reg x) {
+  using R = typename L::Reg;
+  using namespace det::detail;
+  const R a = L::Abs(x);
+  const R z = L::Mul(a, a);
+  R p = L::Fma(L::Set1(kTanhP7), z, L::Set1(kTanhP6));
+  p = L::Fma(p, z, L::Set1(kTanhP5));
+  p = L::Fma(p, z, L::Set1(kTanhP4));
+  p = L::Fma(p, z, L::Set1(kTanhP3));
+  p = L::Fma(p, z, L::Set1(kTanhP2));
+  p = L::Fma(p, z, L::Set1(kTanhP1));
+  p = L::Fma(p, z, L::Set1(kTanhP0));
+  const R polynomial = L::Fma(a, L::Mul(z, p), a);
+  const R exponential =
+      L::Sub(L::Set1(1.0f),
+             L::Div(L::Set1(2.0f), L::Add(ExpLanes<L>(L::Mul(L::Set1(2.0f), a)), L::Set1(1.0f))));
+  R y = L::Select(L::Lt(a, L::Set1(kTanhSplit)), polynomial, exponential);
+  y = L::Select(L::Le(L::Set1(kTanhOneFrom), a), L::Set1(1.0f), y);
+  y = L::Or(y, L::SignBit(x));
+  y = L::Select(L::Lt(a, L::Set1(kTanhTinyBelow)), x, y);
+  return L::Select(L::IsNan(x), L::Add(x, x), y);
 }
 
 void Microkernel(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
@@ -132,6 +196,153 @@ void AdamW(const AdamParams& prm, const float* w, const float* g, const float* m
   });
 }
 
+void Gelu(const float* x, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg v = L::Load(x + i);
+    const typename L::Reg inner = L::Mul(
+        L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(L::Mul(v, v), v), v));
+    L::Store(y + i, L::Mul(L::Mul(L::Set1(0.5f), v), L::Add(L::Set1(1.0f), TanhLanes<L>(inner))));
+  });
+}
+
+void GeluGrad(const float* x, const float* dy, float* dx, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    using R = typename L::Reg;
+    const R v = L::Load(x + i);
+    const R u = L::Mul(v, v);
+    const R th = TanhLanes<L>(
+        L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa), L::Mul(u, v), v)));
+    const R left = L::Mul(L::Set1(0.5f), L::Add(L::Set1(1.0f), th));
+    const R sech2 = L::Fma(L::Neg(th), th, L::Set1(1.0f));
+    const R right = L::Mul(
+        L::Mul(L::Mul(L::Set1(0.5f), v), sech2),
+        L::Mul(L::Set1(det::kGeluBeta), L::Fma(L::Set1(det::kGeluKappa3), u, L::Set1(1.0f))));
+    L::Store(dx + i, L::Mul(L::Load(dy + i), L::Add(left, right)));
+  });
+}
+
+void Multiply(const float* x, float factor, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    L::Store(y + i, L::Mul(L::Load(x + i), L::Set1(factor)));
+  });
+}
+
+void ExpShifted(const float* x, float shift, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    L::Store(y + i, ExpLanes<L>(L::Sub(L::Load(x + i), L::Set1(shift))));
+  });
+}
+
+// Row chains run on scalar registers, each in its op.h order; kRowBlock rows at a time with their
+// chains interleaved, so the adds of different rows overlap instead of waiting on each other.
+constexpr int kRowBlock = 8;
+
+template <int kRows>
+void LayerNormStatsBlock(const float* x, std::int64_t channels, float eps, float* mean,
+                         float* rstd) {
+  const auto cf = static_cast<float>(channels);
+  float sum[kRows], sq[kRows];
+  for (int i = 0; i < kRows; ++i) sum[i] = sq[i] = 0.0f;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) sum[i] = sum[i] + x[i * channels + c];
+  }
+  for (int i = 0; i < kRows; ++i) mean[i] = sum[i] / cf;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) {
+      const float d = x[i * channels + c] - mean[i];
+      sq[i] = OneLane::Fma(d, d, sq[i]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) rstd[i] = 1.0f / OneLane::Sqrt(sq[i] / cf + eps);
+}
+
+void LayerNormStats(const float* x, std::int64_t rows, std::int64_t channels, float eps,
+                    float* mean, float* rstd) {
+  std::int64_t r = 0;
+  for (; r + kRowBlock <= rows; r += kRowBlock) {
+    LayerNormStatsBlock<kRowBlock>(x + r * channels, channels, eps, mean + r, rstd + r);
+  }
+  for (; r < rows; ++r) LayerNormStatsBlock<1>(x + r * channels, channels, eps, mean + r, rstd + r);
+}
+
+template <int kRows>
+void LayerNormGradSumsBlock(const float* x, const float* dy, const float* gamma, const float* mean,
+                            const float* rstd, std::int64_t channels, float* a, float* b) {
+  const auto cf = static_cast<float>(channels);
+  float sum_g[kRows], sum_gx[kRows];
+  for (int i = 0; i < kRows; ++i) sum_g[i] = sum_gx[i] = 0.0f;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (int i = 0; i < kRows; ++i) {
+      const float g = dy[i * channels + c] * gamma[c];
+      const float xhat = (x[i * channels + c] - mean[i]) * rstd[i];
+      sum_g[i] = sum_g[i] + g;
+      sum_gx[i] = OneLane::Fma(g, xhat, sum_gx[i]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    a[i] = sum_g[i] / cf;
+    b[i] = sum_gx[i] / cf;
+  }
+}
+
+void LayerNormGradSums(const float* x, const float* dy, const float* gamma, const float* mean,
+                       const float* rstd, std::int64_t rows, std::int64_t channels, float* a,
+                       float* b) {
+  std::int64_t r = 0;
+  for (; r + kRowBlock <= rows; r += kRowBlock) {
+    const std::int64_t off = r * channels;
+    LayerNormGradSumsBlock<kRowBlock>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r,
+                                      b + r);
+  }
+  for (; r < rows; ++r) {
+    const std::int64_t off = r * channels;
+    LayerNormGradSumsBlock<1>(x + off, dy + off, gamma, mean + r, rstd + r, channels, a + r, b + r);
+  }
+}
+
+float DotChain(const float* p, const float* q, std::int64_t count) {
+  float acc = 0.0f;
+  for (std::int64_t i = 0; i < count; ++i) acc = OneLane::Fma(p[i], q[i], acc);
+  return acc;
+}
+
+void LayerNormRow(const float* x, float mean, float rstd, const float* gamma, const float* beta,
+                  float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    L::Store(y + i, L::Fma(xhat, L::Load(gamma + i), L::Load(beta + i)));
+  });
+}
+
+void LayerNormGradRow(const float* x, const float* dy, const float* gamma, float mean, float rstd,
+                      float a, float b, float* dx, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    using R = typename L::Reg;
+    const R xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    const R g = L::Mul(L::Load(dy + i), L::Load(gamma + i));
+    L::Store(dx + i,
+             L::Mul(L::Set1(rstd), L::Fma(L::Neg(xhat), L::Set1(b), L::Sub(g, L::Set1(a)))));
+  });
+}
+
+void LayerNormParamStep(const float* x, const float* dy, float mean, float rstd, float* dgamma,
+                        float* dbeta, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg xhat = L::Mul(L::Sub(L::Load(x + i), L::Set1(mean)), L::Set1(rstd));
+    const typename L::Reg d = L::Load(dy + i);
+    L::Store(dgamma + i, L::Fma(d, xhat, L::Load(dgamma + i)));
+    L::Store(dbeta + i, L::Add(L::Load(dbeta + i), d));
+  });
+}
+
+void SoftmaxGradRow(const float* p, const float* dp, float dot, float scale, float* ds,
+                    std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg pv = L::Load(p + i);
+    L::Store(ds + i, L::Mul(L::Mul(pv, L::Sub(L::Load(dp + i), L::Set1(dot))), L::Set1(scale)));
+  });
+}
+
 const CpuKernels kKernels = {
     .isa = POLNODE_CPU_ISA,
     .mr = kMicroRows,
@@ -145,6 +356,17 @@ const CpuKernels kKernels = {
     .divide = Divide,
     .sgd = Sgd,
     .adamw = AdamW,
+    .gelu = Gelu,
+    .gelu_grad = GeluGrad,
+    .multiply = Multiply,
+    .exp_shifted = ExpShifted,
+    .layer_norm_stats = LayerNormStats,
+    .layer_norm_grad_sums = LayerNormGradSums,
+    .dot_chain = DotChain,
+    .layer_norm_row = LayerNormRow,
+    .layer_norm_grad_row = LayerNormGradRow,
+    .layer_norm_param_step = LayerNormParamStep,
+    .softmax_grad_row = SoftmaxGradRow,
 };
 
 }  // namespace polnode::kernels::POLNODE_CPU_ISA_NS

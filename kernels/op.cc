@@ -1,9 +1,11 @@
 // Operator names, arity, shape inference and Adam's bias correction (op.h).
 #include "polnode/kernels/op.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace polnode::kernels {
 namespace {
@@ -33,6 +35,19 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kSoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", 2, 1},
     {Op::kSgdMomentum, "sgd_momentum", 3, 2},
     {Op::kAdamW, "adamw", 4, 3},
+    {Op::kAdd, "add", 2, 1},
+    {Op::kTransposeHeads, "transpose_heads", 1, 1},
+    {Op::kGelu, "gelu", 1, 1},
+    {Op::kGeluGrad, "gelu_grad", 2, 1},
+    {Op::kLayerNorm, "layer_norm", 3, 3},
+    {Op::kLayerNormGrad, "layer_norm_grad", 5, 3},
+    {Op::kCausalSoftmax, "causal_softmax", 1, 1},
+    {Op::kCausalSoftmaxGrad, "causal_softmax_grad", 2, 1},
+    {Op::kBatchedMatmul, "batched_matmul", 2, 1},
+    {Op::kBatchedMatmulGradA, "batched_matmul_grad_a", 2, 1},
+    {Op::kBatchedMatmulGradB, "batched_matmul_grad_b", 2, 1},
+    {Op::kEmbedding, "embedding", 2, 1},
+    {Op::kEmbeddingGrad, "embedding_grad", 2, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -226,6 +241,113 @@ Result<std::vector<Shape>> InferSoftmax(Op op, const ShapeChecker& c) {
   return std::vector<Shape>{z};
 }
 
+// X[..., C] -> the shape of its per-row statistics, X's shape without the last axis.
+Shape RowsShape(const Shape& x) { return Shape(x.begin(), x.end() - 1); }
+
+Result<std::vector<Shape>> InferLayerNorm(Op op, const ShapeChecker& c) {
+  const Shape& x = c.shape(0);
+  if (x.size() < 2) return c.Error(c.Describe(0, "X") + ", expected rank >= 2 [..., C]");
+  const std::int64_t channels = x.back();
+  if (channels < 1 || channels >= (std::int64_t{1} << 24)) {
+    return c.Error(
+        c.Describe(0, "X") +
+        ", expected a last axis C with 1 <= C < 2^24 (C divides sums as an exact float)");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireRank(1, "gamma", 1));
+  POLNODE_RETURN_IF_ERROR(c.RequireDim(1, "gamma", 0, channels, "the last dimension of X"));
+  if (op == Op::kLayerNorm) {
+    POLNODE_RETURN_IF_ERROR(c.RequireRank(2, "beta", 1));
+    POLNODE_RETURN_IF_ERROR(c.RequireDim(2, "beta", 0, channels, "the last dimension of X"));
+    return std::vector<Shape>{x, RowsShape(x), RowsShape(x)};
+  }
+  for (const auto& [i, role] : {std::pair<int, std::string_view>{2, "Mean"}, {3, "Rstd"}}) {
+    if (c.shape(i) != RowsShape(x)) {
+      return c.Error(c.Describe(i, role) + ", expected " + ShapeToString(RowsShape(x)) +
+                     " (X's shape without its last axis)");
+    }
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 4, "dY"));
+  return std::vector<Shape>{x, {channels}, {channels}};
+}
+
+Result<std::vector<Shape>> InferCausalSoftmax(Op op, const ShapeChecker& c) {
+  const std::string_view role = op == Op::kCausalSoftmax ? "S" : "P";
+  const Shape& s = c.shape(0);
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2] || s.back() < 1) {
+    return c.Error(c.Describe(0, role) +
+                   ", expected square score matrices [..., T, T] with T >= 1");
+  }
+  if (op == Op::kCausalSoftmaxGrad) POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "P", 1, "dP"));
+  return std::vector<Shape>{s};
+}
+
+// The batched products: the last two axes are each matrix, the leading axes (rank >= 3) must
+// match; the per-matrix check is InferMatmul's, on the matrices' shapes.
+Result<std::vector<Shape>> InferBatchedMatmul(Op op, const ShapeChecker& c) {
+  const std::string_view role0 = op == Op::kBatchedMatmulGradA ? "dC" : "A";
+  const std::string_view role1 = op == Op::kBatchedMatmulGradB ? "dC" : "B";
+  const Shape& s0 = c.shape(0);
+  const Shape& s1 = c.shape(1);
+  if (s0.size() < 3)
+    return c.Error(c.Describe(0, role0) + ", expected rank >= 3 [..., rows, cols]");
+  if (s1.size() != s0.size() || !std::equal(s0.begin(), s0.end() - 2, s1.begin())) {
+    return c.Error(c.Describe(0, role0) + " but " + c.Describe(1, role1) +
+                   "; the leading (batch) axes must match");
+  }
+  const std::int64_t m0 = s0[s0.size() - 2], n0 = s0.back(), m1 = s1[s1.size() - 2], n1 = s1.back();
+  Shape out(s0.begin(), s0.end() - 2);
+  switch (op) {
+    case Op::kBatchedMatmul:  // A[.., M, K], B[.., K, N] -> C[.., M, N]
+      if (n0 != m1) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "B") +
+                       ": the inner dimensions differ (" + std::to_string(n0) + " vs " +
+                       std::to_string(m1) + ")");
+      }
+      out.insert(out.end(), {m0, n1});
+      break;
+    case Op::kBatchedMatmulGradA:  // dC[.., M, N], B[.., K, N] -> dA[.., M, K]
+      if (n0 != n1) {
+        return c.Error(c.Describe(0, "dC") + " and " + c.Describe(1, "B") +
+                       ": their column counts differ (" + std::to_string(n0) + " vs " +
+                       std::to_string(n1) + ")");
+      }
+      out.insert(out.end(), {m0, m1});
+      break;
+    default:  // kBatchedMatmulGradB: A[.., M, K], dC[.., M, N] -> dB[.., K, N]
+      if (m0 != m1) {
+        return c.Error(c.Describe(0, "A") + " and " + c.Describe(1, "dC") +
+                       ": their row counts differ (" + std::to_string(m0) + " vs " +
+                       std::to_string(m1) + ")");
+      }
+      out.insert(out.end(), {n0, n1});
+      break;
+  }
+  return std::vector<Shape>{out};
+}
+
+Result<std::vector<Shape>> InferEmbedding(Op op, const OpAttrs& attrs, const ShapeChecker& c) {
+  if (op == Op::kEmbedding) {  // W[V, C], ids[...] -> Y[..., C]
+    POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "W", 2));
+    POLNODE_RETURN_IF_ERROR(c.RequireIndices(1, "ids", c.shape(0)[0]));
+    Shape y = c.shape(1);
+    y.push_back(c.shape(0)[1]);
+    return std::vector<Shape>{y};
+  }
+  // ids[...], dY[..., C] -> dW[V, C]
+  const Shape& ids = c.shape(0);
+  const Shape& dy = c.shape(1);
+  if (dy.size() != ids.size() + 1 || !std::equal(ids.begin(), ids.end(), dy.begin())) {
+    return c.Error(c.Describe(1, "dY") + " but " + c.Describe(0, "ids") +
+                   "; dY must be ids' shape followed by C");
+  }
+  if (attrs.num_embeddings < 1) {
+    return c.Error("attrs.num_embeddings is " + std::to_string(attrs.num_embeddings) +
+                   ", expected the table's row count V >= 1");
+  }
+  POLNODE_RETURN_IF_ERROR(c.RequireIndices(0, "ids", attrs.num_embeddings));
+  return std::vector<Shape>{{attrs.num_embeddings, dy.back()}};
+}
+
 }  // namespace
 
 std::string_view OpName(Op op) {
@@ -307,6 +429,27 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 2, "M"));
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "W", 3, "V"));
       return std::vector<Shape>{c.shape(0), c.shape(0), c.shape(0)};
+    case Op::kAdd:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "A", 1, "B"));
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kTransposeHeads: {
+      POLNODE_RETURN_IF_ERROR(c.RequireRank(0, "X", 4));
+      const Shape& x = c.shape(0);
+      return std::vector<Shape>{{x[0], x[2], x[1], x[3]}};
+    }
+    case Op::kGelu: return std::vector<Shape>{c.shape(0)};
+    case Op::kGeluGrad:
+      POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
+      return std::vector<Shape>{c.shape(0)};
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad: return InferLayerNorm(op, c);
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad: return InferCausalSoftmax(op, c);
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: return InferBatchedMatmul(op, c);
+    case Op::kEmbedding:
+    case Op::kEmbeddingGrad: return InferEmbedding(op, attrs, c);
   }
   return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
 }

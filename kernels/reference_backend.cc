@@ -277,6 +277,207 @@ void AdamW(const OpAttrs& attrs, const Tensor& w, const Tensor& g, const Tensor&
   }
 }
 
+// Reads A[e] and B[e] before writing C[e], so C may alias either addend.
+void Add(const Tensor& a, const Tensor& b, Tensor& c) {
+  for (int64_t e = 0; e < a.numel(); ++e) c.data()[e] = a.data()[e] + b.data()[e];
+}
+
+void TransposeHeads(const Tensor& x, Tensor& y) {
+  const int64_t outer = x.dim(0), rows = x.dim(1), cols = x.dim(2), depth = x.dim(3);
+  for (int64_t n = 0; n < outer; ++n) {
+    for (int64_t a = 0; a < rows; ++a) {
+      for (int64_t b = 0; b < cols; ++b) {
+        for (int64_t d = 0; d < depth; ++d) {
+          y.data()[((n * cols + b) * rows + a) * depth + d] =
+              x.data()[((n * rows + a) * cols + b) * depth + d];
+        }
+      }
+    }
+  }
+}
+
+void Gelu(const Tensor& x, Tensor& y) {
+  for (int64_t e = 0; e < x.numel(); ++e) y.data()[e] = det::GeluTanh(x.data()[e]);
+}
+
+void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  for (int64_t e = 0; e < x.numel(); ++e)
+    dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
+}
+
+void LayerNorm(const OpAttrs& attrs, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+               Tensor& y, Tensor& mean_out, Tensor& rstd_out) {
+  const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+  const auto cf = static_cast<float>(channels);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * channels;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) sum = sum + xr[c];
+    const float mean = sum / cf;
+    float sq = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) sq = std::fma(xr[c] - mean, xr[c] - mean, sq);
+    const float rstd = 1.0f / std::sqrt(sq / cf + attrs.eps);
+    for (int64_t c = 0; c < channels; ++c) {
+      y.data()[r * channels + c] = std::fma((xr[c] - mean) * rstd, gamma.data()[c], beta.data()[c]);
+    }
+    mean_out.data()[r] = mean;
+    rstd_out.data()[r] = rstd;
+  }
+}
+
+void LayerNormGrad(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                   const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const int64_t channels = x.shape().back(), rows = x.numel() / channels;
+  const auto cf = static_cast<float>(channels);
+  const auto xhat = [&](int64_t r, int64_t c) {
+    return (x.data()[r * channels + c] - mean.data()[r]) * rstd.data()[r];
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dyr = dy.data() + r * channels;
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float g = dyr[c] * gamma.data()[c];
+      sum_g = sum_g + g;
+      sum_gx = std::fma(g, xhat(r, c), sum_gx);
+    }
+    const float a = sum_g / cf, b = sum_gx / cf;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float g = dyr[c] * gamma.data()[c];
+      dx.data()[r * channels + c] = rstd.data()[r] * std::fma(-xhat(r, c), b, g - a);
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    float acc_gamma = 0.0f, acc_beta = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      acc_gamma = std::fma(dy.data()[r * channels + c], xhat(r, c), acc_gamma);
+      acc_beta = acc_beta + dy.data()[r * channels + c];
+    }
+    dgamma.data()[c] = acc_gamma;
+    dbeta.data()[c] = acc_beta;
+  }
+}
+
+void CausalSoftmax(const OpAttrs& attrs, const Tensor& s, Tensor& p) {
+  const int64_t t = s.shape().back(), rows = s.numel() / t;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % t;  // the query position: keys 0..i are visible
+    const float* sr = s.data() + r * t;
+    float* pr = p.data() + r * t;
+    float mx = sr[0] * attrs.scale;
+    for (int64_t j = 1; j <= i; ++j) {
+      if (sr[j] * attrs.scale > mx) mx = sr[j] * attrs.scale;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) {
+      pr[j] = det::Exp(sr[j] * attrs.scale - mx);  // e_j, divided by the sum below
+      sum = sum + pr[j];
+    }
+    for (int64_t j = 0; j <= i; ++j) pr[j] = pr[j] / sum;
+    for (int64_t j = i + 1; j < t; ++j) pr[j] = 0.0f;
+  }
+}
+
+void CausalSoftmaxGrad(const OpAttrs& attrs, const Tensor& p, const Tensor& dp, Tensor& ds) {
+  const int64_t t = p.shape().back(), rows = p.numel() / t;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % t;
+    const float* pr = p.data() + r * t;
+    const float* dpr = dp.data() + r * t;
+    float dot = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) dot = std::fma(pr[j], dpr[j], dot);
+    for (int64_t j = 0; j <= i; ++j) ds.data()[r * t + j] = (pr[j] * (dpr[j] - dot)) * attrs.scale;
+    for (int64_t j = i + 1; j < t; ++j) ds.data()[r * t + j] = 0.0f;
+  }
+}
+
+// The batched products: the same loop nests as Matmul, MatmulGradA and MatmulGradB, once per matrix
+// of the leading axes.
+struct Batched {
+  int64_t count, rows0, cols0, rows1, cols1;  // matrices; the last two axes of each input
+};
+Batched BatchedOf(const Tensor& t0, const Tensor& t1) {
+  const int r = t0.rank();
+  int64_t count = 1;
+  for (int axis = 0; axis < r - 2; ++axis) count *= t0.dim(axis);
+  return {count, t0.dim(r - 2), t0.dim(r - 1), t1.dim(r - 2), t1.dim(r - 1)};
+}
+
+void BatchedMatmul(const Tensor& a, const Tensor& b, Tensor& c) {
+  const Batched g = BatchedOf(a, b);
+  const int64_t m_size = g.rows0, k_size = g.cols0, n_size = g.cols1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* ai = a.data() + i * m_size * k_size;
+    const float* bi = b.data() + i * k_size * n_size;
+    float* ci = c.data() + i * m_size * n_size;
+    for (int64_t m = 0; m < m_size; ++m) {
+      for (int64_t n = 0; n < n_size; ++n) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < k_size; ++k)
+          acc = std::fma(ai[m * k_size + k], bi[k * n_size + n], acc);
+        ci[m * n_size + n] = acc;
+      }
+    }
+  }
+}
+
+void BatchedMatmulGradA(const Tensor& dc, const Tensor& b, Tensor& da) {
+  const Batched g = BatchedOf(dc, b);
+  const int64_t m_size = g.rows0, n_size = g.cols0, k_size = g.rows1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* dci = dc.data() + i * m_size * n_size;
+    const float* bi = b.data() + i * k_size * n_size;
+    float* dai = da.data() + i * m_size * k_size;
+    for (int64_t m = 0; m < m_size; ++m) {
+      for (int64_t k = 0; k < k_size; ++k) {
+        float acc = 0.0f;
+        for (int64_t n = 0; n < n_size; ++n)
+          acc = std::fma(dci[m * n_size + n], bi[k * n_size + n], acc);
+        dai[m * k_size + k] = acc;
+      }
+    }
+  }
+}
+
+void BatchedMatmulGradB(const Tensor& a, const Tensor& dc, Tensor& db) {
+  const Batched g = BatchedOf(a, dc);
+  const int64_t m_size = g.rows0, k_size = g.cols0, n_size = g.cols1;
+  for (int64_t i = 0; i < g.count; ++i) {
+    const float* ai = a.data() + i * m_size * k_size;
+    const float* dci = dc.data() + i * m_size * n_size;
+    float* dbi = db.data() + i * k_size * n_size;
+    for (int64_t k = 0; k < k_size; ++k) {
+      for (int64_t n = 0; n < n_size; ++n) {
+        float acc = 0.0f;
+        for (int64_t m = 0; m < m_size; ++m)
+          acc = std::fma(ai[m * k_size + k], dci[m * n_size + n], acc);
+        dbi[k * n_size + n] = acc;
+      }
+    }
+  }
+}
+
+void Embedding(const Tensor& w, const Tensor& ids, Tensor& y) {
+  const int64_t channels = w.dim(1);
+  for (int64_t n = 0; n < ids.numel(); ++n) {
+    const auto row = static_cast<int64_t>(ids.data()[n]);
+    for (int64_t c = 0; c < channels; ++c)
+      y.data()[n * channels + c] = w.data()[row * channels + c];
+  }
+}
+
+// Positions in ascending order, each added to its id's row: every dW[v, c] is one chain over the
+// positions holding v, in order, from +0.0f.
+void EmbeddingGrad(const Tensor& ids, const Tensor& dy, Tensor& dw) {
+  const int64_t channels = dw.dim(1);
+  for (int64_t e = 0; e < dw.numel(); ++e) dw.data()[e] = 0.0f;
+  for (int64_t n = 0; n < ids.numel(); ++n) {
+    const auto row = static_cast<int64_t>(ids.data()[n]);
+    for (int64_t c = 0; c < channels; ++c) {
+      dw.data()[row * channels + c] = dw.data()[row * channels + c] + dy.data()[n * channels + c];
+    }
+  }
+}
+
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
@@ -305,6 +506,21 @@ class ReferenceBackend final : public Backend {
       case Op::kAdamW:
         AdamW(attrs, in(0), in(1), in(2), in(3), out(0), out(1), out(2));
         break;
+      case Op::kAdd: Add(in(0), in(1), out(0)); break;
+      case Op::kTransposeHeads: TransposeHeads(in(0), out(0)); break;
+      case Op::kGelu: Gelu(in(0), out(0)); break;
+      case Op::kGeluGrad: GeluGrad(in(0), in(1), out(0)); break;
+      case Op::kLayerNorm: LayerNorm(attrs, in(0), in(1), in(2), out(0), out(1), out(2)); break;
+      case Op::kLayerNormGrad:
+        LayerNormGrad(in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+        break;
+      case Op::kCausalSoftmax: CausalSoftmax(attrs, in(0), out(0)); break;
+      case Op::kCausalSoftmaxGrad: CausalSoftmaxGrad(attrs, in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmul: BatchedMatmul(in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmulGradA: BatchedMatmulGradA(in(0), in(1), out(0)); break;
+      case Op::kBatchedMatmulGradB: BatchedMatmulGradB(in(0), in(1), out(0)); break;
+      case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
+      case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
     }
     return Status::Ok();
   }

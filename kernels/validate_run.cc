@@ -11,6 +11,8 @@ bool OutputMayAliasInput(Op op, int out, int in) {
       return (out == 0 && in == 0) || (out == 1 && in == 2);
     case Op::kAdamW:  // in W, G, M, V; out W', M', V'
       return (out == 0 && in == 0) || (out == 1 && in == 2) || (out == 2 && in == 3);
+    case Op::kAdd:  // in A, B; out C, element-wise
+      return out == 0;
     default:
       return false;
   }

@@ -1,5 +1,6 @@
 #include "gpu/conformance.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -86,6 +87,13 @@ Tensor Indices(const Shape& shape, Rng& rng, std::int64_t n) {
   return t;
 }
 
+// The given ids as a [count] tensor.
+Tensor IdList(const std::vector<float>& ids) {
+  Tensor t({static_cast<std::int64_t>(ids.size())});
+  std::copy(ids.begin(), ids.end(), t.data());
+  return t;
+}
+
 struct Case {
   std::string name;
   OpAttrs attrs;
@@ -157,6 +165,34 @@ struct SoftmaxDims {
 constexpr SoftmaxDims kSoftmaxDims[] = {{1, 1, Fill::kLogits},  {1, 10, Fill::kLogits},  {7, 17, Fill::kLogits},
                                         {128, 10, Fill::kLogits}, {3, 1000, Fill::kLogits}, {129, 3, Fill::kLogits},
                                         {33, 10, Fill::kWide}};
+
+// Rows x C: one element, ragged widths, a 3-D activation, the GPT configuration's [B*T, C].
+const std::vector<Shape>& LayerNormShapes() {
+  static const std::vector<Shape> shapes = {{1, 1}, {7, 17}, {129, 3}, {2, 5, 33}, {768, 128}};
+  return shapes;
+}
+
+// [..., T, T]: T = 1, odd T, T beyond one vector and the GPT configuration's [B, H, T, T].
+const std::vector<Shape>& CausalSoftmaxShapes() {
+  static const std::vector<Shape> shapes = {{1, 1}, {7, 7}, {2, 3, 17, 17}, {1, 2, 33, 33}, {2, 4, 64, 64}};
+  return shapes;
+}
+
+struct BatchedDims {
+  std::int64_t b, h, m, k, n;
+};
+// [B, H] batches of ragged matrices around the GPU's 64-wide tiles, an empty chain (k = 0), and
+// the GPT configuration's attention products ([12, 4] matrices of 64 x 32 and 64 x 64).
+constexpr BatchedDims kBatchedDims[] = {{1, 1, 1, 1, 1}, {2, 3, 7, 17, 5},    {1, 2, 65, 33, 63},
+                                        {3, 1, 4, 0, 5}, {12, 4, 64, 32, 64}, {12, 4, 64, 64, 32}};
+
+struct EmbeddingDims {
+  std::int64_t vocab, channels;
+  Shape ids;
+};
+// Few rows and many positions (every row's chain has many terms, some rows none), one position,
+// and the GPT configuration's [12, 64] batch over a 65-symbol table of width 128.
+const EmbeddingDims kEmbeddingDims[] = {{1, 1, {1}}, {3, 5, {40}}, {7, 17, {2, 9}}, {65, 128, {12, 64}}, {300, 3, {5}}};
 
 std::vector<Case> CasesFor(Op op, Rng& rng) {
   std::vector<Case> cases;
@@ -350,6 +386,155 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
       cases.push_back(Invalid("adamw moment shape differs", {Tensor({3}), Tensor({3}), Tensor({4}), Tensor({3})}, attrs));
       break;
     }
+    case Op::kAdd:
+      for (const Shape& s : ElementwiseShapes()) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        in.push_back(Random(s, rng, Fill::kCoarse));  // exact cancellations: x + -x = +0
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      for (int target : {0, 1}) {  // C written over A, then over B
+        std::vector<Tensor> in;
+        in.push_back(Random({7, 129}, rng, Fill::kSigned));
+        in.push_back(Random({7, 129}, rng, Fill::kSigned));
+        Case c = Make(Describe(name, in) + " in place over input " + std::to_string(target), std::move(in));
+        c.in_place_inputs = {target};
+        cases.push_back(std::move(c));
+      }
+      cases.push_back(Invalid("add shapes differ", {Tensor({3, 4}), Tensor({4, 3})}));
+      break;
+    case Op::kTransposeHeads:
+      for (const Shape& s :
+           std::vector<Shape>{{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 17, 4, 8}, {1, 64, 4, 32}, {12, 4, 64, 32}}) {
+        std::vector<Tensor> in;
+        in.push_back(Random(s, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("transpose_heads rank 3", {Tensor({2, 3, 4})}));
+      break;
+    case Op::kGelu:
+      for (const Shape& s : ElementwiseShapes()) {
+        for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {  // tanh's both formulas and saturation
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          cases.push_back(Make(Describe(name, in), std::move(in)));
+        }
+      }
+      break;
+    case Op::kGeluGrad:
+      for (const Shape& s : ElementwiseShapes()) {
+        for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          in.push_back(Random(s, rng, Fill::kSigned));
+          cases.push_back(Make(Describe(name, in), std::move(in)));
+        }
+      }
+      cases.push_back(Invalid("gelu_grad shapes differ", {Tensor({3}), Tensor({4})}));
+      break;
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad: {
+      OpAttrs attrs;
+      attrs.eps = 1e-5f;
+      for (const Shape& s : LayerNormShapes()) {
+        for (Fill fill : {Fill::kSigned, Fill::kWide, Fill::kCoarse}) {  // kCoarse: exact deviations, ties
+          const Shape rows(s.begin(), s.end() - 1);
+          std::vector<Tensor> in;
+          in.push_back(Random(s, rng, fill));
+          in.push_back(Random({s.back()}, rng, Fill::kSigned));
+          if (op == Op::kLayerNorm) {
+            in.push_back(Random({s.back()}, rng, Fill::kSigned));
+          } else {  // any Mean and Rstd > 0 will do: the operator only reads them
+            in.push_back(Random(rows, rng, Fill::kSigned));
+            in.push_back(Random(rows, rng, Fill::kPositive));
+            in.push_back(Random(s, rng, Fill::kSigned));
+          }
+          cases.push_back(Make(Describe(name, in), std::move(in), attrs));
+        }
+      }
+      if (op == Op::kLayerNorm) {
+        cases.push_back(Invalid("layer_norm gamma length differs", {Tensor({3, 4}), Tensor({3}), Tensor({4})}, attrs));
+      } else {
+        cases.push_back(Invalid("layer_norm_grad Rstd shape differs",
+                                {Tensor({3, 4}), Tensor({4}), Tensor({3}), Tensor({4}), Tensor({3, 4})}, attrs));
+      }
+      break;
+    }
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad: {
+      OpAttrs scaled;
+      scaled.scale = 0.176776692f;  // 1/sqrt(32)
+      for (const Shape& s : CausalSoftmaxShapes()) {
+        for (const OpAttrs& attrs : {OpAttrs{}, scaled}) {
+          for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {  // kCoarse: ties for the max
+            std::vector<Tensor> in;
+            in.push_back(Random(s, rng, op == Op::kCausalSoftmax ? fill : Fill::kPositive));
+            if (op == Op::kCausalSoftmaxGrad) in.push_back(Random(s, rng, fill));
+            cases.push_back(Make(Describe(name, in) + " scale " + std::to_string(attrs.scale), std::move(in), attrs));
+          }
+        }
+      }
+      if (op == Op::kCausalSoftmax) {
+        cases.push_back(Invalid("causal_softmax not square", {Tensor({2, 3, 4})}));
+      } else {
+        cases.push_back(Invalid("causal_softmax_grad shapes differ", {Tensor({2, 3, 3}), Tensor({3, 2, 2})}));
+      }
+      break;
+    }
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+      for (const BatchedDims& d : kBatchedDims) {
+        // Per matrix, the operands kMatmul, kMatmulGradA and kMatmulGradB take.
+        Shape s0, s1;
+        switch (op) {
+          case Op::kBatchedMatmul:  // A, B
+            s0 = {d.b, d.h, d.m, d.k};
+            s1 = {d.b, d.h, d.k, d.n};
+            break;
+          case Op::kBatchedMatmulGradA:  // dC, B
+            s0 = {d.b, d.h, d.m, d.n};
+            s1 = {d.b, d.h, d.k, d.n};
+            break;
+          default:  // A, dC
+            s0 = {d.b, d.h, d.m, d.k};
+            s1 = {d.b, d.h, d.m, d.n};
+            break;
+        }
+        std::vector<Tensor> in;
+        in.push_back(Random(s0, rng, Fill::kSigned));
+        in.push_back(Random(s1, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid(std::string(name) + " batch axes differ", {Tensor({2, 3, 4, 4}), Tensor({3, 2, 4, 4})}));
+      cases.push_back(Invalid(std::string(name) + " rank 2", {Tensor({4, 4}), Tensor({4, 4})}));
+      break;
+    case Op::kEmbedding:
+      for (const EmbeddingDims& d : kEmbeddingDims) {
+        std::vector<Tensor> in;
+        in.push_back(Random({d.vocab, d.channels}, rng, Fill::kSigned));
+        in.push_back(Indices(d.ids, rng, d.vocab));
+        cases.push_back(Make(Describe(name, in), std::move(in)));
+      }
+      cases.push_back(Invalid("embedding id out of range", {Tensor({3, 4}), IdList({0.0f, 3.0f})}));
+      break;
+    case Op::kEmbeddingGrad:
+      for (const EmbeddingDims& d : kEmbeddingDims) {
+        OpAttrs attrs;
+        attrs.num_embeddings = d.vocab;
+        Shape dy = d.ids;
+        dy.push_back(d.channels);
+        std::vector<Tensor> in;
+        in.push_back(Indices(d.ids, rng, d.vocab));
+        in.push_back(Random(dy, rng, Fill::kSigned));
+        cases.push_back(Make(Describe(name, in) + " V=" + std::to_string(d.vocab), std::move(in), attrs));
+      }
+      {
+        OpAttrs attrs;
+        attrs.num_embeddings = 2;  // id 2 is out of range
+        cases.push_back(Invalid("embedding_grad id out of range", {IdList({0.0f, 2.0f}), Tensor({2, 3})}, attrs));
+      }
+      break;
   }
   return cases;
 }

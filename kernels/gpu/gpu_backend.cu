@@ -69,15 +69,17 @@ using gpu::ChannelLayout;
 using gpu::ConvDims;
 using gpu::MatmulOperands;
 
-__global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands m) {
+__global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands all) {
   __shared__ float xs[gpu::kTileStage];
   __shared__ float ys[gpu::kTileStage];
   const int tx = static_cast<int>(threadIdx.x);
   const int ty = static_cast<int>(threadIdx.y);
   const int tid = ty * gpu::kTileThreads + tx;
+  i64 tile = 0;
+  const MatmulOperands m = gpu::MatmulOfBlock(all, blockIdx.x, &tile);
   i64 i0 = 0;
   i64 j0 = 0;
-  gpu::MatmulTileOrigin(m, blockIdx.x, &i0, &j0);
+  gpu::MatmulTileOrigin(m, tile, &i0, &j0);
   float acc[gpu::kMicro][gpu::kMicro];
   for (int r = 0; r < gpu::kMicro; ++r)
     for (int c = 0; c < gpu::kMicro; ++c) acc[r][c] = 0.0f;
@@ -175,6 +177,74 @@ __global__ void AdamWKernel(const float* w, const float* g, const float* m, cons
   for (i64 e = GlobalThread(); e < n; e += GridStride()) gpu::AdamWAt(w, g, m, v, w_out, m_out, v_out, s, e);
 }
 
+__global__ void AddKernel(const float* a, const float* b, float* c, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) c[e] = gpu::AddAt(a, b, e);
+}
+
+// One thread per output element: consecutive threads write consecutive addresses.
+__global__ void TransposeHeadsKernel(const float* x, float* y, gpu::TransposeDims t, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::TransposeHeadsAt(x, t, e);
+}
+
+__global__ void GeluKernel(const float* x, float* y, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::GeluAt(x[e]);
+}
+
+__global__ void GeluGradKernel(const float* x, const float* dy, float* dx, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dx[e] = gpu::GeluGradAt(x[e], dy[e]);
+}
+
+// LayerNorm: one thread per row for the row chains, then one per element for the outputs.
+__global__ void LayerNormStatsKernel(const float* x, gpu::RowLayout l, float eps, float* mean, float* rstd) {
+  for (i64 r = GlobalThread(); r < l.rows; r += GridStride()) gpu::LayerNormStatsRow(x, l, eps, r, mean, rstd);
+}
+
+__global__ void LayerNormKernel(const float* x, const float* gamma, const float* beta, const float* mean,
+                                const float* rstd, float* y, gpu::RowLayout l, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::LayerNormAt(x, gamma, beta, mean, rstd, l, e);
+}
+
+__global__ void LayerNormGradSumsKernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                        const float* rstd, gpu::RowLayout l, float* ab) {
+  for (i64 r = GlobalThread(); r < l.rows; r += GridStride()) {
+    gpu::LayerNormGradSumsRow(x, dy, gamma, mean, rstd, l, r, ab);
+  }
+}
+
+__global__ void LayerNormGradInputKernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                         const float* rstd, const float* ab, float* dx, gpu::RowLayout l, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) {
+    dx[e] = gpu::LayerNormGradInputAt(x, dy, gamma, mean, rstd, ab, l, e);
+  }
+}
+
+// One thread per column: its two chains run over every row in order.
+__global__ void LayerNormGradParamsKernel(const float* x, const float* dy, const float* mean, const float* rstd,
+                                          float* dgamma, float* dbeta, gpu::RowLayout l) {
+  for (i64 c = GlobalThread(); c < l.channels; c += GridStride()) {
+    gpu::LayerNormGradParamsAt(x, dy, mean, rstd, l, c, dgamma, dbeta);
+  }
+}
+
+// Causal softmax: one thread per row (its max, sum and dot are chains).
+__global__ void CausalSoftmaxKernel(const float* s, float* p, i64 t, float scale, i64 rows) {
+  for (i64 r = GlobalThread(); r < rows; r += GridStride()) gpu::CausalSoftmaxRow(s, p, t, scale, r);
+}
+
+__global__ void CausalSoftmaxGradKernel(const float* p, const float* dp, float* ds, i64 t, float scale, i64 rows) {
+  for (i64 r = GlobalThread(); r < rows; r += GridStride()) gpu::CausalSoftmaxGradRow(p, dp, ds, t, scale, r);
+}
+
+__global__ void EmbeddingKernel(const float* w, const float* ids, float* y, i64 channels, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::EmbeddingAt(w, ids, channels, e);
+}
+
+// One thread per table element, each running its own chain over its row's positions (the index
+// lists them in order); neighbouring threads read neighbouring columns of the same dY rows.
+__global__ void EmbeddingGradKernel(const float* dy, const i64* index, float* dw, i64 vocab, i64 channels, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) dw[e] = gpu::EmbeddingGradAt(dy, index, vocab, channels, e);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
@@ -225,7 +295,7 @@ class DeviceBuffer {
 };
 
 // Buffer slots: inputs first, then outputs, then scratch.
-constexpr int kMaxInputs = 4;
+constexpr int kMaxInputs = 5;
 constexpr int kMaxOutputs = 3;
 constexpr int kScratchSlot = kMaxInputs + kMaxOutputs;
 constexpr int kNumSlots = kScratchSlot + 1;
@@ -293,7 +363,10 @@ class GpuBackend final : public Backend {
     switch (op) {
       case Op::kMatmul:
       case Op::kMatmulGradA:
-      case Op::kMatmulGradB: {
+      case Op::kMatmulGradB:
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB: {
         MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
         m.x = in[0];
         m.y = in[1];
@@ -353,6 +426,79 @@ class GpuBackend final : public Backend {
           AdamWKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], in[3], out[0], out[1], out[2],
                                                                gpu::AdamScalarsOf(attrs), n);
         return Status::Ok();
+      case Op::kAdd:
+        if (n > 0) AddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
+        return Status::Ok();
+      case Op::kTransposeHeads:
+        if (n > 0) {
+          const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+          TransposeHeadsKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, n);
+        }
+        return Status::Ok();
+      case Op::kGelu:
+        if (n > 0) GeluKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], n);
+        return Status::Ok();
+      case Op::kGeluGrad:
+        if (n > 0) GeluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
+        return Status::Ok();
+      case Op::kLayerNorm: {  // in X, gamma, beta; out Y, Mean, Rstd
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        if (l.rows == 0) return Status::Ok();
+        LayerNormStatsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], l, attrs.eps, out[1], out[2]);
+        LayerNormKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], out[1], out[2], out[0], l, n);
+        return Status::Ok();
+      }
+      case Op::kLayerNormGrad: {  // in X, gamma, Mean, Rstd, dY; out dX, dGamma, dBeta
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        POLNODE_ASSIGN_OR_RETURN(float* ab, buffers_[kScratchSlot].Reserve(2 * l.rows));
+        if (l.rows > 0) {
+          LayerNormGradSumsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2],
+                                                                                       in[3], l, ab);
+          LayerNormGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2], in[3], ab,
+                                                                             out[0], l, n);
+        }
+        // Few outputs with long chains: small blocks spread them over more multiprocessors.
+        constexpr int kSmallBlock = 64;
+        const auto column_blocks = static_cast<unsigned>((l.channels + kSmallBlock - 1) / kSmallBlock);
+        LayerNormGradParamsKernel<<<column_blocks, kSmallBlock, 0, stream_>>>(in[0], in[4], in[2], in[3], out[1],
+                                                                              out[2], l);
+        return Status::Ok();
+      }
+      case Op::kCausalSoftmax: {
+        const i64 t = inputs[0]->shape().back();
+        if (n > 0) {
+          CausalSoftmaxKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, attrs.scale, n / t);
+        }
+        return Status::Ok();
+      }
+      case Op::kCausalSoftmaxGrad: {
+        const i64 t = inputs[0]->shape().back();
+        if (n > 0) {
+          CausalSoftmaxGradKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], t,
+                                                                                      attrs.scale, n / t);
+        }
+        return Status::Ok();
+      }
+      case Op::kEmbedding:
+        if (n > 0) {
+          EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(1), n);
+        }
+        return Status::Ok();
+      case Op::kEmbeddingGrad: {  // in ids, dY; out dW[V, C]
+        const i64 vocab = shapes[0][0], channels = shapes[0][1];
+        host_index_ = gpu::EmbeddingGradIndex(inputs[0]->data(), inputs[0]->numel(), vocab);
+        // The i64 index in the float scratch buffer: device allocations are aligned far beyond 8.
+        POLNODE_ASSIGN_OR_RETURN(float* scratch,
+                                 buffers_[kScratchSlot].Reserve(2 * static_cast<i64>(host_index_.size())));
+        auto* index = reinterpret_cast<i64*>(scratch);
+        POLNODE_GPU_CHECK(
+            gpuMemcpyAsync(index, host_index_.data(), host_index_.size() * sizeof(i64), gpuMemcpyHostToDevice, stream_),
+            "copy of the embedding index to the device");
+        if (n > 0) {
+          EmbeddingGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[1], index, out[0], vocab, channels, n);
+        }
+        return Status::Ok();
+      }
     }
     return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
   }
@@ -362,8 +508,9 @@ class GpuBackend final : public Backend {
     if (blocks == 0) return Status::Ok();
     // 2^31 - 1 blocks of 4096 outputs each: beyond any output that fits in device memory.
     if (blocks > (i64{1} << 31) - 1) {
-      return Status::ResourceExhausted("a matrix product with " + std::to_string(m.rows) + " x " +
-                                       std::to_string(m.cols) + " outputs exceeds one GPU grid");
+      return Status::ResourceExhausted("a matrix product with " + std::to_string(m.batches) + " x " +
+                                       std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                                       " outputs exceeds one GPU grid");
     }
     const dim3 block(gpu::kTileThreads, gpu::kTileThreads);
     MatmulKernel<<<static_cast<unsigned>(blocks), block, 0, stream_>>>(m);
@@ -372,6 +519,9 @@ class GpuBackend final : public Backend {
 
   gpuStream_t stream_;
   std::vector<DeviceBuffer> buffers_;
+  // kEmbeddingGrad's position index, kept until the next Run so the asynchronous copy never reads
+  // freed host memory.
+  std::vector<i64> host_index_;
 };
 
 // Inputs for the self-test whose fused and unfused results differ, so a device or compiler that

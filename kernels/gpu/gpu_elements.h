@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // The vendor runtime first: detmath.h's device paths use its intrinsics (__fmaf_rn, ...).
@@ -40,13 +41,14 @@ POLNODE_HOST_DEVICE inline float Sqrt(float x) {
 }
 
 // ---- Matrix products -----------------------------------------------------------------------
-// One tiled kernel serves kMatmul and both gradients through strides:
+// One tiled kernel serves kMatmul, both gradients and their batched forms through strides:
 //   out[i, j] = fma chain over p ascending from +0.0f of X(i, p) * Y(p, j),
 //   X(i, p) = x[i * xsi + p * xsp],  Y(p, j) = y[p * ysp + j * ysj].
-// A block owns a kTile x kTile output tile (MatmulTileOrigin); each of its kTileThreads^2 threads owns kMicro^2 outputs
-// (rows ty + kTileThreads * r, columns tx + kTileThreads * c). The block walks p in tiles of kTileP:
-// all threads stage the tile (MatmulStage), a barrier, each thread continues its chains over the
-// staged p in ascending order (MatmulSteps), a barrier; finally MatmulStore.
+// A block owns a kTile x kTile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each
+// of its kTileThreads^2 threads owns kMicro^2 outputs (rows ty + kTileThreads * r, columns
+// tx + kTileThreads * c). The block walks p in tiles of kTileP: all threads stage the tile
+// (MatmulStage), a barrier, each thread continues its chains over the staged p in ascending order
+// (MatmulSteps), a barrier; finally MatmulStore.
 inline constexpr int kTile = 64;
 inline constexpr int kTileP = 16;
 inline constexpr int kTileThreads = 16;
@@ -63,40 +65,71 @@ struct MatmulOperands {
   i64 ysp, ysj;
   float* out;
   i64 rows, cols, depth;
+  // The batched products: `batches` independent products, matrix g at x + g * x_batch, y + g *
+  // y_batch, out + g * out_batch. A 2-D product is one batch.
+  i64 batches = 1;
+  i64 x_batch = 0, y_batch = 0, out_batch = 0;
 };
 
-/// The strides and sizes of `op` (kMatmul, kMatmulGradA or kMatmulGradB) for validated `inputs`,
-/// with x, y, out left null for the caller to fill with device (or host) pointers.
+/// The strides and sizes of `op` (kMatmul, kMatmulGradA, kMatmulGradB or their batched forms) for
+/// validated `inputs`, with x, y, out left null for the caller to fill with device (or host)
+/// pointers. The batched forms use the 2-D layout on the last two axes of each input.
 inline MatmulOperands MatmulOperandsFor(Op op, std::span<const Tensor* const> inputs) {
   const Tensor& a = *inputs[0];
   const Tensor& b = *inputs[1];
+  const int r = a.rank();
+  const i64 a0 = a.dim(r - 2), a1 = a.dim(r - 1), b0 = b.dim(r - 2), b1 = b.dim(r - 1);
+  i64 batches = 1;
+  for (int axis = 0; axis < r - 2; ++axis) batches *= a.dim(axis);
+  MatmulOperands m{};
   switch (op) {
-    case Op::kMatmulGradA: {  // dC[M,N] B[K,N] -> dA[M,K]: X = dC, Y(p = n, j = k) = B[k, n]
-      const i64 m = a.dim(0), n = a.dim(1), k = b.dim(0);
-      return {nullptr, n, 1, nullptr, 1, n, nullptr, m, k, n};
-    }
-    case Op::kMatmulGradB: {  // A[M,K] dC[M,N] -> dB[K,N]: X(i = k, p = m) = A[m, k], Y = dC
-      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
-      return {nullptr, 1, k, nullptr, n, 1, nullptr, k, n, m};
-    }
-    default: {  // kMatmul: A[M,K] B[K,N] -> C[M,N]
-      const i64 m = a.dim(0), k = a.dim(1), n = b.dim(1);
-      return {nullptr, k, 1, nullptr, n, 1, nullptr, m, n, k};
-    }
+    case Op::kMatmulGradA:
+    case Op::kBatchedMatmulGradA:  // dC[M,N] B[K,N] -> dA[M,K]: X = dC, Y(p = n, j = k) = B[k, n]
+      m = {nullptr, a1, 1, nullptr, 1, b1, nullptr, a0, b0, a1};
+      break;
+    case Op::kMatmulGradB:
+    case Op::kBatchedMatmulGradB:  // A[M,K] dC[M,N] -> dB[K,N]: X(i = k, p = m) = A[m, k], Y = dC
+      m = {nullptr, 1, a1, nullptr, b1, 1, nullptr, a1, b1, a0};
+      break;
+    default:  // kMatmul, kBatchedMatmul: A[M,K] B[K,N] -> C[M,N]
+      m = {nullptr, a1, 1, nullptr, b1, 1, nullptr, a0, b1, a1};
+      break;
   }
+  m.batches = batches;
+  m.x_batch = a0 * a1;
+  m.y_batch = b0 * b1;
+  m.out_batch = m.rows * m.cols;
+  return m;
 }
 
-/// Number of kTile x kTile output tiles, one block each (0 for an empty output).
-inline i64 MatmulBlocks(const MatmulOperands& m) {
+/// Number of kTile x kTile output tiles of one matrix.
+POLNODE_HOST_DEVICE inline i64 MatmulTilesPerMatrix(const MatmulOperands& m) {
   return ((m.rows + kTile - 1) / kTile) * ((m.cols + kTile - 1) / kTile);
 }
 
-/// The first output row and column of block `block`'s tile, tiles numbered row-major. A 1-D grid
-/// avoids the 65535-block limit of the second grid axis.
-POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 block, i64* i0, i64* j0) {
+/// Number of blocks: one per output tile of every matrix (0 for an empty output).
+inline i64 MatmulBlocks(const MatmulOperands& m) { return m.batches * MatmulTilesPerMatrix(m); }
+
+/// The single product block `block` works on (its matrix's pointers) and, in *tile, the block's
+/// tile within that matrix. Blocks run matrix by matrix, tiles row-major within each.
+POLNODE_HOST_DEVICE inline MatmulOperands MatmulOfBlock(const MatmulOperands& m, i64 block, i64* tile) {
+  const i64 tiles = MatmulTilesPerMatrix(m);
+  const i64 g = block / tiles;
+  *tile = block % tiles;
+  MatmulOperands one = m;
+  one.x = m.x + g * m.x_batch;
+  one.y = m.y + g * m.y_batch;
+  one.out = m.out + g * m.out_batch;
+  one.batches = 1;
+  return one;
+}
+
+/// The first output row and column of tile `tile` of a matrix, tiles numbered row-major. A 1-D
+/// grid avoids the 65535-block limit of the second grid axis.
+POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 tile, i64* i0, i64* j0) {
   const i64 tiles_per_row = (m.cols + kTile - 1) / kTile;
-  *i0 = (block / tiles_per_row) * kTile;
-  *j0 = (block % tiles_per_row) * kTile;
+  *i0 = (tile / tiles_per_row) * kTile;
+  *j0 = (tile % tiles_per_row) * kTile;
 }
 
 /// Stages element `e` (0 <= e < kTile * kTileP) of the p-tile at p0 of block (i0, j0) into
@@ -385,6 +418,175 @@ POLNODE_HOST_DEVICE inline void AdamWAt(const float* w, const float* g, const fl
   m_out[e] = m1;
   v_out[e] = v1;
   w_out[e] = w1 - s.lr * (mhat / (Sqrt(vhat) + s.eps));
+}
+
+// ---- Transformer operators ------------------------------------------------------------------
+/// kAdd, element e: A[e] + B[e], one rounding.
+POLNODE_HOST_DEVICE inline float AddAt(const float* a, const float* b, i64 e) { return a[e] + b[e]; }
+
+/// kTransposeHeads' sizes: X[outer, rows, cols, depth] -> Y[outer, cols, rows, depth].
+struct TransposeDims {
+  i64 outer, rows, cols, depth;
+};
+
+inline TransposeDims TransposeDimsOf(const Tensor& x) { return {x.dim(0), x.dim(1), x.dim(2), x.dim(3)}; }
+
+/// Y[e] (e = ((n * cols + b) * rows + a) * depth + d) = X[n, a, b, d]: a copy, no arithmetic.
+POLNODE_HOST_DEVICE inline float TransposeHeadsAt(const float* x, TransposeDims t, i64 e) {
+  const i64 d = e % t.depth;
+  const i64 a = (e / t.depth) % t.rows;
+  const i64 b = (e / (t.depth * t.rows)) % t.cols;
+  const i64 n = e / (t.depth * t.rows * t.cols);
+  return x[((n * t.rows + a) * t.cols + b) * t.depth + d];
+}
+
+/// kGelu and kGeluGrad, element e: detmath.h's formulas, the reference's own code.
+POLNODE_HOST_DEVICE inline float GeluAt(float x) { return det::GeluTanh(x); }
+POLNODE_HOST_DEVICE inline float GeluGradAt(float x, float dy) { return det::GeluTanhGrad(x, dy); }
+
+// ---- LayerNorm ------------------------------------------------------------------------------
+/// X[..., C] as rows x channels.
+struct RowLayout {
+  i64 rows, channels;
+};
+
+inline RowLayout RowLayoutOf(const Tensor& x) {
+  const i64 channels = x.shape().back();
+  return {x.numel() / channels, channels};
+}
+
+/// Row r's chains (one thread per row): mean = sum / C, rstd = 1 / sqrt(var + eps).
+POLNODE_HOST_DEVICE inline void LayerNormStatsRow(const float* x, RowLayout l, float eps, i64 r, float* mean,
+                                                  float* rstd) {
+  const float* xr = x + r * l.channels;
+  const float cf = static_cast<float>(l.channels);
+  float sum = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) sum = sum + xr[c];
+  const float m = sum / cf;
+  float sq = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) {
+    const float d = xr[c] - m;
+    sq = det::Fma(d, d, sq);
+  }
+  mean[r] = m;
+  rstd[r] = 1.0f / Sqrt(sq / cf + eps);
+}
+
+/// Y[e] = fma((x - mean) * rstd, gamma, beta), once the row's statistics are known.
+POLNODE_HOST_DEVICE inline float LayerNormAt(const float* x, const float* gamma, const float* beta, const float* mean,
+                                             const float* rstd, RowLayout l, i64 e) {
+  const i64 r = e / l.channels;
+  const i64 c = e % l.channels;
+  return det::Fma((x[e] - mean[r]) * rstd[r], gamma[c], beta[c]);
+}
+
+/// Row r's backward chains (one thread per row): ab[2r] = sum_g / C, ab[2r + 1] = sum_gx / C.
+POLNODE_HOST_DEVICE inline void LayerNormGradSumsRow(const float* x, const float* dy, const float* gamma,
+                                                     const float* mean, const float* rstd, RowLayout l, i64 r,
+                                                     float* ab) {
+  float sum_g = 0.0f;
+  float sum_gx = 0.0f;
+  for (i64 c = 0; c < l.channels; ++c) {
+    const i64 e = r * l.channels + c;
+    const float g = dy[e] * gamma[c];
+    sum_g = sum_g + g;
+    sum_gx = det::Fma(g, (x[e] - mean[r]) * rstd[r], sum_gx);
+  }
+  const float cf = static_cast<float>(l.channels);
+  ab[2 * r] = sum_g / cf;
+  ab[2 * r + 1] = sum_gx / cf;
+}
+
+/// dX[e] = rstd * fma(-xhat, b, g - a), from the row's ab.
+POLNODE_HOST_DEVICE inline float LayerNormGradInputAt(const float* x, const float* dy, const float* gamma,
+                                                      const float* mean, const float* rstd, const float* ab,
+                                                      RowLayout l, i64 e) {
+  const i64 r = e / l.channels;
+  const float xhat = (x[e] - mean[r]) * rstd[r];
+  const float g = dy[e] * gamma[e % l.channels];
+  return rstd[r] * det::Fma(-xhat, ab[2 * r + 1], g - ab[2 * r]);
+}
+
+/// Column c's chains over the rows (one thread per column): dGamma[c] and dBeta[c].
+POLNODE_HOST_DEVICE inline void LayerNormGradParamsAt(const float* x, const float* dy, const float* mean,
+                                                      const float* rstd, RowLayout l, i64 c, float* dgamma,
+                                                      float* dbeta) {
+  float acc_gamma = 0.0f;
+  float acc_beta = 0.0f;
+  for (i64 r = 0; r < l.rows; ++r) {
+    const i64 e = r * l.channels + c;
+    acc_gamma = det::Fma(dy[e], (x[e] - mean[r]) * rstd[r], acc_gamma);
+    acc_beta = acc_beta + dy[e];
+  }
+  dgamma[c] = acc_gamma;
+  dbeta[c] = acc_beta;
+}
+
+// ---- Causal softmax -------------------------------------------------------------------------
+/// Row r of the [..., T, T] scores (one thread per row; query i = r % T sees keys 0..i): P's row
+/// in op.h's order, +0.0f past the diagonal.
+POLNODE_HOST_DEVICE inline void CausalSoftmaxRow(const float* s, float* p, i64 t, float scale, i64 r) {
+  const i64 visible = r % t + 1;
+  const float* sr = s + r * t;
+  float* pr = p + r * t;
+  float mx = sr[0] * scale;
+  for (i64 j = 1; j < visible; ++j) {
+    const float z = sr[j] * scale;
+    if (z > mx) mx = z;
+  }
+  float sum = 0.0f;
+  for (i64 j = 0; j < visible; ++j) {
+    const float e = det::Exp(sr[j] * scale - mx);
+    pr[j] = e;
+    sum = sum + e;
+  }
+  for (i64 j = 0; j < visible; ++j) pr[j] = pr[j] / sum;
+  for (i64 j = visible; j < t; ++j) pr[j] = 0.0f;
+}
+
+/// Row r of dS: the dot chain, then (P * (dP - dot)) * scale, +0.0f past the diagonal.
+POLNODE_HOST_DEVICE inline void CausalSoftmaxGradRow(const float* p, const float* dp, float* ds, i64 t, float scale,
+                                                     i64 r) {
+  const i64 visible = r % t + 1;
+  const float* pr = p + r * t;
+  const float* dpr = dp + r * t;
+  float dot = 0.0f;
+  for (i64 j = 0; j < visible; ++j) dot = det::Fma(pr[j], dpr[j], dot);
+  for (i64 j = 0; j < visible; ++j) ds[r * t + j] = (pr[j] * (dpr[j] - dot)) * scale;
+  for (i64 j = visible; j < t; ++j) ds[r * t + j] = 0.0f;
+}
+
+// ---- Embedding ------------------------------------------------------------------------------
+/// kEmbedding, element e of Y[..., C]: W[ids[e / C], e % C] (ids validated by InferOutputShapes).
+POLNODE_HOST_DEVICE inline float EmbeddingAt(const float* w, const float* ids, i64 channels, i64 e) {
+  return w[static_cast<i64>(ids[e / channels]) * channels + e % channels];
+}
+
+/// The positions of each table row, for kEmbeddingGrad: index[v] .. index[v + 1] - 1 (offsets
+/// into the list after the V + 1 offsets) hold, in ascending order, the positions n with
+/// ids[n] = v. Built on the host by a stable counting sort (ids are exact integers in [0, V)), so
+/// each output element's chain runs over its positions in op.h's order without scanning all.
+inline std::vector<i64> EmbeddingGradIndex(const float* ids, i64 positions, i64 vocab) {
+  std::vector<i64> index(static_cast<std::size_t>(vocab + 1 + positions), 0);
+  for (i64 n = 0; n < positions; ++n) ++index[static_cast<std::size_t>(ids[n]) + 1];
+  for (i64 v = 0; v < vocab; ++v) index[static_cast<std::size_t>(v + 1)] += index[static_cast<std::size_t>(v)];
+  std::vector<i64> next(index.begin(), index.begin() + vocab);
+  for (i64 n = 0; n < positions; ++n) {
+    const auto v = static_cast<std::size_t>(ids[n]);
+    index[static_cast<std::size_t>(vocab + 1 + next[v]++)] = n;
+  }
+  return index;
+}
+
+/// kEmbeddingGrad, element e = v * C + c of dW[V, C]: the chain over v's positions ascending,
+/// from +0.0f, of dY[n, c].
+POLNODE_HOST_DEVICE inline float EmbeddingGradAt(const float* dy, const i64* index, i64 vocab, i64 channels, i64 e) {
+  const i64 v = e / channels;
+  const i64 c = e % channels;
+  const i64* positions = index + vocab + 1;
+  float acc = 0.0f;
+  for (i64 i = index[v]; i < index[v + 1]; ++i) acc = acc + dy[positions[i] * channels + c];
+  return acc;
 }
 
 }  // namespace polnode::kernels::gpu

@@ -87,11 +87,12 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
       mix(t->data(), static_cast<std::size_t>(t->numel()) * sizeof(float));
     }
     for (float f : {attrs.lr, attrs.momentum, attrs.weight_decay, attrs.beta1, attrs.beta2,
-                    attrs.eps, attrs.bias_correction1, attrs.bias_correction2}) {
+                    attrs.eps, attrs.bias_correction1, attrs.bias_correction2, attrs.scale}) {
       mix(&f, sizeof f);
     }
     mix(&attrs.pool_input_h, sizeof attrs.pool_input_h);
     mix(&attrs.pool_input_w, sizeof attrs.pool_input_w);
+    mix(&attrs.num_embeddings, sizeof attrs.num_embeddings);
     key += std::to_string(hash);
     static std::map<std::string, Result<std::vector<Tensor>>> cache;
     auto it = cache.find(key);
@@ -99,8 +100,14 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
     return it->second;
   }
 
-  // Runs `op` on both backends and asserts every output has the same bits.
-  void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {}) {
+  // Runs `op` on both backends and asserts every output has the same bits; with kAnyNan, a NaN
+  // matches any NaN (op.h leaves NaN payloads and signs open for the transformer operators: an
+  // operation with several NaN operands returns one of them, and which one differs between fma
+  // instructions and libm's fmaf, and with the operand order a compiler picks for a commutative
+  // op).
+  enum class Nans { kSameBits, kAnyNan };
+  void ExpectSameBits(Op op, const std::vector<const Tensor*>& inputs, const OpAttrs& attrs = {},
+                      Nans nans = Nans::kSameBits) {
     const Result<std::vector<Tensor>>& want = ReferenceOutputs(op, inputs, attrs);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     auto got = RunOp(*fast_, op, attrs, inputs);
@@ -111,6 +118,7 @@ class CpuBackendTest : public ::testing::TestWithParam<Config> {
       ASSERT_EQ(g.shape(), w.shape()) << OpName(op) << " output " << o;
       if (g.BitwiseEqual(w)) continue;
       for (std::int64_t e = 0; e < w.numel(); ++e) {
+        if (nans == Nans::kAnyNan && std::isnan(g.data()[e]) && std::isnan(w.data()[e])) continue;
         ASSERT_EQ(std::memcmp(g.data() + e, w.data() + e, sizeof(float)), 0)
             << OpName(op) << " on " << ShapeToString(inputs[0]->shape()) << ", output " << o
             << " element " << e << ": fast " << g.data()[e] << " vs reference " << w.data()[e];
@@ -241,6 +249,155 @@ TEST_P(CpuBackendTest, OptimizersInPlaceMatchOutOfPlace) {
   EXPECT_TRUE(w.BitwiseEqual((*want)[0]));
   EXPECT_TRUE(m.BitwiseEqual((*want)[1]));
   EXPECT_TRUE(v.BitwiseEqual((*want)[2]));
+}
+
+TEST_P(CpuBackendTest, AddAndTransposeHeads) {
+  std::uint32_t seed = 800;
+  for (const Shape& shape :
+       {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{3, 17, 4, 9}, Shape{12, 64, 4, 32}}) {
+    const Tensor a = AwkwardTensor(shape, seed++, true), b = AwkwardTensor(shape, seed++, true);
+    ExpectSameBits(Op::kAdd, {&a, &b}, {}, Nans::kAnyNan);  // NaN + NaN: either payload
+    ExpectSameBits(Op::kTransposeHeads, {&a});
+  }
+}
+
+TEST_P(CpuBackendTest, AddInPlaceMatchesOutOfPlace) {
+  const Tensor a0 = RandomTensor({1001}, 810), b0 = RandomTensor({1001}, 811);
+  auto want = RunOp(*reference_, Op::kAdd, {}, {&a0, &b0});
+  ASSERT_TRUE(want.ok());
+  for (int target : {0, 1}) {
+    Tensor a = a0, b = b0;
+    std::vector<const Tensor*> inputs = {&a, &b};
+    std::vector<Tensor*> outputs = {target == 0 ? &a : &b};
+    ASSERT_TRUE(fast_->Run(Op::kAdd, {}, inputs, outputs).ok());
+    EXPECT_TRUE(outputs[0]->BitwiseEqual((*want)[0])) << "in place over input " << target;
+  }
+}
+
+// GELU runs det::Tanh (and through it det::Exp) lane by lane: a sweep through every region of both
+// formulas (tiny, polynomial, exponential, saturated, x^3 overflowing), every float of the
+// neighbourhoods where the formulas switch, special values, and ragged lengths for the tails.
+TEST_P(CpuBackendTest, GeluAndGradOverSweeps) {
+  std::vector<float> values;
+  for (float x = -30.0f; x <= 30.0f; x += 0.00390625f) values.push_back(x);  // 2^-8 steps
+  // Where tanh's argument crosses 2^-12, 1 and 10: inner = beta * (x + kappa x^3) ~ 0.8 x.
+  for (const float centre : {3.06e-4f, 1.1f, 1.22f, 6.2f, 9.0f, 11.8f}) {
+    float x = centre;
+    for (int i = 0; i < 3000; ++i) x = std::nextafter(x, 0.0f);
+    for (int i = 0; i < 6000; ++i) {
+      values.push_back(x);
+      values.push_back(-x);
+      x = std::nextafter(x, 100.0f);
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float special : {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-30f, 1e15f, -1e15f, 1e20f, -1e20f,
+                              3e38f, -3e38f, inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+    values.push_back(special);
+  }
+  for (std::int64_t length : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33},
+                              static_cast<std::int64_t>(values.size())}) {
+    auto x = Tensor::FromValues({length}, std::vector<float>(values.end() - length, values.end()));
+    ASSERT_TRUE(x.ok());
+    const Tensor dy = AwkwardTensor({length}, static_cast<std::uint32_t>(900 + length), true);
+    ExpectSameBits(Op::kGelu, {&*x});
+    ExpectSameBits(Op::kGeluGrad, {&*x, &dy}, {}, Nans::kAnyNan);
+  }
+}
+
+TEST_P(CpuBackendTest, LayerNormAndGrad) {
+  OpAttrs attrs;
+  attrs.eps = 1e-5f;
+  std::uint32_t seed = 1000;
+  // Rows below, at and beyond the interleaved block of 8, ragged widths, rank 3, and GPT's size.
+  for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{8, 17}, Shape{13, 129},
+                             Shape{2, 9, 33}, Shape{768, 128}, Shape{1000, 5}}) {
+    for (bool with_nan : {false, true}) {
+      Tensor x = AwkwardTensor(shape, seed++, with_nan);
+      if (shape[0] > 2) {  // a constant row: var = 0, rstd = 1/sqrt(eps)
+        std::fill(x.data() + shape.back(), x.data() + 2 * shape.back(), 0.375f);
+      }
+      const Tensor gamma = AwkwardTensor({shape.back()}, seed++, false);
+      const Tensor beta = AwkwardTensor({shape.back()}, seed++, false);
+      const Tensor dy = AwkwardTensor(shape, seed++, with_nan);
+      const Nans nans = with_nan ? Nans::kAnyNan : Nans::kSameBits;
+      ExpectSameBits(Op::kLayerNorm, {&x, &gamma, &beta}, attrs, nans);
+      auto fwd = RunOp(*reference_, Op::kLayerNorm, attrs, {&x, &gamma, &beta});
+      ASSERT_TRUE(fwd.ok());
+      ExpectSameBits(Op::kLayerNormGrad, {&x, &gamma, &(*fwd)[1], &(*fwd)[2], &dy}, attrs, nans);
+    }
+  }
+}
+
+TEST_P(CpuBackendTest, CausalSoftmaxAndGrad) {
+  OpAttrs scaled;
+  scaled.scale = 0.125f;
+  OpAttrs odd;
+  odd.scale = 0.176776692f;
+  std::uint32_t seed = 1100;
+  // T = 1, T below, at and beyond the vector widths (8, 16), the GPT configuration's 64.
+  for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{2, 3, 16, 16}, Shape{3, 17, 17},
+                             Shape{1, 2, 33, 33}, Shape{12, 4, 64, 64}}) {
+    for (const OpAttrs& attrs : {OpAttrs{}, scaled, odd}) {
+      Tensor s = RandomTensor(shape, seed++, -30.0f, 30.0f);
+      const Tensor awkward = AwkwardTensor(shape, seed++, true);
+      // Some rows with NaN/-inf/zeros, and a far-off block where det::Exp's results are subnormal.
+      for (std::int64_t e = 0; e < s.numel(); e += 5) s.data()[e] = awkward.data()[e];
+      for (std::int64_t e = 1; e < s.numel(); e += 11)
+        s.data()[e] = -95.0f + static_cast<float>(e % 7);
+      ExpectSameBits(Op::kCausalSoftmax, {&s}, attrs, Nans::kAnyNan);
+      auto fwd = RunOp(*reference_, Op::kCausalSoftmax, attrs, {&s});
+      ASSERT_TRUE(fwd.ok());
+      const Tensor dp = AwkwardTensor(shape, seed++, true);
+      ExpectSameBits(Op::kCausalSoftmaxGrad, {&(*fwd)[0], &dp}, attrs, Nans::kAnyNan);
+    }
+  }
+}
+
+TEST_P(CpuBackendTest, BatchedMatmulAndGradients) {
+  struct Dims {
+    Shape batch;
+    std::int64_t m, k, n;
+  };
+  std::uint32_t seed = 1200;
+  // Fewer matrices than threads (the pool goes to each GEMM), more (matrices spread over threads),
+  // ragged sizes, an empty chain, rank 3 and 5, and the GPT configuration's attention products.
+  for (const Dims& d :
+       {Dims{{1}, 1, 1, 1}, Dims{{2, 3}, 7, 17, 5}, Dims{{1, 2}, 65, 33, 63}, Dims{{3}, 4, 0, 5},
+        Dims{{12, 4}, 64, 32, 64}, Dims{{2, 2, 2}, 9, 300, 13}}) {
+    Shape a = d.batch, b = d.batch, c = d.batch;
+    a.insert(a.end(), {d.m, d.k});
+    b.insert(b.end(), {d.k, d.n});
+    c.insert(c.end(), {d.m, d.n});
+    const Tensor ta = AwkwardTensor(a, seed++, false), tb = AwkwardTensor(b, seed++, false);
+    const Tensor tc = AwkwardTensor(c, seed++, false);
+    ExpectSameBits(Op::kBatchedMatmul, {&ta, &tb});
+    ExpectSameBits(Op::kBatchedMatmulGradA, {&tc, &tb});
+    ExpectSameBits(Op::kBatchedMatmulGradB, {&ta, &tc});
+  }
+}
+
+TEST_P(CpuBackendTest, EmbeddingAndGrad) {
+  struct Dims {
+    std::int64_t vocab, channels;
+    Shape ids;
+  };
+  std::uint32_t seed = 1300;
+  // Tables with fewer rows than threads, many repeats per row, rows no id names, GPT's sizes.
+  for (const Dims& d : {Dims{1, 1, {1}}, Dims{3, 17, {40}}, Dims{5, 33, {2, 9}},
+                        Dims{65, 128, {12, 64}}, Dims{1000, 7, {64}}}) {
+    const Tensor w = AwkwardTensor({d.vocab, d.channels}, seed++, true);
+    const Tensor ids = RandomLabels(NumElements(d.ids), d.vocab, seed++);
+    Tensor shaped_ids = ids;
+    ASSERT_TRUE(shaped_ids.Reshape(d.ids).ok());
+    Shape dy_shape = d.ids;
+    dy_shape.push_back(d.channels);
+    const Tensor dy = AwkwardTensor(dy_shape, seed++, true);
+    OpAttrs attrs;
+    attrs.num_embeddings = d.vocab;
+    ExpectSameBits(Op::kEmbedding, {&w, &shaped_ids});
+    ExpectSameBits(Op::kEmbeddingGrad, {&shaped_ids, &dy}, attrs, Nans::kAnyNan);
+  }
 }
 
 TEST_P(CpuBackendTest, RejectsBadShapesWithTheReferenceMessage) {

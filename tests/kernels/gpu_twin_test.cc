@@ -27,7 +27,7 @@ using gpu::i64;
 // Emulates MatmulKernel: for each block, the staging phase of all its threads, the barrier, the
 // step phase of all its threads, the barrier, ... then every thread's store. Barriers separate
 // the phases on the GPU, so running each phase for all threads in turn is the same computation.
-void TwinMatmul(const gpu::MatmulOperands& m) {
+void TwinMatmul(const gpu::MatmulOperands& all) {
   constexpr int kThreads = gpu::kTileThreads * gpu::kTileThreads;
   std::vector<float> xs(gpu::kTileStage);
   std::vector<float> ys(gpu::kTileStage);
@@ -35,10 +35,12 @@ void TwinMatmul(const gpu::MatmulOperands& m) {
     float v[gpu::kMicro][gpu::kMicro];
   };
   std::vector<ThreadChains> acc(kThreads);
-  for (i64 block = 0; block < gpu::MatmulBlocks(m); ++block) {
+  for (i64 block = 0; block < gpu::MatmulBlocks(all); ++block) {
+    i64 tile = 0;
+    const gpu::MatmulOperands m = gpu::MatmulOfBlock(all, block, &tile);
     i64 i0 = 0;
     i64 j0 = 0;
-    gpu::MatmulTileOrigin(m, block, &i0, &j0);
+    gpu::MatmulTileOrigin(m, tile, &i0, &j0);
     for (ThreadChains& a : acc)
       for (auto& row : a.v)
         for (float& v : row) v = 0.0f;
@@ -90,7 +92,10 @@ class GpuTwinBackend final : public Backend {
     switch (op) {
       case Op::kMatmul:
       case Op::kMatmulGradA:
-      case Op::kMatmulGradB: {
+      case Op::kMatmulGradB:
+      case Op::kBatchedMatmul:
+      case Op::kBatchedMatmulGradA:
+      case Op::kBatchedMatmulGradB: {
         gpu::MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
         m.x = in(0);
         m.y = in(1);
@@ -145,6 +150,57 @@ class GpuTwinBackend final : public Backend {
       case Op::kAdamW: {
         const gpu::AdamScalars s = gpu::AdamScalarsOf(attrs);
         for (i64 e = 0; e < n; ++e) gpu::AdamWAt(in(0), in(1), in(2), in(3), out(0), out(1), out(2), s, e);
+        break;
+      }
+      case Op::kAdd:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::AddAt(in(0), in(1), e);
+        break;
+      case Op::kTransposeHeads: {
+        const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::TransposeHeadsAt(in(0), t, e);
+        break;
+      }
+      case Op::kGelu:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluAt(in(0)[e]);
+        break;
+      case Op::kGeluGrad:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluGradAt(in(0)[e], in(1)[e]);
+        break;
+      case Op::kLayerNorm: {  // the stats kernel, then the element kernel
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormStatsRow(in(0), l, attrs.eps, r, out(1), out(2));
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::LayerNormAt(in(0), in(1), in(2), out(1), out(2), l, e);
+        break;
+      }
+      case Op::kLayerNormGrad: {
+        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        std::vector<float> ab(static_cast<std::size_t>(2 * l.rows));
+        for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormGradSumsRow(in(0), in(4), in(1), in(2), in(3), l, r, ab.data());
+        for (i64 e = 0; e < n; ++e) {
+          out(0)[e] = gpu::LayerNormGradInputAt(in(0), in(4), in(1), in(2), in(3), ab.data(), l, e);
+        }
+        for (i64 c = 0; c < l.channels; ++c) {
+          gpu::LayerNormGradParamsAt(in(0), in(4), in(2), in(3), l, c, out(1), out(2));
+        }
+        break;
+      }
+      case Op::kCausalSoftmax: {
+        const i64 t = inputs[0]->shape().back();
+        for (i64 r = 0; r < n / t; ++r) gpu::CausalSoftmaxRow(in(0), out(0), t, attrs.scale, r);
+        break;
+      }
+      case Op::kCausalSoftmaxGrad: {
+        const i64 t = inputs[0]->shape().back();
+        for (i64 r = 0; r < n / t; ++r) gpu::CausalSoftmaxGradRow(in(0), in(1), out(0), t, attrs.scale, r);
+        break;
+      }
+      case Op::kEmbedding:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::EmbeddingAt(in(0), in(1), inputs[0]->dim(1), e);
+        break;
+      case Op::kEmbeddingGrad: {
+        const i64 vocab = shapes[0][0], channels = shapes[0][1];
+        const std::vector<i64> index = gpu::EmbeddingGradIndex(in(0), inputs[0]->numel(), vocab);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::EmbeddingGradAt(in(1), index.data(), vocab, channels, e);
         break;
       }
     }

@@ -226,6 +226,138 @@ TEST_F(GradientTest, SoftmaxCrossEntropy) {
   }
 }
 
+TEST_F(GradientTest, GeluTanh) {
+  // Values over [-5, 5], where GELU bends; it is smooth, so central differences are exact to
+  // O(step^2) = 1e-6 relative.
+  const Tensor x = RandomTensor({9, 13}, 30, -5.0f, 5.0f);
+  const Tensor r = RandomTensor({9, 13}, 31);
+  const double beta = std::sqrt(2.0 / 3.14159265358979323846);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y = in[0];
+    for (double& v : y) v = 0.5 * v * (1.0 + std::tanh(beta * (v + 0.044715 * v * v * v)));
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kGelu, {&x})[0], f({ToDouble(x)}), "Y");
+  ExpectGradientMatches(f, {ToDouble(x)}, 0, ToDouble(r), Run(Op::kGeluGrad, {&x, &r})[0], "dX");
+}
+
+TEST_F(GradientTest, AddAndTransposeHeads) {
+  // Both are linear and exact: the gradient of add is dC for each addend, and transpose_heads is
+  // its own adjoint (its gradient is the transpose of dY back).
+  const Tensor a = RandomTensor({2, 3, 4, 5}, 32), b = RandomTensor({2, 3, 4, 5}, 33);
+  const Tensor r = RandomTensor({2, 4, 3, 5}, 34);
+  const Forward transpose = [](const std::vector<Values>& in) {
+    Values y(in[0].size());
+    for (int n = 0; n < 2; ++n)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j)
+          for (int d = 0; d < 5; ++d)
+            y[((n * 4 + j) * 3 + i) * 5 + d] = in[0][((n * 3 + i) * 4 + j) * 5 + d];
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kTransposeHeads, {&a})[0], transpose({ToDouble(a)}), "Y");
+  ExpectGradientMatches(transpose, {ToDouble(a)}, 0, ToDouble(r), Run(Op::kTransposeHeads, {&r})[0],
+                        "dX");
+  const Forward add = [](const std::vector<Values>& in) {
+    Values y = in[0];
+    for (std::size_t e = 0; e < y.size(); ++e) y[e] += in[1][e];
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kAdd, {&a, &b})[0], add({ToDouble(a), ToDouble(b)}), "C");
+}
+
+TEST_F(GradientTest, LayerNorm) {
+  const int rows = 6, channels = 7;
+  attrs_.eps = 1e-5f;
+  const Tensor x = RandomTensor({2, 3, channels}, 40, -2.0f, 2.0f);
+  const Tensor gamma = RandomTensor({channels}, 41), beta = RandomTensor({channels}, 42);
+  const Tensor r = RandomTensor({2, 3, channels}, 43);
+  const double eps = attrs_.eps;
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y(in[0].size());
+    for (int row = 0; row < rows; ++row) {
+      double mean = 0.0, var = 0.0;
+      for (int c = 0; c < channels; ++c) mean += in[0][row * channels + c] / channels;
+      for (int c = 0; c < channels; ++c)
+        var += std::pow(in[0][row * channels + c] - mean, 2) / channels;
+      for (int c = 0; c < channels; ++c) {
+        y[row * channels + c] =
+            (in[0][row * channels + c] - mean) / std::sqrt(var + eps) * in[1][c] + in[2][c];
+      }
+    }
+    return y;
+  };
+  const std::vector<Values> in = {ToDouble(x), ToDouble(gamma), ToDouble(beta)};
+  const std::vector<Tensor> fwd = Run(Op::kLayerNorm, {&x, &gamma, &beta});
+  ExpectForwardMatches(fwd[0], f(in), "Y");
+  const std::vector<Tensor> grads = Run(Op::kLayerNormGrad, {&x, &gamma, &fwd[1], &fwd[2], &r});
+  ExpectGradientMatches(f, in, 0, ToDouble(r), grads[0], "dX");
+  ExpectGradientMatches(f, in, 1, ToDouble(r), grads[1], "dGamma");
+  ExpectGradientMatches(f, in, 2, ToDouble(r), grads[2], "dBeta");
+}
+
+TEST_F(GradientTest, CausalSoftmaxWithScale) {
+  const int mats = 3, t = 5;
+  attrs_.scale = 0.4f;
+  const Tensor s = RandomTensor({mats, t, t}, 44, -3.0f, 3.0f);
+  const Tensor r = RandomTensor({mats, t, t}, 45);
+  const double scale = attrs_.scale;
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values p(in[0].size(), 0.0);
+    for (int row = 0; row < mats * t; ++row) {
+      const int i = row % t;
+      double mx = -1e300, sum = 0.0;
+      for (int j = 0; j <= i; ++j) mx = std::max(mx, in[0][row * t + j] * scale);
+      for (int j = 0; j <= i; ++j) sum += std::exp(in[0][row * t + j] * scale - mx);
+      for (int j = 0; j <= i; ++j) p[row * t + j] = std::exp(in[0][row * t + j] * scale - mx) / sum;
+    }
+    return p;
+  };
+  const std::vector<Tensor> fwd = Run(Op::kCausalSoftmax, {&s});
+  ExpectForwardMatches(fwd[0], f({ToDouble(s)}), "P");
+  ExpectGradientMatches(f, {ToDouble(s)}, 0, ToDouble(r),
+                        Run(Op::kCausalSoftmaxGrad, {&fwd[0], &r})[0], "dS");
+}
+
+TEST_F(GradientTest, BatchedMatmul) {
+  const int g = 6, m = 4, k = 5, n = 3;  // [2, 3] batches
+  const Tensor a = RandomTensor({2, 3, m, k}, 50), b = RandomTensor({2, 3, k, n}, 51);
+  const Tensor r = RandomTensor({2, 3, m, n}, 52);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values c;
+    for (int i = 0; i < g; ++i) {
+      const Values ci =
+          MatmulD(Values(in[0].begin() + i * m * k, in[0].begin() + (i + 1) * m * k),
+                  Values(in[1].begin() + i * k * n, in[1].begin() + (i + 1) * k * n), m, k, n);
+      c.insert(c.end(), ci.begin(), ci.end());
+    }
+    return c;
+  };
+  const std::vector<Values> in = {ToDouble(a), ToDouble(b)};
+  ExpectForwardMatches(Run(Op::kBatchedMatmul, {&a, &b})[0], f(in), "C");
+  ExpectGradientMatches(f, in, 0, ToDouble(r), Run(Op::kBatchedMatmulGradA, {&r, &b})[0], "dA");
+  ExpectGradientMatches(f, in, 1, ToDouble(r), Run(Op::kBatchedMatmulGradB, {&a, &r})[0], "dB");
+}
+
+TEST_F(GradientTest, Embedding) {
+  const int vocab = 6, channels = 4, positions = 15;  // repeats, and rows no id names
+  const Tensor w = RandomTensor({vocab, channels}, 53);
+  const Tensor ids = RandomLabels(positions, vocab - 1, 54);
+  const Tensor r = RandomTensor({positions, channels}, 55);
+  const Forward f = [&](const std::vector<Values>& in) {
+    Values y;
+    for (int p = 0; p < positions; ++p) {
+      const auto row = static_cast<int>(ids.data()[p]);
+      y.insert(y.end(), in[0].begin() + row * channels, in[0].begin() + (row + 1) * channels);
+    }
+    return y;
+  };
+  ExpectForwardMatches(Run(Op::kEmbedding, {&w, &ids})[0], f({ToDouble(w)}), "Y");
+  attrs_.num_embeddings = vocab;
+  ExpectGradientMatches(f, {ToDouble(w)}, 0, ToDouble(r), Run(Op::kEmbeddingGrad, {&ids, &r})[0],
+                        "dW");
+}
+
 TEST_F(GradientTest, SgdMomentumMatchesDoubleFormula) {
   const Tensor w = RandomTensor({33}, 17), g = RandomTensor({33}, 18), v = RandomTensor({33}, 19);
   attrs_.lr = 0.05f;

@@ -89,6 +89,130 @@ TEST(OpTest, InfersShapesForEveryOperator) {
   EXPECT_EQ(*Infer(Op::kSoftmaxCrossEntropyGrad, {&c, &labels}), (std::vector<Shape>{{5, 7}}));
   EXPECT_EQ(*Infer(Op::kSgdMomentum, {&c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}}));
   EXPECT_EQ(*Infer(Op::kAdamW, {&c, &c, &c, &c}), (std::vector<Shape>{{5, 7}, {5, 7}, {5, 7}}));
+  EXPECT_EQ(*Infer(Op::kAdd, {&x4, &x4}), (std::vector<Shape>{{2, 3, 6, 5}}));
+  EXPECT_EQ(*Infer(Op::kTransposeHeads, {&x4}), (std::vector<Shape>{{2, 6, 3, 5}}));
+  EXPECT_EQ(*Infer(Op::kGelu, {&c}), (std::vector<Shape>{{5, 7}}));
+  EXPECT_EQ(*Infer(Op::kGeluGrad, {&c, &c}), (std::vector<Shape>{{5, 7}}));
+  const Tensor x3({2, 6, 5}), rows({2, 6}), gamma5({5});
+  EXPECT_EQ(*Infer(Op::kLayerNorm, {&x3, &gamma5, &gamma5}),
+            (std::vector<Shape>{{2, 6, 5}, {2, 6}, {2, 6}}));
+  EXPECT_EQ(*Infer(Op::kLayerNormGrad, {&x3, &gamma5, &rows, &rows, &x3}),
+            (std::vector<Shape>{{2, 6, 5}, {5}, {5}}));
+  const Tensor scores({2, 3, 4, 4});
+  EXPECT_EQ(*Infer(Op::kCausalSoftmax, {&scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
+  EXPECT_EQ(*Infer(Op::kCausalSoftmaxGrad, {&scores, &scores}), (std::vector<Shape>{{2, 3, 4, 4}}));
+  const Tensor q({2, 3, 4, 8}), k({2, 3, 4, 8}), s({2, 3, 4, 4}), v({2, 3, 4, 8});
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradA, {&q, &k}),
+            (std::vector<Shape>{{2, 3, 4, 4}}));                                        // Q K^T
+  EXPECT_EQ(*Infer(Op::kBatchedMatmul, {&s, &v}), (std::vector<Shape>{{2, 3, 4, 8}}));  // P V
+  EXPECT_EQ(*Infer(Op::kBatchedMatmulGradB, {&s, &v}),
+            (std::vector<Shape>{{2, 3, 4, 8}}));  // P^T dY
+  auto ids = Tensor::FromValues({2, 3}, {0.0f, 4.0f, 2.0f, 2.0f, 1.0f, 0.0f});
+  ASSERT_TRUE(ids.ok());
+  const Tensor table({5, 7}), dy({2, 3, 7});
+  EXPECT_EQ(*Infer(Op::kEmbedding, {&table, &*ids}), (std::vector<Shape>{{2, 3, 7}}));
+  OpAttrs emb;
+  emb.num_embeddings = 5;
+  EXPECT_EQ(*Infer(Op::kEmbeddingGrad, {&*ids, &dy}, emb), (std::vector<Shape>{{5, 7}}));
+}
+
+TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
+  // The numeric values are part of hashed graph descriptors: appended, never renumbered.
+  EXPECT_EQ(static_cast<int>(Op::kAdamW), 15);
+  EXPECT_EQ(static_cast<int>(Op::kAdd), 16);
+  EXPECT_EQ(static_cast<int>(Op::kTransposeHeads), 17);
+  EXPECT_EQ(static_cast<int>(Op::kGelu), 18);
+  EXPECT_EQ(static_cast<int>(Op::kGeluGrad), 19);
+  EXPECT_EQ(OpName(Op::kAdd), "add");
+  EXPECT_EQ(OpName(Op::kTransposeHeads), "transpose_heads");
+  EXPECT_EQ(OpName(Op::kGelu), "gelu");
+  EXPECT_EQ(OpName(Op::kGeluGrad), "gelu_grad");
+  EXPECT_EQ(static_cast<int>(Op::kLayerNorm), 20);
+  EXPECT_EQ(static_cast<int>(Op::kLayerNormGrad), 21);
+  EXPECT_EQ(static_cast<int>(Op::kCausalSoftmax), 22);
+  EXPECT_EQ(static_cast<int>(Op::kCausalSoftmaxGrad), 23);
+  EXPECT_EQ(OpName(Op::kLayerNorm), "layer_norm");
+  EXPECT_EQ(OpName(Op::kLayerNormGrad), "layer_norm_grad");
+  EXPECT_EQ(OpName(Op::kCausalSoftmax), "causal_softmax");
+  EXPECT_EQ(OpName(Op::kCausalSoftmaxGrad), "causal_softmax_grad");
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmul), 24);
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradA), 25);
+  EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradB), 26);
+  EXPECT_EQ(static_cast<int>(Op::kEmbedding), 27);
+  EXPECT_EQ(static_cast<int>(Op::kEmbeddingGrad), 28);
+  EXPECT_EQ(kNumOps, 29);
+  EXPECT_EQ(OpName(Op::kBatchedMatmul), "batched_matmul");
+  EXPECT_EQ(OpName(Op::kBatchedMatmulGradA), "batched_matmul_grad_a");
+  EXPECT_EQ(OpName(Op::kBatchedMatmulGradB), "batched_matmul_grad_b");
+  EXPECT_EQ(OpName(Op::kEmbedding), "embedding");
+  EXPECT_EQ(OpName(Op::kEmbeddingGrad), "embedding_grad");
+}
+
+TEST(OpTest, RejectsMismatchedBatchedMatmulShapes) {
+  const Tensor a({2, 3, 4, 5}), b({2, 3, 6, 7}), other_batch({3, 2, 5, 7}), m2({4, 5}),
+      r3({6, 4, 5});
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &b}), "inner dimensions differ (5 vs 6)");
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &other_batch}), "the leading (batch) axes must match");
+  ExpectError(Infer(Op::kBatchedMatmul, {&a, &r3}), "the leading (batch) axes must match");
+  ExpectError(Infer(Op::kBatchedMatmul, {&m2, &m2}), "input 0 (A) is [4, 5], expected rank >= 3");
+  ExpectError(Infer(Op::kBatchedMatmulGradA, {&a, &b}), "column counts differ (5 vs 7)");
+  ExpectError(Infer(Op::kBatchedMatmulGradB, {&a, &b}), "row counts differ (4 vs 6)");
+}
+
+TEST(OpTest, RejectsBadEmbeddingIdsAndShapes) {
+  const Tensor table({5, 7}), flat({35});
+  for (float bad : {-1.0f, 5.0f, 0.5f, std::nanf("")}) {
+    auto ids = Tensor::FromValues({3}, {0.0f, bad, 4.0f});
+    ASSERT_TRUE(ids.ok());
+    ExpectError(Infer(Op::kEmbedding, {&table, &*ids}), "input 1 (ids) element 1");
+    OpAttrs attrs;
+    attrs.num_embeddings = 5;
+    const Tensor dy({3, 7});
+    ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "input 0 (ids) element 1");
+  }
+  auto ids = Tensor::FromValues({3}, {0.0f, 1.0f, 4.0f});
+  ASSERT_TRUE(ids.ok());
+  ExpectError(Infer(Op::kEmbedding, {&flat, &*ids}), "input 0 (W) is [35], expected rank 2");
+  const Tensor dy({3, 7}), dy_wrong({4, 7});
+  OpAttrs attrs;
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "attrs.num_embeddings is 0");
+  attrs.num_embeddings = 4;  // id 4 is now out of range
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy}, attrs), "expected an integer in [0, 4)");
+  attrs.num_embeddings = 5;
+  ExpectError(Infer(Op::kEmbeddingGrad, {&*ids, &dy_wrong}, attrs),
+              "dY must be ids' shape followed by C");
+}
+
+TEST(OpTest, RejectsBadLayerNormShapes) {
+  const Tensor x({4, 5}), v5({5}), v4({4}), rows4({4}), rows5({5}), x1({5}), empty_rows({4, 0});
+  ExpectError(Infer(Op::kLayerNorm, {&x1, &v5, &v5}), "input 0 (X) is [5], expected rank >= 2");
+  ExpectError(Infer(Op::kLayerNorm, {&empty_rows, &v5, &v5}), "1 <= C < 2^24");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v4, &v5}),
+              "input 1 (gamma) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNorm, {&x, &v5, &v4}),
+              "input 2 (beta) is [4], expected dimension 0 to be 5");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows5, &rows4, &x}),
+              "input 2 (Mean) is [5], expected [4]");
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows5, &x}),
+              "input 3 (Rstd) is [5], expected [4]");
+  const Tensor dy({5, 4});
+  ExpectError(Infer(Op::kLayerNormGrad, {&x, &v5, &rows4, &rows4, &dy}), "input 4 (dY) is [5, 4]");
+}
+
+TEST(OpTest, RejectsNonSquareOrEmptyScores) {
+  const Tensor wide({2, 3, 4}), none({2, 0, 0}), v({4}), sq({3, 3}), other({2, 2});
+  ExpectError(Infer(Op::kCausalSoftmax, {&wide}), "expected square score matrices [..., T, T]");
+  ExpectError(Infer(Op::kCausalSoftmax, {&none}), "with T >= 1");
+  ExpectError(Infer(Op::kCausalSoftmax, {&v}), "input 0 (S) is [4]");
+  ExpectError(Infer(Op::kCausalSoftmaxGrad, {&sq, &other}), "input 1 (dP) is [2, 2]");
+}
+
+TEST(OpTest, RejectsBadElementwiseAndTransposeShapes) {
+  const Tensor a({3, 4}), b({4, 3}), x3({2, 3, 4});
+  ExpectError(Infer(Op::kAdd, {&a, &b}), "input 0 (A) is [3, 4] but input 1 (B) is [4, 3]");
+  ExpectError(Infer(Op::kGeluGrad, {&a, &b}), "input 0 (X) is [3, 4] but input 1 (dY) is [4, 3]");
+  ExpectError(Infer(Op::kTransposeHeads, {&x3}),
+              "transpose_heads: input 0 (X) is [2, 3, 4], expected rank 4");
 }
 
 TEST(OpTest, RejectsWrongInputCountsNullsAndEmptyTensors) {
@@ -173,6 +297,11 @@ TEST(ValidateRunTest, AllowsOnlyTheDocumentedAliasing) {
   EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, too_many).ok());
   std::vector<Tensor*> null_out = {nullptr};
   EXPECT_FALSE(ValidateRun(Op::kRelu, attrs, relu_in, null_out).ok());
+  std::vector<const Tensor*> add_in = {&w, &g};
+  for (Tensor* target : {&w, &g}) {
+    std::vector<Tensor*> add_out = {target};
+    EXPECT_TRUE(ValidateRun(Op::kAdd, attrs, add_in, add_out).ok());
+  }
 }
 
 }  // namespace

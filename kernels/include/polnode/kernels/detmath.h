@@ -1,4 +1,5 @@
-// detmath.h: the project's own exp and log (DESIGN.md section 3), shared by CPU and GPU code.
+// detmath.h: the project's own exp, log and tanh (DESIGN.md section 3), and the GELU formulas built
+// on tanh, shared by CPU and GPU code.
 //
 // libm and the CUDA/HIP math libraries may differ in the last bit between versions, vendors and
 // devices, so every transcendental that feeds a hash is computed here from IEEE-754 operations
@@ -9,11 +10,17 @@
 // flush-to-zero) are assumed, as everywhere in polnode.
 //
 // Accuracy (checked against long double in tests/kernels/detmath_test.cc): at most 2 ulp, measured
-// below 1 ulp, for Exp on [-88, 88] and Log on every positive finite float, subnormals included.
+// below 1 ulp, for Exp on [-88, 88] and Log on every positive finite float, subnormals included;
+// at most 1 ulp (measured 0.980 over every float in [2^-13, 11]) for Tanh on every float.
+//
+// The constants are in detmath_constants.h (the fast CPU backend's vector versions of these
+// functions read them too, see there).
 #ifndef POLNODE_KERNELS_DETMATH_H_
 #define POLNODE_KERNELS_DETMATH_H_
 
 #include <cstdint>
+
+#include "polnode/kernels/detmath_constants.h"
 
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #include <cmath>
@@ -65,39 +72,6 @@ POLNODE_HOST_DEVICE inline float BitsFloat(std::uint32_t u) {
 POLNODE_HOST_DEVICE inline float Pow2(int k) {
   return BitsFloat(static_cast<std::uint32_t>(k + 127) << 23);
 }
-
-namespace detail {
-// Adding then subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest integer
-// (ties to even), and the integer can be read from the low bits of the sum.
-inline constexpr float kRoundShifter = 12582912.0f;  // 0x1.8p23
-inline constexpr std::uint32_t kRoundShifterBits = 0x4B400000u;
-inline constexpr float kLog2e = 1.44269502f;  // float(1 / ln 2)
-// Cody-Waite split of ln 2: kLn2Hi = float(ln 2), kLn2Lo = float(ln 2 - kLn2Hi). With an fma,
-// x - k * kLn2Hi is exact for every k this code produces (|x - k ln 2| < 0.35 and both terms are
-// multiples of 2^-25 or coarser), so the reduced argument carries only the rounding of the
-// kLn2Lo step.
-inline constexpr float kLn2Hi = 0.693147182f;    // 0x3F317218
-inline constexpr float kLn2Lo = -1.90465421e-9f;  // 0xB102E308
-// Taylor coefficients 1/n! of e^r; on |r| <= 0.3466 the first omitted term, r^8/8!, is below
-// 6e-9 relative (0.1 ulp), so no minimax fit is needed.
-inline constexpr float kExpC2 = 0.5f;
-inline constexpr float kExpC3 = 0.166666672f;      // 1/6
-inline constexpr float kExpC4 = 0.0416666679f;     // 1/24
-inline constexpr float kExpC5 = 0.00833333377f;    // 1/120
-inline constexpr float kExpC6 = 0.00138888892f;    // 1/720
-inline constexpr float kExpC7 = 0.000198412701f;   // 1/5040
-// Beyond these, exp(x) is +inf or rounds to +0 in float; clamping keeps 2^k in range below.
-inline constexpr float kExpOverflowAt = 89.0f;
-inline constexpr float kExpUnderflowAt = -104.0f;
-// Coefficients 2/(2i+1) of log(1+f) = 2s + 2s^3/3 + 2s^5/5 + ..., s = f / (2 + f). With
-// |s| <= 0.1716 the first omitted term, 2 s^11 / 11, is below 3e-9 relative.
-inline constexpr float kLogC1 = 0.666666687f;  // 2/3
-inline constexpr float kLogC2 = 0.400000006f;  // 2/5
-inline constexpr float kLogC3 = 0.285714298f;  // 2/7
-inline constexpr float kLogC4 = 0.222222224f;  // 2/9
-inline constexpr std::uint32_t kSqrtHalfBits = 0x3F3504F3u;  // float(sqrt(1/2))
-inline constexpr float kTwoPow25 = 33554432.0f;
-}  // namespace detail
 
 /// e^x. Exact special cases: Exp(NaN) is NaN, Exp(+inf) = +inf, Exp(-inf) = +0; results too
 /// large for a float are +inf and results that round below the smallest subnormal are +0.
@@ -164,6 +138,57 @@ POLNODE_HOST_DEVICE inline float Log(float x) {
   // The small terms, then f, then k*ln2: the final fma adds the exact k*kLn2Hi with one rounding.
   const float tail = Fma(s, hfsq + big_r, Fma(kf, kLn2Lo, -hfsq));
   return Fma(kf, kLn2Hi, f + tail);
+}
+
+/// Hyperbolic tangent. Exact special cases: Tanh(NaN) is NaN, Tanh(+-inf) = +-1, Tanh(+-0) = +-0;
+/// |x| < 2^-12 (subnormals included) returns x and |x| >= 10 returns +-1, which is tanh(x) rounded.
+/// Odd: Tanh(-x) = -Tanh(x) bit for bit (computed on |x|, then x's sign bit is put back).
+POLNODE_HOST_DEVICE inline float Tanh(float x) {
+  using namespace detail;
+  if (x != x) return x + x;
+  const std::uint32_t sign = FloatBits(x) & kSignBit;
+  const float a = BitsFloat(FloatBits(x) & kAbsMask);
+  if (a < kTanhTinyBelow) return x;
+  float y;
+  if (a >= kTanhOneFrom) {
+    y = 1.0f;
+  } else if (a < kTanhSplit) {
+    // a + a * (z * P(z)): the correction is at most a quarter of a, so its rounding errors shrink
+    // before the final fma adds it to the exact a.
+    const float z = a * a;
+    float p = Fma(kTanhP7, z, kTanhP6);
+    p = Fma(p, z, kTanhP5);
+    p = Fma(p, z, kTanhP4);
+    p = Fma(p, z, kTanhP3);
+    p = Fma(p, z, kTanhP2);
+    p = Fma(p, z, kTanhP1);
+    p = Fma(p, z, kTanhP0);
+    y = Fma(a, z * p, a);
+  } else {
+    y = 1.0f - 2.0f / (Exp(2.0f * a) + 1.0f);
+  }
+  return BitsFloat(FloatBits(y) | sign);
+}
+
+/// GELU, tanh form, in op.h's order (kGelu):
+///   inner = kGeluBeta * fma(kGeluKappa, (x * x) * x, x);  y = (0.5 * x) * (1 + Tanh(inner)).
+POLNODE_HOST_DEVICE inline float GeluTanh(float x) {
+  const float inner = kGeluBeta * Fma(kGeluKappa, (x * x) * x, x);
+  return (0.5f * x) * (1.0f + Tanh(inner));
+}
+
+/// dY * GELU'(x), tanh form, in op.h's order (kGeluGrad):
+///   u = x * x;  th = Tanh(kGeluBeta * fma(kGeluKappa, u * x, x))   (th as in GeluTanh)
+///   left = 0.5 * (1 + th);  sech2 = fma(-th, th, 1)
+///   right = ((0.5 * x) * sech2) * (kGeluBeta * fma(kGeluKappa3, u, 1))
+///   dX = dY * (left + right)
+POLNODE_HOST_DEVICE inline float GeluTanhGrad(float x, float dy) {
+  const float u = x * x;
+  const float th = Tanh(kGeluBeta * Fma(kGeluKappa, u * x, x));
+  const float left = 0.5f * (1.0f + th);
+  const float sech2 = Fma(-th, th, 1.0f);
+  const float right = ((0.5f * x) * sech2) * (kGeluBeta * Fma(kGeluKappa3, u, 1.0f));
+  return dy * (left + right);
 }
 
 }  // namespace polnode::kernels::det

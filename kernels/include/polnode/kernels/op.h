@@ -86,9 +86,105 @@ enum class Op : std::uint8_t {
   // bias_correction_i = 1 - beta_i^t is computed on the host by AdamBiasCorrection (below), so every
   // backend divides by the same float. Plain Adam is AdamW with weight_decay = 0.
   kAdamW,
+
+  // ---- Transformer operators (a GPT: embeddings, LayerNorm, causal self-attention, GELU MLP).
+  // Attention is split into small operators (head transposes, batched products, the masked
+  // softmax) so that a dispute's referee re-executes one small operator. Reshapes are not
+  // operators: the step graph reads a tensor under another shape of the same element count (a
+  // view), e.g. [B*T, C] as [B, T, H, D]. The language-model loss is kSoftmaxCrossEntropy on the
+  // [B*T, V] logits (the mean over every position). NaN payloads and signs are not part of these
+  // operators' contracts (NaN in, NaN out: an operation with several NaN operands may return any of
+  // them); where a NaN or an infinity gives a defined non-NaN result, the operator says so.
+
+  // in: A, B (same shape). out: C[e] = A[e] + B[e], one rounding. C may alias A or B (in place).
+  // Residual connections, and gradient accumulation where a tensor feeds two consumers (residual
+  // branches, shared weights); the graph fixes which gradient is A and which is B.
+  kAdd,
+  // in: X[N, A, B, D]. out: Y[N, B, A, D], Y[n, b, a, d] = X[n, a, b, d], bits copied unchanged.
+  // Splits attention heads, [batch, T, H, D] -> [batch, H, T, D] (the graph views a [batch*T, C]
+  // activation as [batch, T, H, D]), merges them back ([batch, H, T, D] -> [batch, T, H, D]), and
+  // is its own gradient.
+  kTransposeHeads,
+  // in: X. out: Y = GELU(X), tanh form (PyTorch's gelu(approximate='tanh')), per element:
+  //   inner = kGeluBeta * fma(kGeluKappa, (x * x) * x, x)
+  //   Y = (0.5f * x) * (1.0f + det::Tanh(inner))
+  // with kGeluBeta = float(sqrt(2/pi)) and kGeluKappa = 0.044715f (detmath_constants.h).
+  // Y(+-0) = +-0, Y(+inf) = +inf, Y(NaN) = NaN, and Y(-inf) = NaN (-inf * 0, as in PyTorch's
+  // formula); below about -9.1, tanh rounds to -1 and Y = -0.
+  kGelu,
+  // in: X (the forward input), dY. out: dX, per element:
+  //   u = x * x;  th = det::Tanh(kGeluBeta * fma(kGeluKappa, u * x, x))   (th as in kGelu)
+  //   left = 0.5f * (1.0f + th);  sech2 = fma(-th, th, 1.0f)
+  //   right = ((0.5f * x) * sech2) * (kGeluBeta * fma(kGeluKappa3, u, 1.0f))
+  //   dX = dY * (left + right)
+  // with kGeluKappa3 = 3.0f * kGeluKappa rounded once. dX is NaN for x = +-inf and wherever x * x
+  // overflows (|x| > 1.8e19: 0 * inf in `right`), as in PyTorch's formula.
+  kGeluGrad,
+  // in: X[..., C] (rank >= 2), gamma[C], beta[C]; attrs.eps. out: Y (X's shape), and Mean and
+  // Rstd (X's shape without the last axis), kept for the gradient. Per row (C elements x_c):
+  //   mean = (sum over c ascending from +0.0f of x_c) / C
+  //   d_c = x_c - mean
+  //   var = (fma chain over c ascending from +0.0f of d_c * d_c) / C     (biased, as PyTorch)
+  //   rstd = 1.0f / sqrt(var + eps)              (IEEE sqrt and division, each rounded once)
+  //   Y_c = fma(d_c * rstd, gamma_c, beta_c)
+  // C (1 <= C < 2^24) converts to float exactly. attrs.eps is the field AdamW also reads: a
+  // LayerNorm node sets it (PyTorch's default is 1e-5; OpAttrs' default 1e-8 is AdamW's). A row
+  // holding a NaN or an infinity has NaN in Rstd and in every Y of the row (inf - inf or NaN in
+  // d); its Mean is the sum divided by C (+-inf or NaN).
+  kLayerNorm,
+  // in: X[..., C], gamma[C], Mean, Rstd (kLayerNorm's outputs for this X), dY (X's shape).
+  // out: dX (X's shape), dGamma[C], dBeta[C]. Per row, with xhat_c = (x_c - mean) * rstd (the
+  // forward's d_c * rstd, same bits) and g_c = dY_c * gamma_c:
+  //   sum_g = sum over c ascending from +0.0f of g_c
+  //   sum_gx = fma chain over c ascending from +0.0f of g_c * xhat_c
+  //   a = sum_g / C;  b = sum_gx / C
+  //   dX_c = rstd * fma(-xhat_c, b, g_c - a)
+  // and per column c, over the rows r ascending (row-major order of the leading axes):
+  //   dGamma_c = fma chain over r from +0.0f of dY[r, c] * xhat[r, c]
+  //   dBeta_c = sum over r from +0.0f of dY[r, c]                  (plain adds, as kBiasGrad)
+  kLayerNormGrad,
+  // in: S[..., T, T] (rank >= 2; attention scores [B, H, T, T]); attrs.scale. out: P, S's shape.
+  // Causal: row i of each T x T matrix sees keys j <= i. Per row:
+  //   z_j = S[i, j] * scale for j <= i          (one rounding, also when scale = 1: S * 1 = S)
+  //   mx = max over j <= i ascending (z_0 first; a later z_j replaces it only if strictly greater)
+  //   e_j = det::Exp(z_j - mx);  s = sum over j <= i ascending from +0.0f of e_j
+  //   P[i, j] = e_j / s for j <= i;  P[i, j] = +0.0f for j > i, whatever S holds there.
+  // A NaN or +inf among a row's z_j (j <= i), or a row whose z_j are all -inf, makes every P[i, j]
+  // with j <= i NaN; P of a finite row sums to 1 within rounding, and row 0 is [1, +0, +0, ...].
+  kCausalSoftmax,
+  // in: P[..., T, T] (kCausalSoftmax's output), dP (P's shape); attrs.scale, the forward's.
+  // out: dS, P's shape. Per row i:
+  //   dot = fma chain over j <= i ascending from +0.0f of P[i, j] * dP[i, j]
+  //   dS[i, j] = (P[i, j] * (dP[i, j] - dot)) * scale for j <= i;  dS[i, j] = +0.0f for j > i.
+  // Masked dP entries (j > i) are never read, so nothing that flows there (NaN included) leaks.
+  kCausalSoftmaxGrad,
+  // in: A[..., M, K], B[..., K, N] (rank >= 3, the same leading axes: attention's [B, H]).
+  // out: C[..., M, N]. Per matrix g of the leading axes, kMatmul's chain:
+  //   C[g, m, n] = fma chain over k ascending from +0.0f of A[g, m, k] * B[g, k, n].
+  // Attention's Y = P V, and dQ = dS K in the backward.
+  kBatchedMatmul,
+  // in: dC[..., M, N], B[..., K, N]. out: dA[..., M, K] = dC * B^T per matrix:
+  //   dA[g, m, k] = fma chain over n ascending from +0.0f of dC[g, m, n] * B[g, k, n].
+  // Attention's scores S = Q K^T (dC = Q, B = K), and dP = dY V^T in the backward.
+  kBatchedMatmulGradA,
+  // in: A[..., M, K], dC[..., M, N]. out: dB[..., K, N] = A^T * dC per matrix:
+  //   dB[g, k, n] = fma chain over m ascending from +0.0f of A[g, m, k] * dC[g, m, n].
+  // Attention's dV = P^T dY and dK = dS^T Q.
+  kBatchedMatmulGradB,
+  // in: W[V, C] (the table), ids[...] (token ids stored as floats, exact integers in [0, V)).
+  // out: Y[..., C] (ids' shape followed by C): Y[n, :] = W[ids[n], :], bits copied unchanged.
+  // (Position embeddings need no operator: a [T, C] table viewed as [T*C] is kBiasAdd's bias over
+  // the [B, T*C] view of the token embeddings, and kBiasGrad is its gradient.)
+  kEmbedding,
+  // in: ids[...], dY[..., C]; attrs.num_embeddings = V >= 1. out: dW[V, C]:
+  //   dW[v, c] = sum over positions n ascending (ids in row-major order) with ids[n] = v, from
+  //              +0.0f, of dY[n, c]  (plain adds; rows of ids that never occur are +0.0f).
+  // A scatter-add in one fixed order, no atomics: backends split the table's rows and columns,
+  // never a row's chain over the positions.
+  kEmbeddingGrad,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kAdamW) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kEmbeddingGrad) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
@@ -103,11 +199,13 @@ struct OpAttrs {
   float weight_decay = 0.0f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
-  float eps = 1e-8f;
+  float eps = 1e-8f;              // kAdamW; kLayerNorm sets its own (PyTorch: 1e-5)
   float bias_correction1 = 1.0f;  // kAdamW: 1 - beta1^t (AdamBiasCorrection)
   float bias_correction2 = 1.0f;  // kAdamW: 1 - beta2^t
   std::int64_t pool_input_h = 0;  // kMaxPool2x2Grad
   std::int64_t pool_input_w = 0;
+  float scale = 1.0f;  // kCausalSoftmax, kCausalSoftmaxGrad: the scores' factor (1/sqrt(D))
+  std::int64_t num_embeddings = 0;  // kEmbeddingGrad: the table's row count V
 };
 
 /// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square

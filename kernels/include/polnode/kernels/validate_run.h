@@ -13,7 +13,7 @@
 namespace polnode::kernels {
 
 /// True when op.h allows output `out` of `op` to be the same tensor as input `in` (the optimizer
-/// updates in place: W' = W, V' = V, M' = M).
+/// updates in place: W' = W, V' = V, M' = M; kAdd's sum over either addend).
 bool OutputMayAliasInput(Op op, int out, int in);
 
 /// Checks a Run call: output count, no null output, no output that is another output or an input
