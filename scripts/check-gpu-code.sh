@@ -3,8 +3,10 @@
 # GPU (DESIGN.md section 3; issue 19). Compiles the source as CI's toolchains do (nvcc from
 # install-deps.sh, Debian's hipcc) to NVIDIA PTX (sm_80, sm_90) and AMD assembly (gfx90a,
 # gfx1030), with the build's determinism flags, and fails when
-#   - PTX holds flush-to-zero (.ftz), approximate (.approx) or hardware transcendental/reciprocal
-#     instructions (rcp, rsqrt, ex2, lg2, sin, cos, tanh), float atomics or reductions (atom/red
+#   - PTX holds flush-to-zero (.ftz), approximate (.approx) or hardware transcendental
+#     instructions (rsqrt, ex2, lg2, sin, cos, tanh), a reciprocal that is not correctly rounded
+#     (rcp other than rcp.rn: nvcc writes 1.0f / x as rcp.rn, which is exactly IEEE division),
+#     float atomics or reductions (atom/red
 #     on .f16/.f32/.f64), or an add/sub/mul/fma/div/sqrt on floats without an explicit
 #     round-to-nearest (.rn): ptxas may fuse an unrounded mul and add into an fma on its own;
 #   - AMD assembly holds hardware transcendentals (v_exp/v_log/v_sin/v_cos/v_rsq), float atomics,
@@ -80,7 +82,8 @@ forbid() {  # file, regex, why
 for ptx in "$work"/sm_*.ptx; do
   forbid "$ptx" '\.ftz\b' "flush-to-zero arithmetic"
   forbid "$ptx" '\.approx\b' "approximate arithmetic"
-  forbid "$ptx" '^\s*(rcp|rsqrt|ex2|lg2|sin|cos|tanh)\.' "a hardware transcendental or reciprocal"
+  forbid "$ptx" '^\s*(rsqrt|ex2|lg2|sin|cos|tanh)\.' "a hardware transcendental"
+  forbid "$ptx" '^\s*rcp\.(rz|rm|rp|approx)\b|^\s*rcp\.f(32|64)\b' "a reciprocal that is not correctly rounded"
   forbid "$ptx" '^\s*(atom|red)\.[a-z0-9.]*\.f(16|32|64)\b' "a float atomic or reduction"
   forbid "$ptx" '^\s*(add|sub|mul|fma)\.f(32|64)\b' "float arithmetic without .rn (may be contracted)"
   forbid "$ptx" '^\s*(div|sqrt)\.(full\.)?f(32|64)\b' "division or square root that is not correctly rounded"
