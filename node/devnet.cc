@@ -1,6 +1,5 @@
 #include "devnet.h"
 
-#include <rapidjson/document.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "http_client.h"
 #include "ledger_client.h"
 #include "pol_cli.h"
+#include "json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -42,10 +42,9 @@ struct Member {
 };
 
 std::string FieldOf(const std::string& json_line, const char* field) {
-  rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag>(json_line.c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember(field) || !doc[field].IsString()) return "";
-  return doc[field].GetString();
+  Result<rapidjson::Document> doc = ParseJson(json_line);
+  if (!doc.ok() || !doc->IsObject() || !doc->HasMember(field) || !(*doc)[field].IsString()) return "";
+  return (*doc)[field].GetString();
 }
 
 // The value of `metric` in a Prometheus text body, 0 when absent.
@@ -334,7 +333,7 @@ Status Devnet::LedgerOutage() {
   // and comes back on the same address: the roles must ride it out and re-send what it lost.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (true) {
-    Result<TaskPage> page = ledger_->Tasks(0, 100);
+    Result<contracts::TaskPage> page = ledger_->Tasks(0, 100);
     bool verifying = false;
     if (page.ok()) {
       for (const proto::Task& task : page->tasks) verifying = verifying || task.status() == proto::TASK_VERIFYING;
@@ -365,7 +364,7 @@ Status Devnet::Monitor() {
   if (o_.ledger_outage.count() > 0) outage.emplace([&] { outage_status = LedgerOutage(); });
   Status result;
   while (true) {
-    Result<TaskPage> page = ledger_->Tasks(0, 100);
+    Result<contracts::TaskPage> page = ledger_->Tasks(0, 100);
     const auto now = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(now - last).count();
     last = now;
@@ -413,10 +412,10 @@ Status Devnet::CollectReport() {
   // Accuracy of delivered models: the submitter's report.json (submitter_role.h).
   std::map<std::string, double> accuracy;
   if (Result<std::vector<std::uint8_t>> text = ReadWholeFile(o_.home + "/submitter/report.json", 1 << 20); text.ok()) {
-    rapidjson::Document doc;
-    doc.Parse<rapidjson::kParseIterativeFlag>(reinterpret_cast<const char*>(text->data()), text->size());
-    if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("tasks") && doc["tasks"].IsArray()) {
-      for (const rapidjson::Value& t : doc["tasks"].GetArray()) {
+    Result<rapidjson::Document> doc =
+        ParseJson(std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
+    if (doc.ok() && doc->IsObject() && doc->HasMember("tasks") && (*doc)["tasks"].IsArray()) {
+      for (const rapidjson::Value& t : (*doc)["tasks"].GetArray()) {
         if (t.IsObject() && t.HasMember("task_id") && t["task_id"].IsString() && t.HasMember("accuracy") && t["accuracy"].IsNumber()) {
           accuracy[t["task_id"].GetString()] = t["accuracy"].GetDouble();
         }
@@ -424,7 +423,7 @@ Status Devnet::CollectReport() {
     }
   }
 
-  POLNODE_ASSIGN_OR_RETURN(TaskPage page, ledger_->Tasks(0, 100));
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ledger_->Tasks(0, 100));
   report_.all_settled = true;
   report_.audits_match = true;
   for (const proto::Task& task : page.tasks) {
@@ -437,7 +436,7 @@ Status Devnet::CollectReport() {
     t.seconds_in_status = status_seconds_[t.id_hex];
     report_.disputing_seconds += t.seconds_in_status["TASK_DISPUTED"];
     report_.all_settled = report_.all_settled && task.status() == proto::TASK_SETTLED;
-    POLNODE_ASSIGN_OR_RETURN(GamesView games, ledger_->Games(task.id()));
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames games, ledger_->Games(task.id()));
     for (const proto::DisputeGame& game : games.games) {
       DevnetGame g;
       g.verifier = NameOf(game.verifier());

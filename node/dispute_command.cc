@@ -15,9 +15,9 @@
 #include "chain_state.h"
 #include "node_home.h"
 #include "polnode/consensus/chain_store.h"
-#include "polnode/contracts/application.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/dispute_audit.h"
+#include "polnode/contracts/queries.h"
 #include "polnode/kernels/op.h"
 
 namespace polnode::node {
@@ -105,32 +105,32 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
   w.EndArray().EndObject();
 }
 
-// The task's games as GET /v1/tasks/{id}/games answers them: from a running ledger (--ledger), or
+// The task, its params and its games: from a running ledger (--ledger: GET /v1/tasks/{id}/games), or
 // straight from a node home's stored chain (--home, read-only: works with the ledger stopped or
 // running, as verify-chain does).
-Result<std::string> GamesJson(const FlagSet& flags, const std::string& task_hex) {
+Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& task_hex) {
   if (flags.Given("ledger") == flags.Given("home")) return Status::InvalidArgument("give exactly one of --ledger URL and --home DIR");
   if (flags.Given("home")) {
+    POLNODE_ASSIGN_OR_RETURN(std::string task_id, RawFromHex(task_hex, "TASK_ID"));
     POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
     POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> store,
                              consensus::ChainStore::Open(home.DataDir(), consensus::ChainStoreOptions{.read_only = true}));
     const BlockState committed(*store);
-    return contracts::Application().Query("games/" + task_hex, committed);
+    return contracts::QueryGames(committed, task_id);
   }
   POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(flags.Get("ledger")));
   POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/tasks/" + task_hex + "/games"));
   if (r.status != 200) {
     return Status::FailedPrecondition("GET /v1/tasks/" + task_hex + "/games answered " + std::to_string(r.status) + ": " + r.body);
   }
-  return std::move(r.body);
+  return DecodeTaskGames(r.body);
 }
 
 // Returns whether every game matched the ledger.
 Result<bool> Replay(const FlagSet& flags, Io& io) {
   if (flags.positional().size() != 1) return Status::InvalidArgument("give exactly one TASK_ID");
   const std::string task_hex = flags.positional()[0];
-  POLNODE_ASSIGN_OR_RETURN(std::string body, GamesJson(flags, task_hex));
-  POLNODE_ASSIGN_OR_RETURN(GamesView view, DecodeGamesView(body));
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames view, LoadGames(flags, task_hex));
   const proto::Task& task = view.task;
   const proto::Params& params = view.params;
   const std::string only = flags.Get("verifier");

@@ -24,7 +24,7 @@ DisputeDuty::DisputeDuty(DisputeDuty&&) noexcept = default;
 DisputeDuty& DisputeDuty::operator=(DisputeDuty&&) noexcept = default;
 
 Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
-  POLNODE_ASSIGN_OR_RETURN(GamesView view, ctx.ledger().Games(task.id()));
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames view, ctx.ledger().Games(task.id()));
   int sent = 0;
   for (const proto::DisputeGame& game : view.games) {
     if (game.phase() == proto::GAME_RESOLVED) continue;

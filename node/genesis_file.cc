@@ -1,8 +1,5 @@
 #include "genesis_file.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-
 #include <set>
 
 #include "json.h"
@@ -54,12 +51,9 @@ Status ParseParams(const rapidjson::Value& v, proto::Params& params) {
 }  // namespace
 
 Result<GenesisFile> ParseGenesisJson(std::string_view json) {
-  rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return Status::InvalidArgument(std::string("genesis is not valid JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) +
-                                   " at offset " + std::to_string(doc.GetErrorOffset()));
-  }
+  Result<rapidjson::Document> parsed = ParseJson(json);
+  if (!parsed.ok()) return Status::InvalidArgument("genesis is " + parsed.status().message());
+  rapidjson::Document& doc = *parsed;
   if (!doc.IsObject()) return Status::InvalidArgument("genesis must be a JSON object");
   POLNODE_RETURN_IF_ERROR(CheckKeys(doc, "the top level", {"chain_id", "genesis_time_unix_ms", "params", "accounts"}));
   GenesisFile out;

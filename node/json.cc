@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include <rapidjson/error/en.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -128,6 +130,16 @@ JsonWriter& JsonWriter::Null() {
   BeforeValue();
   out_ += "null";
   return *this;
+}
+
+Result<rapidjson::Document> ParseJson(std::string_view text) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.data(), text.size());
+  if (doc.HasParseError()) {
+    return Status::InvalidArgument(std::string("not valid JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) +
+                                   " at offset " + std::to_string(doc.GetErrorOffset()));
+  }
+  return doc;
 }
 
 }  // namespace polnode::node

@@ -1,13 +1,18 @@
-// A small streaming JSON writer for --json output and HTTP responses. It produces compact,
-// valid JSON (strings escaped per RFC 8259) in the order values are written, so output is
-// stable for scripts and tests.
+// polnode's one JSON module: a small streaming writer for --json output, HTTP bodies and JSON
+// files, and the one way JSON text is parsed. The writer produces compact, valid JSON (strings
+// escaped per RFC 8259) in the order values are written, so output is stable for scripts and
+// tests.
 #ifndef POLNODE_NODE_JSON_H_
 #define POLNODE_NODE_JSON_H_
+
+#include <rapidjson/document.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "polnode/base/status.h"
 
 namespace polnode::node {
 
@@ -35,6 +40,7 @@ class JsonWriter {
   JsonWriter& Field(std::string_view key, const char* value) { return Key(key).String(value); }
   JsonWriter& Field(std::string_view key, std::int64_t value) { return Key(key).Int(value); }
   JsonWriter& Field(std::string_view key, int value) { return Key(key).Int(value); }
+  JsonWriter& Field(std::string_view key, std::uint32_t value) { return Key(key).Uint(value); }
   JsonWriter& Field(std::string_view key, std::uint64_t value) { return Key(key).Uint(value); }
   JsonWriter& Field(std::string_view key, double value) { return Key(key).Double(value); }
   JsonWriter& Field(std::string_view key, bool value) { return Key(key).Bool(value); }
@@ -53,6 +59,12 @@ class JsonWriter {
 
 /// `s` escaped as a JSON string literal, quotes included.
 std::string JsonQuote(std::string_view s);
+
+/// Parses `text` with rapidjson's iterative parser, which keeps its nesting on the heap: the
+/// recursive default would overflow the stack on a deeply nested document (half a megabyte of
+/// '[' is enough), and requests, answers and files can all be larger. kInvalidArgument
+/// "not valid JSON: <reason> at offset N"; callers add what the text was.
+[[nodiscard]] Result<rapidjson::Document> ParseJson(std::string_view text);
 
 }  // namespace polnode::node
 

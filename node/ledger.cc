@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <map>
 
-#include "chain_state.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/state_root.h"
 
@@ -269,11 +268,5 @@ LedgerStatus Ledger::GetStatus() const {
 Result<std::string> Ledger::GetEncodedBlock(std::uint64_t height) const { return store_->GetEncodedBlock(height); }
 
 Result<consensus::TxLocation> Ledger::FindTx(const Hash256& id) const { return store_->FindTx(id); }
-
-Result<std::string> Ledger::Query(std::string_view path) const {
-  std::shared_lock<std::shared_mutex> lock(state_mu_);
-  BlockState committed(*store_);
-  return app_.Query(path, committed);
-}
 
 }  // namespace polnode::node

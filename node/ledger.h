@@ -16,7 +16,7 @@
 // the genesis state root). On a non-empty store Open recomputes the genesis state root from the
 // genesis file and refuses to start if it differs from block 0's (the file was changed).
 //
-// Thread safety: SubmitTx, Query, status and block reads may run on any number of threads at
+// Thread safety: SubmitTx, ReadCommitted, status and block reads may run on any number of threads at
 // once; ProduceBlock is serialized internally. Reads see whole blocks only: the commit of a block
 // takes an exclusive lock that the readers' shared locks exclude.
 #ifndef POLNODE_NODE_LEDGER_H_
@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chain_state.h"
 #include "genesis_file.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/chain_store.h"
@@ -116,8 +117,14 @@ class Ledger {
     return mempool_.NextPendingNonce(signer);
   }
 
-  /// Application::Query over the committed state (paths in application.h).
-  [[nodiscard]] Result<std::string> Query(std::string_view path) const;
+  /// Calls `read` with the committed state (contracts/queries.h reads it) and returns what it
+  /// returns. It sees whole blocks only: no block commits while it runs.
+  template <typename Read>
+  auto ReadCommitted(Read&& read) const {
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    const BlockState committed(*store_);
+    return read(static_cast<const contracts::StateStore&>(committed));
+  }
 
   const LedgerCounters& counters() const { return counters_; }
   const std::string& chain_id() const { return chain_id_; }

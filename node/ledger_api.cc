@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "json.h"
+#include "ledger_json.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/contracts/queries.h"
+#include "polnode/contracts/supply.h"
 #include "tx_json.h"
 
 namespace polnode::node {
@@ -54,6 +57,32 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
     path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
   }
   return parts;
+}
+
+// A 64-hex path segment (a public key or task id) as its 32 raw bytes.
+Result<std::string> ParseId(std::string_view hex) {
+  if (hex.size() != 64) return Status::InvalidArgument("expected 64 hex characters");
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, consensus::HexToBytes(hex));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// The value of `name` in a "a=1&b=2" query string, or `fallback`.
+Result<std::uint64_t> QueryParam(std::string_view query, std::string_view name, std::uint64_t fallback) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.substr(0, eq) != name) continue;
+    const std::string_view text = pair.substr(eq + 1);
+    std::uint64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      return Status::InvalidArgument("query parameter '" + std::string(name) + "' is not an unsigned integer");
+    }
+    return value;
+  }
+  return fallback;
 }
 
 void Gauge(std::ostringstream& out, const char* name, const char* help, std::uint64_t value, const char* type = "gauge") {
@@ -148,27 +177,92 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
     w.EndObject();
     return JsonOk(w.str());
   }
-  if (resource == "accounts" && (parts.size() == 3 || (parts.size() == 4 && parts[3] == "stakes"))) {
+  if (resource == "accounts" && parts.size() == 3) {
     if (!get) return MethodNotAllowed("GET");
-    return QueryResponse((parts.size() == 3 ? "account/" : "stakes/") + std::string(parts[2]));
+    return QueryById(parts[2], [](const contracts::StateStore& state, const std::string& pubkey) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(proto::Account account, contracts::QueryAccount(state, pubkey));
+      return AccountJson(pubkey, account);
+    });
+  }
+  if (resource == "accounts" && parts.size() == 4 && parts[3] == "stakes") {
+    if (!get) return MethodNotAllowed("GET");
+    return QueryById(parts[2], [](const contracts::StateStore& state, const std::string& pubkey) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(contracts::AccountStakes stakes, contracts::QueryStakes(state, pubkey));
+      return StakesJson(pubkey, stakes);
+    });
   }
   if (resource == "tasks" && parts.size() == 2) {
     if (!get) return MethodNotAllowed("GET");
-    return QueryResponse(query.empty() ? std::string("tasks") : "tasks?" + std::string(query));
+    return GetTasks(query);
   }
   if (resource == "tasks" && parts.size() == 4 && parts[3] == "games") {
     if (!get) return MethodNotAllowed("GET");
-    return QueryResponse("games/" + std::string(parts[2]));
+    return QueryById(parts[2], [](const contracts::StateStore& state, const std::string& id) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames games, contracts::QueryGames(state, id));
+      return TaskGamesJson(games);
+    });
   }
   if (resource == "tasks" && parts.size() == 3) {
     if (!get) return MethodNotAllowed("GET");
-    return QueryResponse("task/" + std::string(parts[2]));
+    return QueryById(parts[2], [](const contracts::StateStore& state, const std::string& id) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(proto::Task task, contracts::QueryTask(state, id));
+      return TaskJson(task);
+    });
   }
-  if (parts.size() == 2 && (resource == "params" || resource == "jackpot" || resource == "supply" || resource == "verifiers")) {
+  if (resource == "params" && parts.size() == 2) {
     if (!get) return MethodNotAllowed("GET");
-    return QueryResponse(resource);
+    return Query([](const contracts::StateStore& state) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(proto::Params params, contracts::QueryParams(state));
+      return ParamsJson(params);
+    });
+  }
+  if (resource == "jackpot" && parts.size() == 2) {
+    if (!get) return MethodNotAllowed("GET");
+    return Query([](const contracts::StateStore& state) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(proto::Jackpot jackpot, contracts::QueryJackpot(state));
+      return JackpotJson(jackpot);
+    });
+  }
+  if (resource == "supply" && parts.size() == 2) {
+    if (!get) return MethodNotAllowed("GET");
+    return Query([](const contracts::StateStore& state) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(contracts::SupplyReport report, contracts::AuditSupply(state));
+      return SupplyJson(report);
+    });
+  }
+  if (resource == "verifiers" && parts.size() == 2) {
+    if (!get) return MethodNotAllowed("GET");
+    return Query([](const contracts::StateStore& state) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(std::vector<contracts::VerifierStake> set, contracts::QueryVerifiers(state));
+      return VerifiersJson(set);
+    });
   }
   return JsonErrorResponse(404, "no such endpoint: " + std::string(path));
+}
+
+HttpResponse LedgerApi::Query(const std::function<Result<std::string>(const contracts::StateStore&)>& query) {
+  Result<std::string> json = ledger_.ReadCommitted(query);
+  if (!json.ok()) return JsonErrorResponse(HttpStatusFor(json.status()), json.status().message());
+  return JsonOk(std::move(json).value());
+}
+
+HttpResponse LedgerApi::QueryById(
+    std::string_view id_hex,
+    const std::function<Result<std::string>(const contracts::StateStore&, const std::string&)>& query) {
+  Result<std::string> id = ParseId(id_hex);
+  if (!id.ok()) return JsonErrorResponse(HttpStatusFor(id.status()), id.status().message());
+  return Query([&](const contracts::StateStore& state) { return query(state, *id); });
+}
+
+HttpResponse LedgerApi::GetTasks(std::string_view query) {
+  Result<std::uint64_t> start = QueryParam(query, "start", 0);
+  if (!start.ok()) return JsonErrorResponse(HttpStatusFor(start.status()), start.status().message());
+  Result<std::uint64_t> limit = QueryParam(query, "limit", contracts::kMaxTasksPerPage);
+  if (!limit.ok()) return JsonErrorResponse(HttpStatusFor(limit.status()), limit.status().message());
+  return Query([&](const contracts::StateStore& state) -> Result<std::string> {
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, contracts::QueryTasks(state, *start, *limit));
+    return TaskPageJson(page);
+  });
 }
 
 HttpResponse LedgerApi::PostTx(const HttpRequest& request) {
@@ -264,12 +358,6 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
   }
   w.EndObject();
   return JsonOk(w.str());
-}
-
-HttpResponse LedgerApi::QueryResponse(std::string_view query_path) {
-  Result<std::string> json = ledger_.Query(query_path);
-  if (!json.ok()) return JsonErrorResponse(HttpStatusFor(json.status()), json.status().message());
-  return JsonOk(std::move(json).value());
 }
 
 std::string LedgerApi::Metrics() const {

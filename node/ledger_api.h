@@ -11,13 +11,14 @@
 //                               whose payload failed (it still paid the fee), "result": "failed",
 //                               "code": status code name, "error": the reason (no "result" for a tx
 //                               stored before results were kept); or {"status": "pending"}
-//   GET  /v1/accounts/{pubkey}  balance and nonce          (Application::Query "account/...")
-//   GET  /v1/accounts/{pubkey}/stakes                      (Query "stakes/...")
+//   GET  /v1/accounts/{pubkey}  balance and nonce
+//   GET  /v1/accounts/{pubkey}/stakes  per role: bonded, locked, free, unbonding
 //   GET  /v1/accounts/{pubkey}/pending  {"next_nonce": N or null}: the nonce after the account's
 //                               mempool txs (read it before the account's nonce; use the larger)
-//   GET  /v1/tasks[?start=&limit=]                         (Query "tasks?...")
-//   GET  /v1/tasks/{id}                                    (Query "task/...")
-//   GET  /v1/params, /v1/jackpot, /v1/supply, /v1/verifiers (Query of the same name)
+//   GET  /v1/tasks[?start=&limit=]  tasks in submission order, at most 100 per page
+//   GET  /v1/tasks/{id}, /v1/tasks/{id}/games
+//   GET  /v1/params, /v1/jackpot, /v1/supply, /v1/verifiers
+// The state routes answer with contracts/queries.h's records, written by ledger_json.h.
 //   GET  /metrics               Prometheus text format
 //
 // Errors are JSON {"error": "..."}: 400 malformed input or a bad signature, 404 unknown path or
@@ -30,6 +31,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "http_types.h"
@@ -56,7 +58,12 @@ class LedgerApi {
   HttpResponse PostTx(const HttpRequest& request);
   HttpResponse GetBlock(std::string_view height_text, const HttpRequest& request);
   HttpResponse GetTx(std::string_view id_hex);
-  HttpResponse QueryResponse(std::string_view query_path);
+  HttpResponse GetTasks(std::string_view query);
+  // Answers with the JSON `query` renders from the committed state, or its error.
+  HttpResponse Query(const std::function<Result<std::string>(const contracts::StateStore&)>& query);
+  // As Query, for a route whose last segment names a key or task id (64 hex: 400 otherwise).
+  HttpResponse QueryById(std::string_view id_hex,
+                         const std::function<Result<std::string>(const contracts::StateStore&, const std::string&)>& query);
 
   Ledger& ledger_;
   std::array<std::atomic<std::uint64_t>, 600> responses_by_code_{};

@@ -143,7 +143,7 @@ Status SolverRole::Poll(RoleContext& ctx) {
 
   std::vector<proto::Task> open;
   for (std::uint64_t start = 0;;) {
-    POLNODE_ASSIGN_OR_RETURN(TaskPage page, ctx.ledger().Tasks(start, 100));
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ctx.ledger().Tasks(start, 100));
     for (const proto::Task& task : page.tasks) {
       if (task.solver() == ctx.pubkey()) {
         POLNODE_RETURN_IF_ERROR(HandleOwnTask(ctx, task));

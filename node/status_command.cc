@@ -156,13 +156,13 @@ Status Run(const FlagSet& flags, Io& io) {
   std::vector<TaskView> views;
   std::uint64_t total = 0;
   for (std::uint64_t start = 0;; start += kPage) {
-    POLNODE_ASSIGN_OR_RETURN(TaskPage page, ledger.Tasks(start, kPage));
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ledger.Tasks(start, kPage));
     total = page.total;
     for (proto::Task& task : page.tasks) {
       if (!all && IsClosed(task)) continue;
       TaskView view;
       if (HasDispute(task)) {
-        POLNODE_ASSIGN_OR_RETURN(GamesView games, ledger.Games(task.id()));
+        POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames games, ledger.Games(task.id()));
         view.games = std::move(games.games);
       }
       view.task = std::move(task);

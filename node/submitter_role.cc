@@ -160,7 +160,7 @@ void SubmitterRole::Fail(RoleContext& ctx, std::size_t i, std::string why) {
 
 Status SubmitterRole::Scan(RoleContext& ctx) {
   while (!AllPlaced()) {
-    POLNODE_ASSIGN_OR_RETURN(TaskPage page, ctx.ledger().Tasks(scan_next_, kScanPage));
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ctx.ledger().Tasks(scan_next_, kScanPage));
     for (const proto::Task& task : page.tasks) {
       for (std::size_t i = 0; task.submitter() == ctx.pubkey() && i < tracked_.size(); ++i) {
         Tracked& t = tracked_[i];

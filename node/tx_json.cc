@@ -1,8 +1,5 @@
 #include "tx_json.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-
 #include <algorithm>
 #include <initializer_list>
 #include <string>
@@ -13,13 +10,9 @@ namespace polnode::node {
 namespace {
 
 Result<consensus::TxEnvelope> ParseTxJson(std::string_view json, bool signed_form) {
-  rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return Status::InvalidArgument(std::string("transaction is not valid JSON: ") +
-                                   rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-                                   std::to_string(doc.GetErrorOffset()));
-  }
+  Result<rapidjson::Document> parsed = ParseJson(json);
+  if (!parsed.ok()) return Status::InvalidArgument("transaction is " + parsed.status().message());
+  const rapidjson::Document& doc = *parsed;
   if (!doc.IsObject()) return Status::InvalidArgument("transaction JSON must be an object");
   std::initializer_list<std::string_view> unsigned_fields = {"chain_id", "nonce", "payload_type", "payload_hex"};
   std::initializer_list<std::string_view> signed_fields = {"signer_pubkey", "signature"};

@@ -183,7 +183,7 @@ Status TaskScan::Pass(RoleContext& ctx, const std::function<Status(const proto::
   std::uint64_t next_first_open = first_open_;
   bool all_closed_so_far = true;
   for (std::uint64_t start = first_open_;;) {
-    POLNODE_ASSIGN_OR_RETURN(TaskPage page, ctx.ledger().Tasks(start, 100));
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ctx.ledger().Tasks(start, 100));
     for (std::size_t i = 0; i < page.tasks.size(); ++i) {
       const proto::Task& task = page.tasks[i];
       const Status status = visit(task);

@@ -58,7 +58,7 @@ constexpr std::array<DecodeFn, kSelectors> kDecoders = {
     [](std::string_view b) { return StatusOf(node::DecodeParams(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeTask(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeTaskPage(b)); },
-    [](std::string_view b) { return StatusOf(node::DecodeGamesView(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTaskGames(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeAccount(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_SOLVER)); },
     [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_VERIFIER)); },
@@ -181,7 +181,7 @@ std::vector<Seed> LedgerSeeds() {
   const std::string account = consensus::ToHex(FixedKey(1).PublicKey().bytes());
   const std::string stranger = consensus::ToHex(FixedKey(3).PublicKey().bytes());
   const std::string page = get("/v1/tasks?start=0&limit=10");
-  Result<node::TaskPage> tasks = node::DecodeTaskPage(page);
+  Result<contracts::TaskPage> tasks = node::DecodeTaskPage(page);
   if (!tasks.ok() || tasks->tasks.size() != 1) std::abort();
   const std::string task_id = consensus::ToHex(tasks->tasks[0].id());
   const std::string games = get("/v1/tasks/" + task_id + "/games");

@@ -181,7 +181,12 @@ TEST_F(LedgerApiTest, StatusBlocksAndQueries) {
   ExpectError(Call("GET", "/v1/tasks/" + std::string(64, 'a')), 404, "");
   ExpectError(Call("GET", "/v1/tasks/xyz"), 400, "");
   ExpectError(Call("GET", "/v1/accounts/short"), 400, "");
+  ExpectError(Call("GET", "/v1/accounts/" + std::string(64, 'g') + "/stakes"), 400, "non-hex");
+  ExpectError(Call("GET", "/v1/tasks?limit=ten"), 400, "'limit' is not an unsigned integer");
+  ExpectError(Call("GET", "/v1/tasks/" + std::string(64, 'a') + "/games"), 404, "");
   EXPECT_EQ(Call("GET", "/v1/params").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/jackpot").body, R"({"pool":0})");
+  EXPECT_EQ(Call("GET", "/v1/verifiers").body, R"({"verifiers":[]})");
   EXPECT_EQ(Call("GET", "/v1/supply").status, 200);
   EXPECT_EQ(Call("GET", "/v1/accounts/" + consensus::ToHex(KeyFromByte(1).PublicKey().bytes()) + "/stakes").status, 200);
 }

@@ -137,7 +137,7 @@ TEST_F(LedgerClientDecodeTest, RealAnswersDecodeToWhatTheChainHolds) {
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(*params, contracts::DefaultParams()));
 
-  Result<TaskPage> page = DecodeTaskPage(Get("/v1/tasks?start=0&limit=10"));
+  Result<contracts::TaskPage> page = DecodeTaskPage(Get("/v1/tasks?start=0&limit=10"));
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   EXPECT_EQ(page->total, 1u);
   ASSERT_EQ(page->tasks.size(), 1u);
@@ -146,12 +146,12 @@ TEST_F(LedgerClientDecodeTest, RealAnswersDecodeToWhatTheChainHolds) {
   Result<proto::Task> task = DecodeTask(Get("/v1/tasks/" + task_hex));
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(*task, page->tasks[0]));
-  Result<TaskPage> past_end = DecodeTaskPage(Get("/v1/tasks?start=5"));
+  Result<contracts::TaskPage> past_end = DecodeTaskPage(Get("/v1/tasks?start=5"));
   ASSERT_TRUE(past_end.ok()) << past_end.status().ToString();
   EXPECT_EQ(past_end->total, 1u);
   EXPECT_TRUE(past_end->tasks.empty());
 
-  Result<GamesView> games = DecodeGamesView(Get("/v1/tasks/" + task_hex + "/games"));
+  Result<contracts::TaskGames> games = DecodeTaskGames(Get("/v1/tasks/" + task_hex + "/games"));
   ASSERT_TRUE(games.ok()) << games.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(games->task, *task));
   EXPECT_TRUE(MessageDifferencer::Equals(games->params, contracts::DefaultParams()));
@@ -200,7 +200,7 @@ TEST_F(LedgerClientDecodeTest, TxStatesDecodeCommittedFailedAndPending) {
 }
 
 TEST_F(LedgerClientDecodeTest, GameRecordsInTheGamesArrayDecode) {
-  Result<TaskPage> page = DecodeTaskPage(Get("/v1/tasks"));
+  Result<contracts::TaskPage> page = DecodeTaskPage(Get("/v1/tasks"));
   ASSERT_TRUE(page.ok() && page->tasks.size() == 1) << page.status().ToString();
   std::string body = Get("/v1/tasks/" + consensus::ToHex(page->tasks[0].id()) + "/games");
   proto::DisputeGame game;
@@ -209,7 +209,7 @@ TEST_F(LedgerClientDecodeTest, GameRecordsInTheGamesArrayDecode) {
   const std::size_t empty = body.rfind("[]");
   ASSERT_NE(empty, std::string::npos) << body;
   body.replace(empty, 2, "[{\"round\":3,\"record\":\"" + consensus::ToHex(game.SerializeAsString()) + "\"}]");
-  Result<GamesView> games = DecodeGamesView(body);
+  Result<contracts::TaskGames> games = DecodeTaskGames(body);
   ASSERT_TRUE(games.ok()) << games.status().ToString();
   ASSERT_EQ(games->games.size(), 1u);
   EXPECT_TRUE(MessageDifferencer::Equals(games->games[0], game));
@@ -222,7 +222,7 @@ TEST_F(LedgerClientDecodeTest, TruncatedAnswersAreNotJson) {
   EXPECT_NE(info.status().message().find("the /v1/status answer is not a JSON object"), std::string::npos)
       << info.status().message();
   const std::string tasks = Get("/v1/tasks");
-  Result<TaskPage> page = DecodeTaskPage(tasks.substr(0, tasks.size() - 1));
+  Result<contracts::TaskPage> page = DecodeTaskPage(tasks.substr(0, tasks.size() - 1));
   EXPECT_EQ(page.status().code(), StatusCode::kCorruption);
   EXPECT_NE(page.status().message().find("/v1/tasks answer"), std::string::npos) << page.status().message();
 }
@@ -240,7 +240,7 @@ TEST(LedgerClientDecode, GarbageIsCorruptionNotACrash) {
 TEST(LedgerClientDecode, DeeplyNestedAnswerIsCorruptionNotAStackOverflow) {
   const std::size_t depth = 4'000'000;
   const std::string body = "{\"games\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
-  Result<GamesView> games = DecodeGamesView(body);
+  Result<contracts::TaskGames> games = DecodeTaskGames(body);
   EXPECT_EQ(games.status().code(), StatusCode::kCorruption);
 }
 
@@ -259,7 +259,7 @@ TEST(LedgerClientDecode, WrongTypesAndMissingFieldsNameTheField) {
                          "its parent is not an object");
   ExpectCorruptionNaming(DecodeTaskPage(R"({"total":2,"tasks":[{"record":""},{"record":7}]})").status(),
                          "tasks[1].record", "not a string");
-  ExpectCorruptionNaming(DecodeGamesView(R"({"task_record":"","params_record":"","games":[{}]})").status(),
+  ExpectCorruptionNaming(DecodeTaskGames(R"({"task_record":"","params_record":"","games":[{}]})").status(),
                          "games[0].record", "is missing");
   ExpectCorruptionNaming(DecodeStake(R"({"solver":[]})", proto::ROLE_SOLVER).status(), "solver", "not an object");
   ExpectCorruptionNaming(DecodeStake(R"({"solver":{"bonded":1,"locked":0}})", proto::ROLE_SOLVER).status(),

@@ -116,7 +116,7 @@ class SubmitterE2ETest : public ::testing::Test {
   // This submitter's tasks on the ledger.
   std::vector<proto::Task> OwnTasks() const {
     std::vector<proto::Task> own;
-    Result<TaskPage> page = client_->Tasks(0, 100);
+    Result<contracts::TaskPage> page = client_->Tasks(0, 100);
     EXPECT_TRUE(page.ok()) << page.status().ToString();
     if (!page.ok()) return own;
     for (proto::Task& t : page->tasks) {

@@ -157,7 +157,7 @@ class RolesTest : public ::testing::Test {
   }
 
   proto::Task TheTask() const {
-    Result<TaskPage> page = client_->Tasks(0, 1);
+    Result<contracts::TaskPage> page = client_->Tasks(0, 1);
     EXPECT_TRUE(page.ok() && page->tasks.size() == 1);
     return page.ok() && !page->tasks.empty() ? page->tasks[0] : proto::Task();
   }
