@@ -15,7 +15,6 @@
 #include "genesis_file.h"
 #include "http_client.h"
 #include "ledger_client.h"
-#include "pol_cli.h"
 #include "json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
@@ -23,6 +22,7 @@
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/op.h"
 #include "polnode/solver/dataset.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_steps.h"
 #include "role_runtime.h"
 
@@ -161,7 +161,7 @@ Status Devnet::SetUp() {
 
   std::string cheat = o_.cheat;
   if (cheat.empty()) {
-    POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, ReadTaskFile(task_files_[0]));
+    POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, solver::ReadTaskFile(task_files_[0]));
     POLNODE_ASSIGN_OR_RETURN(std::string node, WeightUpdateNode(task, data));
     cheat = "step=" + std::to_string(o_.steps - o_.checkpoint_interval / 2 - 1) + ",node=" + node;
   }

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/train_state.h"
 
@@ -13,7 +13,7 @@ namespace polnode::node {
 
 Result<consensus::Hash256> MakeForcedErrorProof(const std::string& honest_dir, const std::string& out_dir,
                                                 const consensus::SecretKey& key) {
-  POLNODE_ASSIGN_OR_RETURN(ProofDir honest, OpenProofDir(honest_dir));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir honest, solver::OpenProofDir(honest_dir));
   solver::ProofManifest manifest = honest.manifest;
   if (manifest.checkpoint_blobs.empty()) return Status::Corruption("the honest proof in " + honest_dir + " has no checkpoints");
   POLNODE_ASSIGN_OR_RETURN(solver::BlobStore out_store, solver::BlobStore::Open(out_dir + "/" + std::string(solver::kBlobDir)));

@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "json.h"
-#include "pol_cli.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/verifier/profile.h"
 #include "polnode/verifier/segments.h"
 
@@ -18,13 +18,13 @@ void WriteThresholds(JsonWriter& w, const verifier::Thresholds& t) {
 }
 
 int Profile(const FlagSet& flags, Io& io) {
-  Result<solver::TaskSpec> task = ReadTaskFile(flags.Get("task"));
+  Result<solver::TaskSpec> task = solver::ReadTaskFile(flags.Get("task"));
   if (!task.ok()) return ReportError(io, kCommand, task.status());
-  Result<ProofDir> proof = OpenProofDir(flags.Get("proof"));
+  Result<solver::ProofDir> proof = solver::OpenProofDir(flags.Get("proof"));
   if (!proof.ok()) return ReportError(io, kCommand, proof.status());
   Result<std::int64_t> samples = flags.GetInt("samples", 1, 1 << 20);
   if (!samples.ok()) return ReportError(io, kCommand, samples.status());
-  Result<solver::ImageDataset> data = LoadTaskData(*task);
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kCommand, data.status());
   // Sample segments from the manifest's own root: profiling is not adversarial (it runs on the
   // verifier's honest reference proof), it only needs a spread of segments.

@@ -3,6 +3,7 @@
 #include "http_client.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 
 namespace polnode::node {
@@ -41,7 +42,7 @@ std::string ProofUri(const std::string& base_url, const consensus::Hash256& root
 }
 
 Result<consensus::Hash256> ProofServer::Add(const std::string& dir) {
-  POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(dir));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir proof, solver::OpenProofDir(dir));
   std::lock_guard<std::mutex> lock(mu_);
   dirs_[consensus::ToHex(proof.manifest.merkle_root)] = dir;
   return proof.manifest.merkle_root;
@@ -106,5 +107,22 @@ Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, s
   (void)stored;
   return Status::Ok();
 }
+
+Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri) {
+  const std::string_view scheme = "http://";
+  if (spec_uri.rfind(scheme, 0) != 0) return Status::InvalidArgument("spec URI must start with http://: '" + spec_uri + "'");
+  const std::size_t slash = spec_uri.find('/', scheme.size());
+  if (slash == std::string::npos) return Status::InvalidArgument("spec URI has no path: '" + spec_uri + "'");
+  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(spec_uri.substr(0, slash)));
+  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(endpoint, "GET", spec_uri.substr(slash)));
+  if (r.status != 200) return Status::Unavailable("GET " + spec_uri + " answered " + std::to_string(r.status));
+  if (r.body.size() > solver::kMaxTaskBytes) return Status::ResourceExhausted("task document at " + spec_uri + " is too large");
+  return solver::DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(r.body.data()), r.body.size()));
+}
+
+std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document) {
+  return base_url + "/v1/specs/" + consensus::ToHex(solver::TaskId(document));
+}
+
 
 }  // namespace polnode::node

@@ -1,8 +1,10 @@
-// Proofs of learning over HTTP (DESIGN.md section 5): the solver serves every proof it holds under
-// its Merkle root, and whoever fetches one checks every byte against the hash it was named by.
+// Proofs of learning and task documents over HTTP (DESIGN.md sections 4 and 5): the solver serves
+// every proof it holds under its Merkle root, the submitter serves its task documents by task id,
+// and whoever fetches one checks it against what the ledger names.
 //
 //   GET {base}/v1/proofs/{root hex}/manifest        the manifest.pb bytes
 //   GET {base}/v1/proofs/{root hex}/blobs/{hash hex} a checkpoint blob (content-addressed)
+//   GET {base}/v1/specs/{task id hex}               a task document (protobuf form)
 //
 // A proof's URI, as committed on the ledger, is "{base}/v1/proofs/{root hex}".
 #ifndef POLNODE_NODE_PROOF_HTTP_H_
@@ -14,9 +16,11 @@
 #include <string>
 
 #include "http_types.h"
-#include "pol_cli.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/proof_manifest.h"
+#include "polnode/solver/task_spec.h"
 
 namespace polnode::node {
 
@@ -47,6 +51,15 @@ std::string ProofUri(const std::string& base_url, const consensus::Hash256& root
 /// Makes sure `store` holds blob `hash` of the proof at `proof_uri`, downloading it if needed;
 /// bytes that do not hash to `hash` are refused (kCorruption) and not stored.
 [[nodiscard]] Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, solver::BlobStore& store);
+
+/// The spec URI a submitter serving at `base_url` gives `document`.
+std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document);
+
+/// Downloads the task document served at `spec_uri` (the protobuf form, as the submitter serves it)
+/// and decodes it; kUnavailable when it cannot be fetched, DecodeTaskProto's errors for bad bytes.
+/// The caller then checks it with solver::CheckSpecBinding against the ledger's task before
+/// trusting it.
+[[nodiscard]] Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri);
 
 }  // namespace polnode::node
 

@@ -5,10 +5,10 @@
 
 #include "commands.h"
 #include "json.h"
-#include "pol_cli.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 
 namespace polnode::node {
@@ -17,7 +17,7 @@ namespace {
 constexpr const char* kCommand = "polnode prove";
 
 int Prove(const FlagSet& flags, Io& io) {
-  Result<solver::TaskSpec> task = ReadTaskFile(flags.Get("task"));
+  Result<solver::TaskSpec> task = solver::ReadTaskFile(flags.Get("task"));
   if (!task.ok()) return ReportError(io, kCommand, task.status());
   Result<std::int64_t> threads = flags.GetInt("threads", 0, 1024);
   if (!threads.ok()) return ReportError(io, kCommand, threads.status());
@@ -29,7 +29,7 @@ int Prove(const FlagSet& flags, Io& io) {
   // hours into a proof nobody will accept would only waste the run.
   Result<consensus::SecretKey> key = consensus::ReadKeyFile(flags.Get("key"));
   if (!key.ok()) return ReportError(io, kCommand, key.status().WithContext(flags.Get("key")));
-  Result<solver::ImageDataset> data = LoadTaskData(*task);
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kCommand, data.status());
 
   solver::ProveOptions options;

@@ -6,14 +6,15 @@
 #include <filesystem>
 
 #include "forced_error_proof.h"
-#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
+#include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_steps.h"
-#include "task_binding.h"
+#include "proof_http.h"
 
 namespace polnode::node {
 namespace {
@@ -122,7 +123,7 @@ Result<const solver::ImageDataset*> SolverRole::Data(const solver::TaskSpec& doc
   std::lock_guard<std::mutex> lock(data_mu_);
   auto it = data_.find(document.data_location);
   if (it == data_.end()) {
-    POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, LoadTaskData(document));
+    POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadTaskData(document));
     it = data_.emplace(document.data_location, std::make_unique<solver::ImageDataset>(std::move(data))).first;
   }
   POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(document, *it->second));
@@ -180,7 +181,7 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
     usable = loaded.status();
     if (loaded.ok()) data = *loaded;
   }
-  if (usable.ok()) usable = CheckSpecBinding(task.spec(), *document, *data);
+  if (usable.ok()) usable = solver::CheckSpecBinding(task.spec(), *document, *data);
   if (!usable.ok()) {
     // Not retried: a document that is unreachable now is retried, anything else is final.
     if (usable.code() != StatusCode::kUnavailable) refused_[task.id()] = usable.ToString();

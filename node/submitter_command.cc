@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "polnode/base/file_util.h"
+#include "polnode/solver/task_binding.h"
 #include "submitter_role.h"
 
 namespace polnode::node {
@@ -43,7 +44,7 @@ Status Run(const FlagSet& flags, Io& io) {
   if (!flags.Given("listen")) {
     if (std::optional<std::string> previous = PreviousListen(options.home)) options.listen = *previous;
   }
-  TaskTerms terms;
+  solver::TaskTerms terms;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t payment, flags.GetInt("payment", 0, INT64_MAX));
   POLNODE_ASSIGN_OR_RETURN(std::int64_t claim_window, flags.GetInt("claim-window", 1, INT64_MAX));
   POLNODE_ASSIGN_OR_RETURN(std::int64_t training_window, flags.GetInt("training-window", 1, INT64_MAX));

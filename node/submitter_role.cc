@@ -5,11 +5,13 @@
 
 #include "http_client.h"
 #include "ledger_client.h"
-#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_binding.h"
+#include "proof_http.h"
 #include "submitter_model.h"
 
 namespace polnode::node {
@@ -30,14 +32,14 @@ std::string Decimal(double value, int digits) {
 }  // namespace
 
 Result<std::vector<SubmitterTask>> PrepareSubmitterTasks(const std::vector<std::string>& files,
-                                                         const TaskTerms& terms) {
+                                                         const solver::TaskTerms& terms) {
   std::map<std::string, std::shared_ptr<const solver::ImageDataset>> data_by_location;
   std::map<std::string, std::string> file_by_document;
   std::vector<SubmitterTask> tasks;
   for (const std::string& file : files) {
     SubmitterTask task;
     task.file = file;
-    POLNODE_ASSIGN_OR_RETURN(task.document, ReadTaskFile(file));
+    POLNODE_ASSIGN_OR_RETURN(task.document, solver::ReadTaskFile(file));
     task.document_hex = consensus::ToHex(solver::TaskId(task.document));
     if (auto [it, inserted] = file_by_document.emplace(task.document_hex, file); !inserted) {
       return Status::InvalidArgument("task files " + it->second + " and " + file +
@@ -46,12 +48,12 @@ Result<std::vector<SubmitterTask>> PrepareSubmitterTasks(const std::vector<std::
     }
     std::shared_ptr<const solver::ImageDataset>& data = data_by_location[task.document.data_location];
     if (!data) {
-      Result<solver::ImageDataset> loaded = LoadTaskData(task.document);
+      Result<solver::ImageDataset> loaded = solver::LoadTaskData(task.document);
       if (!loaded.ok()) return loaded.status().WithContext("task file " + file);
       data = std::make_shared<const solver::ImageDataset>(std::move(loaded).value());
     }
     task.data = data;
-    Result<proto::TaskSpec> spec = LedgerSpecFor(task.document, *data, terms);
+    Result<proto::TaskSpec> spec = solver::LedgerSpecFor(task.document, *data, terms);
     if (!spec.ok()) return spec.status().WithContext("task file " + file);
     task.spec = std::move(spec).value();
     task.encoded = solver::EncodeTaskProto(task.document);

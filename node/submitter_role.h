@@ -33,10 +33,10 @@
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/dataset.h"
+#include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
 #include "role_runtime.h"
 #include "submitter_report.h"
-#include "task_binding.h"
 
 namespace polnode::node {
 
@@ -46,16 +46,16 @@ struct SubmitterTask {
   solver::TaskSpec document;
   std::string document_hex;     // solver::TaskId(document)
   std::string encoded;          // solver::EncodeTaskProto(document): what GET /v1/specs/<hex> serves
-  proto::TaskSpec spec;         // LedgerSpecFor(document, data, terms)
+  proto::TaskSpec spec;         // solver::LedgerSpecFor(document, data, terms)
   std::shared_ptr<const solver::ImageDataset> data;  // for the model's test accuracy
 };
 
-/// Reads every task file (node/pol_cli.h ReadTaskFile), loads its data (once per data location)
-/// and computes its ledger spec. kInvalidArgument when two files hold the same document (the same
+/// Reads every task file (solver::ReadTaskFile), loads its data (once per data location) and
+/// computes its ledger spec. kInvalidArgument when two files hold the same document (the same
 /// TaskId: they would be one task; give them different seeds); the errors of reading, loading and
-/// LedgerSpecFor otherwise, naming the file.
+/// solver::LedgerSpecFor otherwise, naming the file.
 [[nodiscard]] Result<std::vector<SubmitterTask>> PrepareSubmitterTasks(const std::vector<std::string>& files,
-                                                                       const TaskTerms& terms);
+                                                                       const solver::TaskTerms& terms);
 
 class SubmitterRole final : public Role {
  public:

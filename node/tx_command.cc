@@ -10,13 +10,13 @@
 #include "ledger_client.h"
 #include "json.h"
 #include "node_home.h"
-#include "pol_cli.h"
-#include "task_binding.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_binding.h"
 
 namespace polnode::node {
 namespace {
@@ -122,15 +122,15 @@ const TxKind kKinds[] = {
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::SubmitTaskTx tx;
-       TaskTerms terms;
+       solver::TaskTerms terms;
        POLNODE_ASSIGN_OR_RETURN(terms.payment, Amount(f, "payment"));
        POLNODE_ASSIGN_OR_RETURN(terms.claim_window, Amount(f, "claim-window"));
        POLNODE_ASSIGN_OR_RETURN(terms.training_window, Amount(f, "training-window"));
        tx.set_spec_uri(f.Get("spec-uri"));
        if (f.Given("task")) {
-         POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, ReadTaskFile(f.Get("task")));
-         POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, LoadTaskData(document));
-         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_spec(), LedgerSpecFor(document, data, terms));
+         POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(f.Get("task")));
+         POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadTaskData(document));
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_spec(), solver::LedgerSpecFor(document, data, terms));
          return Serialize(tx);
        }
        for (const char* name : {"model-spec", "dataset-hash", "hyperparameters-hash", "total-steps", "checkpoint-interval",

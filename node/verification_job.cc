@@ -11,8 +11,8 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/solver/blob_store.h"
+#include "polnode/solver/task_binding.h"
 #include "polnode/verifier/profile.h"
-#include "task_binding.h"
 
 namespace polnode::node {
 namespace {
@@ -66,7 +66,7 @@ Result<Binding> TryBind(const proto::Task& task, DataCache& cache) {
     return Binding{std::nullopt, document.status().ToString()};
   }
   POLNODE_ASSIGN_OR_RETURN(const solver::ImageDataset* data, cache.Get(*document));
-  if (Status s = CheckSpecBinding(task.spec(), *document, *data); !s.ok()) return Binding{std::nullopt, s.ToString()};
+  if (Status s = solver::CheckSpecBinding(task.spec(), *document, *data); !s.ok()) return Binding{std::nullopt, s.ToString()};
   return Binding{BoundTask{std::move(*document), data}, ""};
 }
 

@@ -38,8 +38,8 @@ namespace polnode::node {
 class DataCache {
  public:
   using Loader = std::function<Result<solver::ImageDataset>(const solver::TaskSpec& document)>;
-  /// `loader` loads a document's data (pol_cli.h LoadTaskData in the daemons; tests substitute a
-  /// synthetic set).
+  /// `loader` loads a document's data (solver::LoadTaskData, pol_files.h, in the daemons; tests
+  /// substitute a synthetic set).
   explicit DataCache(Loader loader) : loader_(std::move(loader)) {}
 
   /// The data set of `document`, by its data_location, loaded on first need and checked against
@@ -60,8 +60,8 @@ struct BoundTask {
 };
 
 /// Fetches `task`'s document from its spec_uri, loads its data through `cache` and checks the
-/// binding (CheckSpecBinding). Errors: kUnavailable when the document cannot be fetched; the
-/// cache's errors; kFailedPrecondition "task document: <why>" for a document that does not decode
+/// binding (solver::CheckSpecBinding). Errors: kUnavailable when the document cannot be fetched;
+/// the cache's errors; kFailedPrecondition "task document: <why>" for a document that does not decode
 /// or does not bind to the ledger's spec.
 [[nodiscard]] Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache);
 

@@ -2,10 +2,10 @@
 #include <ostream>
 
 #include "commands.h"
-#include "pol_cli.h"
 #include "role_runtime.h"
 #include "verification_job.h"
 #include "verifier_role.h"
+#include "polnode/solver/pol_files.h"
 
 namespace polnode::node {
 namespace {
@@ -18,7 +18,7 @@ Status Run(const FlagSet& flags, Io& io) {
   VerifierOptions options;
   options.lazy = flags.GetBool("lazy");
   POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
-  options.loader = LoadTaskData;
+  options.loader = solver::LoadTaskData;
   VerifierRole verifier(std::move(options));
   return RunRoleDaemon("verifier", verifier, role, nullptr, flags.json(), stop, io);
 }

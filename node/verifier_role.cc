@@ -4,11 +4,11 @@
 #include <filesystem>
 
 #include "json.h"
-#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/contracts/payloads.h"
+#include "replay_json.h"
 
 namespace polnode::node {
 namespace {

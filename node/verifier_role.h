@@ -37,7 +37,7 @@ struct VerifierOptions {
   std::uint64_t stake = 0;  // free verifier stake to keep; 0: 4 x params.min_stake_verifier
   std::string backend = "cpu";
   int threads = 1;
-  DataCache::Loader loader;  // a task document's data (LoadTaskData in the daemon)
+  DataCache::Loader loader;  // a task document's data (solver::LoadTaskData in the daemon)
 };
 
 class VerifierRole final : public Role {

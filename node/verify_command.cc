@@ -5,13 +5,14 @@
 
 #include "commands.h"
 #include "json.h"
-#include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/verifier/replay.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "replay_json.h"
 #include "tx_json.h"
 
 namespace polnode::node {
@@ -88,11 +89,11 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
   // Without --task the proof's own copy is used: the verdict then shows its task id, which the
   // caller must compare with the one committed on the ledger.
   const std::string task_path = flags.Given("task") ? flags.Get("task") : dir + "/task.pb";
-  Result<solver::TaskSpec> task = ReadTaskFile(task_path);
+  Result<solver::TaskSpec> task = solver::ReadTaskFile(task_path);
   if (!task.ok()) return ReportError(io, kName, task.status()), kExitUsage;
-  Result<ProofDir> proof = OpenProofDir(dir);
+  Result<solver::ProofDir> proof = solver::OpenProofDir(dir);
   if (!proof.ok()) return ReportError(io, kName, proof.status()), kExitUsage;
-  Result<solver::ImageDataset> data = LoadTaskData(*task);
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kName, data.status()), kExitUsage;
   Result<std::unique_ptr<kernels::Backend>> backend =
       kernels::MakeBackend(flags.Get("backend"), static_cast<int>(*threads));

@@ -2,10 +2,10 @@
 #include <ostream>
 
 #include "commands.h"
-#include "pol_cli.h"
 #include "role_runtime.h"
 #include "verification_job.h"
 #include "whistleblower_role.h"
+#include "polnode/solver/pol_files.h"
 
 namespace polnode::node {
 namespace {
@@ -21,7 +21,7 @@ Status Run(const FlagSet& flags, Io& io) {
     return Status::InvalidArgument("--check-share must be between 0 and 1");
   }
   POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
-  options.loader = LoadTaskData;
+  options.loader = solver::LoadTaskData;
   WhistleblowerRole whistleblower(std::move(options));
   return RunRoleDaemon("whistleblower", whistleblower, role, nullptr, flags.json(), stop, io);
 }

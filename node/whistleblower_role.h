@@ -42,7 +42,7 @@ struct WhistleblowerOptions {
   std::uint64_t stake = 0;   // free whistleblower stake to keep; 0: 2 x params.min_stake_whistleblower
   std::string backend = "cpu";
   int threads = 1;
-  DataCache::Loader loader;  // a task document's data (LoadTaskData in the daemon)
+  DataCache::Loader loader;  // a task document's data (solver::LoadTaskData in the daemon)
 };
 
 /// Whether whistleblower `self` audits `verifier`'s verdict on task `task_id` (raw bytes each):

@@ -24,6 +24,7 @@
 #include "http_server.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
 #include "submitter_role.h"
 
@@ -76,7 +77,7 @@ Fixture& Shared() {
     third.data_location = data_dir;
     third.seed = 44;
     std::ofstream(files[2], std::ios::binary) << solver::EncodeTaskProto(third);
-    Result<std::vector<node::SubmitterTask>> tasks = node::PrepareSubmitterTasks(files, node::TaskTerms{1000, 20, 40});
+    Result<std::vector<node::SubmitterTask>> tasks = node::PrepareSubmitterTasks(files, solver::TaskTerms{1000, 20, 40});
     if (!tasks.ok() || tasks->size() != files.size()) std::abort();
     for (const node::SubmitterTask& task : *tasks) f->encoded[task.document_hex] = task.encoded;
     f->role = std::make_unique<node::SubmitterRole>(std::move(tasks).value(), kernels::MakeReferenceBackend(),

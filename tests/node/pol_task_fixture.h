@@ -23,7 +23,6 @@
 #include "polnode/solver/prover.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_steps.h"
-#include "task_binding.h"
 
 namespace polnode::node::testing {
 

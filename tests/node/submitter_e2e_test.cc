@@ -16,10 +16,11 @@
 #include "http_client.h"
 #include "ledger_client.h"
 #include "ledger_process.h"
-#include "pol_cli.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_binding.h"
+#include "proof_http.h"
 #include "subprocess.h"
-#include "task_binding.h"
 
 namespace polnode::node {
 namespace {
@@ -135,9 +136,9 @@ class SubmitterE2ETest : public ::testing::Test {
 
 TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded) {
   ASSERT_NO_FATAL_FAILURE(StartLedger());
-  Result<solver::TaskSpec> document = ReadTaskFile(task_file_);
+  Result<solver::TaskSpec> document = solver::ReadTaskFile(task_file_);
   ASSERT_TRUE(document.ok()) << document.status().ToString();
-  Result<solver::ImageDataset> data = LoadTaskData(*document);
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*document);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
 
   // First run: it posts the task and finds it on the ledger.
@@ -151,13 +152,13 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   const proto::Task task = own[0];
   const std::string task_hex = consensus::ToHex(task.id());
 
-  // The binding a solver checks: the ledger's spec is LedgerSpecFor of the document with these
+  // The binding a solver checks: the ledger's spec is solver::LedgerSpecFor of the document with these
   // terms, and the document served at the spec URI is the one in the task file.
-  Result<proto::TaskSpec> expected = LedgerSpecFor(*document, *data, TaskTerms{kPayment, kClaimWindow, 40});
+  Result<proto::TaskSpec> expected = solver::LedgerSpecFor(*document, *data, solver::TaskTerms{kPayment, kClaimWindow, 40});
   ASSERT_TRUE(expected.ok()) << expected.status().ToString();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(task.spec(), *expected))
       << task.spec().DebugString() << "\nvs\n" << expected->DebugString();
-  EXPECT_TRUE(CheckSpecBinding(task.spec(), *document, *data).ok());
+  EXPECT_TRUE(solver::CheckSpecBinding(task.spec(), *document, *data).ok());
   EXPECT_EQ(task.spec_uri(), TaskDocumentUri(url, *document));
   Result<solver::TaskSpec> served = FetchTaskDocument(task.spec_uri());
   ASSERT_TRUE(served.ok()) << served.status().ToString();

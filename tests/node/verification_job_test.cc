@@ -13,6 +13,7 @@
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/solver/task_binding.h"
 
 namespace polnode::node {
 namespace {
@@ -35,7 +36,7 @@ class VerificationJobTest : public ::testing::Test {
   proto::Task TaskFor(const testing::TinyProof& proof) {
     proto::Task task;
     task.set_id(RawHash(consensus::Sha256("task")));
-    Result<proto::TaskSpec> spec = LedgerSpecFor(document_, data_, TaskTerms{1000, 20, 40});
+    Result<proto::TaskSpec> spec = solver::LedgerSpecFor(document_, data_, solver::TaskTerms{1000, 20, 40});
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     *task.mutable_spec() = *spec;
     task.set_spec_uri(server_.AddDocument(document_));
@@ -50,7 +51,7 @@ class VerificationJobTest : public ::testing::Test {
   // The verifier's segments, before any proof exists (they depend on the beacon and key only).
   std::vector<std::int64_t> VerifierSegments() {
     proto::Task task;
-    *task.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{1000, 20, 40});
+    *task.mutable_spec() = *solver::LedgerSpecFor(document_, data_, solver::TaskTerms{1000, 20, 40});
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
     return AssignedSegments(task, RawKey(verifier_));
   }

@@ -21,6 +21,7 @@
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/task_binding.h"
 #include "subprocess.h"
 #include "verifier_role.h"
 #include "whistleblower_role.h"
@@ -205,7 +206,7 @@ class RolesTest : public ::testing::Test {
     SendAndCommit(solver_, contracts::payload::kStake, stake);
 
     proto::SubmitTaskTx submit;
-    *submit.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{10'000, 100, 100});
+    *submit.mutable_spec() = *solver::LedgerSpecFor(document_, data_, solver::TaskTerms{10'000, 100, 100});
     submit.set_spec_uri(task_server_.AddDocument(document_));
     SendAndCommit(submitter_, contracts::payload::kSubmitTask, submit);
     const std::string task_id = TheTask().id();

@@ -1,17 +1,17 @@
-// Binding a proof-of-learning task document (solver::TaskSpec, what `polnode prove` trains) to the
+// Binding a proof-of-learning task document (TaskSpec, what `polnode prove` trains) to the
 // ledger's TaskSpec (contracts.proto, what the chain escrows and referees). The ledger keeps only
 // hashes and counts; the document itself is served at the task's spec_uri. Both sides compute the
 // same binding, so a solver or verifier can check, before working, that the document it fetched
 // is the one the ledger's task names:
 //   model_spec           = the document's model text
 //   dataset_hash         = the document's dataset hash
-//   hyperparameters_hash = solver::TaskId(document): SHA-256 over every field of the document
+//   hyperparameters_hash = TaskId(document): SHA-256 over every field of the document
 //                          (so seed, optimizer, batch and mode are all bound)
 //   total_steps, checkpoint_interval, segments_per_verification from the document
 //   graph_root, step_leaf_count, state_tensor_count from the document's step graph
-//   batch_root           = solver::BatchRoot over the document's data order
-#ifndef POLNODE_NODE_TASK_BINDING_H_
-#define POLNODE_NODE_TASK_BINDING_H_
+//   batch_root           = BatchRoot over the document's data order
+#ifndef POLNODE_SOLVER_TASK_BINDING_H_
+#define POLNODE_SOLVER_TASK_BINDING_H_
 
 #include <cstdint>
 #include <string>
@@ -21,7 +21,7 @@
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
 
-namespace polnode::node {
+namespace polnode::solver {
 
 /// What the submitter chooses beyond the document: the payment and the windows.
 struct TaskTerms {
@@ -32,23 +32,14 @@ struct TaskTerms {
 
 /// The ledger TaskSpec for `document` over `data` (which must be the document's data set:
 /// kFailedPrecondition otherwise). Errors of the step graph's construction pass through.
-[[nodiscard]] Result<proto::TaskSpec> LedgerSpecFor(const solver::TaskSpec& document, const solver::ImageDataset& data,
+[[nodiscard]] Result<proto::TaskSpec> LedgerSpecFor(const TaskSpec& document, const ImageDataset& data,
                                                     const TaskTerms& terms);
 
 /// Ok when `on_ledger` is exactly LedgerSpecFor(document, data, its own terms); otherwise
 /// kFailedPrecondition naming the first field that differs.
-[[nodiscard]] Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const solver::TaskSpec& document,
-                                      const solver::ImageDataset& data);
+[[nodiscard]] Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const TaskSpec& document,
+                                      const ImageDataset& data);
 
-/// Downloads the task document served at `spec_uri` (the protobuf form, as the submitter serves it
-/// at GET {base}/v1/specs/{solver::TaskId hex}) and decodes it; kUnavailable when it cannot be
-/// fetched, DecodeTaskProto's errors for bad bytes. The caller then checks it with
-/// CheckSpecBinding against the ledger's task before trusting it.
-[[nodiscard]] Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri);
+}  // namespace polnode::solver
 
-/// The spec URI a submitter serving at `base_url` gives `document`.
-std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document);
-
-}  // namespace polnode::node
-
-#endif  // POLNODE_NODE_TASK_BINDING_H_
+#endif  // POLNODE_SOLVER_TASK_BINDING_H_

@@ -1,45 +1,43 @@
-#include "task_binding.h"
+#include "polnode/solver/task_binding.h"
 
-#include "http_client.h"
-#include "polnode/consensus/hex.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_steps.h"
 
-namespace polnode::node {
+namespace polnode::solver {
 namespace {
 
 std::string Raw(const consensus::Hash256& hash) { return std::string(hash.begin(), hash.end()); }
 
 }  // namespace
 
-Result<proto::TaskSpec> LedgerSpecFor(const solver::TaskSpec& document, const solver::ImageDataset& data,
+Result<proto::TaskSpec> LedgerSpecFor(const TaskSpec& document, const ImageDataset& data,
                                       const TaskTerms& terms) {
-  POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(document, data));
-  POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(document, data));
+  POLNODE_RETURN_IF_ERROR(CheckTaskData(document, data));
+  POLNODE_ASSIGN_OR_RETURN(TaskStepper stepper, TaskStepper::Create(document, data));
   POLNODE_ASSIGN_OR_RETURN(std::vector<proto::PinpointDescriptor> descriptors,
-                           solver::PinpointDescriptors(stepper.graph()));
-  const solver::StepLeafLayout layout(stepper.graph());
-  POLNODE_ASSIGN_OR_RETURN(solver::BatchTree batches, solver::BatchTree::Build(stepper));
+                           PinpointDescriptors(stepper.graph()));
+  const StepLeafLayout layout(stepper.graph());
+  POLNODE_ASSIGN_OR_RETURN(BatchTree batches, BatchTree::Build(stepper));
 
   proto::TaskSpec spec;
   spec.set_model_spec(document.model);
   spec.set_dataset_hash(Raw(document.dataset_hash));
-  spec.set_hyperparameters_hash(Raw(solver::TaskId(document)));
+  spec.set_hyperparameters_hash(Raw(TaskId(document)));
   spec.set_total_steps(static_cast<std::uint64_t>(document.steps));
   spec.set_checkpoint_interval(static_cast<std::uint64_t>(document.checkpoint_interval));
   spec.set_segments_per_verification(static_cast<std::uint32_t>(document.segments_per_check));
   spec.set_payment(terms.payment);
   spec.set_claim_window(terms.claim_window);
   spec.set_training_window(terms.training_window);
-  spec.set_graph_root(Raw(solver::GraphRoot(descriptors)));
+  spec.set_graph_root(Raw(GraphRoot(descriptors)));
   spec.set_batch_root(Raw(batches.root()));
   spec.set_step_leaf_count(layout.leaf_count());
   spec.set_state_tensor_count(static_cast<std::uint32_t>(layout.state_count()));
   return spec;
 }
 
-Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const solver::TaskSpec& document,
-                        const solver::ImageDataset& data) {
+Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const TaskSpec& document,
+                        const ImageDataset& data) {
   TaskTerms terms;
   terms.payment = on_ledger.payment();
   terms.claim_window = on_ledger.claim_window();
@@ -68,20 +66,4 @@ Status CheckSpecBinding(const proto::TaskSpec& on_ledger, const solver::TaskSpec
   return Status::Ok();
 }
 
-Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri) {
-  const std::string_view scheme = "http://";
-  if (spec_uri.rfind(scheme, 0) != 0) return Status::InvalidArgument("spec URI must start with http://: '" + spec_uri + "'");
-  const std::size_t slash = spec_uri.find('/', scheme.size());
-  if (slash == std::string::npos) return Status::InvalidArgument("spec URI has no path: '" + spec_uri + "'");
-  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(spec_uri.substr(0, slash)));
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(endpoint, "GET", spec_uri.substr(slash)));
-  if (r.status != 200) return Status::Unavailable("GET " + spec_uri + " answered " + std::to_string(r.status));
-  if (r.body.size() > solver::kMaxTaskBytes) return Status::ResourceExhausted("task document at " + spec_uri + " is too large");
-  return solver::DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(r.body.data()), r.body.size()));
-}
-
-std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document) {
-  return base_url + "/v1/specs/" + consensus::ToHex(solver::TaskId(document));
-}
-
-}  // namespace polnode::node
+}  // namespace polnode::solver

@@ -1,22 +1,22 @@
-// The binding between a task document and the ledger's TaskSpec (node/task_binding.h): what the
+// The binding between a task document and the ledger's TaskSpec (solver/task_binding.h): what the
 // submitter posts and what solvers and verifiers check before working on a task.
-#include "task_binding.h"
 
 #include <gtest/gtest.h>
 
-#include "../solver/solver_test_util.h"
+#include "solver_test_util.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/solver/pinpoint_graph.h"
+#include "polnode/solver/task_binding.h"
 
-namespace polnode::node {
+namespace polnode::solver {
 namespace {
 
-solver::TaskSpec SmallTask(const solver::ImageDataset& data) {
-  solver::TaskSpec t;
+TaskSpec SmallTask(const ImageDataset& data) {
+  TaskSpec t;
   t.model = "mlp:784-8-10";
   t.data_location = "fashion-mnist";
-  t.dataset_hash = solver::DatasetContentHash(data);
-  t.optimizer.kind = solver::OptimizerKind::kSgd;
+  t.dataset_hash = DatasetContentHash(data);
+  t.optimizer.kind = OptimizerKind::kSgd;
   t.optimizer.lr = 0.05f;
   t.batch = 16;
   t.steps = 12;
@@ -28,12 +28,12 @@ solver::TaskSpec SmallTask(const solver::ImageDataset& data) {
 
 TEST(TaskBindingTest, LedgerSpecNamesEveryPartOfTheDocument) {
   POLNODE_REQUIRE_FASHION_MNIST(data);
-  const solver::TaskSpec doc = SmallTask(*data);
+  const TaskSpec doc = SmallTask(*data);
   TaskTerms terms{.payment = 5000, .claim_window = 7, .training_window = 9};
   Result<proto::TaskSpec> spec = LedgerSpecFor(doc, *data, terms);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->model_spec(), doc.model);
-  const consensus::Hash256 id = solver::TaskId(doc);
+  const consensus::Hash256 id = TaskId(doc);
   EXPECT_EQ(spec->hyperparameters_hash(), std::string(id.begin(), id.end()));
   EXPECT_EQ(spec->total_steps(), 12u);
   EXPECT_EQ(spec->checkpoint_interval(), 4u);
@@ -41,7 +41,7 @@ TEST(TaskBindingTest, LedgerSpecNamesEveryPartOfTheDocument) {
   EXPECT_EQ(spec->payment(), 5000u);
   EXPECT_EQ(spec->claim_window(), 7u);
   EXPECT_EQ(spec->training_window(), 9u);
-  Result<consensus::Hash256> batch_root = solver::BatchRoot(doc, *data);
+  Result<consensus::Hash256> batch_root = BatchRoot(doc, *data);
   ASSERT_TRUE(batch_root.ok());
   EXPECT_EQ(spec->batch_root(), std::string(batch_root->begin(), batch_root->end()));
   EXPECT_EQ(spec->graph_root().size(), 32u);
@@ -54,7 +54,7 @@ TEST(TaskBindingTest, LedgerSpecNamesEveryPartOfTheDocument) {
 
 TEST(TaskBindingTest, AnyDifferenceIsRefusedNamingTheField) {
   POLNODE_REQUIRE_FASHION_MNIST(data);
-  const solver::TaskSpec doc = SmallTask(*data);
+  const TaskSpec doc = SmallTask(*data);
   Result<proto::TaskSpec> spec = LedgerSpecFor(doc, *data, TaskTerms{.payment = 1});
   ASSERT_TRUE(spec.ok());
 
@@ -65,7 +65,7 @@ TEST(TaskBindingTest, AnyDifferenceIsRefusedNamingTheField) {
   EXPECT_NE(s.message().find("graph_root"), std::string::npos) << s.ToString();
 
   // A document with another seed is another task, though every ledger count stays the same.
-  solver::TaskSpec other_seed = doc;
+  TaskSpec other_seed = doc;
   other_seed.seed = 4;
   s = CheckSpecBinding(*spec, other_seed, *data);
   EXPECT_NE(s.message().find("hyperparameters_hash"), std::string::npos) << s.ToString();
@@ -76,4 +76,4 @@ TEST(TaskBindingTest, AnyDifferenceIsRefusedNamingTheField) {
 }
 
 }  // namespace
-}  // namespace polnode::node
+}  // namespace polnode::solver
