@@ -11,8 +11,7 @@
 #include <thread>
 
 #include "child_process.h"
-#include "commands.h"
-#include "genesis_file.h"
+#include "node_home.h"
 #include "http_client.h"
 #include "ledger_client.h"
 #include "json.h"
@@ -180,31 +179,27 @@ Status Devnet::SetUp() {
   report_.logs["ledger"] = Log("ledger");
   members_[0].extra_flags = {"--max-tasks", "1"};
   members_[1].extra_flags = {"--max-tasks", "1", "--cheat", cheat};
-  members_[3].extra_flags = {"--lazy"};
+  // The checkers replay on one thread each: seven processes share the machine, and the solvers
+  // train on every thread of it.
+  members_[2].extra_flags = {"--threads", "1"};
+  members_[3].extra_flags = {"--lazy", "--threads", "1"};
+  members_[4].extra_flags = {"--threads", "1"};
   members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window", "300",
                              "--training-window", "1200"};
 
-  std::string accounts;
+  NodeHomeSpec ledger_home;
+  ledger_home.chain_id = "polnode-devnet";
   for (Member& m : members_) {
     std::filesystem::create_directories(o_.home + "/" + m.name, ec);
     POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(o_.home + "/" + m.name));
     const auto& pub = key.PublicKey().bytes();
     m.pubkey.assign(reinterpret_cast<const char*>(pub.data()), pub.size());
-    accounts += (accounts.empty() ? "" : ",") + consensus::ToHex(m.pubkey) + "=" + std::to_string(kGenesisBalance);
-  }
-
-  std::ostringstream init_out, init_err;
-  Io init_io{init_out, init_err};
-  if (RunCli({"init", "--home", o_.home + "/ledger", "--chain-id", "polnode-devnet", "--accounts", accounts, "--listen",
-              "127.0.0.1:0", "--block-interval-ms", std::to_string(o_.block_interval_ms)},
-             init_io) != kExitOk) {
-    return Status::FailedPrecondition("polnode init failed: " + init_err.str());
+    proto::Allocation& a = ledger_home.accounts.emplace_back();
+    a.set_pubkey(m.pubkey);
+    a.set_amount(kGenesisBalance);
   }
   // Windows sized for 100 ms blocks on a small machine that also trains and replays.
-  const std::string genesis_path = o_.home + "/ledger/genesis.json";
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> text, ReadWholeFile(genesis_path, 1 << 20));
-  POLNODE_ASSIGN_OR_RETURN(GenesisFile genesis, ParseGenesisJson(std::string(text.begin(), text.end())));
-  proto::Params& p = *genesis.spec.mutable_params();
+  proto::Params& p = ledger_home.params;
   p.set_verifiers_per_task(2);
   p.set_forced_error_rate(o_.forced_error_rate);
   p.set_verify_window(600);
@@ -212,16 +207,17 @@ Status Devnet::SetUp() {
   p.set_reveal_window(300);
   p.set_dispute_move_window(50);
   p.set_max_training_window(100'000);
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(genesis_path, FormatGenesisJson(genesis)));
+  ledger_home.config.listen = "127.0.0.1:0";
+  ledger_home.config.block_interval_ms = o_.block_interval_ms;
+  POLNODE_ASSIGN_OR_RETURN(NewNodeHome created, CreateNodeHome(o_.home + "/ledger", ledger_home));
+  const GenesisFile& genesis = created.home.genesis;
   for (const proto::Allocation& a : genesis.spec.allocations()) {
     DevnetAccount account;
     account.pubkey_hex = consensus::ToHex(a.pubkey());
     account.genesis = static_cast<std::int64_t>(a.amount());
     report_.accounts.push_back(account);
   }
-  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey node_key, consensus::ReadKeyFile(o_.home + "/ledger/node.key"));
-  const auto& node_pub = node_key.PublicKey().bytes();
-  ledger_pubkey_.assign(reinterpret_cast<const char*>(node_pub.data()), node_pub.size());
+  ledger_pubkey_ = created.node_pubkey;
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "flag_groups.h"
 #include "http_client.h"
 #include "json.h"
 #include "ledger_client.h"
@@ -169,13 +170,14 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
     return kExitUsage;
   }
   FlagSet flags(std::string(kCommand),
-                "Fetch a task's dispute games from a ledger (or a node home's stored chain), re-execute every recorded move (proofs, bisection, "
+                "Fetch a task's dispute games from a ledger (--ledger), or read them from a node home's stored "
+                "chain (--home, no running ledger needed), re-execute every recorded move (proofs, bisection, "
                 "descent, and the referee's operator on the CPU reference kernel) and print the pinpointed "
                 "segment, step, operator, both parties' hashes, the recomputed hash and the ruling. Exits 3 when "
                 "the re-execution differs from the ledger's record.");
   flags.Positional("TASK_ID", "the task id (64 hex)");
-  flags.Value("home", "DIR", "a node home: read its stored chain directly (no running ledger needed)");
-  flags.Value("ledger", "URL", "the ledger's HTTP API, e.g. http://127.0.0.1:26657");
+  DeclareNodeHomeFlag(flags, false);
+  DeclareLedgerFlag(flags, false);
   flags.Value("verifier", "PUBKEY", "only the game over this verifier's verdict (64 hex)");
   if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;
   Result<bool> matched = Replay(flags, io);

@@ -1,23 +1,10 @@
-// genesis.json: the chain's starting point (chain id, genesis time, params, initial balances),
-// read by `polnode ledger` and `verify-chain`, written by `polnode init`.
-//
-//   {
-//     "chain_id": "polnode-local",
-//     "genesis_time_unix_ms": 1700000000000,
-//     "params": {"tx_fee": 1, ...every field of contracts.proto's Params...},
-//     "accounts": [{"pubkey": "<64 hex>", "balance": 1000000000}]
-//   }
-//
-// Every key is required (a genesis that silently took a default would differ between nodes that
-// were built at different times); unknown keys are rejected; integers must be exact JSON integers.
+// The chain's starting point: chain id, params, initial balances and the time of block 0. A node
+// home keeps it as genesis.json (genesis_json.h).
 #ifndef POLNODE_NODE_GENESIS_FILE_H_
 #define POLNODE_NODE_GENESIS_FILE_H_
 
 #include <cstdint>
-#include <string>
-#include <string_view>
 
-#include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 
 namespace polnode::node {
@@ -26,13 +13,6 @@ struct GenesisFile {
   proto::GenesisSpec spec;        // chain id, params, allocations
   std::int64_t genesis_time_unix_ms = 0;  // timestamp of block 0
 };
-
-/// Parses genesis.json text. kInvalidArgument naming the offending key. Does not run the
-/// contracts' own validation (InitChain does that when the ledger starts).
-[[nodiscard]] Result<GenesisFile> ParseGenesisJson(std::string_view json);
-
-/// The genesis.json text of `genesis` (pretty enough to edit by hand: one account per line).
-std::string FormatGenesisJson(const GenesisFile& genesis);
 
 }  // namespace polnode::node
 

@@ -1,28 +1,24 @@
 // `polnode init`: creates a node home (config.toml, genesis.json, node.key) for a new local chain.
-#include <sys/stat.h>
-
+#include <array>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <filesystem>
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "node_home.h"
-#include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
-#include "polnode/consensus/key_file.h"
-#include "polnode/contracts/genesis.h"
 
 namespace polnode::node {
 namespace {
 
 constexpr std::string_view kCommand = "polnode init";
 
-// "PUBKEY=AMOUNT,PUBKEY=AMOUNT" -> allocations appended to `spec`.
-Status AddAccounts(std::string_view list, proto::GenesisSpec& spec) {
+// "PUBKEY=AMOUNT,PUBKEY=AMOUNT" -> genesis allocations.
+Result<std::vector<proto::Allocation>> ParseAccounts(std::string_view list) {
+  std::vector<proto::Allocation> accounts;
   while (!list.empty()) {
     std::size_t comma = list.find(',');
     std::string_view item = list.substr(0, comma);
@@ -38,72 +34,44 @@ Status AddAccounts(std::string_view list, proto::GenesisSpec& spec) {
     if (amount_text.empty() || amount_text[0] == '-' || *end != '\0' || errno == ERANGE) {
       return Status::InvalidArgument("--accounts amount '" + amount_text + "' is not a non-negative integer");
     }
-    proto::Allocation* a = spec.add_allocations();
-    a->set_pubkey(key.data(), key.size());
-    a->set_amount(amount);
+    proto::Allocation& a = accounts.emplace_back();
+    a.set_pubkey(key.data(), key.size());
+    a.set_amount(amount);
   }
-  return Status::Ok();
+  return accounts;
 }
 
 Status Init(const FlagSet& flags, Io& io) {
   const std::string dir = flags.Get("home");
-  for (const char* name : {kConfigFileName, kGenesisFileName, kNodeKeyFileName}) {
-    if (std::filesystem::exists(dir + "/" + name)) {
-      return Status::AlreadyExists(dir + "/" + name + " exists; 'polnode init' never overwrites a node home");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError("create " + dir + ": " + ec.message());
-  // The home holds the node key; keep it private like ~/.ssh.
-  ::chmod(dir.c_str(), 0700);
-
-  GenesisFile genesis;
-  genesis.spec.set_chain_id(flags.Get("chain-id"));
-  POLNODE_RETURN_IF_ERROR(contracts::ValidateChainId(genesis.spec.chain_id()).WithContext("--chain-id"));
-  *genesis.spec.mutable_params() = contracts::DefaultParams();
-  genesis.genesis_time_unix_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  NodeHomeSpec spec;
+  spec.chain_id = flags.Get("chain-id");
   POLNODE_ASSIGN_OR_RETURN(std::int64_t balance, flags.GetInt("balance", 0, INT64_MAX));
-  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::SecretKey::Generate());
-  const std::string pubkey = consensus::ToHex(key.PublicKey().bytes());
-  if (balance > 0) {
-    proto::Allocation* a = genesis.spec.add_allocations();
-    a->set_pubkey(key.PublicKey().bytes().data(), 32);
-    a->set_amount(static_cast<std::uint64_t>(balance));
-  }
-  POLNODE_RETURN_IF_ERROR(AddAccounts(flags.Get("accounts"), genesis.spec));
-
-  NodeConfig config;
-  if (flags.Given("listen")) config.listen = flags.Get("listen");
-  POLNODE_ASSIGN_OR_RETURN(config.block_interval_ms, flags.GetInt("block-interval-ms", 1, 3600 * 1000));
-  // Round-trip through the parser so init never writes a config the node would refuse.
-  POLNODE_ASSIGN_OR_RETURN(config, ParseNodeConfig(FormatNodeConfig(config)));
-
-  NodeHome home;
-  home.dir = dir;
-  POLNODE_RETURN_IF_ERROR(consensus::WriteKeyFile(home.KeyPath(), key));
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(home.GenesisPath(), FormatGenesisJson(genesis)));
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(home.ConfigPath(), FormatNodeConfig(config)));
+  spec.node_balance = static_cast<std::uint64_t>(balance);
+  POLNODE_ASSIGN_OR_RETURN(spec.accounts, ParseAccounts(flags.Get("accounts")));
+  spec.config.listen = flags.Get("listen");
+  POLNODE_ASSIGN_OR_RETURN(spec.config.block_interval_ms, flags.GetInt("block-interval-ms", 1, 3600 * 1000));
+  POLNODE_ASSIGN_OR_RETURN(NewNodeHome created, CreateNodeHome(dir, spec));
+  const NodeHome& home = created.home;
+  const std::string pubkey = consensus::ToHex(created.node_pubkey);
 
   if (flags.json()) {
     JsonWriter w;
     w.BeginObject()
         .Field("home", dir)
-        .Field("chain_id", genesis.spec.chain_id())
+        .Field("chain_id", home.genesis.spec.chain_id())
         .Field("node_pubkey", pubkey)
         .Field("key_file", home.KeyPath())
         .Field("genesis", home.GenesisPath())
         .Field("config", home.ConfigPath())
-        .Field("listen", config.listen)
+        .Field("listen", home.config.listen)
         .EndObject();
     io.out << w.str() << "\n";
   } else {
     io.out << "initialized node home " << dir << "\n"
-           << "  chain id:    " << genesis.spec.chain_id() << "\n"
+           << "  chain id:    " << home.genesis.spec.chain_id() << "\n"
            << "  node key:    " << home.KeyPath() << " (mode 0600), public key " << pubkey << "\n"
-           << "  genesis:     " << home.GenesisPath() << " (" << genesis.spec.allocations_size() << " funded accounts)\n"
-           << "  config:      " << home.ConfigPath() << " (listen " << config.listen << ")\n"
+           << "  genesis:     " << home.GenesisPath() << " (" << home.genesis.spec.allocations_size() << " funded accounts)\n"
+           << "  config:      " << home.ConfigPath() << " (listen " << home.config.listen << ")\n"
            << "start it with: polnode ledger --home " << dir << "\n";
   }
   return Status::Ok();
@@ -116,12 +84,13 @@ int RunInitCommand(const std::vector<std::string>& args, Io& io) {
                 "Create a node home: a new node key (0600), genesis.json for a new chain that funds the node's "
                 "account, and config.toml. Edit genesis.json before the first 'polnode ledger' to change the "
                 "params or the initial accounts.");
-  flags.Value("home", "DIR", "the node home directory to create", "", true);
-  flags.Value("chain-id", "ID", "chain id ([A-Za-z0-9._/-], at most 64 characters)", "polnode-local");
-  flags.Value("balance", "AMOUNT", "genesis balance of the node key's account", "1000000000000");
+  DeclareNodeHomeFlag(flags, true);
+  const NodeHomeSpec defaults;
+  flags.Value("chain-id", "ID", "chain id ([A-Za-z0-9._/-], at most 64 characters)", defaults.chain_id);
+  flags.Value("balance", "AMOUNT", "genesis balance of the node key's account", std::to_string(defaults.node_balance));
   flags.Value("accounts", "LIST", "more genesis accounts, comma-separated PUBKEY=AMOUNT");
-  flags.Value("listen", "HOST:PORT", "address of the HTTP API", "127.0.0.1:26657");
-  flags.Value("block-interval-ms", "N", "milliseconds between blocks", "1000");
+  flags.Value("listen", "HOST:PORT", "address of the HTTP API", defaults.config.listen);
+  flags.Value("block-interval-ms", "N", "milliseconds between blocks", std::to_string(defaults.config.block_interval_ms));
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Init(flags, io); !s.ok()) return ReportError(io, kCommand, s);
   return kExitOk;

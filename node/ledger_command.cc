@@ -9,6 +9,7 @@
 #include "block_producer.h"
 #include "chain_verifier.h"
 #include "commands.h"
+#include "flag_groups.h"
 #include "http_server.h"
 #include "json.h"
 #include "ledger.h"
@@ -134,7 +135,7 @@ int RunVerifyChain(const std::vector<std::string>& args, Io& io) {
                 "Re-execute the node's chain from genesis.json in a scratch store and check every block: "
                 "prev hash, tx root, producer signature, transaction signatures and the state root after "
                 "execution. Exit code 1 names the first bad block.");
-  flags.Value("home", "DIR", "the node home", "", true);
+  DeclareNodeHomeFlag(flags, true);
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = VerifyChainCommand(flags, io); !s.ok()) return ReportError(io, kVerifyCommand, s);
   return kExitOk;
@@ -149,7 +150,7 @@ int RunLedgerCommand(const std::vector<std::string>& args, Io& io) {
                 "(POST /v1/tx, GET /v1/status, /v1/blocks/{height}, /v1/txs/{id}, /v1/accounts/{pubkey}, "
                 "/v1/tasks, /v1/tasks/{id}, /metrics). Stops cleanly on SIGINT/SIGTERM; after a crash it "
                 "resumes at its last whole block. Subcommand: 'polnode ledger verify-chain --home DIR'.");
-  flags.Value("home", "DIR", "the node home (see 'polnode init')", "", true);
+  DeclareNodeHomeFlag(flags, true);
   flags.Value("listen", "HOST:PORT", "override config.toml's ledger.listen");
   flags.Value("block-interval-ms", "N", "override config.toml's ledger.block_interval_ms");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;

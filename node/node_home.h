@@ -6,11 +6,15 @@
 #ifndef POLNODE_NODE_NODE_HOME_H_
 #define POLNODE_NODE_NODE_HOME_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "genesis_file.h"
 #include "node_config.h"
 #include "polnode/base/status.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/contracts/genesis.h"
 
 namespace polnode::node {
 
@@ -29,6 +33,26 @@ struct NodeHome {
   /// config.data_dir, resolved against `dir` when relative.
   std::string DataDir() const;
 };
+
+/// What a new node home's genesis and config hold; its node key is made fresh.
+struct NodeHomeSpec {
+  std::string chain_id = "polnode-local";
+  proto::Params params = contracts::DefaultParams();
+  std::uint64_t node_balance = 1'000'000'000'000;  // the node key's genesis balance (0: no account)
+  std::vector<proto::Allocation> accounts;          // more genesis accounts, after the node's
+  NodeConfig config;
+};
+
+/// A home CreateNodeHome made.
+struct NewNodeHome {
+  NodeHome home;            // as LoadNodeHome reads it back
+  std::string node_pubkey;  // the new node key's x-only public key, 32 raw bytes
+};
+
+/// Creates the node home at `dir` (mode 0700): a new node key (mode 0600), genesis.json (genesis
+/// time: now) and config.toml. kAlreadyExists when any of the three exists (a home is never
+/// overwritten); kInvalidArgument for a bad chain id or a config the node would refuse.
+[[nodiscard]] Result<NewNodeHome> CreateNodeHome(const std::string& dir, const NodeHomeSpec& spec);
 
 /// Reads config.toml and genesis.json of the home at `dir`. kNotFound (with a hint to run
 /// `polnode init`) when the directory or a file is missing; parse errors name the file.

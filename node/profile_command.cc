@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/verifier/profile.h"
@@ -78,8 +79,8 @@ int RunProfileCommand(const std::vector<std::string>& args, Io& io) {
                 "Replay sample segments of a proof under every backend and thread count present "
                 "and print per-metric thresholds (L1, L2, L-inf, cosine); exact mode must give 0. "
                 "Exit 1 when an exact-mode task does not replay bit for bit.");
-  flags.Value("task", "FILE", "task file (TOML, or protobuf when it ends in .pb)", "", true);
-  flags.Value("proof", "DIR", "proof directory written by 'polnode prove'", "", true);
+  DeclareTaskFileFlag(flags, true);
+  DeclareProofDirFlag(flags, true);
   flags.Value("samples", "N", "segments to replay per variation", "2");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   return Profile(flags, io);

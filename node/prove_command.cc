@@ -1,9 +1,9 @@
 // `polnode prove`: trains a task with proof of learning into a directory (resumable: run the same
 // command again after an interruption and it continues from the last checkpoint).
 #include <ostream>
-#include <thread>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -19,11 +19,7 @@ constexpr const char* kCommand = "polnode prove";
 int Prove(const FlagSet& flags, Io& io) {
   Result<solver::TaskSpec> task = solver::ReadTaskFile(flags.Get("task"));
   if (!task.ok()) return ReportError(io, kCommand, task.status());
-  Result<std::int64_t> threads = flags.GetInt("threads", 0, 1024);
-  if (!threads.ok()) return ReportError(io, kCommand, threads.status());
-  const int thread_count = *threads > 0 ? static_cast<int>(*threads)
-                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(flags.Get("backend"), thread_count);
+  Result<BackendChoice> backend = ReadBackendFlags(flags);
   if (!backend.ok()) return ReportError(io, kCommand, backend.status());
   // Verifiers reject unsigned proofs, so --key is required (FlagSet enforces it): training for
   // hours into a proof nobody will accept would only waste the run.
@@ -35,7 +31,7 @@ int Prove(const FlagSet& flags, Io& io) {
   solver::ProveOptions options;
   options.out_dir = flags.Get("out");
   options.key = &*key;
-  Result<solver::ProveResult> result = solver::Prove(*task, *data, **backend, options);
+  Result<solver::ProveResult> result = solver::Prove(*task, *data, *backend->backend, options);
   if (!result.ok()) return ReportError(io, kCommand, result.status());
   const solver::ProofManifest& m = result->manifest;
   const double steps_run = static_cast<double>(task->steps - result->resumed_from_step);
@@ -72,12 +68,11 @@ int RunProveCommand(const std::vector<std::string>& args, Io& io) {
                 "Train a task with proof of learning: a checkpoint blob every k steps and a signed "
                 "manifest in --out. Rerun after an interruption to resume; the manifest comes out "
                 "byte-identical.");
-  flags.Value("task", "FILE", "task file (TOML, or protobuf when it ends in .pb)", "", true);
+  DeclareTaskFileFlag(flags, true);
   flags.Value("out", "DIR", "proof directory (created; an existing one is resumed)", "", true);
   flags.Value("key", "FILE", "solver key file (polnode keygen) that signs the manifest; verifiers reject unsigned proofs",
               "", true);
-  flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
-  flags.Value("threads", "T", "CPU threads (0: every hardware thread); never changes the result", "0");
+  DeclareBackendFlags(flags);
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   return Prove(flags, io);
 }

@@ -192,26 +192,9 @@ Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home) {
   return fresh;
 }
 
-void DeclareRoleFlags(FlagSet& flags) {
-  flags.Value("home", "DIR", "the role's home: its key (role.key, created on first start), journal and files", "", true);
-  flags.Value("ledger", "URL", "the ledger's API, e.g. http://127.0.0.1:26657", "", true);
-  flags.Value("listen", "HOST:PORT", "where this role serves /metrics and its own routes (port 0: any free port)",
-              "127.0.0.1:0");
-  flags.Value("poll-ms", "N", "milliseconds between passes over the ledger", "200");
-}
-
-Result<RoleOptions> RoleOptionsFromFlags(const FlagSet& flags) {
-  RoleOptions options;
-  options.home = flags.Get("home");
-  options.ledger_url = flags.Get("ledger");
-  options.listen = flags.Get("listen");
-  POLNODE_ASSIGN_OR_RETURN(std::int64_t poll_ms, flags.GetInt("poll-ms", 10, 60000));
-  options.poll_interval = std::chrono::milliseconds(poll_ms);
-  return options;
-}
-
 Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
-                     const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop, Io& io) {
+                     const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
+                     std::ostream& out) {
   std::error_code ec;
   std::filesystem::create_directories(options.home, ec);
   if (ec) return Status::IOError("cannot create " + options.home + ": " + ec.message());
@@ -251,9 +234,9 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
         .Field("url", ctx.http_url())
         .Field("ledger", ctx.ledger().url())
         .EndObject();
-    io.out << w.str() << std::endl;
+    out << w.str() << std::endl;
   } else {
-    io.out << "polnode " << role_name << ": key " << consensus::ToHex(ctx.pubkey()) << ", serving " << ctx.http_url()
+    out << "polnode " << role_name << ": key " << consensus::ToHex(ctx.pubkey()) << ", serving " << ctx.http_url()
            << ", ledger " << ctx.ledger().url() << std::endl;
   }
   if (on_start) POLNODE_RETURN_IF_ERROR(on_start(ctx));

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -23,7 +24,6 @@
 #include <utility>
 #include <vector>
 
-#include "cli.h"
 #include "http_types.h"
 #include "ledger_client.h"
 #include "polnode/base/status.h"
@@ -134,17 +134,12 @@ class Role {
 [[nodiscard]] Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home);
 
 /// Runs `role` until a stop signal or role.Done(): creates the home, loads the key, starts the
-/// HTTP server on options.listen and prints one startup line to io.out (JSON with --json: role,
+/// HTTP server on options.listen and prints one startup line to `out` (JSON when `json`: role,
 /// pubkey, url), then polls every options.poll_interval. Returns when stopped. `stop` must have
 /// been constructed before the caller started any thread (stop_signals.h).
 [[nodiscard]] Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
                                    const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
-                                   Io& io);
-
-/// Declares the flags every role takes: --home, --ledger, --listen, --poll-ms.
-void DeclareRoleFlags(FlagSet& flags);
-/// Reads them.
-[[nodiscard]] Result<RoleOptions> RoleOptionsFromFlags(const FlagSet& flags);
+                                   std::ostream& out);
 
 }  // namespace polnode::node
 

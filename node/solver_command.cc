@@ -1,7 +1,6 @@
 // `polnode solver`: the miner's daemon (solver_role.h).
-#include <thread>
-
 #include "commands.h"
+#include "flag_groups.h"
 #include "solver_role.h"
 
 namespace polnode::node {
@@ -11,11 +10,12 @@ constexpr std::string_view kCommand = "polnode solver";
 
 Status Run(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before the backend starts its threads
-  POLNODE_ASSIGN_OR_RETURN(RoleOptions options, RoleOptionsFromFlags(flags));
+  POLNODE_ASSIGN_OR_RETURN(RoleOptions options, ReadRoleFlags(flags));
   SolverOptions solver;
-  solver.backend = flags.Get("backend");
-  POLNODE_ASSIGN_OR_RETURN(std::int64_t threads, flags.GetInt("threads", 0, 1024));
-  solver.threads = threads > 0 ? static_cast<int>(threads) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The role makes its own backend on its training thread; this one only checks the flags.
+  POLNODE_ASSIGN_OR_RETURN(BackendChoice backend, ReadBackendFlags(flags));
+  solver.backend = std::move(backend.name);
+  solver.threads = backend.threads;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t stake, flags.GetInt("stake", 0, INT64_MAX));
   solver.stake = static_cast<std::uint64_t>(stake);
   POLNODE_ASSIGN_OR_RETURN(std::int64_t max_tasks, flags.GetInt("max-tasks", 0, INT64_MAX));
@@ -24,7 +24,7 @@ Status Run(const FlagSet& flags, Io& io) {
     POLNODE_ASSIGN_OR_RETURN(solver.cheat, ParseCheatSpec(flags.Get("cheat")));
   }
   SolverRole role(std::move(solver));
-  return RunRoleDaemon("solver", role, options, nullptr, flags.json(), stop, io);
+  return RunRoleDaemon("solver", role, options, nullptr, flags.json(), stop, io.out);
 }
 
 }  // namespace
@@ -35,8 +35,7 @@ int RunSolverCommand(const std::vector<std::string>& args, Io& io) {
                 "(resumable across restarts), serve the proofs over HTTP, commit their roots, dispute wrong reject "
                 "verdicts, reveal, and answer dispute games. Stops on SIGINT/SIGTERM.");
   DeclareRoleFlags(flags);
-  flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
-  flags.Value("threads", "T", "CPU threads for training (0: every hardware thread)", "0");
+  DeclareBackendFlags(flags);
   flags.Value("stake", "AMOUNT", "solver stake to keep free for a claim (0: the chain's min_stake_solver)", "0");
   flags.Value("max-tasks", "N", "claim at most N tasks in this run (0: no limit)", "0");
   flags.Value("cheat", "step=S,node=N|NAME[,output=O][,bit=B]",

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "ledger_client.h"
 #include "polnode/consensus/hex.h"
@@ -184,7 +185,7 @@ int RunStatusCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(std::string(kCommand),
                 "Print a ledger's height and its tasks in flight (status, solver, deadline, verdicts) with the "
                 "dispute games of every disputed task: challenger, defender, phase, round, deadline, moves, winner.");
-  flags.Value("ledger", "URL", "the ledger's API, e.g. http://127.0.0.1:26657", "", true);
+  DeclareLedgerFlag(flags, true);
   flags.Bool("all", "list every task, settled and cancelled ones too");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);

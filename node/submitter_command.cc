@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "polnode/base/file_util.h"
 #include "polnode/solver/task_binding.h"
 #include "submitter_role.h"
@@ -39,19 +40,14 @@ std::optional<std::string> PreviousListen(const std::string& home) {
 
 Status Run(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before the evaluation backend starts its threads
-  POLNODE_ASSIGN_OR_RETURN(RoleOptions options, RoleOptionsFromFlags(flags));
+  POLNODE_ASSIGN_OR_RETURN(RoleOptions options, ReadRoleFlags(flags));
   // The spec URIs on the ledger name this address: a restart keeps serving them there.
   if (!flags.Given("listen")) {
     if (std::optional<std::string> previous = PreviousListen(options.home)) options.listen = *previous;
   }
-  solver::TaskTerms terms;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t payment, flags.GetInt("payment", 0, INT64_MAX));
-  POLNODE_ASSIGN_OR_RETURN(std::int64_t claim_window, flags.GetInt("claim-window", 1, INT64_MAX));
-  POLNODE_ASSIGN_OR_RETURN(std::int64_t training_window, flags.GetInt("training-window", 1, INT64_MAX));
+  POLNODE_ASSIGN_OR_RETURN(solver::TaskTerms terms, ReadTaskTermsFlags(flags, static_cast<std::uint64_t>(payment)));
   POLNODE_ASSIGN_OR_RETURN(std::int64_t model_wait, flags.GetInt("model-wait-s", 0, 86400));
-  terms.payment = static_cast<std::uint64_t>(payment);
-  terms.claim_window = static_cast<std::uint64_t>(claim_window);
-  terms.training_window = static_cast<std::uint64_t>(training_window);
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> files, TaskFiles(flags.Get("task")));
   POLNODE_ASSIGN_OR_RETURN(std::vector<SubmitterTask> tasks, PrepareSubmitterTasks(files, terms));
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -59,7 +55,7 @@ Status Run(const FlagSet& flags, Io& io) {
 
   SubmitterRole role(std::move(tasks), std::move(backend), std::chrono::seconds(model_wait));
   POLNODE_RETURN_IF_ERROR(RunRoleDaemon(
-      "submitter", role, options, [&role](RoleContext& ctx) { return role.Start(ctx); }, flags.json(), stop, io));
+      "submitter", role, options, [&role](RoleContext& ctx) { return role.Start(ctx); }, flags.json(), stop, io.out));
   if (!role.Done()) return Status::Ok();  // stopped by a signal
   if (flags.json()) {
     io.out << SubmitterReportJson(role.report()) << std::endl;
@@ -82,8 +78,7 @@ int RunSubmitterCommand(const std::vector<std::string>& args, Io& io) {
   DeclareRoleFlags(flags);
   flags.Value("task", "FILE[,FILE...]", "task documents (TOML, or protobuf when the name ends in .pb)", "", true);
   flags.Value("payment", "AMOUNT", "payment escrowed per task", "", true);
-  flags.Value("claim-window", "BLOCKS", "blocks after submission in which a solver may claim", "20");
-  flags.Value("training-window", "BLOCKS", "blocks after the claim in which the proof must be committed", "40");
+  DeclareTaskTermsFlags(flags);
   flags.Value("model-wait-s", "SECONDS", "how long to keep trying an unreachable solver for a model", "300");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);

@@ -8,9 +8,9 @@
 #include <iostream>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/trainer.h"
@@ -85,9 +85,7 @@ void DeclareFlags(FlagSet& flags) {
   flags.Value("weight-decay", "W",
               "weight decay (added to the gradient for sgd, decoupled for adam)", "0");
   flags.Value("seed", "S", "task seed: fixes the initial weights and the data order", "1");
-  flags.Value("threads", "T", "CPU threads (0: every hardware thread); never changes the result",
-              "0");
-  flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
+  DeclareBackendFlags(flags);
   flags.Value("log-every", "N", "steps between progress lines when stderr is not a terminal",
               "100");
 }
@@ -176,27 +174,20 @@ int RunTrainCommand(const std::vector<std::string>& args, Io& io) {
 
   Result<solver::TrainConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) return ReportError(io, kCommand, config.status());
-  Result<std::int64_t> threads = flags.GetInt("threads", 0, 1024);
-  if (!threads.ok()) return ReportError(io, kCommand, threads.status());
-  const int thread_count =
-      *threads > 0 ? static_cast<int>(*threads)
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Result<BackendChoice> backend = ReadBackendFlags(flags);
+  if (!backend.ok()) return ReportError(io, kCommand, backend.status());
   Result<std::int64_t> every = flags.GetInt("log-every", 1, INT64_MAX);
   if (!every.ok()) return ReportError(io, kCommand, every.status());
-  const std::string backend_name = flags.Get("backend");
-  Result<std::unique_ptr<kernels::Backend>> backend =
-      kernels::MakeBackend(backend_name, thread_count);
-  if (!backend.ok()) return ReportError(io, kCommand, backend.status());
 
   // Redraw in place only when stderr really is this process's terminal.
   const bool terminal = &io.err == &std::cerr && isatty(STDERR_FILENO) == 1;
   ProgressPrinter progress(io.err, terminal, *every);
-  Result<solver::TrainSummary> summary = solver::Train(*config, **backend, &progress);
+  Result<solver::TrainSummary> summary = solver::Train(*config, *backend->backend, &progress);
   if (!summary.ok()) return ReportError(io, kCommand, summary.status());
   if (flags.json()) {
-    PrintJson(io.out, *config, *summary, backend_name, thread_count);
+    PrintJson(io.out, *config, *summary, backend->name, backend->threads);
   } else {
-    PrintSummary(io.out, *config, *summary, thread_count);
+    PrintSummary(io.out, *config, *summary, backend->threads);
   }
   return kExitOk;
 }

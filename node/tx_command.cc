@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "ledger_client.h"
 #include "json.h"
 #include "node_home.h"
@@ -116,16 +117,13 @@ const TxKind kKinds[] = {
        f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree (without --task)");
        f.Value("state-tensor-count", "S", "tensors of the training state (without --task)");
        f.Value("payment", "AMOUNT", "escrowed payment", "", true);
-       f.Value("claim-window", "BLOCKS", "blocks in which a solver may claim", "20");
-       f.Value("training-window", "BLOCKS", "blocks after the claim to commit the proof", "40");
+       DeclareTaskTermsFlags(f);
        f.Value("spec-uri", "URI", "where the full task spec document is served", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::SubmitTaskTx tx;
-       solver::TaskTerms terms;
-       POLNODE_ASSIGN_OR_RETURN(terms.payment, Amount(f, "payment"));
-       POLNODE_ASSIGN_OR_RETURN(terms.claim_window, Amount(f, "claim-window"));
-       POLNODE_ASSIGN_OR_RETURN(terms.training_window, Amount(f, "training-window"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t payment, Amount(f, "payment"));
+       POLNODE_ASSIGN_OR_RETURN(solver::TaskTerms terms, ReadTaskTermsFlags(f, payment));
        tx.set_spec_uri(f.Get("spec-uri"));
        if (f.Given("task")) {
          POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(f.Get("task")));
@@ -292,11 +290,13 @@ int RunTxCommand(const std::vector<std::string>& args, Io& io) {
   for (const TxKind& kind : kKinds) {
     if (kind.name != args[0]) continue;
     const std::string command = "polnode tx " + std::string(kind.name);
-    FlagSet flags(command, std::string(kind.summary) + " (payload type \"" + std::string(kind.payload_type) + "\").");
+    FlagSet flags(command, std::string(kind.summary) + " (payload type \"" + std::string(kind.payload_type) +
+                               "\"). Signed with --key, else --home's node key; sent to --ledger, else the ledger "
+                               "--home's config names.");
     kind.declare(flags);
-    flags.Value("home", "DIR", "node home: its node.key signs and its config names the ledger");
-    flags.Value("key", "FILE", "key file that signs (overrides --home)");
-    flags.Value("ledger", "URL", "ledger API, e.g. http://127.0.0.1:26657 (overrides --home)");
+    DeclareNodeHomeFlag(flags, false);
+    flags.Value("key", "FILE", "key file that signs (default: --home's node.key)");
+    DeclareLedgerFlag(flags, false);
     flags.Value("nonce", "N", "nonce to use (default: the account's next nonce, asked from the ledger)");
     flags.Value("chain-id", "ID", "chain id to sign for (default: asked from the ledger)");
     flags.Bool("wait", "wait until the transaction is in a block");

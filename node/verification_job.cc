@@ -208,23 +208,4 @@ Status TaskScan::Pass(RoleContext& ctx, const std::function<Status(const proto::
   return Status::Ok();
 }
 
-void DeclareReplayFlags(FlagSet& flags, std::string stake_help) {
-  flags.Value("stake", "AMOUNT", std::move(stake_help));
-  flags.Value("backend", "NAME", "replay backend: reference, cpu, cuda or hip", "cpu");
-  flags.Value("threads", "T", "replay threads", "1");
-}
-
-Status ReadReplayFlags(const FlagSet& flags, std::uint64_t& stake, std::string& backend, int& threads) {
-  if (flags.Given("stake")) {
-    POLNODE_ASSIGN_OR_RETURN(std::int64_t amount, flags.GetInt("stake", 1, INT64_MAX));
-    stake = static_cast<std::uint64_t>(amount);
-  }
-  backend = flags.Get("backend");
-  POLNODE_ASSIGN_OR_RETURN(std::int64_t count, flags.GetInt("threads", 1, 1024));
-  threads = static_cast<int>(count);
-  Status made = kernels::MakeBackend(backend, threads).status();
-  if (!made.ok()) return Status::InvalidArgument("--backend: " + made.ToString());
-  return Status::Ok();
-}
-
 }  // namespace polnode::node

@@ -23,7 +23,6 @@
 
 #include "ledger_client.h"
 #include "role_runtime.h"
-#include "cli.h"
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
@@ -138,13 +137,6 @@ class TaskScan {
 
 /// Whether a task has closed for good.
 bool TaskClosed(const proto::Task& task);
-
-/// The flags of a role that replays proofs (verifier, whistleblower): --stake AMOUNT (free stake
-/// to keep bonded; `stake_help` says the default), --backend NAME, --threads T.
-void DeclareReplayFlags(FlagSet& flags, std::string stake_help);
-/// Reads them into `stake` (0 when not given), `backend` and `threads`; a backend this build or
-/// machine lacks is a usage error now (kInvalidArgument), not a failure at the first replay.
-[[nodiscard]] Status ReadReplayFlags(const FlagSet& flags, std::uint64_t& stake, std::string& backend, int& threads);
 
 }  // namespace polnode::node
 

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "role_runtime.h"
 #include "verification_job.h"
 #include "verifier_role.h"
@@ -14,13 +15,16 @@ constexpr const char* kName = "polnode verifier";
 
 Status Run(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before anything starts a thread
-  POLNODE_ASSIGN_OR_RETURN(RoleOptions role, RoleOptionsFromFlags(flags));
+  POLNODE_ASSIGN_OR_RETURN(RoleOptions role, ReadRoleFlags(flags));
   VerifierOptions options;
   options.lazy = flags.GetBool("lazy");
-  POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
+  POLNODE_ASSIGN_OR_RETURN(ReplayChoice replay, ReadReplayFlags(flags));
+  options.stake = replay.stake;
+  options.backend = std::move(replay.backend);
+  options.threads = replay.threads;
   options.loader = solver::LoadTaskData;
   VerifierRole verifier(std::move(options));
-  return RunRoleDaemon("verifier", verifier, role, nullptr, flags.json(), stop, io);
+  return RunRoleDaemon("verifier", verifier, role, nullptr, flags.json(), stop, io.out);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/kernels/backend.h"
@@ -84,8 +85,8 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
     }
     solver_pubkey = key;
   }
-  Result<std::int64_t> threads = flags.GetInt("threads", 1, 1024);
-  if (!threads.ok()) return ReportError(io, kName, threads.status()), kExitUsage;
+  Result<BackendChoice> backend = ReadBackendFlags(flags);
+  if (!backend.ok()) return ReportError(io, kName, backend.status()), kExitUsage;
   // Without --task the proof's own copy is used: the verdict then shows its task id, which the
   // caller must compare with the one committed on the ledger.
   const std::string task_path = flags.Given("task") ? flags.Get("task") : dir + "/task.pb";
@@ -95,15 +96,12 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
   if (!proof.ok()) return ReportError(io, kName, proof.status()), kExitUsage;
   Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kName, data.status()), kExitUsage;
-  Result<std::unique_ptr<kernels::Backend>> backend =
-      kernels::MakeBackend(flags.Get("backend"), static_cast<int>(*threads));
-  if (!backend.ok()) return ReportError(io, kName, backend.status()), kExitUsage;
   verifier::VerifyOptions options;
   options.beacon = *beacon;
   options.segments = *q;
   options.solver_pubkey = solver_pubkey;
   Result<verifier::Verdict> verdict =
-      verifier::VerifyProof(*task, *data, proof->manifest, proof->store, **backend, options);
+      verifier::VerifyProof(*task, *data, proof->manifest, proof->store, *backend->backend, options);
   if (!verdict.ok()) return ReportError(io, kName, verdict.status()), kExitUsage;
   WriteVerdictJson(io.out, *verdict, proof->manifest, task_path);
   if (!verdict->accept) {
@@ -120,10 +118,11 @@ int RunVerifyCommand(const std::vector<std::string>& args, Io& io) {
                 "Check a signed transaction envelope (--tx, from 'polnode sign'): decode it strictly "
                 "and verify its BIP-340 signature; or check a proof of learning (--proof, from "
                 "'polnode prove'): manifest and solver signature, initial state, and Q segments drawn from --beacon "
-                "replayed, printing the verdict as JSON. Exit code 0: valid/accepted; 1: "
+                "replayed, printing the verdict as JSON; the proof is held to --task, by default the proof's own "
+                "DIR/task.pb. Exit code 0: valid/accepted; 1: "
                 "invalid/rejected; 2: unreadable input or bad flags.");
   flags.Value("tx", "FILE", "signed envelope (protobuf wire form)");
-  flags.Value("proof", "DIR", "proof directory written by 'polnode prove'");
+  DeclareProofDirFlag(flags, false);
   flags.Value("beacon", "HEX", "32-byte randomness (64 hex) that draws the segments (with --proof)");
   flags.Value("segments", "Q",
               "segments to replay (with --proof); never fewer than the task's segments_per_check, "
@@ -131,9 +130,8 @@ int RunVerifyCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("solver-pubkey", "HEX",
               "x-only solver public key (64 hex) the proof must be signed by (with --proof); "
               "without it any valid signature is accepted, but unsigned proofs never are");
-  flags.Value("task", "FILE", "the task (TOML or .pb) to hold the proof to; default: DIR/task.pb");
-  flags.Value("backend", "NAME", "replay backend: reference, cpu, cuda or hip", "cpu");
-  flags.Value("threads", "T", "replay threads", "1");
+  DeclareTaskFileFlag(flags, false);
+  DeclareBackendFlags(flags);
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (flags.Given("tx") == flags.Given("proof")) {
     io.err << kName << ": error: give exactly one of --tx FILE or --proof DIR\n";

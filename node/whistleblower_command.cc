@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "flag_groups.h"
 #include "role_runtime.h"
 #include "verification_job.h"
 #include "whistleblower_role.h"
@@ -14,16 +15,19 @@ constexpr const char* kName = "polnode whistleblower";
 
 Status Run(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before anything starts a thread
-  POLNODE_ASSIGN_OR_RETURN(RoleOptions role, RoleOptionsFromFlags(flags));
+  POLNODE_ASSIGN_OR_RETURN(RoleOptions role, ReadRoleFlags(flags));
   WhistleblowerOptions options;
   POLNODE_ASSIGN_OR_RETURN(options.check_share, flags.GetDouble("check-share"));
   if (!(options.check_share >= 0.0 && options.check_share <= 1.0)) {
     return Status::InvalidArgument("--check-share must be between 0 and 1");
   }
-  POLNODE_RETURN_IF_ERROR(ReadReplayFlags(flags, options.stake, options.backend, options.threads));
+  POLNODE_ASSIGN_OR_RETURN(ReplayChoice replay, ReadReplayFlags(flags));
+  options.stake = replay.stake;
+  options.backend = std::move(replay.backend);
+  options.threads = replay.threads;
   options.loader = solver::LoadTaskData;
   WhistleblowerRole whistleblower(std::move(options));
-  return RunRoleDaemon("whistleblower", whistleblower, role, nullptr, flags.json(), stop, io);
+  return RunRoleDaemon("whistleblower", whistleblower, role, nullptr, flags.json(), stop, io.out);
 }
 
 }  // namespace

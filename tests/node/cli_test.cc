@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "commands.h"
-#include "genesis_file.h"
+#include "genesis_json.h"
 #include "json.h"
 #include "tx_json.h"
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "genesis_file.h"
+#include "genesis_json.h"
 #include "polnode/contracts/genesis.h"
 
 namespace polnode::node {

@@ -1,4 +1,4 @@
-#include "genesis_file.h"
+#include "genesis_json.h"
 
 #include <set>
 
