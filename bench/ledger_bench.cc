@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "ledger.h"
+#include "polnode/ledger/ledger.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"

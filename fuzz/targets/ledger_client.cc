@@ -14,8 +14,8 @@
 
 #include "fixtures.h"
 #include "fuzz.h"
-#include "ledger_api.h"
-#include "ledger_client.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/ledger_client.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/genesis.h"

@@ -12,8 +12,8 @@
 
 #include "fuzz.h"
 #include "http_properties.h"
-#include "http_server.h"
-#include "ledger_api.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/ledger_api.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"

@@ -21,12 +21,12 @@
 #include "fixtures.h"
 #include "fuzz.h"
 #include "http_properties.h"
-#include "http_server.h"
+#include "polnode/rpc/http_server.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
-#include "submitter_role.h"
+#include "polnode/roles/submitter_role.h"
 
 namespace polnode::fuzz {
 namespace {

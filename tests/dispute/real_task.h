@@ -34,7 +34,7 @@ solver::StepGraph GraphOf(const solver::TaskSpec& task, const solver::ImageDatas
 /// The index of the node called `name` in `graph`; fails the test and returns -1 if none.
 int NodeIndex(const solver::StepGraph& graph, std::string_view name);
 
-/// The TaskSpec the ledger holds for `task`: the binding node/task_binding.h defines (model text,
+/// The TaskSpec the ledger holds for `task`: the binding solver/task_binding.h defines (model text,
 /// data set hash, TaskId as hyperparameters hash, the step graph's root and counts, the batch root).
 proto::TaskSpec LedgerSpec(const solver::TaskSpec& task, const solver::ImageDataset& data);
 

@@ -1,16 +1,16 @@
 // LedgerApi routing over a real Ledger (RocksDB in a temp dir), without sockets: every route, the
 // error statuses and their JSON reasons, and the metrics text.
-#include "ledger_api.h"
+#include "polnode/rpc/ledger_api.h"
 
 #include <gtest/gtest.h>
 
-#include "json.h"
+#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
 #include "subprocess.h"
-#include "tx_json.h"
+#include "polnode/rpc/tx_json.h"
 
 namespace polnode::node {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "ledger_api.h"
-#include "ledger_client.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/ledger_client.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/genesis.h"

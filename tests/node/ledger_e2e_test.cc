@@ -15,15 +15,15 @@
 #include <random>
 #include <thread>
 
-#include "http_client.h"
-#include "json.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
 #include "ledger_process.h"
 #include "polnode/contracts/payloads.h"
 #include "subprocess.h"
-#include "tx_json.h"
+#include "polnode/rpc/tx_json.h"
 
 namespace polnode::node {
 namespace {

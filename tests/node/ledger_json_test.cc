@@ -1,7 +1,7 @@
 // The ledger API's JSON documents (ledger_json.h). The seeds of the ledger_client fuzz target are
 // answers of a real ledger (fuzz/targets/ledger_client.cc writes them), so writing their decoded
 // records again must give the same bytes: the API's output does not depend on who renders it.
-#include "ledger_json.h"
+#include "polnode/rpc/ledger_json.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <iterator>
 #include <string>
 
-#include "json.h"
+#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
 
 namespace polnode::node {

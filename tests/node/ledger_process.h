@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "http_client.h"
+#include "polnode/rpc/http_client.h"
 
 namespace polnode::testing {
 

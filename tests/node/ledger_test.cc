@@ -1,6 +1,6 @@
 // Ledger (in-process, real RocksDB): genesis, admission reasons, block production, restart, and
 // chain verification catching tampered blocks, signatures, state roots and state.
-#include "ledger.h"
+#include "polnode/ledger/ledger.h"
 
 #include <rocksdb/db.h>
 
@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "chain_verifier.h"
+#include "polnode/ledger/chain_verifier.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"

@@ -1,9 +1,9 @@
 // config.toml (TOML subset) and genesis.json readers: round trips and the errors they name.
-#include "node_config.h"
+#include "polnode/ledger/node_config.h"
 
 #include <gtest/gtest.h>
 
-#include "genesis_json.h"
+#include "polnode/rpc/genesis_json.h"
 #include "polnode/contracts/genesis.h"
 
 namespace polnode::node {

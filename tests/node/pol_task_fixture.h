@@ -16,8 +16,8 @@
 
 #include "../solver/proof_test_util.h"
 #include "../solver/solver_test_util.h"
-#include "http_server.h"
-#include "proof_http.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/prover.h"

@@ -13,13 +13,13 @@
 #include <thread>
 
 #include "../solver/proof_test_util.h"
-#include "http_client.h"
-#include "ledger_client.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/ledger_client.h"
 #include "ledger_process.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
-#include "proof_http.h"
+#include "polnode/rpc/proof_http.h"
 #include "subprocess.h"
 
 namespace polnode::node {

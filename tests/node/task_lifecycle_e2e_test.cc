@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_client.h"
+#include "polnode/rpc/http_client.h"
 #include "ledger_process.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"

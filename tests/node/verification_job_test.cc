@@ -3,7 +3,7 @@
 // is accepted after downloading only the checkpoints the replay needs, a cheat is rejected naming
 // its segment, and each kind of fault lands on the right side (a reject verdict for the task's
 // parties, an error for the checker's own trouble).
-#include "verification_job.h"
+#include "polnode/roles/verification_job.h"
 
 #include <gtest/gtest.h>
 

@@ -13,9 +13,9 @@
 #include <iterator>
 #include <thread>
 
-#include "genesis_file.h"
-#include "ledger.h"
-#include "ledger_api.h"
+#include "polnode/ledger/genesis_file.h"
+#include "polnode/ledger/ledger.h"
+#include "polnode/rpc/ledger_api.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
@@ -23,8 +23,8 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/solver/task_binding.h"
 #include "subprocess.h"
-#include "verifier_role.h"
-#include "whistleblower_role.h"
+#include "polnode/roles/verifier_role.h"
+#include "polnode/roles/whistleblower_role.h"
 
 namespace polnode::node {
 namespace {

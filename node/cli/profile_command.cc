@@ -1,0 +1,89 @@
+// `polnode profile`: replays sample segments of a proof under every backend and thread count this
+// machine offers and prints the per-metric distance thresholds (all 0 in exact mode).
+#include <ostream>
+
+#include "polnode/cli/commands.h"
+#include "flag_groups.h"
+#include "polnode/rpc/json.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/verifier/profile.h"
+#include "polnode/verifier/segments.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr const char* kCommand = "polnode profile";
+
+void WriteThresholds(JsonWriter& w, const verifier::Thresholds& t) {
+  w.BeginObject().Field("l1", t.l1).Field("l2", t.l2).Field("linf", t.linf).Field("cosine", t.cosine).EndObject();
+}
+
+int Profile(const FlagSet& flags, Io& io) {
+  Result<solver::TaskSpec> task = solver::ReadTaskFile(flags.Get("task"));
+  if (!task.ok()) return ReportError(io, kCommand, task.status());
+  Result<solver::ProofDir> proof = solver::OpenProofDir(flags.Get("proof"));
+  if (!proof.ok()) return ReportError(io, kCommand, proof.status());
+  Result<std::int64_t> samples = flags.GetInt("samples", 1, 1 << 20);
+  if (!samples.ok()) return ReportError(io, kCommand, samples.status());
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
+  if (!data.ok()) return ReportError(io, kCommand, data.status());
+  // Sample segments from the manifest's own root: profiling is not adversarial (it runs on the
+  // verifier's honest reference proof), it only needs a spread of segments.
+  const std::int64_t segment_count = task->checkpoint_count() - 1;
+  Result<std::vector<std::int64_t>> segments = verifier::SelectSegments(
+      proof->manifest.merkle_root, segment_count, std::min(*samples, segment_count));
+  if (!segments.ok()) return ReportError(io, kCommand, segments.status());
+  const std::vector<verifier::ProfileVariation> variations = verifier::AllVariations();
+  Result<verifier::Profile> profile =
+      verifier::ProfileProof(*task, *data, proof->manifest, proof->store, *segments, variations);
+  if (!profile.ok()) return ReportError(io, kCommand, profile.status());
+  const bool exact = task->mode == solver::ReproMode::kExact;
+  const verifier::Thresholds& t = profile->thresholds;
+  const bool exact_ok = !exact || (t.l1 == 0 && t.l2 == 0 && t.linf == 0 && t.cosine == 0);
+  if (flags.json()) {
+    JsonWriter w;
+    w.BeginObject().Field("mode", std::string(solver::ReproModeName(task->mode))).Key("thresholds");
+    WriteThresholds(w, t);
+    w.Field("exact_mode_holds", exact_ok).Key("observations").BeginArray();
+    for (const verifier::ProfileObservation& o : profile->observations) {
+      w.BeginObject()
+          .Field("backend", o.backend_impl)
+          .Field("threads", o.variation.threads)
+          .Field("segment", o.segment)
+          .Field("hash_equal", o.hash_equal)
+          .Field("l1", o.distances.l1)
+          .Field("linf", o.distances.linf)
+          .EndObject();
+    }
+    w.EndArray().Key("skipped").BeginArray();
+    for (const std::string& s : profile->skipped) w.String(s);
+    w.EndArray().EndObject();
+    io.out << w.str() << "\n";
+  } else {
+    io.out << "profiled " << profile->observations.size() << " replays (" << segments->size()
+           << " segments x " << (variations.size() - profile->skipped.size()) << " variations)\n"
+           << "thresholds  l1 " << t.l1 << "  l2 " << t.l2 << "  linf " << t.linf << "  cosine " << t.cosine << "\n";
+    for (const std::string& s : profile->skipped) io.out << "skipped " << s << "\n";
+  }
+  if (!exact_ok) {
+    io.err << kCommand << ": exact-mode task replays differently across variations; the build is not deterministic\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunProfileCommand(const std::vector<std::string>& args, Io& io) {
+  FlagSet flags(kCommand,
+                "Replay sample segments of a proof under every backend and thread count present "
+                "and print per-metric thresholds (L1, L2, L-inf, cosine); exact mode must give 0. "
+                "Exit 1 when an exact-mode task does not replay bit for bit.");
+  DeclareTaskFileFlag(flags, true);
+  DeclareProofDirFlag(flags, true);
+  flags.Value("samples", "N", "segments to replay per variation", "2");
+  if (auto exit = ParseOrExit(flags, args, io)) return *exit;
+  return Profile(flags, io);
+}
+
+}  // namespace polnode::node
