@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "polnode/contracts/beacon.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "chain_harness.h"
 #include "polnode/contracts/queries.h"
 #include "polnode/contracts/supply.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -1,9 +1,9 @@
 // Bonding, unbonding with its delay, locks and the verifier set.
 #include <gtest/gtest.h>
 
-#include "chain_harness.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/queries.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

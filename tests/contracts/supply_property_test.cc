@@ -8,10 +8,10 @@
 #include <random>
 #include <set>
 
-#include "chain_harness.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/supply.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -3,9 +3,9 @@
 // chain keeps producing blocks) without slashing again.
 #include <gtest/gtest.h>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/testing/tiny_task.h"
 #include "real_match.h"
 
 namespace polnode::dispute_testing {

@@ -9,11 +9,14 @@
 #include <iterator>
 #include <string>
 
-#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/rpc/json.h"
+#include "polnode/testing/status_matchers.h"
 
 namespace polnode::node {
 namespace {
+
+using polnode::testing::IsOk;
 
 // A seed of the ledger_client target without its first byte (which picks the decoder).
 std::string LedgerAnswer(const std::string& seed) {
@@ -37,31 +40,31 @@ std::string RawField(const std::string& json, const char* name) {
 TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
   const std::string task_json = LedgerAnswer("task");
   Result<proto::Task> task = DecodeTask(task_json);
-  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  ASSERT_TRUE(IsOk(task));
   EXPECT_EQ(TaskJson(*task), task_json);
 
   for (const char* seed : {"tasks", "tasks-empty"}) {
     const std::string page_json = LedgerAnswer(seed);
     Result<contracts::TaskPage> page = DecodeTaskPage(page_json);
-    ASSERT_TRUE(page.ok()) << seed << ": " << page.status().ToString();
+    ASSERT_TRUE(IsOk(page)) << seed;
     EXPECT_EQ(TaskPageJson(*page), page_json) << seed;
   }
 
   const std::string games_json = LedgerAnswer("games");
   Result<contracts::TaskGames> games = DecodeTaskGames(games_json);
-  ASSERT_TRUE(games.ok()) << games.status().ToString();
+  ASSERT_TRUE(IsOk(games));
   EXPECT_EQ(TaskGamesJson(*games), games_json);
 }
 
 TEST(LedgerJsonTest, ParamsAccountAndStakesAreWrittenAsTheLedgerWroteThem) {
   const std::string params_json = LedgerAnswer("params");
   Result<proto::Params> params = DecodeParams(params_json);
-  ASSERT_TRUE(params.ok()) << params.status().ToString();
+  ASSERT_TRUE(IsOk(params));
   EXPECT_EQ(ParamsJson(*params), params_json);
 
   const std::string account_json = LedgerAnswer("account");
   Result<proto::Account> account = DecodeAccount(account_json);
-  ASSERT_TRUE(account.ok()) << account.status().ToString();
+  ASSERT_TRUE(IsOk(account));
   EXPECT_EQ(AccountJson(RawField(account_json, "pubkey"), *account), account_json);
 
   for (const char* seed : {"stakes-solver", "stakes-verifier"}) {
@@ -70,7 +73,7 @@ TEST(LedgerJsonTest, ParamsAccountAndStakesAreWrittenAsTheLedgerWroteThem) {
     for (auto [role, out] : {std::pair{proto::ROLE_SOLVER, &stakes.solver}, std::pair{proto::ROLE_VERIFIER, &stakes.verifier},
                              std::pair{proto::ROLE_WHISTLEBLOWER, &stakes.whistleblower}}) {
       Result<proto::StakeRecord> stake = DecodeStake(stakes_json, role);
-      ASSERT_TRUE(stake.ok()) << seed << ": " << stake.status().ToString();
+      ASSERT_TRUE(IsOk(stake)) << seed;
       *out = *stake;
     }
     EXPECT_EQ(StakesJson(RawField(stakes_json, "pubkey"), stakes), stakes_json) << seed;

@@ -8,53 +8,36 @@
 
 #include <filesystem>
 
-#include "polnode/ledger/chain_verifier.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/queries.h"
-#include "subprocess.h"
+#include "polnode/ledger/chain_verifier.h"
+#include "polnode/testing/ledger_fixtures.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
 using consensus::SecretKey;
-
-SecretKey KeyFromByte(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *SecretKey::FromBytes(bytes);
-}
+using polnode::testing::KeyFromByte;
 
 std::string Hex(const SecretKey& k) { return consensus::ToHex(k.PublicKey().bytes()); }
 
 constexpr char kChain[] = "ledger-test";
 
 GenesisFile TestGenesis(std::uint64_t alice_balance = 1000000) {
-  GenesisFile g;
-  g.spec.set_chain_id(kChain);
-  *g.spec.mutable_params() = contracts::DefaultParams();
+  GenesisFile g = polnode::testing::TestGenesis(kChain, KeyFromByte(1), alice_balance);
   g.genesis_time_unix_ms = 1700000000000;
-  proto::Allocation* a = g.spec.add_allocations();
-  a->set_pubkey(KeyFromByte(1).PublicKey().bytes().data(), 32);
-  a->set_amount(alice_balance);
   return g;
 }
 
 std::string Transfer(const SecretKey& from, std::uint64_t nonce, const SecretKey& to, std::uint64_t amount,
                      std::string chain = kChain) {
-  proto::TransferTx payload;
-  payload.set_to(to.PublicKey().bytes().data(), 32);
-  payload.set_amount(amount);
-  consensus::TxEnvelope e;
-  e.chain_id = std::move(chain);
-  e.nonce = nonce;
-  e.payload_type = std::string(contracts::payload::kTransfer);
-  e.payload = payload.SerializeAsString();
-  auto signed_env = consensus::SignEnvelope(from, e);
-  EXPECT_TRUE(signed_env.ok());
-  return *consensus::EncodeEnvelope(*signed_env);
+  return polnode::testing::SignedTx(from, chain, nonce, contracts::payload::kTransfer,
+                                    polnode::testing::TransferTo(to, amount));
 }
 
 std::uint64_t Balance(const Ledger& ledger, const SecretKey& k) {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "polnode/rpc/genesis_json.h"
 #include "polnode/contracts/genesis.h"
+#include "polnode/rpc/genesis_json.h"
 
 namespace polnode::node {
 namespace {

@@ -12,15 +12,18 @@
 #include <functional>
 #include <thread>
 
-#include "../solver/proof_test_util.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/ledger_client.h"
-#include "ledger_process.h"
-#include "polnode/consensus/hex.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
-#include "polnode/rpc/proof_http.h"
-#include "subprocess.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/ledger_process.h"
+#include "polnode/testing/status_matchers.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::node {
 namespace {
@@ -37,15 +40,6 @@ constexpr std::uint64_t kFunds = 1'000'000;
 constexpr std::uint64_t kPayment = 5'000;
 // Blocks of 100 ms: about five seconds to look at the open task before nobody has claimed it.
 constexpr std::uint64_t kClaimWindow = 50;
-
-void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // Polls `done` every 20 ms for up to `timeout`.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s) {
@@ -73,17 +67,13 @@ class SubmitterE2ETest : public ::testing::Test {
   void SetUp() override {
     const solver::ImageDataset data = solver::testing::TinyDataset();
     std::filesystem::create_directory(dir_.File("data"));
-    const auto split = [&](const std::string& name, const solver::ImageSplit& s) {
-      const auto n = static_cast<std::uint32_t>(s.count);
-      WriteIdx(dir_.File("data/" + name + "-images-idx3-ubyte"), {n, 4, 4}, s.pixels);
-      WriteIdx(dir_.File("data/" + name + "-labels-idx1-ubyte"), {n}, s.labels);
-    };
-    split("train", data.train);
-    split("t10k", data.test);
+    ASSERT_TRUE(polnode::testing::IsOk(polnode::testing::WriteIdxDataset(dir_.File("data"), data)));
+    solver::TaskSpec task = solver::testing::TinyTask(data);
+    task.data_location = dir_.File("data");
+    task.steps = 20;
+    task.segments_per_check = 1;
     task_file_ = dir_.File("task.toml");
-    std::ofstream(task_file_) << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
-                              << consensus::ToHex(solver::DatasetContentHash(data))
-                              << "\"\nlr = 0.1\nbatch = 8\nsteps = 20\ncheckpoint_interval = 5\nseed = 42\nsegments = 1\n";
+    std::ofstream(task_file_) << solver::testing::TinyTaskToml(task);
   }
 
   // A submitter home whose key is funded at genesis, and the ledger.

@@ -6,7 +6,8 @@
 
 #include "polnode/base/file_util.h"
 #include "polnode/roles/submitter_model.h"
-#include "subprocess.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {

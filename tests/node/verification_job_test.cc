@@ -14,13 +14,14 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/solver/task_binding.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
-using testing::KeyOf;
+using testing::KeyFromByte;
 using testing::RawHash;
-using testing::RawKey;
+using testing::RawPubKey;
 
 class VerificationJobTest : public ::testing::Test {
  protected:
@@ -41,9 +42,9 @@ class VerificationJobTest : public ::testing::Test {
     *task.mutable_spec() = *spec;
     task.set_spec_uri(server_.AddDocument(document_));
     task.set_status(proto::TASK_VERIFYING);
-    task.set_solver(RawKey(solver_));
+    task.set_solver(RawPubKey(solver_));
     task.set_proof_root(RawHash(proof.manifest.merkle_root));
-    task.set_proof_uri(server_.AddProof(proof.dir->path().string()));
+    task.set_proof_uri(server_.AddProof(proof.dir->path()));
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
     return task;
   }
@@ -53,14 +54,14 @@ class VerificationJobTest : public ::testing::Test {
     proto::Task task;
     *task.mutable_spec() = *solver::LedgerSpecFor(document_, data_, solver::TaskTerms{1000, 20, 40});
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
-    return AssignedSegments(task, RawKey(verifier_));
+    return AssignedSegments(task, RawPubKey(verifier_));
   }
 
   Result<ProofCheck> Check(const proto::Task& task, std::vector<std::int64_t> segments) {
     CheckRequest request;
     request.task = task;
     request.segments = std::move(segments);
-    request.cache_dir = cache_dir_.path().string();
+    request.cache_dir = cache_dir_.path();
     request.data = &cache_;
     request.backend = backend_.get();
     return CheckCommittedProof(request);
@@ -76,9 +77,9 @@ class VerificationJobTest : public ::testing::Test {
   solver::TaskSpec document_;
   DataCache cache_;
   std::unique_ptr<kernels::Backend> backend_;
-  consensus::SecretKey solver_ = KeyOf(0x51);
-  consensus::SecretKey verifier_ = KeyOf(0x52);
-  solver::testing::ScratchDir cache_dir_{"check-cache"};
+  consensus::SecretKey solver_ = KeyFromByte(0x51);
+  consensus::SecretKey verifier_ = KeyFromByte(0x52);
+  polnode::testing::TempDir cache_dir_{"check-cache"};
   testing::TaskServer server_;
 };
 
@@ -86,17 +87,17 @@ TEST_F(VerificationJobTest, AssignedSegmentsAreTheLedgersDraw) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   proto::Task task = TaskFor(proof);
   const std::vector<std::uint64_t> drawn =
-      contracts::DrawSegments(task.segment_beacon(), RawKey(verifier_), 8, 2);
-  EXPECT_EQ(AssignedSegments(task, RawKey(verifier_)), std::vector<std::int64_t>(drawn.begin(), drawn.end()));
-  EXPECT_EQ(AssignedSegments(task, RawKey(verifier_)).size(), 2u);
+      contracts::DrawSegments(task.segment_beacon(), RawPubKey(verifier_), 8, 2);
+  EXPECT_EQ(AssignedSegments(task, RawPubKey(verifier_)), std::vector<std::int64_t>(drawn.begin(), drawn.end()));
+  EXPECT_EQ(AssignedSegments(task, RawPubKey(verifier_)).size(), 2u);
   task.clear_segment_beacon();
-  EXPECT_TRUE(AssignedSegments(task, RawKey(verifier_)).empty());
+  EXPECT_TRUE(AssignedSegments(task, RawPubKey(verifier_)).empty());
 }
 
 TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItReplays) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
-  const std::vector<std::int64_t> segments = AssignedSegments(task, RawKey(verifier_));
+  const std::vector<std::int64_t> segments = AssignedSegments(task, RawPubKey(verifier_));
   Result<ProofCheck> check = Check(task, segments);
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   EXPECT_TRUE(check->verdict.accept) << check->verdict.reason;
@@ -186,7 +187,7 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
 }
 
 TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyIsRejectedWithoutDownloadingCheckpoints) {
-  const testing::TinyProof proof = testing::ProveTiny(document_, data_, KeyOf(0x66), std::nullopt);
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, KeyFromByte(0x66), std::nullopt);
   const proto::Task task = TaskFor(proof);  // the ledger names solver_ as the solver
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();

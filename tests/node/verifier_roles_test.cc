@@ -13,26 +13,27 @@
 #include <iterator>
 #include <thread>
 
-#include "polnode/ledger/genesis_file.h"
-#include "polnode/ledger/ledger.h"
-#include "polnode/rpc/ledger_api.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
-#include "polnode/solver/task_binding.h"
-#include "subprocess.h"
+#include "polnode/ledger/genesis_file.h"
+#include "polnode/ledger/ledger.h"
 #include "polnode/roles/verifier_role.h"
 #include "polnode/roles/whistleblower_role.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/solver/task_binding.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::KeyOf;
+using testing::KeyFromByte;
 using testing::RawHash;
-using testing::RawKey;
+using testing::RawPubKey;
 
 constexpr std::uint64_t kFunds = 100'000;
 
@@ -63,14 +64,14 @@ class RolesTest : public ::testing::Test {
     params_ = params;
     for (const consensus::SecretKey* key : {&submitter_, &solver_, &honest_, &lazy_, &whistleblower_}) {
       proto::Allocation* a = genesis.spec.add_allocations();
-      a->set_pubkey(RawKey(*key));
+      a->set_pubkey(RawPubKey(*key));
       a->set_amount(kFunds);
     }
     LedgerOptions options;
     options.data_dir = dir_.File("ledger");
     options.sync_writes = false;
     options.max_tx_bytes = 4 << 20;
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(options, genesis, KeyOf(0x09));
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(options, genesis, KeyFromByte(0x09));
     ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
     ledger_ = std::move(*ledger);
     api_ = std::make_unique<LedgerApi>(*ledger_);
@@ -164,12 +165,12 @@ class RolesTest : public ::testing::Test {
   }
 
   std::uint64_t Bonded(const consensus::SecretKey& key, proto::Role role) const {
-    Result<proto::StakeRecord> stake = client_->Stake(RawKey(key), role);
+    Result<proto::StakeRecord> stake = client_->Stake(RawPubKey(key), role);
     return stake.ok() ? stake->bonded() : 0;
   }
 
   std::uint64_t Balance(const consensus::SecretKey& key) const {
-    Result<proto::Account> account = client_->Account(RawKey(key));
+    Result<proto::Account> account = client_->Account(RawPubKey(key));
     return account.ok() ? account->balance() : 0;
   }
 
@@ -180,7 +181,7 @@ class RolesTest : public ::testing::Test {
 
   static const proto::VerifierSlot* SlotOf(const proto::Task& task, const consensus::SecretKey& key) {
     for (const proto::VerifierSlot& slot : task.verifiers()) {
-      if (slot.verifier() == RawKey(key)) return &slot;
+      if (slot.verifier() == RawPubKey(key)) return &slot;
     }
     return nullptr;
   }
@@ -220,7 +221,7 @@ class RolesTest : public ::testing::Test {
     proto::CommitProofTx commit;
     commit.set_task_id(task_id);
     commit.set_proof_root(RawHash(proof.manifest.merkle_root));
-    commit.set_proof_uri(task_server_.AddProof(proof.dir->path().string()));
+    commit.set_proof_uri(task_server_.AddProof(proof.dir->path()));
     SendAndCommit(solver_, contracts::payload::kCommitProof, commit);
     ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_COMMITTED; }, true));
     ASSERT_EQ(TheTask().status(), proto::TASK_VERIFYING);
@@ -228,11 +229,11 @@ class RolesTest : public ::testing::Test {
 
   const solver::ImageDataset data_ = solver::testing::TinyDataset();
   const solver::TaskSpec document_ = solver::testing::TinyTask(data_);
-  const consensus::SecretKey submitter_ = KeyOf(0x11);
-  const consensus::SecretKey solver_ = KeyOf(0x12);
-  const consensus::SecretKey honest_ = KeyOf(0x13);
-  const consensus::SecretKey lazy_ = KeyOf(0x14);
-  const consensus::SecretKey whistleblower_ = KeyOf(0x15);
+  const consensus::SecretKey submitter_ = KeyFromByte(0x11);
+  const consensus::SecretKey solver_ = KeyFromByte(0x12);
+  const consensus::SecretKey honest_ = KeyFromByte(0x13);
+  const consensus::SecretKey lazy_ = KeyFromByte(0x14);
+  const consensus::SecretKey whistleblower_ = KeyFromByte(0x15);
   const std::string secret_ = std::string(32, 's');
   proto::Params params_;
   polnode::testing::TempDir dir_;
@@ -311,7 +312,7 @@ TEST_F(RolesTest, CheatIsRejectedTheLazyAcceptIsDisputedAndTheWhistleblowerWinsT
 
   // The whistleblower disputes the lazy accept only; blocks come only to commit transactions,
   // so the challenge window cannot close under it.
-  ASSERT_TRUE(RunUntil([&] { return SlotOf(TheTask(), lazy_)->disputer() == RawKey(whistleblower_); }, false));
+  ASSERT_TRUE(RunUntil([&] { return SlotOf(TheTask(), lazy_)->disputer() == RawPubKey(whistleblower_); }, false));
   const std::uint64_t holdings_at_dispute = Holdings(whistleblower_);
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
   task = TheTask();

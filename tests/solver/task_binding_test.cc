@@ -3,10 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "solver_test_util.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_binding.h"
+#include "polnode/testing/fashion_mnist.h"
 
 namespace polnode::solver {
 namespace {

@@ -1,9 +1,10 @@
-// A tiny synthetic data set and task for proof-of-learning tests: small enough that a whole proof
-// trains and replays in milliseconds, so suites can verify it hundreds of times.
-#ifndef POLNODE_TESTS_SOLVER_PROOF_TEST_UTIL_H_
-#define POLNODE_TESTS_SOLVER_PROOF_TEST_UTIL_H_
+// The task builder of the tests and fuzz targets: a tiny synthetic data set and task, small enough
+// that a whole proof trains and replays in milliseconds, so suites can verify it hundreds of times.
+#ifndef POLNODE_TESTING_TINY_TASK_H_
+#define POLNODE_TESTING_TINY_TASK_H_
 
 #include <cstdint>
+#include <string>
 
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
@@ -51,6 +52,11 @@ inline TaskSpec TinyTask(const ImageDataset& data) {
   return t;
 }
 
+/// The TOML form of a task built from TinyTask (data_location, dataset hash, lr, batch, steps,
+/// checkpoint interval, seed and segments; every other field must keep its default), as a task
+/// file for the commands and daemons.
+std::string TinyTaskToml(const TaskSpec& task);
+
 }  // namespace polnode::solver::testing
 
-#endif  // POLNODE_TESTS_SOLVER_PROOF_TEST_UTIL_H_
+#endif  // POLNODE_TESTING_TINY_TASK_H_

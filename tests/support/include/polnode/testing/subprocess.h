@@ -1,6 +1,6 @@
 // Runs a real child process for end-to-end tests: argv in, exit code and captured output out.
-#ifndef POLNODE_TESTS_NODE_SUBPROCESS_H_
-#define POLNODE_TESTS_NODE_SUBPROCESS_H_
+#ifndef POLNODE_TESTING_SUBPROCESS_H_
+#define POLNODE_TESTING_SUBPROCESS_H_
 
 #include <string>
 #include <vector>
@@ -20,20 +20,6 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 /// Path of the polnode binary built alongside the tests.
 std::string PolnodeBinary();
 
-/// A fresh empty directory under the system temp dir, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 }  // namespace polnode::testing
 
-#endif  // POLNODE_TESTS_NODE_SUBPROCESS_H_
+#endif  // POLNODE_TESTING_SUBPROCESS_H_

@@ -1,4 +1,4 @@
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "chain_harness.h"
+#include "polnode/testing/chain_harness.h"
 
 #include <gtest/gtest.h>
 

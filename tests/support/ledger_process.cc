@@ -1,4 +1,4 @@
-#include "ledger_process.h"
+#include "polnode/testing/ledger_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,22 +8,15 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
-#include "subprocess.h"
+#include "polnode/testing/subprocess.h"
 
 extern char** environ;
 
 namespace polnode::testing {
 
 using namespace std::chrono_literals;
-
-std::string ReadFileText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // ---- DaemonProcess --------------------------------------------------------------------------
 

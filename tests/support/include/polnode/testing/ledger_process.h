@@ -1,7 +1,7 @@
 // Long-running child processes for end-to-end tests: a daemon started in the background (a role,
 // a devnet) and a real `polnode ledger` in its own home, stopped with SIGTERM or SIGKILL.
-#ifndef POLNODE_TESTS_NODE_LEDGER_PROCESS_H_
-#define POLNODE_TESTS_NODE_LEDGER_PROCESS_H_
+#ifndef POLNODE_TESTING_LEDGER_PROCESS_H_
+#define POLNODE_TESTING_LEDGER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -14,11 +14,9 @@
 #include <vector>
 
 #include "polnode/rpc/http_client.h"
+#include "polnode/testing/data_files.h"
 
 namespace polnode::testing {
-
-/// Reads a whole file; empty when it cannot be read.
-std::string ReadFileText(const std::string& path);
 
 /// A child process running in the background; SIGKILLed and reaped at destruction if still running.
 class DaemonProcess {
@@ -82,4 +80,4 @@ class LedgerProcess {
 
 }  // namespace polnode::testing
 
-#endif  // POLNODE_TESTS_NODE_LEDGER_PROCESS_H_
+#endif  // POLNODE_TESTING_LEDGER_PROCESS_H_

@@ -1,7 +1,7 @@
 // A test chain: a MemoryStateStore with a genesis, an Application, and helpers that build
 // transactions, run blocks and read state. Every block checks the supply invariant.
-#ifndef POLNODE_TESTS_CONTRACTS_CHAIN_HARNESS_H_
-#define POLNODE_TESTS_CONTRACTS_CHAIN_HARNESS_H_
+#ifndef POLNODE_TESTING_CHAIN_HARNESS_H_
+#define POLNODE_TESTING_CHAIN_HARNESS_H_
 
 #include <google/protobuf/message_lite.h>
 
@@ -79,4 +79,4 @@ class Chain {
 
 }  // namespace polnode::contracts::testing
 
-#endif  // POLNODE_TESTS_CONTRACTS_CHAIN_HARNESS_H_
+#endif  // POLNODE_TESTING_CHAIN_HARNESS_H_

@@ -1,13 +1,13 @@
 // Drives one task through its life cycle on a test Chain, with a fixed cast: a submitter, a
 // solver, three staked verifiers (two get assigned), a staked whistleblower and an outsider.
-#ifndef POLNODE_TESTS_CONTRACTS_TASK_FLOW_H_
-#define POLNODE_TESTS_CONTRACTS_TASK_FLOW_H_
+#ifndef POLNODE_TESTING_TASK_FLOW_H_
+#define POLNODE_TESTING_TASK_FLOW_H_
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "chain_harness.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 
@@ -60,4 +60,4 @@ class TaskFlow {
 
 }  // namespace polnode::contracts::testing
 
-#endif  // POLNODE_TESTS_CONTRACTS_TASK_FLOW_H_
+#endif  // POLNODE_TESTING_TASK_FLOW_H_

@@ -1,4 +1,4 @@
-#include "subprocess.h"
+#include "polnode/testing/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 extern char** environ;
 
@@ -79,16 +78,5 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 }
 
 std::string PolnodeBinary() { return std::string(POLNODE_BINARY_DIR) + "/node/polnode"; }
-
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "polnode-test-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 }  // namespace polnode::testing
