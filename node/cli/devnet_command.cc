@@ -5,10 +5,10 @@
 #include <ostream>
 #include <sstream>
 
+#include "polnode/base/file_util.h"
 #include "polnode/cli/commands.h"
 #include "polnode/devnet/devnet.h"
 #include "polnode/rpc/json.h"
-#include "polnode/base/file_util.h"
 
 namespace polnode::node {
 namespace {

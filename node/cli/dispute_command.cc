@@ -7,19 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "flag_groups.h"
 #include "polnode/cli/cli.h"
 #include "polnode/cli/commands.h"
-#include "flag_groups.h"
-#include "polnode/rpc/http_client.h"
-#include "polnode/rpc/json.h"
-#include "polnode/rpc/ledger_client.h"
-#include "polnode/ledger/chain_state.h"
-#include "polnode/rpc/node_home.h"
 #include "polnode/consensus/chain_store.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/queries.h"
 #include "polnode/kernels/op.h"
+#include "polnode/ledger/chain_state.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/node_home.h"
 
 namespace polnode::node {
 namespace {

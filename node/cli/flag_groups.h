@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "polnode/cli/cli.h"
 #include "polnode/base/status.h"
+#include "polnode/cli/cli.h"
 #include "polnode/kernels/backend.h"
-#include "polnode/solver/task_binding.h"
 #include "polnode/roles/role_runtime.h"
+#include "polnode/solver/task_binding.h"
 
 namespace polnode::node {
 

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
+#include "polnode/cli/commands.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/node_home.h"
-#include "polnode/consensus/hex.h"
 
 namespace polnode::node {
 namespace {

@@ -1,10 +1,10 @@
 #include <ostream>
 
 #include "polnode/cli/commands.h"
-#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/consensus/keys.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 

@@ -6,18 +6,18 @@
 #include <iostream>
 #include <ostream>
 
-#include "polnode/ledger/block_producer.h"
-#include "polnode/ledger/chain_verifier.h"
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
-#include "polnode/rpc/http_server.h"
-#include "polnode/rpc/json.h"
-#include "polnode/ledger/ledger.h"
-#include "polnode/rpc/ledger_api.h"
-#include "polnode/rpc/node_home.h"
+#include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
+#include "polnode/ledger/block_producer.h"
+#include "polnode/ledger/chain_verifier.h"
+#include "polnode/ledger/ledger.h"
 #include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/node_home.h"
 
 namespace polnode::node {
 namespace {

@@ -2,8 +2,8 @@
 // machine offers and prints the per-metric distance thresholds (all 0 in exact mode).
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
+#include "polnode/cli/commands.h"
 #include "polnode/rpc/json.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/verifier/profile.h"

@@ -2,12 +2,12 @@
 // command again after an interruption and it continues from the last checkpoint).
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
-#include "polnode/rpc/json.h"
+#include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/rpc/json.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 

@@ -1,12 +1,12 @@
 #include <ostream>
 
-#include "polnode/cli/commands.h"
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
+#include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/rpc/json.h"
 #include "polnode/rpc/tx_json.h"
 
 namespace polnode::node {

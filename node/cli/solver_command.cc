@@ -1,6 +1,6 @@
 // `polnode solver`: the miner's daemon (solver_role.h).
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
+#include "polnode/cli/commands.h"
 #include "polnode/roles/solver_role.h"
 
 namespace polnode::node {

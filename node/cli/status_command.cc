@@ -5,11 +5,11 @@
 #include <ostream>
 #include <sstream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
+#include "polnode/cli/commands.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
-#include "polnode/consensus/hex.h"
 
 namespace polnode::node {
 namespace {

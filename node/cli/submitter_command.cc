@@ -4,11 +4,11 @@
 #include <ostream>
 #include <thread>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
 #include "polnode/base/file_util.h"
-#include "polnode/solver/task_binding.h"
+#include "polnode/cli/commands.h"
 #include "polnode/roles/submitter_role.h"
+#include "polnode/solver/task_binding.h"
 
 namespace polnode::node {
 namespace {

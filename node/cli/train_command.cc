@@ -9,10 +9,10 @@
 #include <ostream>
 #include <sstream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
-#include "polnode/rpc/json.h"
+#include "polnode/cli/commands.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/rpc/json.h"
 #include "polnode/solver/trainer.h"
 
 namespace polnode::node {

@@ -6,16 +6,16 @@
 #include <climits>
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
-#include "polnode/rpc/ledger_client.h"
-#include "polnode/rpc/json.h"
-#include "polnode/rpc/node_home.h"
+#include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/node_home.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
 

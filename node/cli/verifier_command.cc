@@ -1,8 +1,8 @@
 // `polnode verifier`: runs a verifier daemon (verifier_role.h) against a ledger.
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
+#include "polnode/cli/commands.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/roles/verification_job.h"
 #include "polnode/roles/verifier_role.h"

@@ -3,18 +3,18 @@
 #include <optional>
 #include <ostream>
 
-#include "polnode/cli/commands.h"
 #include "flag_groups.h"
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
-#include "polnode/kernels/backend.h"
-#include "polnode/solver/pol_files.h"
-#include "polnode/verifier/replay.h"
+#include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/rpc/json.h"
 #include "polnode/rpc/replay_json.h"
 #include "polnode/rpc/tx_json.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/verifier/replay.h"
 
 namespace polnode::node {
 namespace {

@@ -1,8 +1,8 @@
 #include <ostream>
 
 #include "polnode/cli/commands.h"
-#include "polnode/rpc/json.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 

@@ -11,19 +11,19 @@
 #include <thread>
 
 #include "child_process.h"
-#include "polnode/rpc/node_home.h"
-#include "polnode/rpc/http_client.h"
-#include "polnode/rpc/ledger_client.h"
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/op.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/node_home.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_steps.h"
-#include "polnode/roles/role_runtime.h"
 
 namespace polnode::node {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <filesystem>
 
-#include "polnode/ledger/chain_state.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/application.h"
+#include "polnode/ledger/chain_state.h"
 
 namespace polnode::node {
 namespace {

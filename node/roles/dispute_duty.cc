@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "polnode/rpc/proof_http.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/verifier/dispute_player.h"

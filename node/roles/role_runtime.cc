@@ -5,11 +5,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "polnode/rpc/http_server.h"
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 namespace {

@@ -10,11 +10,11 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_steps.h"
-#include "polnode/rpc/proof_http.h"
 
 namespace polnode::node {
 namespace {

@@ -2,13 +2,13 @@
 
 #include <filesystem>
 
-#include "polnode/rpc/ledger_client.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/model_spec.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
-#include "polnode/rpc/proof_http.h"
 
 namespace polnode::node {
 namespace {

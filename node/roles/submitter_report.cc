@@ -5,8 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 namespace {

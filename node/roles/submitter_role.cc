@@ -3,16 +3,16 @@
 #include <iomanip>
 #include <sstream>
 
-#include "polnode/rpc/http_client.h"
-#include "polnode/rpc/ledger_client.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/roles/submitter_model.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
-#include "polnode/rpc/proof_http.h"
-#include "polnode/roles/submitter_model.h"
 
 namespace polnode::node {
 namespace {

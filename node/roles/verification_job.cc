@@ -7,9 +7,9 @@
 #include <set>
 #include <thread>
 
-#include "polnode/rpc/proof_http.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/verifier/profile.h"

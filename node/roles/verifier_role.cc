@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "polnode/rpc/json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/json.h"
 #include "polnode/rpc/replay_json.h"
 
 namespace polnode::node {

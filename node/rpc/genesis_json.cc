@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 namespace {

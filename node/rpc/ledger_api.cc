@@ -6,11 +6,11 @@
 #include <sstream>
 #include <vector>
 
-#include "polnode/rpc/json.h"
-#include "polnode/rpc/ledger_json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/queries.h"
 #include "polnode/contracts/supply.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_json.h"
 #include "polnode/rpc/tx_json.h"
 
 namespace polnode::node {

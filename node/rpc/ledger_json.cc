@@ -2,9 +2,9 @@
 
 #include <utility>
 
-#include "polnode/rpc/json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/record_encoding.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 namespace {

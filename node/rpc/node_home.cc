@@ -5,9 +5,9 @@
 #include <chrono>
 #include <filesystem>
 
-#include "polnode/rpc/genesis_json.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/key_file.h"
+#include "polnode/rpc/genesis_json.h"
 
 namespace polnode::node {
 

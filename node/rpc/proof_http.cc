@@ -1,8 +1,8 @@
 #include "polnode/rpc/proof_http.h"
 
-#include "polnode/rpc/http_client.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/rpc/http_client.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <string>
 
-#include "polnode/ledger/genesis_file.h"
 #include "polnode/consensus/chain_store.h"
+#include "polnode/ledger/genesis_file.h"
 
 namespace polnode::node {
 

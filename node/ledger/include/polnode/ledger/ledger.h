@@ -34,13 +34,13 @@
 #include <string_view>
 #include <vector>
 
-#include "polnode/ledger/chain_state.h"
-#include "polnode/ledger/genesis_file.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/chain_store.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/consensus/mempool.h"
 #include "polnode/contracts/application.h"
+#include "polnode/ledger/chain_state.h"
+#include "polnode/ledger/genesis_file.h"
 
 namespace polnode::node {
 

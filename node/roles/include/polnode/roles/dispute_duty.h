@@ -15,10 +15,10 @@
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/role_runtime.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"
-#include "polnode/roles/role_runtime.h"
 
 namespace polnode::verifier {
 class DisputePlayer;

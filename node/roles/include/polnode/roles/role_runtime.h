@@ -24,11 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "polnode/rpc/http_types.h"
-#include "polnode/rpc/ledger_client.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/http_types.h"
+#include "polnode/rpc/ledger_client.h"
 
 namespace polnode::node {
 

@@ -25,10 +25,10 @@
 #include <string>
 #include <thread>
 
-#include "polnode/roles/dispute_duty.h"
-#include "polnode/rpc/proof_http.h"
-#include "polnode/roles/role_runtime.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/dispute_duty.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"

@@ -10,9 +10,9 @@
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/submitter_report.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
-#include "polnode/roles/submitter_report.h"
 
 namespace polnode::node {
 

@@ -32,11 +32,11 @@
 
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/roles/submitter_report.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
-#include "polnode/roles/role_runtime.h"
-#include "polnode/roles/submitter_report.h"
 
 namespace polnode::node {
 

@@ -21,11 +21,11 @@
 #include <string_view>
 #include <vector>
 
-#include "polnode/rpc/ledger_client.h"
-#include "polnode/roles/role_runtime.h"
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/ledger_client.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
 #include "polnode/verifier/replay.h"

@@ -25,8 +25,8 @@
 #include <set>
 #include <string>
 
-#include "polnode/roles/dispute_duty.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/dispute_duty.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/roles/verification_job.h"
 

@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "polnode/roles/dispute_duty.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/dispute_duty.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/roles/verification_job.h"
 

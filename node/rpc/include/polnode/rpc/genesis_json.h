@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "polnode/ledger/genesis_file.h"
 #include "polnode/base/status.h"
+#include "polnode/ledger/genesis_file.h"
 
 namespace polnode::node {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "polnode/rpc/http_types.h"
 #include "polnode/base/status.h"
+#include "polnode/rpc/http_types.h"
 
 namespace polnode::node {
 

@@ -34,8 +34,8 @@
 #include <functional>
 #include <string>
 
-#include "polnode/rpc/http_types.h"
 #include "polnode/ledger/ledger.h"
+#include "polnode/rpc/http_types.h"
 
 namespace polnode::node {
 

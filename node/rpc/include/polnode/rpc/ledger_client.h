@@ -15,12 +15,12 @@
 #include <string_view>
 #include <vector>
 
-#include "polnode/rpc/http_client.h"
-#include "polnode/rpc/ledger_json.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/queries.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/ledger_json.h"
 
 namespace polnode::node {
 

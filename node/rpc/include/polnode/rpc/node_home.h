@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "polnode/ledger/genesis_file.h"
-#include "polnode/ledger/node_config.h"
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
+#include "polnode/ledger/genesis_file.h"
+#include "polnode/ledger/node_config.h"
 
 namespace polnode::node {
 

@@ -15,9 +15,9 @@
 #include <optional>
 #include <string>
 
-#include "polnode/rpc/http_types.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/rpc/http_types.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/proof_manifest.h"
 #include "polnode/solver/task_spec.h"

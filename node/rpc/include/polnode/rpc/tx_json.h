@@ -9,9 +9,9 @@
 
 #include <string_view>
 
-#include "polnode/rpc/json.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/rpc/json.h"
 
 namespace polnode::node {
 
