@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "ledger.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/ledger/ledger.h"
 
 namespace {
 

@@ -14,12 +14,10 @@
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/dispute.pb.h"
+#include "polnode/contracts/record_encoding.h"
 #include "polnode/contracts/state_store.h"
 
 namespace polnode::contracts {
-
-/// The deterministic protobuf encoding of `message`.
-std::string EncodeRecord(const google::protobuf::MessageLite& message);
 
 /// Parses `bytes` into `message`; kCorruption naming `key` when they do not parse.
 [[nodiscard]] Status DecodeRecord(std::string_view bytes, std::string_view key, google::protobuf::MessageLite& message);

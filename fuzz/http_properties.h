@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz.h"
-#include "http_server.h"
-#include "http_types.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/http_types.h"
 
 namespace polnode::fuzz {
 

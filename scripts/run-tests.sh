@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: installs dependencies, builds the debug preset (AddressSanitizer +
+# The README's test command: installs dependencies, checks that every #include follows the layers
+# of DESIGN.md section 2 (scripts/check-layers.sh), builds the debug preset (AddressSanitizer +
 # UndefinedBehaviorSanitizer, CUDA and HIP compiled when their toolchains exist), runs every
 # GoogleTest suite and end-to-end test through CTest, then builds the libFuzzer binary and runs
 # every fuzz target from its committed corpus. Exits non-zero on any failure.
@@ -13,6 +14,8 @@ fuzz_seconds=${POLNODE_FUZZ_SECONDS:-30}
 
 echo "== check: GPU code (PTX and AMD assembly against the determinism rules and baseline)"
 ./scripts/check-gpu-code.sh
+echo "== check: includes follow the layers of DESIGN.md section 2"
+./scripts/check-layers.sh
 
 echo "== build: debug (ASan + UBSan)"
 cmake --preset debug

@@ -14,12 +14,13 @@
 
 #include "fixtures.h"
 #include "fuzz.h"
-#include "ledger_api.h"
-#include "ledger_client.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::fuzz {
 namespace {
@@ -58,7 +59,7 @@ constexpr std::array<DecodeFn, kSelectors> kDecoders = {
     [](std::string_view b) { return StatusOf(node::DecodeParams(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeTask(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeTaskPage(b)); },
-    [](std::string_view b) { return StatusOf(node::DecodeGamesView(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeTaskGames(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeAccount(b)); },
     [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_SOLVER)); },
     [](std::string_view b) { return StatusOf(node::DecodeStake(b, proto::ROLE_VERIFIER)); },
@@ -86,51 +87,18 @@ void Run(FuzzInput input) {
 
 // --- Seeds: real answers of a real ledger. ---
 
-consensus::SecretKey FixedKey(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *consensus::SecretKey::FromBytes(bytes);
-}
+using testing::KeyFromByte;
 
 constexpr char kChain[] = "polnode-fuzz";
 
-// The encoded envelope of `payload` from key 1 at `nonce`, signed with fixed auxiliary randomness
-// so the seeds (which contain tx ids) are the same on every run.
-std::string Envelope(std::uint64_t nonce, std::string_view type, const google::protobuf::Message& payload) {
-  consensus::TxEnvelope e;
-  e.chain_id = kChain;
-  e.nonce = nonce;
-  e.payload_type = std::string(type);
-  e.payload = payload.SerializeAsString();
-  const std::array<std::uint8_t, 32> aux{};
-  return *consensus::EncodeEnvelope(*consensus::SignEnvelope(FixedKey(1), e, aux));
+// The encoded envelope of `payload` from key 1 at `nonce`. The fixtures sign with fixed auxiliary
+// randomness, so the seeds (which contain tx ids) are the same on every run.
+std::string Envelope(std::uint64_t nonce, std::string_view type, const google::protobuf::MessageLite& payload) {
+  return testing::SignedTx(KeyFromByte(1), kChain, nonce, type, payload);
 }
 
 std::string Transfer(std::uint64_t nonce, std::uint64_t amount) {
-  proto::TransferTx payload;
-  payload.set_to(FixedKey(2).PublicKey().bytes().data(), 32);
-  payload.set_amount(amount);
-  return Envelope(nonce, contracts::payload::kTransfer, payload);
-}
-
-// A task spec the contracts accept; its hashes need not bind a real document here.
-proto::TaskSpec Spec() {
-  proto::TaskSpec spec;
-  spec.set_model_spec("mlp:16-8-3");
-  spec.set_dataset_hash(std::string(32, '\x11'));
-  spec.set_hyperparameters_hash(std::string(32, '\x22'));
-  spec.set_total_steps(40);
-  spec.set_checkpoint_interval(5);
-  spec.set_segments_per_verification(2);
-  spec.set_payment(5000);
-  spec.set_claim_window(20);
-  spec.set_training_window(40);
-  spec.set_graph_root(std::string(32, '\x33'));
-  spec.set_batch_root(std::string(32, '\x44'));
-  spec.set_step_leaf_count(8);
-  spec.set_state_tensor_count(2);
-  spec.set_initial_state_hash(std::string(32, '\x55'));
-  return spec;
+  return Envelope(nonce, contracts::payload::kTransfer, testing::TransferTo(KeyFromByte(2), amount));
 }
 
 std::vector<std::uint8_t> Input(Selector selector, std::string_view body) {
@@ -142,16 +110,8 @@ std::vector<std::uint8_t> Input(Selector selector, std::string_view body) {
 // The answers of a ledger at height 1 whose block holds a stake, a task submission, a transfer and
 // a failing transfer, with one more transfer pending.
 std::vector<Seed> LedgerSeeds() {
-  node::GenesisFile genesis;
-  genesis.spec.set_chain_id(kChain);
-  *genesis.spec.mutable_params() = contracts::DefaultParams();
-  proto::Allocation* a = genesis.spec.add_allocations();
-  a->set_pubkey(FixedKey(1).PublicKey().bytes().data(), 32);
-  a->set_amount(1000000);
-  node::LedgerOptions options;
-  options.data_dir = FixtureDir("ledger-client") + "/data";
-  options.sync_writes = false;
-  Result<std::unique_ptr<node::Ledger>> ledger = node::Ledger::Open(options, genesis, FixedKey(9));
+  const node::GenesisFile genesis = testing::TestGenesis(kChain, KeyFromByte(1), 1000000);
+  Result<std::unique_ptr<node::Ledger>> ledger = testing::OpenTestLedger(FixtureDir("ledger-client") + "/data", genesis);
   if (!ledger.ok()) std::abort();
   node::LedgerApi api(**ledger);
   // The body of an answer that must have `status`: a seed of another kind would be mislabelled.
@@ -167,7 +127,7 @@ std::vector<Seed> LedgerSeeds() {
   stake.set_role(proto::ROLE_SOLVER);
   stake.set_amount(2000);
   proto::SubmitTaskTx submit;
-  *submit.mutable_spec() = Spec();
+  *submit.mutable_spec() = testing::UnboundTaskSpec();
   submit.set_spec_uri("http://127.0.0.1:7001/v1/specs/" + std::string(64, 'a'));
   const std::string ok_tx = Transfer(2, 5);
   const std::string failing_tx = Transfer(3, 1u << 30);  // over the balance: committed, failed
@@ -179,10 +139,10 @@ std::vector<Seed> LedgerSeeds() {
   const std::string pending_tx = Transfer(4, 1);
   const std::string posted = answer(200, "POST", "/v1/tx", pending_tx);
 
-  const std::string account = consensus::ToHex(FixedKey(1).PublicKey().bytes());
-  const std::string stranger = consensus::ToHex(FixedKey(3).PublicKey().bytes());
+  const std::string account = consensus::ToHex(KeyFromByte(1).PublicKey().bytes());
+  const std::string stranger = consensus::ToHex(KeyFromByte(3).PublicKey().bytes());
   const std::string page = get("/v1/tasks?start=0&limit=10");
-  Result<node::TaskPage> tasks = node::DecodeTaskPage(page);
+  Result<contracts::TaskPage> tasks = node::DecodeTaskPage(page);
   if (!tasks.ok() || tasks->tasks.size() != 1) std::abort();
   const std::string task_id = consensus::ToHex(tasks->tasks[0].id());
   const std::string games = get("/v1/tasks/" + task_id + "/games");

@@ -2,31 +2,26 @@
 // LedgerApi::Handle) over a real Ledger in a temporary RocksDB directory; no sockets.
 // Properties: never crashes or throws; every answer has a valid status; every error is a JSON
 // {"error": ...} body; a 5xx only ever means storage trouble, never bad input.
-#include <unistd.h>
-
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
 #include "fuzz.h"
 #include "http_properties.h"
-#include "http_server.h"
-#include "ledger_api.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::fuzz {
 namespace {
 
-consensus::SecretKey FixedKey(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *consensus::SecretKey::FromBytes(bytes);
-}
+using testing::KeyFromByte;
 
 constexpr char kChain[] = "polnode-fuzz";
 
@@ -37,26 +32,12 @@ struct Fixture {
   node::HttpLimits limits;
 };
 
-std::string g_dir_to_remove;
-
 Fixture& Shared() {
   static Fixture* fixture = [] {
     auto* f = new Fixture();
-    std::string tmpl = (std::filesystem::temp_directory_path() / "polnode-fuzz-http-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    f->dir = tmpl;
-    g_dir_to_remove = tmpl;
-    std::atexit([] { std::filesystem::remove_all(g_dir_to_remove); });
-    node::GenesisFile genesis;
-    genesis.spec.set_chain_id(kChain);
-    *genesis.spec.mutable_params() = contracts::DefaultParams();
-    proto::Allocation* a = genesis.spec.add_allocations();
-    a->set_pubkey(FixedKey(1).PublicKey().bytes().data(), 32);
-    a->set_amount(1000000);
-    node::LedgerOptions options;
-    options.data_dir = f->dir + "/data";
-    options.sync_writes = false;
-    auto ledger = node::Ledger::Open(options, genesis, FixedKey(9));
+    f->dir = FixtureDir("http");
+    const node::GenesisFile genesis = testing::TestGenesis(kChain, KeyFromByte(1), 1000000);
+    auto ledger = testing::OpenTestLedger(f->dir + "/data", genesis);
     if (!ledger.ok()) std::abort();
     f->ledger = std::move(ledger).value();
     f->api = std::make_unique<node::LedgerApi>(*f->ledger);
@@ -74,21 +55,13 @@ void Run(FuzzInput input) {
 }
 
 std::string SignedTransferWire() {
-  proto::TransferTx payload;
-  payload.set_to(FixedKey(2).PublicKey().bytes().data(), 32);
-  payload.set_amount(5);
-  consensus::TxEnvelope e;
-  e.chain_id = kChain;
-  e.nonce = 0;
-  e.payload_type = std::string(contracts::payload::kTransfer);
-  e.payload = payload.SerializeAsString();
-  const std::array<std::uint8_t, 32> aux{};
-  return *consensus::EncodeEnvelope(*consensus::SignEnvelope(FixedKey(1), e, aux));
+  return testing::SignedTx(KeyFromByte(1), kChain, 0, contracts::payload::kTransfer,
+                           testing::TransferTo(KeyFromByte(2), 5));
 }
 
 std::vector<Seed> Seeds() {
   const std::string tx = SignedTransferWire();
-  const std::string account = consensus::ToHex(FixedKey(1).PublicKey().bytes());
+  const std::string account = consensus::ToHex(KeyFromByte(1).PublicKey().bytes());
   return {
       {"get-status", Bytes("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")},
       {"get-block", Bytes("GET /v1/blocks/0 HTTP/1.1\r\nHost: x\r\nAccept: application/x-protobuf\r\n\r\n")},

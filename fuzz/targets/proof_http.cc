@@ -19,14 +19,14 @@
 #include "fixtures.h"
 #include "fuzz.h"
 #include "http_properties.h"
-#include "http_server.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/prover.h"
-#include "proof_http.h"
 
 namespace polnode::fuzz {
 namespace {

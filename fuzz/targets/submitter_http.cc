@@ -21,11 +21,13 @@
 #include "fixtures.h"
 #include "fuzz.h"
 #include "http_properties.h"
-#include "http_server.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/roles/submitter_role.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
-#include "submitter_role.h"
+#include "polnode/testing/data_files.h"
 
 namespace polnode::fuzz {
 namespace {
@@ -38,23 +40,6 @@ struct Fixture {
   node::HttpLimits limits;
 };
 
-// An IDX file (the MNIST container LoadImageDataset reads): magic, dimensions, bytes.
-void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// The tiny task's TOML form over the data in `data_dir`, with `seed` (distinct seeds: distinct ids).
-std::string TaskToml(const std::string& data_dir, const solver::ImageDataset& data, std::uint64_t seed) {
-  return "model = \"mlp:16-8-3\"\ndata = \"" + data_dir + "\"\ndataset_hash = \"" +
-         consensus::ToHex(solver::DatasetContentHash(data)) + "\"\nlr = 0.1\nbatch = 8\nsteps = 40\n" +
-         "checkpoint_interval = 5\nseed = " + std::to_string(seed) + "\nsegments = 2\n";
-}
-
 Fixture& Shared() {
   static Fixture* fixture = [] {
     auto* f = new Fixture();
@@ -62,21 +47,17 @@ Fixture& Shared() {
     const solver::ImageDataset data = TinyDataset();
     const std::string data_dir = dir + "/data";
     std::filesystem::create_directory(data_dir);
-    const auto split = [&](const std::string& name, const solver::ImageSplit& s) {
-      const auto n = static_cast<std::uint32_t>(s.count);
-      WriteIdx(data_dir + "/" + name + "-images-idx3-ubyte", {n, 4, 4}, s.pixels);
-      WriteIdx(data_dir + "/" + name + "-labels-idx1-ubyte", {n}, s.labels);
-    };
-    split("train", data.train);
-    split("t10k", data.test);
+    if (!testing::WriteIdxDataset(data_dir, data).ok()) std::abort();
+    // Three documents of the tiny task, told apart by their seeds (distinct seeds: distinct ids).
+    solver::TaskSpec document = TinyTask(data);
+    document.data_location = data_dir;
     const std::vector<std::string> files = {dir + "/a.toml", dir + "/b.toml", dir + "/c.pb"};
-    std::ofstream(files[0]) << TaskToml(data_dir, data, 42);
-    std::ofstream(files[1]) << TaskToml(data_dir, data, 43);
-    solver::TaskSpec third = TinyTask(data);
-    third.data_location = data_dir;
-    third.seed = 44;
-    std::ofstream(files[2], std::ios::binary) << solver::EncodeTaskProto(third);
-    Result<std::vector<node::SubmitterTask>> tasks = node::PrepareSubmitterTasks(files, node::TaskTerms{1000, 20, 40});
+    std::ofstream(files[0]) << solver::testing::TinyTaskToml(document);
+    document.seed = 43;
+    std::ofstream(files[1]) << solver::testing::TinyTaskToml(document);
+    document.seed = 44;
+    std::ofstream(files[2], std::ios::binary) << solver::EncodeTaskProto(document);
+    Result<std::vector<node::SubmitterTask>> tasks = node::PrepareSubmitterTasks(files, solver::TaskTerms{1000, 20, 40});
     if (!tasks.ok() || tasks->size() != files.size()) std::abort();
     for (const node::SubmitterTask& task : *tasks) f->encoded[task.document_hex] = task.encoded;
     f->role = std::make_unique<node::SubmitterRole>(std::move(tasks).value(), kernels::MakeReferenceBackend(),

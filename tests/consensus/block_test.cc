@@ -4,17 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "polnode/consensus/merkle.h"
+#include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::consensus {
 namespace {
 
-SecretKey KeyFromByte(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  auto key = SecretKey::FromBytes(bytes);
-  EXPECT_TRUE(key.ok());
-  return *key;
-}
+using polnode::testing::KeyFromByte;
 
 Block SampleBlock() {
   Block b;

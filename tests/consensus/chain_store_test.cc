@@ -13,22 +13,12 @@
 #include <thread>
 
 #include "polnode/consensus/state_root.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::consensus {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "polnode-store-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string sub(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
+using polnode::testing::TempDir;
 
 Hash256 HashOf(std::uint64_t height) { return Sha256("block " + std::to_string(height)); }
 
@@ -61,7 +51,7 @@ std::string Value(const ChainStore& store, std::string_view key) {
 
 TEST(ChainStoreTest, EmptyStoreHasNoTipAndAcceptsOnlyHeightZero) {
   TempDir dir;
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   ASSERT_NE(store, nullptr);
   EXPECT_FALSE(store->tip().has_value());
   EXPECT_EQ(store->Prepare(Record(1), {}).status().code(), StatusCode::kFailedPrecondition);
@@ -75,11 +65,11 @@ TEST(ChainStoreTest, EmptyStoreHasNoTipAndAcceptsOnlyHeightZero) {
 TEST(ChainStoreTest, ReopenResumesAtLastBlockWithItsState) {
   TempDir dir;
   {
-    auto store = MustOpen(dir.sub("db"));
+    auto store = MustOpen(dir.File("db"));
     Commit(*store, 0, {{"acct/a", "100"}, {"acct/b", "5"}});
     Commit(*store, 1, {{"acct/a", "90"}, {"acct/c", "10"}, {"acct/b", std::nullopt}});
   }
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   ASSERT_TRUE(store->tip().has_value());
   EXPECT_EQ(store->tip()->height, 1u);
   EXPECT_EQ(store->tip()->hash, HashOf(1));
@@ -104,7 +94,7 @@ TEST(ChainStoreTest, ReopenResumesAtLastBlockWithItsState) {
 TEST(ChainStoreTest, CrashBetweenBuildingAndWritingLeavesPreviousBlockIntact) {
   TempDir dir;
   {
-    auto store = MustOpen(dir.sub("db"));
+    auto store = MustOpen(dir.File("db"));
     Commit(*store, 0, {{"k", "0"}});
     Commit(*store, 1, {{"k", "1"}});
     auto prepared = store->Prepare(Record(2), {{"k", "2"}, {"new", "x"}});
@@ -112,7 +102,7 @@ TEST(ChainStoreTest, CrashBetweenBuildingAndWritingLeavesPreviousBlockIntact) {
     EXPECT_GT(prepared->batch_bytes(), 0u);
     // The prepared commit is destroyed here without being written.
   }
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   EXPECT_EQ(store->tip()->height, 1u);
   EXPECT_EQ(Value(*store, "k"), "1");
   EXPECT_EQ(Value(*store, "new"), "<absent>");
@@ -124,7 +114,7 @@ TEST(ChainStoreTest, CrashBetweenBuildingAndWritingLeavesPreviousBlockIntact) {
 
 TEST(ChainStoreTest, TxOutcomesAreStoredWithTheBlockAndReadBackByFindTx) {
   TempDir dir;
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   Commit(*store, 0, {});  // Record() stores no outcomes: the tx reads back without one
   auto bare = store->FindTx(Sha256("tx 0"));
   ASSERT_TRUE(bare.ok()) << bare.status().ToString();
@@ -153,7 +143,7 @@ TEST(ChainStoreTest, TxOutcomesAreStoredWithTheBlockAndReadBackByFindTx) {
 
 TEST(ChainStoreTest, StaleCommitIsRejectedAfterTheTipMoved) {
   TempDir dir;
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   Commit(*store, 0, {});
   auto first = store->Prepare(Record(1), {{"x", "first"}});
   auto second = store->Prepare(Record(1), {{"x", "second"}});
@@ -165,7 +155,7 @@ TEST(ChainStoreTest, StaleCommitIsRejectedAfterTheTipMoved) {
 
 TEST(ChainStoreTest, ScanMergesPendingWritesAndDeletesWithinPrefix) {
   TempDir dir;
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   Commit(*store, 0, {{"a/1", "c1"}, {"a/2", "c2"}, {"a/4", "c4"}, {"b/1", "other"}});
   StateDelta pending{{"a/2", std::nullopt}, {"a/3", "p3"}, {"a/4", "p4"}, {"c/1", "other"}};
   std::vector<std::pair<std::string, std::string>> seen;
@@ -221,7 +211,7 @@ Hash256 NaiveStateRoot(const std::map<std::string, std::string>& state) {
 
 TEST(ChainStoreTest, StateRootFollowsTheDocumentedDefinition) {
   TempDir dir;
-  auto store = MustOpen(dir.sub("db"));
+  auto store = MustOpen(dir.File("db"));
   auto empty = store->StateRoot({});
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty, NaiveStateRoot({}));
@@ -315,7 +305,7 @@ TEST(ChainStoreCrashTest, KillNineAtRandomMomentsNeverLeavesAPartialBlock) {
     path = inherited;
   } else {
     dir.emplace();
-    path = dir->sub("db");
+    path = dir->File("db");
     ASSERT_EQ(setenv(kDirEnv, path.c_str(), 1), 0);
   }
   std::mt19937 rng(20240611);
@@ -323,7 +313,7 @@ TEST(ChainStoreCrashTest, KillNineAtRandomMomentsNeverLeavesAPartialBlock) {
   bool any = false;
   for (int round = 0; round < 20; ++round) {
     const int delay_us = 1000 + static_cast<int>(rng() % 100000);
-    EXPECT_EXIT(CommitUntilKilled(path, delay_us), testing::KilledBySignal(SIGKILL), "");
+    EXPECT_EXIT(CommitUntilKilled(path, delay_us), ::testing::KilledBySignal(SIGKILL), "");
     auto store = MustOpen(path);
     ASSERT_NE(store, nullptr);
     if (!store->tip()) continue;  // killed before the first block: nothing to check yet

@@ -1,6 +1,7 @@
 // Key files: mode 0600 on creation, refusal of files other users can access, refusal to
 // overwrite, and rejection of malformed contents.
 #include "polnode/consensus/key_file.h"
+#include "polnode/testing/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,7 +15,7 @@
 namespace polnode::consensus {
 namespace {
 
-using testing::ScratchDir;
+using polnode::testing::TempDir;
 
 void WriteRaw(const std::string& path, const std::string& contents, mode_t mode) {
   {
@@ -36,7 +37,7 @@ mode_t ModeOf(const std::string& path) {
 }
 
 TEST(KeyFileTest, RoundTripWithMode0600) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.File("node.key");
   Result<SecretKey> key = SecretKey::Generate();
   ASSERT_TRUE(key.ok());
@@ -59,7 +60,7 @@ TEST(KeyFileTest, RoundTripWithMode0600) {
 }
 
 TEST(KeyFileTest, ModeIsExactRegardlessOfUmask) {
-  ScratchDir dir;
+  TempDir dir;
   const mode_t old = ::umask(0277);  // would leave 0400 if the code relied on open()'s mode alone
   Result<SecretKey> key = SecretKey::Generate();
   ASSERT_TRUE(key.ok());
@@ -70,7 +71,7 @@ TEST(KeyFileTest, ModeIsExactRegardlessOfUmask) {
 }
 
 TEST(KeyFileTest, NeverOverwrites) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.File("node.key");
   Result<SecretKey> first = SecretKey::Generate();
   Result<SecretKey> second = SecretKey::Generate();
@@ -83,7 +84,7 @@ TEST(KeyFileTest, NeverOverwrites) {
 }
 
 TEST(KeyFileTest, RefusesFilesOthersCanAccess) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.File("node.key");
   Result<SecretKey> key = SecretKey::Generate();
   ASSERT_TRUE(key.ok());
@@ -105,17 +106,17 @@ TEST(KeyFileTest, RefusesFilesOthersCanAccess) {
 }
 
 TEST(KeyFileTest, MissingFileAndDirectory) {
-  ScratchDir dir;
+  TempDir dir;
   EXPECT_EQ(ReadKeyFile(dir.File("absent.key")).status().code(), StatusCode::kNotFound);
   ASSERT_EQ(::chmod(dir.path().c_str(), 0700), 0);
-  EXPECT_EQ(ReadKeyFile(dir.path().string()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadKeyFile(dir.path()).status().code(), StatusCode::kInvalidArgument);
   Result<SecretKey> key = SecretKey::Generate();
   ASSERT_TRUE(key.ok());
   EXPECT_EQ(WriteKeyFile(dir.File("no/such/dir.key"), *key).code(), StatusCode::kNotFound);
 }
 
 TEST(KeyFileTest, AcceptsUppercaseAndMissingNewline) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string hex = "B7E151628AED2A6ABF7158809CF4F3C762E7160F38B4DA56A784D9045190CFEF";
   WriteRaw(dir.File("upper"), hex, 0600);
   Result<SecretKey> key = ReadKeyFile(dir.File("upper"));
@@ -124,7 +125,7 @@ TEST(KeyFileTest, AcceptsUppercaseAndMissingNewline) {
 }
 
 TEST(KeyFileTest, RejectsMalformedContents) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string good = "b7e151628aed2a6abf7158809cf4f3c762e7160f38b4da56a784d9045190cfef";
   const std::string cases[] = {
       "",

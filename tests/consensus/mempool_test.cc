@@ -8,15 +8,12 @@
 #include <map>
 
 #include "polnode/consensus/block.h"
+#include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::consensus {
 namespace {
 
-SecretKey KeyFromByte(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *SecretKey::FromBytes(bytes);
-}
+using polnode::testing::KeyFromByte;
 
 std::string SignedTx(std::uint8_t signer, std::uint64_t nonce, std::string chain = "test-chain",
                      std::string payload = "p") {

@@ -4,8 +4,8 @@
 #include <limits>
 #include <map>
 
-#include "chain_harness.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -2,8 +2,8 @@
 // sequencing and Commit.
 #include <gtest/gtest.h>
 
-#include "chain_harness.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "chain_harness.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

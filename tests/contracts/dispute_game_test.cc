@@ -9,10 +9,10 @@
 
 #include "game_world.h"
 #include "polnode/consensus/game_tree.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/payloads.h"
-#include "polnode/consensus/hex.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

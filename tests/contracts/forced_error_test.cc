@@ -11,7 +11,7 @@
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/dispute.pb.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -3,8 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "chain_harness.h"
+#include "polnode/contracts/queries.h"
 #include "polnode/contracts/supply.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {
@@ -29,9 +30,11 @@ TEST(InitChain, WritesAllocationsSupplyAndHeightZero) {
   ASSERT_TRUE(supply.ok());
   EXPECT_EQ(supply->genesis_supply, 1'200u);
   EXPECT_TRUE(supply->balanced());
-  auto status = app.Query("status", state);
-  ASSERT_TRUE(status.ok());
-  EXPECT_EQ(*status, R"({"chain_id":"polnode-test","height":0,"task_count":0})");
+  auto info = QueryChainInfo(state);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->chain_id, "polnode-test");
+  EXPECT_EQ(info->height, 0u);
+  EXPECT_EQ(info->task_count, 0u);
 }
 
 TEST(InitChain, RejectsBadGenesisWithoutWriting) {

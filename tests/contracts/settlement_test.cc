@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "polnode/contracts/payloads.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -1,8 +1,9 @@
 // Bonding, unbonding with its delay, locks and the verifier set.
 #include <gtest/gtest.h>
 
-#include "chain_harness.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/queries.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {
@@ -17,10 +18,10 @@ Message StakeMsg(proto::Role role, std::uint64_t amount) {
   return msg;
 }
 
-std::string Verifiers(Chain& chain) {
-  auto json = chain.app().Query("verifiers", chain.state());
-  EXPECT_TRUE(json.ok());
-  return json.ok() ? *json : std::string();
+std::vector<VerifierStake> Verifiers(Chain& chain) {
+  auto set = QueryVerifiers(chain.state());
+  EXPECT_TRUE(set.ok()) << set.status().ToString();
+  return set.ok() ? *set : std::vector<VerifierStake>();
 }
 
 TEST(Stake, BondsFromTheBalancePerRole) {
@@ -88,16 +89,17 @@ TEST(Unstake, LockedStakeStaysUntilTheTaskReleasesIt) {
 
 TEST(VerifierSet, FollowsBondedVerifierStake) {
   Chain chain(TestParams(), {kAlice}, 10'000);
-  EXPECT_EQ(Verifiers(chain), R"({"verifiers":[]})");
+  EXPECT_TRUE(Verifiers(chain).empty());
   ASSERT_EQ(chain.Run(kAlice, payload::kStake, StakeMsg<proto::StakeTx>(proto::ROLE_VERIFIER, 700)).code,
             StatusCode::kOk);
-  std::string alice_hex;
-  for (int i = 0; i < 32; ++i) alice_hex += "01";
-  EXPECT_EQ(Verifiers(chain),
-            R"({"verifiers":[{"pubkey":")" + alice_hex + R"(","bonded":700,"locked":0,"free":700,"unbonding":0}]})");
+  const std::vector<VerifierStake> set = Verifiers(chain);
+  ASSERT_EQ(set.size(), 1u);
+  EXPECT_EQ(set[0].pubkey, Raw(kAlice));
+  EXPECT_EQ(set[0].stake.bonded(), 700u);
+  EXPECT_EQ(set[0].stake.locked(), 0u);
   ASSERT_EQ(chain.Run(kAlice, payload::kUnstake, StakeMsg<proto::UnstakeTx>(proto::ROLE_VERIFIER, 700)).code,
             StatusCode::kOk);
-  EXPECT_EQ(Verifiers(chain), R"({"verifiers":[]})");
+  EXPECT_TRUE(Verifiers(chain).empty());
 }
 
 }  // namespace

@@ -8,11 +8,12 @@
 #include <random>
 #include <set>
 
-#include "chain_harness.h"
 #include "checkpoint_fixture.h"
+#include "polnode/testing/chain_harness.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/supply.h"
+#include "polnode/testing/chain_harness.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/payloads.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "../solver/proof_test_util.h"
+#include "polnode/testing/tiny_task.h"
 #include "real_match.h"
 
 namespace polnode::dispute_testing {

@@ -3,9 +3,9 @@
 // without a game), and its lock is slashed once, split between the two rejecters.
 #include <gtest/gtest.h>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/testing/tiny_task.h"
 #include "real_match.h"
 
 namespace polnode::dispute_testing {

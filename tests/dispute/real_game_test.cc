@@ -9,11 +9,11 @@
 #include <ostream>
 #include <string>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/game_tree.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
+#include "polnode/testing/tiny_task.h"
 #include "polnode/verifier/pinpoint.h"
 #include "real_match.h"
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "../contracts/task_flow.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/testing/task_flow.h"
 #include "polnode/verifier/dispute_player.h"
 #include "real_task.h"
 

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <array>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 #include "polnode/verifier/replay.h"
 
 namespace polnode::dispute_testing {
@@ -90,7 +91,7 @@ verifier::CheckpointLoader Proof::Loader() const {
 Proof ProveTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
                 const std::optional<solver::TamperSpec>& tamper) {
   Proof proof;
-  proof.dir = std::make_unique<solver::testing::ScratchDir>("dispute-proof");
+  proof.dir = std::make_unique<polnode::testing::TempDir>("dispute-proof");
   std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
   std::unique_ptr<solver::TamperingBackend> tampering;
   if (tamper) {
@@ -98,7 +99,7 @@ Proof ProveTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
   }
   const consensus::SecretKey key = SolverKey();
   solver::ProveOptions options;
-  options.out_dir = proof.dir->path().string();
+  options.out_dir = proof.dir->path();
   options.key = &key;
   Result<solver::ProveResult> result =
       solver::Prove(task, data, tampering ? *tampering : *reference, options);

@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "../solver/solver_test_util.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/dataset.h"
@@ -19,6 +18,8 @@
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
 #include "polnode/verifier/dispute_player.h"
 
 namespace polnode::dispute_testing {
@@ -34,13 +35,13 @@ solver::StepGraph GraphOf(const solver::TaskSpec& task, const solver::ImageDatas
 /// The index of the node called `name` in `graph`; fails the test and returns -1 if none.
 int NodeIndex(const solver::StepGraph& graph, std::string_view name);
 
-/// The TaskSpec the ledger holds for `task`: the binding node/task_binding.h defines (model text,
+/// The TaskSpec the ledger holds for `task`: the binding solver/task_binding.h defines (model text,
 /// data set hash, TaskId as hyperparameters hash, the step graph's root and counts, the batch root).
 proto::TaskSpec LedgerSpec(const solver::TaskSpec& task, const solver::ImageDataset& data);
 
 /// A proof on disk, as solver::Prove wrote it.
 struct Proof {
-  std::unique_ptr<solver::testing::ScratchDir> dir;
+  std::unique_ptr<polnode::testing::TempDir> dir;
   std::unique_ptr<solver::BlobStore> store;
   solver::ProofManifest manifest;
 

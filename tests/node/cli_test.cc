@@ -1,13 +1,13 @@
-#include "cli.h"
+#include "polnode/cli/cli.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "commands.h"
-#include "genesis_file.h"
-#include "json.h"
-#include "tx_json.h"
+#include "polnode/cli/commands.h"
+#include "polnode/rpc/genesis_json.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/tx_json.h"
 
 namespace polnode::node {
 namespace {

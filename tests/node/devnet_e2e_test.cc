@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "ledger_process.h"
-#include "subprocess.h"
+#include "polnode/testing/ledger_process.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::testing {
 namespace {

@@ -1,6 +1,6 @@
 // HttpServer over real loopback sockets: limits, timeouts and malformed input, and that the server
 // keeps answering afterwards. Also HandleRawRequest, the socket-free entry point the fuzzer uses.
-#include "http_server.h"
+#include "polnode/rpc/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_client.h"
+#include "polnode/rpc/http_client.h"
 
 namespace polnode::node {
 namespace {

@@ -6,7 +6,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "subprocess.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::testing {
 namespace {

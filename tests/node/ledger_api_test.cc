@@ -1,55 +1,38 @@
 // LedgerApi routing over a real Ledger (RocksDB in a temp dir), without sockets: every route, the
 // error statuses and their JSON reasons, and the metrics text.
-#include "ledger_api.h"
+#include "polnode/rpc/ledger_api.h"
 
 #include <gtest/gtest.h>
 
-#include "json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
-#include "subprocess.h"
-#include "tx_json.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/tx_json.h"
+#include "polnode/testing/ledger_fixtures.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
 using consensus::SecretKey;
-
-SecretKey KeyFromByte(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *SecretKey::FromBytes(bytes);
-}
+using polnode::testing::KeyFromByte;
 
 constexpr char kChain[] = "api-test";
 
+// From key 1 to key 2.
 consensus::TxEnvelope SignedTransfer(std::uint64_t nonce, std::uint64_t amount) {
-  proto::TransferTx payload;
-  payload.set_to(KeyFromByte(2).PublicKey().bytes().data(), 32);
-  payload.set_amount(amount);
-  consensus::TxEnvelope e;
-  e.chain_id = kChain;
-  e.nonce = nonce;
-  e.payload_type = std::string(contracts::payload::kTransfer);
-  e.payload = payload.SerializeAsString();
-  return *consensus::SignEnvelope(KeyFromByte(1), e);
+  return polnode::testing::SignedEnvelope(KeyFromByte(1), kChain, nonce, contracts::payload::kTransfer,
+                                          polnode::testing::TransferTo(KeyFromByte(2), amount));
 }
 
 class LedgerApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    GenesisFile g;
-    g.spec.set_chain_id(kChain);
-    *g.spec.mutable_params() = contracts::DefaultParams();
-    proto::Allocation* a = g.spec.add_allocations();
-    a->set_pubkey(KeyFromByte(1).PublicKey().bytes().data(), 32);
-    a->set_amount(100000);
-    LedgerOptions o;
-    o.data_dir = dir_.File("data");
-    o.sync_writes = false;
-    auto ledger = Ledger::Open(o, g, KeyFromByte(9));
+    const GenesisFile g = polnode::testing::TestGenesis(kChain, KeyFromByte(1), 100000);
+    auto ledger = polnode::testing::OpenTestLedger(dir_.File("data"), g);
     ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
     ledger_ = std::move(ledger).value();
     api_ = std::make_unique<LedgerApi>(*ledger_);
@@ -181,7 +164,12 @@ TEST_F(LedgerApiTest, StatusBlocksAndQueries) {
   ExpectError(Call("GET", "/v1/tasks/" + std::string(64, 'a')), 404, "");
   ExpectError(Call("GET", "/v1/tasks/xyz"), 400, "");
   ExpectError(Call("GET", "/v1/accounts/short"), 400, "");
+  ExpectError(Call("GET", "/v1/accounts/" + std::string(64, 'g') + "/stakes"), 400, "non-hex");
+  ExpectError(Call("GET", "/v1/tasks?limit=ten"), 400, "'limit' is not an unsigned integer");
+  ExpectError(Call("GET", "/v1/tasks/" + std::string(64, 'a') + "/games"), 404, "");
   EXPECT_EQ(Call("GET", "/v1/params").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/jackpot").body, R"({"pool":0})");
+  EXPECT_EQ(Call("GET", "/v1/verifiers").body, R"({"verifiers":[]})");
   EXPECT_EQ(Call("GET", "/v1/supply").status, 200);
   EXPECT_EQ(Call("GET", "/v1/accounts/" + consensus::ToHex(KeyFromByte(1).PublicKey().bytes()) + "/stakes").status, 200);
 }

@@ -5,62 +5,34 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "ledger_api.h"
-#include "ledger_client.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
-#include "subprocess.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/testing/ledger_fixtures.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
 using google::protobuf::util::MessageDifferencer;
-
-consensus::SecretKey KeyFromByte(std::uint8_t b) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(b);
-  return *consensus::SecretKey::FromBytes(bytes);
-}
+using polnode::testing::KeyFromByte;
+using polnode::testing::UnboundTaskSpec;
 
 constexpr char kChain[] = "decode-test";
 constexpr std::uint64_t kFunds = 1'000'000;
 constexpr std::uint64_t kStake = 2'000;
 
-std::string Envelope(std::uint64_t nonce, std::string_view type, const google::protobuf::Message& payload) {
-  consensus::TxEnvelope e;
-  e.chain_id = kChain;
-  e.nonce = nonce;
-  e.payload_type = std::string(type);
-  e.payload = payload.SerializeAsString();
-  return *consensus::EncodeEnvelope(*consensus::SignEnvelope(KeyFromByte(1), e));
+// From key 1.
+std::string Envelope(std::uint64_t nonce, std::string_view type, const google::protobuf::MessageLite& payload) {
+  return polnode::testing::SignedTx(KeyFromByte(1), kChain, nonce, type, payload);
 }
 
 std::string Transfer(std::uint64_t nonce, std::uint64_t amount) {
-  proto::TransferTx payload;
-  payload.set_to(KeyFromByte(2).PublicKey().bytes().data(), 32);
-  payload.set_amount(amount);
-  return Envelope(nonce, contracts::payload::kTransfer, payload);
-}
-
-proto::TaskSpec Spec() {
-  proto::TaskSpec spec;
-  spec.set_model_spec("mlp:16-8-3");
-  spec.set_dataset_hash(std::string(32, '\x11'));
-  spec.set_hyperparameters_hash(std::string(32, '\x22'));
-  spec.set_total_steps(40);
-  spec.set_checkpoint_interval(5);
-  spec.set_segments_per_verification(2);
-  spec.set_payment(5000);
-  spec.set_claim_window(20);
-  spec.set_training_window(40);
-  spec.set_graph_root(std::string(32, '\x33'));
-  spec.set_batch_root(std::string(32, '\x44'));
-  spec.set_step_leaf_count(8);
-  spec.set_state_tensor_count(2);
-  spec.set_initial_state_hash(std::string(32, '\x55'));
-  return spec;
+  return Envelope(nonce, contracts::payload::kTransfer, polnode::testing::TransferTo(KeyFromByte(2), amount));
 }
 
 std::string Hex(const consensus::SecretKey& key) { return consensus::ToHex(key.PublicKey().bytes()); }
@@ -72,16 +44,8 @@ std::string TxPath(const std::string& tx) { return "/v1/txs/" + consensus::ToHex
 class LedgerClientDecodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    GenesisFile g;
-    g.spec.set_chain_id(kChain);
-    *g.spec.mutable_params() = contracts::DefaultParams();
-    proto::Allocation* a = g.spec.add_allocations();
-    a->set_pubkey(KeyFromByte(1).PublicKey().bytes().data(), 32);
-    a->set_amount(kFunds);
-    LedgerOptions o;
-    o.data_dir = dir_.File("data");
-    o.sync_writes = false;
-    auto ledger = Ledger::Open(o, g, KeyFromByte(9));
+    const GenesisFile g = polnode::testing::TestGenesis(kChain, KeyFromByte(1), kFunds);
+    auto ledger = polnode::testing::OpenTestLedger(dir_.File("data"), g);
     ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
     ledger_ = std::move(ledger).value();
     api_ = std::make_unique<LedgerApi>(*ledger_);
@@ -90,7 +54,7 @@ class LedgerClientDecodeTest : public ::testing::Test {
     stake.set_role(proto::ROLE_SOLVER);
     stake.set_amount(kStake);
     proto::SubmitTaskTx submit;
-    *submit.mutable_spec() = Spec();
+    *submit.mutable_spec() = UnboundTaskSpec();
     submit.set_spec_uri("http://127.0.0.1:7001/v1/specs/x");
     for (const std::string& tx : {Envelope(0, contracts::payload::kStake, stake),
                                   Envelope(1, contracts::payload::kSubmitTask, submit), ok_tx_, failing_tx_}) {
@@ -138,21 +102,21 @@ TEST_F(LedgerClientDecodeTest, RealAnswersDecodeToWhatTheChainHolds) {
   ASSERT_TRUE(params.ok()) << params.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(*params, contracts::DefaultParams()));
 
-  Result<TaskPage> page = DecodeTaskPage(Get("/v1/tasks?start=0&limit=10"));
+  Result<contracts::TaskPage> page = DecodeTaskPage(Get("/v1/tasks?start=0&limit=10"));
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   EXPECT_EQ(page->total, 1u);
   ASSERT_EQ(page->tasks.size(), 1u);
-  EXPECT_TRUE(MessageDifferencer::Equals(page->tasks[0].spec(), Spec()));
+  EXPECT_TRUE(MessageDifferencer::Equals(page->tasks[0].spec(), UnboundTaskSpec()));
   const std::string task_hex = consensus::ToHex(page->tasks[0].id());
   Result<proto::Task> task = DecodeTask(Get("/v1/tasks/" + task_hex));
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(*task, page->tasks[0]));
-  Result<TaskPage> past_end = DecodeTaskPage(Get("/v1/tasks?start=5"));
+  Result<contracts::TaskPage> past_end = DecodeTaskPage(Get("/v1/tasks?start=5"));
   ASSERT_TRUE(past_end.ok()) << past_end.status().ToString();
   EXPECT_EQ(past_end->total, 1u);
   EXPECT_TRUE(past_end->tasks.empty());
 
-  Result<GamesView> games = DecodeGamesView(Get("/v1/tasks/" + task_hex + "/games"));
+  Result<contracts::TaskGames> games = DecodeTaskGames(Get("/v1/tasks/" + task_hex + "/games"));
   ASSERT_TRUE(games.ok()) << games.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(games->task, *task));
   EXPECT_TRUE(MessageDifferencer::Equals(games->params, contracts::DefaultParams()));
@@ -201,7 +165,7 @@ TEST_F(LedgerClientDecodeTest, TxStatesDecodeCommittedFailedAndPending) {
 }
 
 TEST_F(LedgerClientDecodeTest, GameRecordsInTheGamesArrayDecode) {
-  Result<TaskPage> page = DecodeTaskPage(Get("/v1/tasks"));
+  Result<contracts::TaskPage> page = DecodeTaskPage(Get("/v1/tasks"));
   ASSERT_TRUE(page.ok() && page->tasks.size() == 1) << page.status().ToString();
   std::string body = Get("/v1/tasks/" + consensus::ToHex(page->tasks[0].id()) + "/games");
   proto::DisputeGame game;
@@ -210,7 +174,7 @@ TEST_F(LedgerClientDecodeTest, GameRecordsInTheGamesArrayDecode) {
   const std::size_t empty = body.rfind("[]");
   ASSERT_NE(empty, std::string::npos) << body;
   body.replace(empty, 2, "[{\"round\":3,\"record\":\"" + consensus::ToHex(game.SerializeAsString()) + "\"}]");
-  Result<GamesView> games = DecodeGamesView(body);
+  Result<contracts::TaskGames> games = DecodeTaskGames(body);
   ASSERT_TRUE(games.ok()) << games.status().ToString();
   ASSERT_EQ(games->games.size(), 1u);
   EXPECT_TRUE(MessageDifferencer::Equals(games->games[0], game));
@@ -223,7 +187,7 @@ TEST_F(LedgerClientDecodeTest, TruncatedAnswersAreNotJson) {
   EXPECT_NE(info.status().message().find("the /v1/status answer is not a JSON object"), std::string::npos)
       << info.status().message();
   const std::string tasks = Get("/v1/tasks");
-  Result<TaskPage> page = DecodeTaskPage(tasks.substr(0, tasks.size() - 1));
+  Result<contracts::TaskPage> page = DecodeTaskPage(tasks.substr(0, tasks.size() - 1));
   EXPECT_EQ(page.status().code(), StatusCode::kCorruption);
   EXPECT_NE(page.status().message().find("/v1/tasks answer"), std::string::npos) << page.status().message();
 }
@@ -241,7 +205,7 @@ TEST(LedgerClientDecode, GarbageIsCorruptionNotACrash) {
 TEST(LedgerClientDecode, DeeplyNestedAnswerIsCorruptionNotAStackOverflow) {
   const std::size_t depth = 4'000'000;
   const std::string body = "{\"games\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
-  Result<GamesView> games = DecodeGamesView(body);
+  Result<contracts::TaskGames> games = DecodeTaskGames(body);
   EXPECT_EQ(games.status().code(), StatusCode::kCorruption);
 }
 
@@ -260,7 +224,7 @@ TEST(LedgerClientDecode, WrongTypesAndMissingFieldsNameTheField) {
                          "its parent is not an object");
   ExpectCorruptionNaming(DecodeTaskPage(R"({"total":2,"tasks":[{"record":""},{"record":7}]})").status(),
                          "tasks[1].record", "not a string");
-  ExpectCorruptionNaming(DecodeGamesView(R"({"task_record":"","params_record":"","games":[{}]})").status(),
+  ExpectCorruptionNaming(DecodeTaskGames(R"({"task_record":"","params_record":"","games":[{}]})").status(),
                          "games[0].record", "is missing");
   ExpectCorruptionNaming(DecodeStake(R"({"solver":[]})", proto::ROLE_SOLVER).status(), "solver", "not an object");
   ExpectCorruptionNaming(DecodeStake(R"({"solver":{"bonded":1,"locked":0}})", proto::ROLE_SOLVER).status(),

@@ -15,15 +15,17 @@
 #include <random>
 #include <thread>
 
-#include "http_client.h"
-#include "json.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
-#include "ledger_process.h"
 #include "polnode/contracts/payloads.h"
-#include "subprocess.h"
-#include "tx_json.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/tx_json.h"
+#include "polnode/testing/ledger_fixtures.h"
+#include "polnode/testing/ledger_process.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
@@ -58,16 +60,9 @@ std::string StringField(const std::string& body, const char* name) {
 }
 
 std::string SignedTransfer(const consensus::SecretKey& from, const std::string& chain, std::uint64_t nonce,
-                           const std::array<std::uint8_t, 32>& to, std::uint64_t amount) {
-  proto::TransferTx payload;
-  payload.set_to(to.data(), to.size());
-  payload.set_amount(amount);
-  consensus::TxEnvelope e;
-  e.chain_id = chain;
-  e.nonce = nonce;
-  e.payload_type = std::string(contracts::payload::kTransfer);
-  e.payload = payload.SerializeAsString();
-  return *consensus::EncodeEnvelope(*consensus::SignEnvelope(from, e));
+                           const consensus::SecretKey& to, std::uint64_t amount) {
+  return polnode::testing::SignedTx(from, chain, nonce, contracts::payload::kTransfer,
+                                    polnode::testing::TransferTo(to, amount));
 }
 
 std::string RawExchange(std::uint16_t port, const std::string& bytes) {
@@ -122,14 +117,14 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
 
   // 20 protobuf transfers and one in JSON, all from the user to bob.
   for (std::uint64_t n = 0; n < 20; ++n) {
-    auto r = HttpCall(ledger.endpoint(), "POST", "/v1/tx", SignedTransfer(user_, kChain, n, bob_.PublicKey().bytes(), 10),
+    auto r = HttpCall(ledger.endpoint(), "POST", "/v1/tx", SignedTransfer(user_, kChain, n, bob_, 10),
                       "application/x-protobuf");
     ASSERT_TRUE(r.ok());
     ASSERT_EQ(r->status, 200) << r->body;
   }
   JsonWriter w;
   w.BeginObject();
-  WriteTxFields(w, *consensus::DecodeEnvelope(SignedTransfer(user_, kChain, 20, bob_.PublicKey().bytes(), 5)));
+  WriteTxFields(w, *consensus::DecodeEnvelope(SignedTransfer(user_, kChain, 20, bob_, 5)));
   w.EndObject();
   auto json_tx = HttpCall(ledger.endpoint(), "POST", "/v1/tx", w.str(), "application/json");
   ASSERT_TRUE(json_tx.ok());
@@ -214,7 +209,7 @@ TEST_F(LedgerE2ETest, KillNineAtRandomMomentsUnderTrafficNeverLosesACommittedBlo
     const auto kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(100 + rng() % 500);
     while (std::chrono::steady_clock::now() < kill_at) {
       auto r = HttpCall(ledger.endpoint(), "POST", "/v1/tx",
-                        SignedTransfer(user_, kChain, nonce, bob_.PublicKey().bytes(), 1), "application/x-protobuf");
+                        SignedTransfer(user_, kChain, nonce, bob_, 1), "application/x-protobuf");
       ASSERT_TRUE(r.ok());
       if (r->status == 200) {
         ++nonce;

@@ -1,10 +1,10 @@
 // config.toml (TOML subset) and genesis.json readers: round trips and the errors they name.
-#include "node_config.h"
+#include "polnode/ledger/node_config.h"
 
 #include <gtest/gtest.h>
 
-#include "genesis_file.h"
 #include "polnode/contracts/genesis.h"
+#include "polnode/rpc/genesis_json.h"
 
 namespace polnode::node {
 namespace {

@@ -7,44 +7,26 @@
 #include <fstream>
 #include <iterator>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/solver/proof_manifest.h"
-#include "subprocess.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/status_matchers.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::testing {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 class PolCliTest : public ::testing::Test {
  protected:
   PolCliTest() {
     const solver::ImageDataset data = solver::testing::TinyDataset();
     std::filesystem::create_directory(dir_.File("data"));
-    const auto split = [&](const std::string& name, const solver::ImageSplit& s) {
-      const auto n = static_cast<std::uint32_t>(s.count);
-      WriteIdx(dir_.File("data/" + name + "-images-idx3-ubyte"), {n, 4, 4}, s.pixels);
-      WriteIdx(dir_.File("data/" + name + "-labels-idx1-ubyte"), {n}, s.labels);
-    };
-    split("train", data.train);
-    split("t10k", data.test);
-    std::ofstream(dir_.File("task.toml"))
-        << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
-        << consensus::ToHex(solver::DatasetContentHash(data))
-        << "\"\nlr = 0.1\nbatch = 8\nsteps = 40\ncheckpoint_interval = 5\nseed = 42\nsegments = 2\n";
+    EXPECT_TRUE(IsOk(WriteIdxDataset(dir_.File("data"), data)));
+    solver::TaskSpec task = solver::testing::TinyTask(data);
+    task.data_location = dir_.File("data");
+    std::ofstream(dir_.File("task.toml")) << solver::testing::TinyTaskToml(task);
   }
 
   ProcessResult Polnode(std::vector<std::string> args) {
@@ -92,7 +74,7 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
 
   // The same proof with its signature stripped is rejected (exit 1), not accepted as anonymous.
   ASSERT_EQ(Polnode({"prove", "--task", "task.toml", "--out", "stripped", "--key", "solver.key"}).exit_code, 0);
-  const std::string wire = ReadAll(dir_.File("stripped/manifest.pb"));
+  const std::string wire = ReadFileText(dir_.File("stripped/manifest.pb"));
   Result<solver::ProofManifest> manifest =
       solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
@@ -104,7 +86,7 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
 
   // Q = 8 draws every segment, so any tampered checkpoint is replayed.
   for (const auto& entry : std::filesystem::directory_iterator(dir_.File("proof/blobs"))) {
-    std::string bytes = ReadAll(entry.path().string());
+    std::string bytes = ReadFileText(entry.path().string());
     bytes[bytes.size() - 1] ^= 1;
     std::ofstream(entry.path(), std::ios::binary | std::ios::trunc) << bytes;
     break;
@@ -147,7 +129,7 @@ TEST_F(PolCliTest, InterruptedProofResumesToTheSameManifestAndProfilesToZero) {
   ProcessResult again = Polnode({"prove", "--task", "task.toml", "--out", "resumed", "--threads", "2", "--key", "solver.key", "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("\"resumed_from_step\":40"), std::string::npos) << again.out;
-  EXPECT_EQ(ReadAll(dir_.File("resumed/manifest.pb")), ReadAll(dir_.File("clean/manifest.pb")));
+  EXPECT_EQ(ReadFileText(dir_.File("resumed/manifest.pb")), ReadFileText(dir_.File("clean/manifest.pb")));
 
   // Profiling needs the task alone (a solver's proof cannot move the thresholds).
   ProcessResult profile = Polnode({"profile", "--task", "task.toml", "--json"});

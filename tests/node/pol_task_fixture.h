@@ -14,44 +14,36 @@
 #include <string>
 #include <vector>
 
-#include "../solver/proof_test_util.h"
-#include "../solver/solver_test_util.h"
-#include "http_server.h"
-#include "proof_http.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_steps.h"
-#include "task_binding.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/ledger_fixtures.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::node::testing {
 
-inline consensus::SecretKey KeyOf(std::uint8_t byte) {
-  std::array<std::uint8_t, 32> bytes{};
-  bytes.fill(byte);
-  return *consensus::SecretKey::FromBytes(bytes);
-}
-
-/// The raw 32-byte x-only public key, as ledger records hold keys.
-inline std::string RawKey(const consensus::SecretKey& key) {
-  const auto& pub = key.PublicKey().bytes();
-  return std::string(pub.begin(), pub.end());
-}
+using polnode::testing::KeyFromByte;
+using polnode::testing::RawPubKey;
 
 inline std::string RawHash(const consensus::Hash256& hash) { return std::string(hash.begin(), hash.end()); }
 
 /// A proof of the tiny task written by the real prover, signed by `solver`; with `tamper`, every
 /// step runs through a TamperingBackend, so the proof is wrong from that step on.
 struct TinyProof {
-  std::unique_ptr<solver::testing::ScratchDir> dir;
+  std::unique_ptr<polnode::testing::TempDir> dir;
   solver::ProofManifest manifest;
 };
 
 inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageDataset& data,
                            const consensus::SecretKey& solver_key, std::optional<solver::TamperSpec> tamper) {
   TinyProof proof;
-  proof.dir = std::make_unique<solver::testing::ScratchDir>("role-proof");
+  proof.dir = std::make_unique<polnode::testing::TempDir>("role-proof");
   std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
   std::unique_ptr<solver::TamperingBackend> tampering;
   if (tamper) {
@@ -60,7 +52,7 @@ inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageData
     tampering = std::make_unique<solver::TamperingBackend>(*reference, stepper->graph().nodes.size(), *tamper);
   }
   solver::ProveOptions options;
-  options.out_dir = proof.dir->path().string();
+  options.out_dir = proof.dir->path();
   options.key = &solver_key;
   Result<solver::ProveResult> result = solver::Prove(task, data, tampering ? *tampering : *reference, options);
   EXPECT_TRUE(result.ok()) << result.status().ToString();

@@ -3,7 +3,7 @@
 // for the thread that waits for it, instead of killing the process through a thread that was
 // started without the mask. The daemons depend on this: their backends start worker threads
 // before the poll loop first waits.
-#include "stop_signals.h"
+#include "polnode/roles/stop_signals.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -12,14 +12,18 @@
 #include <functional>
 #include <thread>
 
-#include "../solver/proof_test_util.h"
-#include "http_client.h"
-#include "ledger_client.h"
-#include "ledger_process.h"
-#include "pol_cli.h"
 #include "polnode/consensus/hex.h"
-#include "subprocess.h"
-#include "task_binding.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/proof_http.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_binding.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/ledger_process.h"
+#include "polnode/testing/status_matchers.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::node {
 namespace {
@@ -36,15 +40,6 @@ constexpr std::uint64_t kFunds = 1'000'000;
 constexpr std::uint64_t kPayment = 5'000;
 // Blocks of 100 ms: about five seconds to look at the open task before nobody has claimed it.
 constexpr std::uint64_t kClaimWindow = 50;
-
-void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // Polls `done` every 20 ms for up to `timeout`.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s) {
@@ -72,17 +67,13 @@ class SubmitterE2ETest : public ::testing::Test {
   void SetUp() override {
     const solver::ImageDataset data = solver::testing::TinyDataset();
     std::filesystem::create_directory(dir_.File("data"));
-    const auto split = [&](const std::string& name, const solver::ImageSplit& s) {
-      const auto n = static_cast<std::uint32_t>(s.count);
-      WriteIdx(dir_.File("data/" + name + "-images-idx3-ubyte"), {n, 4, 4}, s.pixels);
-      WriteIdx(dir_.File("data/" + name + "-labels-idx1-ubyte"), {n}, s.labels);
-    };
-    split("train", data.train);
-    split("t10k", data.test);
+    ASSERT_TRUE(polnode::testing::IsOk(polnode::testing::WriteIdxDataset(dir_.File("data"), data)));
+    solver::TaskSpec task = solver::testing::TinyTask(data);
+    task.data_location = dir_.File("data");
+    task.steps = 20;
+    task.segments_per_check = 1;
     task_file_ = dir_.File("task.toml");
-    std::ofstream(task_file_) << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
-                              << consensus::ToHex(solver::DatasetContentHash(data))
-                              << "\"\nlr = 0.1\nbatch = 8\nsteps = 20\ncheckpoint_interval = 5\nseed = 42\nsegments = 1\n";
+    std::ofstream(task_file_) << solver::testing::TinyTaskToml(task);
   }
 
   // A submitter home whose key is funded at genesis, and the ledger.
@@ -116,7 +107,7 @@ class SubmitterE2ETest : public ::testing::Test {
   // This submitter's tasks on the ledger.
   std::vector<proto::Task> OwnTasks() const {
     std::vector<proto::Task> own;
-    Result<TaskPage> page = client_->Tasks(0, 100);
+    Result<contracts::TaskPage> page = client_->Tasks(0, 100);
     EXPECT_TRUE(page.ok()) << page.status().ToString();
     if (!page.ok()) return own;
     for (proto::Task& t : page->tasks) {
@@ -135,9 +126,9 @@ class SubmitterE2ETest : public ::testing::Test {
 
 TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded) {
   ASSERT_NO_FATAL_FAILURE(StartLedger());
-  Result<solver::TaskSpec> document = ReadTaskFile(task_file_);
+  Result<solver::TaskSpec> document = solver::ReadTaskFile(task_file_);
   ASSERT_TRUE(document.ok()) << document.status().ToString();
-  Result<solver::ImageDataset> data = LoadTaskData(*document);
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*document);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
 
   // First run: it posts the task and finds it on the ledger.
@@ -151,13 +142,13 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   const proto::Task task = own[0];
   const std::string task_hex = consensus::ToHex(task.id());
 
-  // The binding a solver checks: the ledger's spec is LedgerSpecFor of the document with these
+  // The binding a solver checks: the ledger's spec is solver::LedgerSpecFor of the document with these
   // terms, and the document served at the spec URI is the one in the task file.
-  Result<proto::TaskSpec> expected = LedgerSpecFor(*document, *data, TaskTerms{kPayment, kClaimWindow, 40});
+  Result<proto::TaskSpec> expected = solver::LedgerSpecFor(*document, *data, solver::TaskTerms{kPayment, kClaimWindow, 40});
   ASSERT_TRUE(expected.ok()) << expected.status().ToString();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(task.spec(), *expected))
       << task.spec().DebugString() << "\nvs\n" << expected->DebugString();
-  EXPECT_TRUE(CheckSpecBinding(task.spec(), *document, *data).ok());
+  EXPECT_TRUE(solver::CheckSpecBinding(task.spec(), *document, *data).ok());
   EXPECT_EQ(task.spec_uri(), TaskDocumentUri(url, *document));
   Result<solver::TaskSpec> served = FetchTaskDocument(task.spec_uri());
   ASSERT_TRUE(served.ok()) << served.status().ToString();

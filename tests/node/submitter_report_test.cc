@@ -1,12 +1,13 @@
 // The submitter's report.json shape (what `polnode devnet` reads), the facts a restarted
 // submitter reads back, and the URI of the proof a model is fetched from.
-#include "submitter_report.h"
+#include "polnode/roles/submitter_report.h"
 
 #include <gtest/gtest.h>
 
 #include "polnode/base/file_util.h"
-#include "submitter_model.h"
-#include "subprocess.h"
+#include "polnode/roles/submitter_model.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {

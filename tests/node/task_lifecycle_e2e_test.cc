@@ -24,13 +24,14 @@
 #include <thread>
 #include <vector>
 
-#include "http_client.h"
-#include "ledger_process.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
-#include "subprocess.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/testing/ledger_process.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {

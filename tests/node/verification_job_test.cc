@@ -3,24 +3,26 @@
 // is accepted after downloading only the checkpoints the replay needs, a cheat is rejected naming
 // its segment, data the solver does not serve makes the verdict unavailable (the solver's burden),
 // and only the checker's own trouble is an error.
-#include "verification_job.h"
+#include "polnode/roles/verification_job.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
 
-#include "forced_error_proof.h"
+#include "polnode/roles/forced_error_proof.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/solver/task_binding.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::node {
 namespace {
 
-using testing::KeyOf;
+using testing::KeyFromByte;
 using testing::RawHash;
-using testing::RawKey;
+using testing::RawPubKey;
 
 class VerificationJobTest : public ::testing::Test {
  protected:
@@ -36,17 +38,17 @@ class VerificationJobTest : public ::testing::Test {
   proto::Task TaskFor(const testing::TinyProof& proof) {
     proto::Task task;
     task.set_id(RawHash(consensus::Sha256("task")));
-    Result<proto::TaskSpec> spec = LedgerSpecFor(document_, data_, TaskTerms{1000, 20, 40});
+    Result<proto::TaskSpec> spec = solver::LedgerSpecFor(document_, data_, solver::TaskTerms{1000, 20, 40});
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     *task.mutable_spec() = *spec;
     task.set_spec_uri(server_.AddDocument(document_));
     task.set_status(proto::TASK_VERIFYING);
-    task.set_solver(RawKey(solver_));
+    task.set_solver(RawPubKey(solver_));
     task.set_proof_root(RawHash(proof.manifest.merkle_root));
     task.set_proof_uri(server_.AddProof(proof.dir->path().string()));
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
     proto::VerifierSlot* slot = task.add_verifiers();
-    slot->set_verifier(RawKey(verifier_));
+    slot->set_verifier(RawPubKey(verifier_));
     for (std::int64_t s : kSlotSegments) slot->add_segments(static_cast<std::uint64_t>(s));
     return task;
   }
@@ -55,7 +57,7 @@ class VerificationJobTest : public ::testing::Test {
     CheckRequest request;
     request.task = task;
     request.segments = std::move(segments);
-    request.cache_dir = cache_dir_.path().string();
+    request.cache_dir = cache_dir_.path();
     request.data = &cache_;
     request.backend = backend_.get();
     return CheckCommittedProof(request);
@@ -74,23 +76,23 @@ class VerificationJobTest : public ::testing::Test {
   solver::TaskSpec document_;
   DataCache cache_;
   std::unique_ptr<kernels::Backend> backend_;
-  consensus::SecretKey solver_ = KeyOf(0x51);
-  consensus::SecretKey verifier_ = KeyOf(0x52);
-  solver::testing::ScratchDir cache_dir_{"check-cache"};
+  consensus::SecretKey solver_ = KeyFromByte(0x51);
+  consensus::SecretKey verifier_ = KeyFromByte(0x52);
+  polnode::testing::TempDir cache_dir_{"check-cache"};
   testing::TaskServer server_;
 };
 
 TEST_F(VerificationJobTest, SlotSegmentsAreTheLedgersDraw) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
-  EXPECT_EQ(SlotSegments(task, RawKey(verifier_)), std::vector<std::int64_t>(kSlotSegments.begin(), kSlotSegments.end()));
-  EXPECT_TRUE(SlotSegments(task, RawKey(solver_)).empty());
+  EXPECT_EQ(SlotSegments(task, RawPubKey(verifier_)), std::vector<std::int64_t>(kSlotSegments.begin(), kSlotSegments.end()));
+  EXPECT_TRUE(SlotSegments(task, RawPubKey(solver_)).empty());
 }
 
 TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItReplays) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
-  const std::vector<std::int64_t> segments = SlotSegments(task, RawKey(verifier_));
+  const std::vector<std::int64_t> segments = SlotSegments(task, RawPubKey(verifier_));
   Result<ProofCheck> check = Check(task, segments);
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   EXPECT_EQ(check->data_fault, "");
@@ -102,9 +104,9 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   // The verdict commits to the final state its replay reached: here the proof's own final state.
   ASSERT_TRUE(verdict->final_state.has_value());
   EXPECT_EQ(*verdict->final_state, proof.manifest.checkpoint_hashes[8]);
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_EQ(tx.verdict(), proto::VERDICT_ACCEPT);
-  EXPECT_EQ(tx.final_digest(), RawHash(contracts::FinalDigest(RawKey(verifier_), RawHash(proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_EQ(tx.final_digest(), RawHash(contracts::FinalDigest(RawPubKey(verifier_), RawHash(proof.manifest.checkpoint_hashes[8]))));
   EXPECT_EQ(tx.failed_segments_size(), 0);
 
   // Each replayed segment's two ends, the final segment's included, and nothing else.
@@ -140,7 +142,7 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
   EXPECT_FALSE(verdict->final_state.has_value());
-  EXPECT_EQ(VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
+  EXPECT_EQ(VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
             std::string(32, '\0'));
   ASSERT_TRUE(check->thresholds.has_value());
   EXPECT_EQ(check->thresholds->l1, 0.0);
@@ -179,7 +181,7 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
     EXPECT_EQ(e.ok, e.segment != kForged) << "segment " << e.segment << ": " << e.reason;
   }
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{kForged});
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_EQ(tx.verdict(), proto::VERDICT_REJECT);
   ASSERT_EQ(tx.failed_segments_size(), 1);
   EXPECT_EQ(tx.failed_segments(0), static_cast<std::uint64_t>(kForged));
@@ -196,13 +198,13 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
 // segment, and its verdict commits to the honest final state, which the solver reveals later.
 TEST_F(VerificationJobTest, ForcedErrorIsRejectedAtTheFinalSegmentAndTheHonestFinalStateIsCommitted) {
   const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  solver::testing::ScratchDir forced_dir("forced-proof");
+  polnode::testing::TempDir forced_dir("forced-proof");
   Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest.dir->path().string(), forced_dir.path().string(), solver_);
+      MakeForcedErrorProof(honest.dir->path().string(), forced_dir.path(), solver_);
   ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   proto::Task task = TaskFor(honest);
   task.set_proof_root(RawHash(*forced_root));
-  task.set_proof_uri(server_.AddProof(forced_dir.path().string()));
+  task.set_proof_uri(server_.AddProof(forced_dir.path()));
   Result<ProofCheck> check = Check(task, {2, 5});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   Result<SegmentsVerdict> verdict = VerdictOn(*check, {2, 5});
@@ -214,7 +216,7 @@ TEST_F(VerificationJobTest, ForcedErrorIsRejectedAtTheFinalSegmentAndTheHonestFi
 }
 
 TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWithoutDownloads) {
-  const testing::TinyProof proof = testing::ProveTiny(document_, data_, KeyOf(0x66), std::nullopt);
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, KeyFromByte(0x66), std::nullopt);
   const proto::Task task = TaskFor(proof);  // the ledger names solver_ as the solver
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
@@ -224,7 +226,7 @@ TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWit
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_UNAVAILABLE);
   EXPECT_NE(verdict->reason.find("neither served nor published"), std::string::npos) << verdict->reason;
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_TRUE(tx.final_digest().empty()) << "an unavailable verdict commits to no final state";
 }
 

@@ -15,13 +15,13 @@
 #include <set>
 #include <thread>
 
-#include "dispute_duty.h"
-#include "forced_error_proof.h"
-#include "genesis_file.h"
-#include "ledger.h"
-#include "pol_cli.h"
-#include "solver_role.h"
-#include "ledger_api.h"
+#include "polnode/roles/dispute_duty.h"
+#include "polnode/roles/forced_error_proof.h"
+#include "polnode/ledger/genesis_file.h"
+#include "polnode/ledger/ledger.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/roles/solver_role.h"
+#include "polnode/rpc/ledger_api.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
@@ -29,17 +29,19 @@
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
-#include "subprocess.h"
-#include "verifier_role.h"
-#include "whistleblower_role.h"
+#include "polnode/solver/task_binding.h"
+#include "polnode/testing/subprocess.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/roles/verifier_role.h"
+#include "polnode/roles/whistleblower_role.h"
 
 namespace polnode::node {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::KeyOf;
+using testing::KeyFromByte;
 using testing::RawHash;
-using testing::RawKey;
+using testing::RawPubKey;
 
 constexpr std::uint64_t kFunds = 100'000;
 constexpr std::uint64_t kPayment = 10'000;
@@ -75,14 +77,14 @@ class RolesTest : public ::testing::Test {
     params_ = params;
     for (const consensus::SecretKey* key : {&submitter_, &solver_, &honest_, &lazy_, &whistleblower_}) {
       proto::Allocation* a = genesis.spec.add_allocations();
-      a->set_pubkey(RawKey(*key));
+      a->set_pubkey(RawPubKey(*key));
       a->set_amount(kFunds);
     }
     LedgerOptions options;
     options.data_dir = dir_.File("ledger");
     options.sync_writes = false;
     options.max_tx_bytes = 4 << 20;
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(options, genesis, KeyOf(0x09));
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(options, genesis, KeyFromByte(0x09));
     ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
     ledger_ = std::move(*ledger);
     api_ = std::make_unique<LedgerApi>(*ledger_);
@@ -191,12 +193,12 @@ class RolesTest : public ::testing::Test {
   }
 
   std::uint64_t Bonded(const consensus::SecretKey& key, proto::Role role) const {
-    Result<proto::StakeRecord> stake = client_->Stake(RawKey(key), role);
+    Result<proto::StakeRecord> stake = client_->Stake(RawPubKey(key), role);
     return stake.ok() ? stake->bonded() : 0;
   }
 
   std::uint64_t Balance(const consensus::SecretKey& key) const {
-    Result<proto::Account> account = client_->Account(RawKey(key));
+    Result<proto::Account> account = client_->Account(RawPubKey(key));
     return account.ok() ? account->balance() : 0;
   }
 
@@ -207,7 +209,7 @@ class RolesTest : public ::testing::Test {
 
   static const proto::VerifierSlot* SlotOf(const proto::Task& task, const consensus::SecretKey& key) {
     for (const proto::VerifierSlot& slot : task.verifiers()) {
-      if (slot.verifier() == RawKey(key)) return &slot;
+      if (slot.verifier() == RawPubKey(key)) return &slot;
     }
     return nullptr;
   }
@@ -233,7 +235,7 @@ class RolesTest : public ::testing::Test {
     SendAndCommit(solver_, contracts::payload::kStake, stake);
 
     proto::SubmitTaskTx submit;
-    *submit.mutable_spec() = *LedgerSpecFor(document_, data_, TaskTerms{kPayment, 100, 100});
+    *submit.mutable_spec() = *solver::LedgerSpecFor(document_, data_, solver::TaskTerms{kPayment, 100, 100});
     submit.set_spec_uri(task_server_.AddDocument(document_));
     SendAndCommit(submitter_, contracts::payload::kSubmitTask, submit);
     const std::string task_id = TheTask().id();
@@ -244,7 +246,7 @@ class RolesTest : public ::testing::Test {
     SendAndCommit(solver_, contracts::payload::kClaimTask, claim);
     ASSERT_TRUE(RunUntil([&] { return !TheTask().forced_seed().empty(); }, true));
 
-    Result<ProofDir> proof = OpenProofDir(proof_dir);
+    Result<solver::ProofDir> proof = solver::OpenProofDir(proof_dir);
     ASSERT_TRUE(proof.ok()) << proof.status().ToString();
     proto::CommitProofTx commit;
     commit.set_task_id(task_id);
@@ -290,7 +292,7 @@ class RolesTest : public ::testing::Test {
   void DisputeReject(const consensus::SecretKey& verifier) {
     proto::DisputeTx dispute;
     dispute.set_task_id(TheTask().id());
-    dispute.set_verifier(RawKey(verifier));
+    dispute.set_verifier(RawPubKey(verifier));
     SendAndCommit(solver_, contracts::payload::kDispute, dispute);
   }
 
@@ -305,7 +307,7 @@ class RolesTest : public ::testing::Test {
   }
 
   std::uint64_t Locked(const consensus::SecretKey& key, proto::Role role) const {
-    Result<proto::StakeRecord> stake = client_->Stake(RawKey(key), role);
+    Result<proto::StakeRecord> stake = client_->Stake(RawPubKey(key), role);
     return stake.ok() ? stake->locked() : 0;
   }
 
@@ -317,11 +319,11 @@ class RolesTest : public ::testing::Test {
 
   const solver::ImageDataset data_ = solver::testing::TinyDataset();
   const solver::TaskSpec document_ = solver::testing::TinyTask(data_);
-  const consensus::SecretKey submitter_ = KeyOf(0x11);
-  const consensus::SecretKey solver_ = KeyOf(0x12);
-  const consensus::SecretKey honest_ = KeyOf(0x13);
-  const consensus::SecretKey lazy_ = KeyOf(0x14);
-  const consensus::SecretKey whistleblower_ = KeyOf(0x15);
+  const consensus::SecretKey submitter_ = KeyFromByte(0x11);
+  const consensus::SecretKey solver_ = KeyFromByte(0x12);
+  const consensus::SecretKey honest_ = KeyFromByte(0x13);
+  const consensus::SecretKey lazy_ = KeyFromByte(0x14);
+  const consensus::SecretKey whistleblower_ = KeyFromByte(0x15);
   const std::string secret_ = std::string(32, 's');
   proto::Params params_;
   polnode::testing::TempDir dir_;
@@ -378,7 +380,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   EXPECT_EQ(slot->verdict(), proto::VERDICT_ACCEPT);
   EXPECT_EQ(slot->report_hash(), RawHash(consensus::Sha256(report)));
   // It vouched, without showing it, for the final state the proof claims.
-  EXPECT_EQ(slot->final_digest(), RawHash(contracts::FinalDigest(RawKey(honest_), RawHash(proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_EQ(slot->final_digest(), RawHash(contracts::FinalDigest(RawPubKey(honest_), RawHash(proof.manifest.checkpoint_hashes[8]))));
   EXPECT_EQ(ReadFile(report_path), report);
   restarted.role->Stop();
 }
@@ -416,7 +418,7 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   // The whistleblower's own replay fails at segment 7: it challenges the proof; the solver
   // disputes the reject. Blocks come only to commit transactions, so the window stays open.
   ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
-  EXPECT_EQ(TheTask().challenges(0).challenger(), RawKey(whistleblower_));
+  EXPECT_EQ(TheTask().challenges(0).challenger(), RawPubKey(whistleblower_));
   EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("checks_total"), 2);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);  // the lazy accept
@@ -428,7 +430,7 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
   EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
   EXPECT_EQ(task.disproven_segment(), 7u);
-  EXPECT_EQ(task.disprover(), RawKey(honest_));
+  EXPECT_EQ(task.disprover(), RawPubKey(honest_));
   EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_CHALLENGER_WON);
   EXPECT_EQ(task.challenges(0).game_result(), proto::GAME_NOT_PLAYED);
   Result<GamesView> games = client_->Games(task.id());
@@ -501,12 +503,12 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   AddVerifier(lazy_, true, "lazy");
   Daemon& whistleblower = AddWhistleblower(whistleblower_);
   const testing::TinyProof honest_proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  solver::testing::ScratchDir forced_dir("roles-forced");
+  polnode::testing::TempDir forced_dir("roles-forced");
   Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest_proof.dir->path().string(), forced_dir.path().string(), solver_);
+      MakeForcedErrorProof(honest_proof.dir->path().string(), forced_dir.path(), solver_);
   ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   SolverDefends(std::nullopt);
-  SubmitClaimAndCommit(forced_dir.path().string());
+  SubmitClaimAndCommit(forced_dir.path());
   ASSERT_TRUE(contracts::IsForcedError(secret_, TheTask().forced_seed(), TheTask().id(), params_.forced_error_rate()));
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
@@ -520,7 +522,7 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
 
-  Result<ProofDir> forced = OpenProofDir(forced_dir.path().string());
+  Result<solver::ProofDir> forced = solver::OpenProofDir(forced_dir.path());
   ASSERT_TRUE(forced.ok());
   proto::RevealTx reveal = PlainReveal();
   reveal.set_result_root(RawHash(honest_proof.manifest.merkle_root));

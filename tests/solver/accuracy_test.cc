@@ -4,7 +4,7 @@
 
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/trainer.h"
-#include "solver_test_util.h"
+#include "polnode/testing/fashion_mnist.h"
 
 namespace polnode::solver {
 namespace {

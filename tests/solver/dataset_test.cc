@@ -1,42 +1,31 @@
 #include "polnode/solver/dataset.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "solver_test_util.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/status_matchers.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::solver {
 namespace {
 
-using testing::ScratchDir;
-
-// An IDX byte file: magic 00 00 08 rank, big-endian dims, payload.
-std::vector<std::uint8_t> IdxBytes(const std::vector<std::uint32_t>& dims,
-                                   const std::vector<std::uint8_t>& payload) {
-  std::vector<std::uint8_t> out = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(d >> s));
-  }
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
-}
+using polnode::testing::IdxBytes;
+using polnode::testing::IsOk;
+using polnode::testing::TempDir;
 
 void WriteGzip(const std::string& path, const std::vector<std::uint8_t>& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
+  ASSERT_TRUE(IsOk(polnode::testing::WriteGzipFile(path, bytes)));
 }
 
 void WritePlain(const std::string& path, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(IsOk(polnode::testing::WritePlainFile(path, bytes)));
 }
 
 std::vector<std::uint8_t> ReadFile(const std::string& path) {
@@ -55,7 +44,7 @@ std::vector<std::uint8_t> TinyPixels() {
 const std::vector<std::uint8_t> kTinyLabels = {2, 0, 1};
 
 // Writes a complete tiny data set (train = the three images, test = the first two) into `dir`.
-void WriteTinyDataset(const ScratchDir& dir) {
+void WriteTinyDataset(const TempDir& dir) {
   const std::vector<std::uint8_t> px = TinyPixels();
   WriteGzip(dir.File("train-images-idx3-ubyte.gz"), IdxBytes({3, 2, 3}, px));
   WriteGzip(dir.File("train-labels-idx1-ubyte.gz"), IdxBytes({3}, kTinyLabels));
@@ -66,7 +55,7 @@ void WriteTinyDataset(const ScratchDir& dir) {
 }
 
 TEST(IdxReaderTest, ReadsGzipAndPlainFiles) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   const std::vector<std::uint8_t> bytes = IdxBytes({3, 2, 3}, TinyPixels());
   WriteGzip(dir.File("a.gz"), bytes);
   WritePlain(dir.File("a"), bytes);
@@ -79,7 +68,7 @@ TEST(IdxReaderTest, ReadsGzipAndPlainFiles) {
 }
 
 TEST(IdxReaderTest, MissingFileIsNotFoundNamingThePath) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   const std::string path = dir.File("nope.gz");
   Result<IdxArray> array = ReadIdxFile(path, 1);
   ASSERT_FALSE(array.ok());
@@ -88,7 +77,7 @@ TEST(IdxReaderTest, MissingFileIsNotFoundNamingThePath) {
 }
 
 TEST(IdxReaderTest, CorruptGzipIsCorruptionNamingThePath) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   const std::string path = dir.File("bad.gz");
   WriteGzip(path, IdxBytes({3, 2, 3}, TinyPixels()));
   std::vector<std::uint8_t> gz = ReadFile(path);
@@ -101,7 +90,7 @@ TEST(IdxReaderTest, CorruptGzipIsCorruptionNamingThePath) {
 }
 
 TEST(IdxReaderTest, TruncatedGzipIsCorruption) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   const std::string path = dir.File("short.gz");
   WriteGzip(path, IdxBytes({3, 2, 3}, TinyPixels()));
   std::vector<std::uint8_t> gz = ReadFile(path);
@@ -116,7 +105,7 @@ TEST(IdxReaderTest, TruncatedGzipIsCorruption) {
 }
 
 TEST(IdxReaderTest, MalformedHeadersAndSizesAreCorruption) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   struct Case {
     std::vector<std::uint8_t> bytes;
     int rank;
@@ -150,7 +139,7 @@ TEST(IdxReaderTest, MalformedHeadersAndSizesAreCorruption) {
 }
 
 TEST(IdxReaderTest, GarbageAfterTheGzipStreamIsCorruption) {
-  ScratchDir dir("idx");
+  TempDir dir("idx");
   const std::string path = dir.File("tail.gz");
   WriteGzip(path, IdxBytes({3}, {1, 2, 3}));
   std::vector<std::uint8_t> gz = ReadFile(path);
@@ -162,9 +151,9 @@ TEST(IdxReaderTest, GarbageAfterTheGzipStreamIsCorruption) {
 }
 
 TEST(DatasetTest, LoadsADirectoryAndHashesTheDecodedContent) {
-  ScratchDir dir("ds");
+  TempDir dir("ds");
   WriteTinyDataset(dir);
-  Result<ImageDataset> data = LoadImageDataset(dir.path().string());
+  Result<ImageDataset> data = LoadImageDataset(dir.path());
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   EXPECT_EQ(data->train.count, 3);
   EXPECT_EQ(data->train.rows, 2);
@@ -174,14 +163,14 @@ TEST(DatasetTest, LoadsADirectoryAndHashesTheDecodedContent) {
   EXPECT_EQ(data->train.labels, kTinyLabels);
 
   // The hash is of the decoded content: storing the same bytes uncompressed changes nothing...
-  ScratchDir plain("ds");
+  TempDir plain("ds");
   const std::vector<std::uint8_t> px = TinyPixels();
   WritePlain(plain.File("train-images-idx3-ubyte"), IdxBytes({3, 2, 3}, px));
   WritePlain(plain.File("train-labels-idx1-ubyte"), IdxBytes({3}, kTinyLabels));
   WritePlain(plain.File("t10k-images-idx3-ubyte"),
              IdxBytes({2, 2, 3}, std::vector<std::uint8_t>(px.begin(), px.begin() + 12)));
   WritePlain(plain.File("t10k-labels-idx1-ubyte"), IdxBytes({2}, {2, 0}));
-  Result<ImageDataset> same = LoadImageDataset(plain.path().string());
+  Result<ImageDataset> same = LoadImageDataset(plain.path());
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_EQ(DatasetContentHash(*data), DatasetContentHash(*same));
   // ...while any changed label or pixel does.
@@ -199,10 +188,10 @@ TEST(DatasetTest, MissingDirectoryOrFileIsNotFound) {
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find("/nonexistent/polnode-data"), std::string::npos);
 
-  ScratchDir dir("ds");
+  TempDir dir("ds");
   WriteTinyDataset(dir);
-  std::filesystem::remove(dir.path() / "t10k-images-idx3-ubyte.gz");
-  Result<ImageDataset> partial = LoadImageDataset(dir.path().string());
+  std::filesystem::remove(dir.File("t10k-images-idx3-ubyte.gz"));
+  Result<ImageDataset> partial = LoadImageDataset(dir.path());
   ASSERT_FALSE(partial.ok());
   EXPECT_EQ(partial.status().code(), StatusCode::kNotFound);
   EXPECT_NE(partial.status().message().find("t10k-images-idx3-ubyte.gz"), std::string::npos)
@@ -210,10 +199,10 @@ TEST(DatasetTest, MissingDirectoryOrFileIsNotFound) {
 }
 
 TEST(DatasetTest, ImageAndLabelCountsMustAgree) {
-  ScratchDir dir("ds");
+  TempDir dir("ds");
   WriteTinyDataset(dir);
   WriteGzip(dir.File("train-labels-idx1-ubyte.gz"), IdxBytes({2}, {1, 0}));
-  Result<ImageDataset> data = LoadImageDataset(dir.path().string());
+  Result<ImageDataset> data = LoadImageDataset(dir.path());
   ASSERT_FALSE(data.ok());
   EXPECT_EQ(data.status().code(), StatusCode::kCorruption);
   EXPECT_NE(data.status().message().find("3 images but"), std::string::npos)
@@ -221,9 +210,9 @@ TEST(DatasetTest, ImageAndLabelCountsMustAgree) {
 }
 
 TEST(DatasetTest, GatherBatchConvertsPixelsExactlyInTheGivenOrder) {
-  ScratchDir dir("ds");
+  TempDir dir("ds");
   WriteTinyDataset(dir);
-  Result<ImageDataset> data = LoadImageDataset(dir.path().string());
+  Result<ImageDataset> data = LoadImageDataset(dir.path());
   ASSERT_TRUE(data.ok());
   kernels::Tensor images, labels;
   const std::vector<std::uint32_t> order = {2, 0};

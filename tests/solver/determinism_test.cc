@@ -11,7 +11,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/trainer.h"
-#include "solver_test_util.h"
+#include "polnode/testing/fashion_mnist.h"
 
 namespace polnode::solver {
 namespace {

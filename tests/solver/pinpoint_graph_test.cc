@@ -5,24 +5,15 @@
 #include <set>
 #include <string>
 
+#include "build_step_graph.h"
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/train_state.h"
-#include "proof_test_util.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::solver {
 namespace {
-
-StepGraph BuildOrDie(const std::string& spec, OptimizerKind kind, std::int64_t batch) {
-  Result<ModelSpec> m = ParseModelSpec(spec);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  OptimizerConfig o;
-  o.kind = kind;
-  Result<StepGraph> g = BuildTrainStepGraph(*m, o, batch);
-  EXPECT_TRUE(g.ok()) << g.status().ToString();
-  return *g;
-}
 
 std::int64_t Elements(const proto::PinpointShape& s) {
   std::int64_t n = 1;

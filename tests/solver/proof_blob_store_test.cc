@@ -1,12 +1,14 @@
 // The blob store serves only bytes that hash to their name; and the manifest's wire form.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "polnode/consensus/merkle.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/proof_manifest.h"
-#include "solver_test_util.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::solver {
 namespace {
@@ -14,7 +16,7 @@ namespace {
 std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
 TEST(ProofBlobStoreTest, StoresUnderTheHashAndRefusesTamperedBytes) {
-  testing::ScratchDir dir("blobs");
+  polnode::testing::TempDir dir("blobs");
   Result<BlobStore> store = BlobStore::Open(dir.File("b"));
   ASSERT_TRUE(store.ok());
   Result<consensus::Hash256> h = store->Put(Bytes("checkpoint"));

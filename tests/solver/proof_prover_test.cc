@@ -11,8 +11,9 @@
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
-#include "proof_test_util.h"
-#include "solver_test_util.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::solver {
 namespace {
@@ -32,12 +33,12 @@ consensus::SecretKey TestKey() {
 TEST(ProofProverTest, WritesEveryCheckpointAndAConsistentSignedManifest) {
   const ImageDataset data = testing::TinyDataset();
   const TaskSpec task = testing::TinyTask(data);
-  testing::ScratchDir dir("prove");
+  polnode::testing::TempDir dir("prove");
   auto backend = kernels::MakeBackend("cpu", 1);
   ASSERT_TRUE(backend.ok());
   const consensus::SecretKey key = TestKey();
   ProveOptions options;
-  options.out_dir = dir.path().string();
+  options.out_dir = dir.path();
   options.key = &key;
   Result<ProveResult> result = Prove(task, data, **backend, options);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -81,16 +82,16 @@ TEST(ProofProverTest, ResumedRunProducesTheIdenticalManifest) {
   auto backend = kernels::MakeBackend("cpu", 2);
   ASSERT_TRUE(backend.ok());
   const consensus::SecretKey key = TestKey();
-  testing::ScratchDir clean("prove-clean");
+  polnode::testing::TempDir clean("prove-clean");
   ProveOptions options;
   options.key = &key;
-  options.out_dir = clean.path().string();
+  options.out_dir = clean.path();
   ASSERT_TRUE(Prove(task, data, **backend, options).ok());
   const std::vector<std::uint8_t> want = ReadAll(clean.File("manifest.pb"));
 
   // Interrupted twice, once between checkpoints (steps 13..15 are redone) and once on one.
-  testing::ScratchDir resumed("prove-resumed");
-  options.out_dir = resumed.path().string();
+  polnode::testing::TempDir resumed("prove-resumed");
+  options.out_dir = resumed.path();
   options.stop_after_step = 13;
   Result<ProveResult> first = Prove(task, data, **backend, options);
   EXPECT_EQ(first.status().code(), StatusCode::kFailedPrecondition);
@@ -113,13 +114,13 @@ TEST(ProofProverTest, EachSavedCheckpointIsReportedOnceItIsDurable) {
   auto backend = kernels::MakeBackend("cpu", 2);
   ASSERT_TRUE(backend.ok());
   const consensus::SecretKey key = TestKey();
-  testing::ScratchDir run("prove-reported");
-  testing::ScratchDir snapshot("prove-snapshot");
+  polnode::testing::TempDir run("prove-reported");
+  polnode::testing::TempDir snapshot("prove-snapshot");
   constexpr std::int64_t kSnapshotStep = 20;
   std::vector<std::int64_t> saved;
   ProveOptions options;
   options.key = &key;
-  options.out_dir = run.path().string();
+  options.out_dir = run.path();
   options.on_checkpoint_saved = [&](std::int64_t step) {
     saved.push_back(step);
     if (step == kSnapshotStep) {
@@ -132,7 +133,7 @@ TEST(ProofProverTest, EachSavedCheckpointIsReportedOnceItIsDurable) {
   EXPECT_EQ(saved, want_steps);
 
   options.on_checkpoint_saved = nullptr;
-  options.out_dir = snapshot.path().string();
+  options.out_dir = snapshot.path();
   Result<ProveResult> resumed = Prove(task, data, **backend, options);
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(resumed->resumed_from_step, kSnapshotStep);
@@ -144,9 +145,9 @@ TEST(ProofProverTest, RefusesDataWithAnotherHashAndProgressOfAnotherTask) {
   TaskSpec task = testing::TinyTask(data);
   auto backend = kernels::MakeBackend("reference", 1);
   ASSERT_TRUE(backend.ok());
-  testing::ScratchDir dir("prove-refuse");
+  polnode::testing::TempDir dir("prove-refuse");
   ProveOptions options;
-  options.out_dir = dir.path().string();
+  options.out_dir = dir.path();
   options.stop_after_step = 5;
   EXPECT_FALSE(Prove(task, data, **backend, options).ok());
   task.optimizer.lr = 0.05f;
@@ -161,9 +162,9 @@ TEST(ProofProverTest, CorruptProgressFileIsReportedNotTrusted) {
   const TaskSpec task = testing::TinyTask(data);
   auto backend = kernels::MakeBackend("cpu", 1);
   ASSERT_TRUE(backend.ok());
-  testing::ScratchDir dir("prove-corrupt");
+  polnode::testing::TempDir dir("prove-corrupt");
   ProveOptions options;
-  options.out_dir = dir.path().string();
+  options.out_dir = dir.path();
   options.stop_after_step = 10;
   EXPECT_FALSE(Prove(task, data, **backend, options).ok());
   std::vector<std::uint8_t> progress = ReadAll(dir.File("progress.bin"));
@@ -181,9 +182,9 @@ TEST(ProofProverTest, ResumeChecksTheLastCheckpointsStateHash) {
   const TaskSpec task = testing::TinyTask(data);
   auto backend = kernels::MakeBackend("cpu", 1);
   ASSERT_TRUE(backend.ok());
-  testing::ScratchDir dir("prove-swap");
+  polnode::testing::TempDir dir("prove-swap");
   ProveOptions options;
-  options.out_dir = dir.path().string();
+  options.out_dir = dir.path();
   options.stop_after_step = 10;
   EXPECT_FALSE(Prove(task, data, **backend, options).ok());
   std::vector<std::uint8_t> progress = ReadAll(dir.File("progress.bin"));

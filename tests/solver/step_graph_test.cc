@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "build_step_graph.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/init.h"
 #include "polnode/solver/philox.h"
@@ -15,16 +16,6 @@ namespace {
 
 using kernels::Shape;
 using kernels::Tensor;
-
-StepGraph BuildOrDie(const std::string& spec, OptimizerKind kind, std::int64_t batch) {
-  Result<ModelSpec> m = ParseModelSpec(spec);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  OptimizerConfig o;
-  o.kind = kind;
-  Result<StepGraph> g = BuildTrainStepGraph(*m, o, batch);
-  EXPECT_TRUE(g.ok()) << g.status().ToString();
-  return *g;
-}
 
 // A reproducible synthetic batch for `graph`.
 void SyntheticBatch(const StepGraph& graph, std::uint32_t stream, Tensor& images, Tensor& labels) {

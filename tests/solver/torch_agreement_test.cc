@@ -18,7 +18,8 @@
 #include "polnode/solver/philox.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
-#include "solver_test_util.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::solver {
 namespace {
@@ -50,7 +51,7 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
   if (std::system(probe.c_str()) != 0) {
     GTEST_SKIP() << kPython << " cannot import torch and numpy (install python3-torch)";
   }
-  testing::ScratchDir dir("torch");
+  polnode::testing::TempDir dir("torch");
   Result<ModelSpec> model = ParseModelSpec("mlp:784-256-128-10");
   ASSERT_TRUE(model.ok());
   OptimizerConfig opt;
@@ -94,7 +95,7 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
   manifest.close();
 
   const std::string script = std::string(POLNODE_SOURCE_DIR) + "/tests/solver/torch_sgd_step.py";
-  const std::string command = std::string(kPython) + " " + script + " " + dir.path().string();
+  const std::string command = std::string(kPython) + " " + script + " " + dir.path();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 
   const std::vector<float> torch_losses = ReadRaw(dir.File("losses.out.bin"));

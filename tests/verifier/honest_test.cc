@@ -9,6 +9,7 @@
 
 #include "pol_fixture.h"
 #include "polnode/solver/prover.h"
+#include "polnode/testing/temp_dir.h"
 #include "polnode/verifier/profile.h"
 
 namespace polnode::verifier {
@@ -25,12 +26,12 @@ class HonestTest : public ::testing::Test {
 
   // Proves with the real prover into `dir` and returns the manifest, signed (verifiers reject
   // unsigned proofs).
-  solver::ProofManifest ProveWith(const Config& c, const solver::testing::ScratchDir& dir) {
+  solver::ProofManifest ProveWith(const Config& c, const polnode::testing::TempDir& dir) {
     auto backend = kernels::MakeBackend(c.backend, c.threads);
     EXPECT_TRUE(backend.ok());
     const consensus::SecretKey key = testing::ForgerKey();
     solver::ProveOptions options;
-    options.out_dir = dir.path().string();
+    options.out_dir = dir.path();
     options.key = &key;
     Result<solver::ProveResult> r = solver::Prove(task_, data_, **backend, options);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -47,7 +48,7 @@ TEST_F(HonestTest, ZeroFalseRejectionsAcrossBackendsAndThreadCounts) {
   int verified = 0;
   std::vector<consensus::Hash256> roots;
   for (const Config& p : provers) {
-    solver::testing::ScratchDir dir("honest");
+    polnode::testing::TempDir dir("honest");
     const solver::ProofManifest manifest = ProveWith(p, dir);
     roots.push_back(manifest.merkle_root);
     Result<solver::BlobStore> store = solver::BlobStore::Open(dir.File("blobs"));

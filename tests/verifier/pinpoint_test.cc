@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
-#include "../solver/proof_test_util.h"
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::verifier {
 namespace {

@@ -10,12 +10,13 @@
 #include <memory>
 #include <set>
 
-#include "../solver/proof_test_util.h"
-#include "../solver/solver_test_util.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/task_steps.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_task.h"
 #include "polnode/verifier/replay.h"
 
 namespace polnode::verifier::testing {
@@ -60,7 +61,7 @@ inline consensus::SecretKey ForgerKey() {
 
 /// A proof on disk: blobs in a scratch directory and the (signed) manifest naming them.
 struct WrittenProof {
-  std::unique_ptr<solver::testing::ScratchDir> dir;
+  std::unique_ptr<polnode::testing::TempDir> dir;
   std::unique_ptr<solver::BlobStore> store;
   solver::ProofManifest manifest;
 };
@@ -71,7 +72,7 @@ struct WrittenProof {
 inline WrittenProof WriteProof(const solver::TaskSpec& task, const std::vector<solver::TrainState>& checkpoints,
                                const std::vector<std::uint32_t>& loss_bits) {
   WrittenProof p;
-  p.dir = std::make_unique<solver::testing::ScratchDir>("pol-proof");
+  p.dir = std::make_unique<polnode::testing::TempDir>("pol-proof");
   Result<solver::BlobStore> store = solver::BlobStore::Open(p.dir->File("blobs"));
   EXPECT_TRUE(store.ok());
   p.store = std::make_unique<solver::BlobStore>(std::move(*store));

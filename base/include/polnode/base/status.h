@@ -3,7 +3,7 @@
 // Consensus, contracts and kernels never throw: a function that can fail returns a Status (no value)
 // or a Result<T> (a value or the Status that explains why there is none). Both are [[nodiscard]], so
 // a caller that drops one gets a compiler error under -Werror. Exceptions are reserved for the CLI
-// edge (node/main.cpp), which turns a failed Status into a message on stderr and a non-zero exit.
+// edge (node/cli/main.cpp), which turns a failed Status into a message on stderr and a non-zero exit.
 #ifndef POLNODE_BASE_STATUS_H_
 #define POLNODE_BASE_STATUS_H_
 

@@ -1,6 +1,7 @@
 // Application: the protocol's deterministic state machine behind an interface shaped like
 // CometBFT's ABCI (InitChain, CheckTx, PrepareProposal, ProcessProposal, FinalizeBlock, Commit,
 // Query), so the embedded single producer and, later, an external BFT engine can both drive it.
+// Queries are typed reads of the state (queries.h); rendering them (JSON, HTTP) is the node's job.
 //
 // The driver (the ledger core) owns storage and signatures:
 //   - it decodes each signed envelope, checks its BIP-340 signature and hands the result over as a
@@ -29,7 +30,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -147,14 +147,6 @@ class Application {
   /// Returns that block's height; kFailedPrecondition without a successful FinalizeBlock since
   /// the previous Commit.
   [[nodiscard]] Result<std::uint64_t> Commit();
-
-  /// Read-only JSON views of `state` for the HTTP API. Paths:
-  ///   "params", "jackpot", "supply" (AuditSupply), "verifiers", "status" (chain id, height, task count),
-  ///   "account/<pk hex>", "stakes/<pk hex>", "task/<id hex>",
-  ///   "tasks" or "tasks?start=<seq>&limit=<n>" (submission order, at most 100 per page).
-  /// kNotFound for an unknown path or a missing task (an unknown account reads as zero);
-  /// kInvalidArgument for bad hex or a bad query parameter.
-  [[nodiscard]] Result<std::string> Query(std::string_view path, const StateStore& state) const;
 
  private:
   // The last proposal's execution, for FinalizeBlock to reuse (one producer thread only).

@@ -1,0 +1,96 @@
+#include "flag_groups.h"
+
+#include <climits>
+#include <thread>
+
+namespace polnode::node {
+
+void DeclareBackendFlags(FlagSet& flags) {
+  flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
+  flags.Value("threads", "T", "CPU threads (0: every hardware thread); never changes the result", "0");
+}
+
+Result<BackendChoice> ReadBackendFlags(const FlagSet& flags) {
+  BackendChoice choice;
+  choice.name = flags.Get("backend");
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t threads, flags.GetInt("threads", 0, 1024));
+  choice.threads = threads > 0 ? static_cast<int>(threads)
+                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(choice.name, choice.threads);
+  if (!backend.ok()) return Status::InvalidArgument("--backend: " + backend.status().ToString());
+  choice.backend = std::move(backend).value();
+  return choice;
+}
+
+void DeclareLedgerFlag(FlagSet& flags, bool required) {
+  flags.Value("ledger", "URL", "the ledger's HTTP API, e.g. http://127.0.0.1:26657", "", required);
+}
+
+void DeclareNodeHomeFlag(FlagSet& flags, bool required) {
+  flags.Value("home", "DIR", "the node home: config.toml, genesis.json, node.key ('polnode init' makes one)", "",
+              required);
+}
+
+void DeclareTaskFileFlag(FlagSet& flags, bool required) {
+  flags.Value("task", "FILE", "task file (TOML, or protobuf when it ends in .pb)", "", required);
+}
+
+void DeclareProofDirFlag(FlagSet& flags, bool required) {
+  flags.Value("proof", "DIR", "proof directory written by 'polnode prove'", "", required);
+}
+
+void DeclareRoleFlags(FlagSet& flags) {
+  flags.Value("home", "DIR", "the role's home: its key (role.key, created on first start), journal and files", "", true);
+  DeclareLedgerFlag(flags, true);
+  flags.Value("listen", "HOST:PORT", "where this role serves /metrics and its own routes (port 0: any free port)",
+              "127.0.0.1:0");
+  flags.Value("poll-ms", "N", "milliseconds between passes over the ledger", "200");
+}
+
+Result<RoleOptions> ReadRoleFlags(const FlagSet& flags) {
+  RoleOptions options;
+  options.home = flags.Get("home");
+  options.ledger_url = flags.Get("ledger");
+  options.listen = flags.Get("listen");
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t poll_ms, flags.GetInt("poll-ms", 10, 60000));
+  options.poll_interval = std::chrono::milliseconds(poll_ms);
+  return options;
+}
+
+void DeclareReplayFlags(FlagSet& flags, std::string stake_help) {
+  flags.Value("stake", "AMOUNT", std::move(stake_help));
+  DeclareBackendFlags(flags);
+}
+
+Result<ReplayChoice> ReadReplayFlags(const FlagSet& flags) {
+  ReplayChoice choice;
+  if (flags.Given("stake")) {
+    POLNODE_ASSIGN_OR_RETURN(std::int64_t amount, flags.GetInt("stake", 1, INT64_MAX));
+    choice.stake = static_cast<std::uint64_t>(amount);
+  }
+  // The daemon makes its own backends on its worker threads; this one only checks the flags.
+  POLNODE_ASSIGN_OR_RETURN(BackendChoice backend, ReadBackendFlags(flags));
+  choice.backend = std::move(backend.name);
+  choice.threads = backend.threads;
+  return choice;
+}
+
+void DeclareTaskTermsFlags(FlagSet& flags) {
+  const solver::TaskTerms defaults;
+  flags.Value("claim-window", "BLOCKS", "blocks after submission in which a solver may claim",
+              std::to_string(defaults.claim_window));
+  flags.Value("training-window", "BLOCKS", "blocks after the claim in which the proof must be committed",
+              std::to_string(defaults.training_window));
+}
+
+Result<solver::TaskTerms> ReadTaskTermsFlags(const FlagSet& flags, std::uint64_t payment) {
+  solver::TaskTerms terms;
+  terms.payment = payment;
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t claim_window, flags.GetInt("claim-window", 1, INT64_MAX));
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t training_window, flags.GetInt("training-window", 1, INT64_MAX));
+  terms.claim_window = static_cast<std::uint64_t>(claim_window);
+  terms.training_window = static_cast<std::uint64_t>(training_window);
+  return terms;
+}
+
+}  // namespace polnode::node

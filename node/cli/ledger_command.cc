@@ -1,0 +1,161 @@
+// `polnode ledger`: runs the embedded ledger (block producer + HTTP API) of a node home, and
+// `polnode ledger verify-chain`: re-executes a stored chain from genesis and checks it.
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <ostream>
+
+#include "flag_groups.h"
+#include "polnode/cli/commands.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/ledger/block_producer.h"
+#include "polnode/ledger/chain_verifier.h"
+#include "polnode/ledger/ledger.h"
+#include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_api.h"
+#include "polnode/rpc/node_home.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr std::string_view kCommand = "polnode ledger";
+constexpr std::string_view kVerifyCommand = "polnode ledger verify-chain";
+
+LedgerOptions LedgerOptionsFor(const NodeHome& home) {
+  LedgerOptions o;
+  o.data_dir = home.DataDir();
+  o.sync_writes = home.config.sync_writes;
+  o.max_txs_per_block = static_cast<std::size_t>(home.config.max_txs_per_block);
+  o.max_tx_bytes = static_cast<std::size_t>(home.config.max_tx_bytes);
+  o.mempool_max_txs = static_cast<std::size_t>(home.config.mempool_max_txs);
+  return o;
+}
+
+// Logs production: every block with transactions, every 100th empty one, and every failure.
+void LogBlock(const Result<ProducedBlock>& produced) {
+  if (!produced.ok()) {
+    std::cerr << "polnode ledger: block production failed: " << produced.status().ToString() << std::endl;
+    return;
+  }
+  if (produced->tx_count == 0 && produced->height % 100 != 0) return;
+  std::cerr << "polnode ledger: block " << produced->height << " " << consensus::ToHex(produced->hash).substr(0, 16)
+            << " txs=" << produced->tx_count << " failed=" << produced->failed_txs
+            << " ms=" << produced->elapsed_us / 1000 << std::endl;
+}
+
+Status Serve(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before RocksDB, the server and the producer start their threads
+
+  POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
+  if (flags.Given("listen")) home.config.listen = flags.Get("listen");
+  if (flags.Given("block-interval-ms")) {
+    POLNODE_ASSIGN_OR_RETURN(home.config.block_interval_ms, flags.GetInt("block-interval-ms", 1, 3600 * 1000));
+  }
+  POLNODE_ASSIGN_OR_RETURN(auto host_port, SplitHostPort(home.config.listen));
+  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(home.KeyPath()));
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<Ledger> ledger, Ledger::Open(LedgerOptionsFor(home), home.genesis, key));
+
+  LedgerApi api(*ledger);
+  HttpServerOptions server_options;
+  server_options.host = host_port.first;
+  server_options.port = host_port.second;
+  server_options.threads = static_cast<int>(home.config.http_threads);
+  server_options.limits.max_body_bytes = static_cast<std::size_t>(home.config.max_body_bytes);
+  server_options.limits.read_timeout = std::chrono::milliseconds(home.config.read_timeout_ms);
+  POLNODE_ASSIGN_OR_RETURN(
+      std::unique_ptr<HttpServer> server,
+      HttpServer::Start(server_options, [&api](const HttpRequest& r) { return api.Handle(r); },
+                        [&api](int status) { api.CountResponse(status); }));
+  BlockProducer producer(*ledger, std::chrono::milliseconds(home.config.block_interval_ms), LogBlock);
+  producer.Start();
+
+  const LedgerStatus status = ledger->GetStatus();
+  if (flags.json()) {
+    JsonWriter w;
+    w.BeginObject()
+        .Field("chain_id", status.chain_id)
+        .Field("height", status.height)
+        .Field("listen", host_port.first + ":" + std::to_string(server->port()))
+        .Field("producer", consensus::ToHex(status.producer))
+        .EndObject();
+    io.out << w.str() << std::endl;
+  } else {
+    io.out << "polnode ledger: chain " << status.chain_id << " at height " << status.height << ", API on http://"
+           << host_port.first << ":" << server->port() << " (block every " << home.config.block_interval_ms << " ms)"
+           << std::endl;
+  }
+
+  const int signal_number = stop.Wait();
+  std::cerr << "polnode ledger: stopping on signal " << signal_number << std::endl;
+  server->Stop();
+  producer.Stop();
+  return Status::Ok();
+}
+
+Status VerifyChainCommand(const FlagSet& flags, Io& io) {
+  POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
+  // Read-only: verification works while the ledger is running and can never change the chain.
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> stored,
+                           consensus::ChainStore::Open(home.DataDir(), consensus::ChainStoreOptions{.read_only = true}));
+  std::string scratch_template = (std::filesystem::temp_directory_path() / "polnode-verify-XXXXXX").string();
+  if (mkdtemp(scratch_template.data()) == nullptr) return Status::IOError("cannot create a scratch directory in /tmp");
+  const std::string scratch_dir = scratch_template + "/store";
+  const auto started = std::chrono::steady_clock::now();
+  Result<ChainReport> report = VerifyChain(*stored, home.genesis, scratch_dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch_template, ignored);
+  if (!report.ok()) return report.status().WithContext("chain verification failed");
+  if (flags.json()) {
+    JsonWriter w;
+    w.BeginObject()
+        .Field("ok", true)
+        .Field("blocks", report->blocks)
+        .Field("transactions", report->transactions)
+        .Field("tip_hash", consensus::ToHex(report->tip_hash))
+        .Field("state_root", consensus::ToHex(report->state_root))
+        .Field("seconds", seconds)
+        .EndObject();
+    io.out << w.str() << "\n";
+  } else {
+    io.out << "chain ok: " << report->blocks << " blocks (heights 0.." << report->blocks - 1 << "), "
+           << report->transactions << " transactions re-executed, every signature, tx root, prev hash and state root "
+           << "checked\n  tip " << consensus::ToHex(report->tip_hash) << "\n  state root "
+           << consensus::ToHex(report->state_root) << "\n";
+  }
+  return Status::Ok();
+}
+
+int RunVerifyChain(const std::vector<std::string>& args, Io& io) {
+  FlagSet flags(std::string(kVerifyCommand),
+                "Re-execute the node's chain from genesis.json in a scratch store and check every block: "
+                "prev hash, tx root, producer signature, transaction signatures and the state root after "
+                "execution. Exit code 1 names the first bad block.");
+  DeclareNodeHomeFlag(flags, true);
+  if (auto exit = ParseOrExit(flags, args, io)) return *exit;
+  if (Status s = VerifyChainCommand(flags, io); !s.ok()) return ReportError(io, kVerifyCommand, s);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunLedgerCommand(const std::vector<std::string>& args, Io& io) {
+  if (!args.empty() && args[0] == "verify-chain") return RunVerifyChain({args.begin() + 1, args.end()}, io);
+  FlagSet flags(std::string(kCommand),
+                "Run the embedded ledger of a node home: produce a block every interval and serve the HTTP API "
+                "(POST /v1/tx, GET /v1/status, /v1/blocks/{height}, /v1/txs/{id}, /v1/accounts/{pubkey}, "
+                "/v1/tasks, /v1/tasks/{id}, /metrics). Stops cleanly on SIGINT/SIGTERM; after a crash it "
+                "resumes at its last whole block. Subcommand: 'polnode ledger verify-chain --home DIR'.");
+  DeclareNodeHomeFlag(flags, true);
+  flags.Value("listen", "HOST:PORT", "override config.toml's ledger.listen");
+  flags.Value("block-interval-ms", "N", "override config.toml's ledger.block_interval_ms");
+  if (auto exit = ParseOrExit(flags, args, io)) return *exit;
+  if (Status s = Serve(flags, io); !s.ok()) return ReportError(io, kCommand, s);
+  return kExitOk;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,195 @@
+// `polnode train`: trains a model on an IDX image data set (Fashion-MNIST by default) with the
+// deterministic engine and prints the state hash a proof of learning would name.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <ostream>
+#include <sstream>
+
+#include "flag_groups.h"
+#include "polnode/cli/commands.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/rpc/json.h"
+#include "polnode/solver/trainer.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr const char* kCommand = "polnode train";
+
+std::string FormatDuration(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  std::ostringstream out;
+  if (s >= 3600) out << s / 3600 << "h";
+  out << std::setfill('0');
+  if (s >= 60) out << (s >= 3600 ? std::setw(2) : std::setw(1)) << (s / 60) % 60 << "m";
+  out << (s >= 60 ? std::setw(2) : std::setw(1)) << s % 60 << "s";
+  return out.str();
+}
+
+// Shows progress: on a terminal one line redrawn in place (at most ten times a second, so drawing
+// never slows training), otherwise a plain line every `every` steps.
+class ProgressPrinter : public solver::ProgressSink {
+ public:
+  ProgressPrinter(std::ostream& err, bool terminal, std::int64_t every)
+      : err_(err), terminal_(terminal), every_(every) {}
+
+  void OnStep(const solver::StepProgress& p) override {
+    const double rate =
+        p.elapsed_seconds > 0.0 ? static_cast<double>(p.step) / p.elapsed_seconds : 0.0;
+    const double eta = rate > 0.0 ? static_cast<double>(p.total - p.step) / rate : 0.0;
+    const bool last = p.step == p.total;
+    if (terminal_) {
+      if (!last && p.elapsed_seconds - last_draw_ < 0.1) return;
+      last_draw_ = p.elapsed_seconds;
+      std::ostringstream line;
+      line << "\rstep " << p.step << "/" << p.total << "  epoch " << p.epoch + 1 << "  loss "
+           << std::fixed << std::setprecision(4) << p.loss << "  " << std::setprecision(1) << rate
+           << " steps/s  ETA " << FormatDuration(eta) << "   ";
+      err_ << line.str() << (last ? "\n" : "") << std::flush;
+      return;
+    }
+    if (p.step % every_ != 0 && !last) return;
+    err_ << "step " << p.step << "/" << p.total << " epoch " << p.epoch + 1 << " loss "
+         << std::fixed << std::setprecision(4) << p.loss << " steps/s " << std::setprecision(1)
+         << rate << " eta " << FormatDuration(eta) << "\n";
+  }
+
+ private:
+  std::ostream& err_;
+  bool terminal_;
+  std::int64_t every_;
+  double last_draw_ = -1.0;
+};
+
+void DeclareFlags(FlagSet& flags) {
+  flags.Value("model", "SPEC",
+              "mlp:IN-H1-...-OUT, or cnn:[iCxHxW-]LAYERS-OUT with layers cK (3x3 conv + ReLU), p "
+              "(2x2 max pool), fK (linear + ReLU), e.g. cnn:c8-p-c16-p-f64-10",
+              "mlp:784-256-128-10");
+  flags.Value("data", "DIR",
+              "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; 'fashion-mnist' "
+              "means Debian's dataset-fashion-mnist",
+              "fashion-mnist");
+  flags.Value("steps", "N", "training steps (overrides --epochs)");
+  flags.Value("epochs", "E",
+              "full passes over the training split (a last partial batch is dropped)", "3");
+  flags.Value("batch", "B", "samples per step", "128");
+  flags.Value("optimizer", "NAME", "sgd (momentum) or adam (AdamW; Adam with --weight-decay 0)",
+              "sgd");
+  flags.Value("lr", "X", "learning rate, constant (default: 0.05 for sgd, 0.001 for adam)");
+  flags.Value("momentum", "M", "SGD momentum", "0.9");
+  flags.Value("weight-decay", "W",
+              "weight decay (added to the gradient for sgd, decoupled for adam)", "0");
+  flags.Value("seed", "S", "task seed: fixes the initial weights and the data order", "1");
+  DeclareBackendFlags(flags);
+  flags.Value("log-every", "N", "steps between progress lines when stderr is not a terminal",
+              "100");
+}
+
+// Reads the flags into a TrainConfig; kInvalidArgument naming the flag at fault.
+Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
+  solver::TrainConfig c;
+  c.model = flags.Get("model");
+  c.data = flags.Get("data");
+  if (flags.Given("steps")) {
+    POLNODE_ASSIGN_OR_RETURN(c.steps, flags.GetInt("steps", 1, INT64_MAX));
+  }
+  POLNODE_ASSIGN_OR_RETURN(c.epochs, flags.GetInt("epochs", 1, 1 << 20));
+  POLNODE_ASSIGN_OR_RETURN(c.batch, flags.GetInt("batch", 1, 1 << 20));
+  POLNODE_ASSIGN_OR_RETURN(c.optimizer.kind, solver::ParseOptimizerKind(flags.Get("optimizer")));
+  c.optimizer.lr = c.optimizer.kind == solver::OptimizerKind::kSgd ? 0.05f : 0.001f;
+  if (flags.Given("lr")) {
+    POLNODE_ASSIGN_OR_RETURN(double lr, flags.GetDouble("lr"));
+    c.optimizer.lr = static_cast<float>(lr);
+  }
+  POLNODE_ASSIGN_OR_RETURN(double momentum, flags.GetDouble("momentum"));
+  c.optimizer.momentum = static_cast<float>(momentum);
+  POLNODE_ASSIGN_OR_RETURN(double wd, flags.GetDouble("weight-decay"));
+  c.optimizer.weight_decay = static_cast<float>(wd);
+  if (Status s = solver::ValidateOptimizer(c.optimizer); !s.ok()) return s;
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t seed, flags.GetInt("seed", 0, INT64_MAX));
+  c.seed = static_cast<std::uint64_t>(seed);
+  return c;
+}
+
+void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver::TrainSummary& s,
+                  int threads) {
+  out << "trained " << c.model << " on " << c.data << ": " << s.steps << " steps ("
+      << s.steps_per_epoch << " per epoch), " << solver::OptimizerName(c.optimizer.kind) << " lr "
+      << c.optimizer.lr << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend
+      << " (" << threads << " threads)\n";
+  out << std::fixed << std::setprecision(4);
+  out << "train loss     " << s.train_loss << " (mean of the last "
+      << std::min<std::int64_t>(c.loss_window, s.steps) << " steps)\n";
+  if (s.test) {
+    out << "test accuracy  " << std::setprecision(2) << 100.0 * s.test->accuracy() << "% ("
+        << s.test->correct << "/" << s.test->total << ")\n";
+  }
+  out << "speed          " << std::setprecision(1) << s.steps_per_second << " steps/s ("
+      << std::setprecision(2) << s.elapsed_seconds << " s)\n";
+  out << "state hash     " << s.state_hash_hex << "\n";
+  out << "data set hash  " << s.dataset_hash_hex << "\n";
+}
+
+void PrintJson(std::ostream& out, const solver::TrainConfig& c, const solver::TrainSummary& s,
+               const std::string& backend, int threads) {
+  JsonWriter w;
+  w.BeginObject()
+      .Field("state_hash", s.state_hash_hex)
+      .Field("train_loss", s.train_loss)
+      .Key("test_accuracy");
+  if (s.test) {
+    w.Double(s.test->accuracy());
+  } else {
+    w.Null();
+  }
+  w.Field("steps", s.steps)
+      .Field("steps_per_second", s.steps_per_second)
+      .Field("elapsed_seconds", s.elapsed_seconds)
+      .Field("backend", backend)
+      .Field("backend_impl", s.backend)
+      .Field("threads", threads)
+      .Field("model", c.model)
+      .Field("optimizer", std::string(solver::OptimizerName(c.optimizer.kind)))
+      .Field("lr", static_cast<double>(c.optimizer.lr))
+      .Field("batch", c.batch)
+      .Field("seed", static_cast<std::uint64_t>(c.seed))
+      .Field("dataset_hash", s.dataset_hash_hex)
+      .EndObject();
+  out << w.str() << "\n";
+}
+
+}  // namespace
+
+int RunTrainCommand(const std::vector<std::string>& args, Io& io) {
+  FlagSet flags(kCommand,
+                "Train a model on an image data set with the deterministic engine: the same flags "
+                "give the same state hash on every backend and thread count.");
+  DeclareFlags(flags);
+  if (auto exit = ParseOrExit(flags, args, io)) return *exit;
+
+  Result<solver::TrainConfig> config = ConfigFromFlags(flags);
+  if (!config.ok()) return ReportError(io, kCommand, config.status());
+  Result<BackendChoice> backend = ReadBackendFlags(flags);
+  if (!backend.ok()) return ReportError(io, kCommand, backend.status());
+  Result<std::int64_t> every = flags.GetInt("log-every", 1, INT64_MAX);
+  if (!every.ok()) return ReportError(io, kCommand, every.status());
+
+  // Redraw in place only when stderr really is this process's terminal.
+  const bool terminal = &io.err == &std::cerr && isatty(STDERR_FILENO) == 1;
+  ProgressPrinter progress(io.err, terminal, *every);
+  Result<solver::TrainSummary> summary = solver::Train(*config, *backend->backend, &progress);
+  if (!summary.ok()) return ReportError(io, kCommand, summary.status());
+  if (flags.json()) {
+    PrintJson(io.out, *config, *summary, backend->name, backend->threads);
+  } else {
+    PrintSummary(io.out, *config, *summary, backend->threads);
+  }
+  return kExitOk;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,397 @@
+// `polnode tx <kind>`: builds a contracts.proto payload, signs it in an envelope with the user's
+// key (nonce and chain id fetched from the ledger unless given) and POSTs it to /v1/tx.
+#include <algorithm>
+
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <ostream>
+
+#include "flag_groups.h"
+#include "polnode/cli/commands.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/contracts/beacon.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/node_home.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_binding.h"
+
+namespace polnode::node {
+namespace {
+
+namespace payload = contracts::payload;
+
+// ---- flag helpers ---------------------------------------------------------------------------
+
+Result<std::string> Bytes32(const FlagSet& flags, std::string_view name) {
+  std::array<std::uint8_t, 32> raw{};
+  POLNODE_RETURN_IF_ERROR(consensus::HexToFixed(flags.Get(name), raw).WithContext("--" + std::string(name)));
+  return std::string(reinterpret_cast<const char*>(raw.data()), raw.size());
+}
+
+// An optional flag's bytes, hex-encoded on the command line (any length); empty when not given.
+Result<std::string> OptionalHex(const FlagSet& flags, std::string_view name) {
+  if (!flags.Given(name)) return std::string();
+  Result<std::vector<std::uint8_t>> raw = consensus::HexToBytes(flags.Get(name));
+  if (!raw.ok()) return raw.status().WithContext("--" + std::string(name));
+  return std::string(raw->begin(), raw->end());
+}
+
+// A comma-separated list of segment numbers ("" for none).
+Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
+  std::vector<std::uint64_t> out;
+  std::string_view text = flags.Get(name);
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string part(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    std::uint64_t v = 0;
+    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size()) {
+      return Status::InvalidArgument("--" + std::string(name) + ": '" + part + "' is not a segment number");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<std::uint64_t> Amount(const FlagSet& flags, std::string_view name) {
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t v, flags.GetInt(name, 0, INT64_MAX));
+  return static_cast<std::uint64_t>(v);
+}
+
+Result<proto::Role> RoleFlag(const FlagSet& flags) {
+  const std::string role = flags.Get("role");
+  if (role == "solver") return proto::ROLE_SOLVER;
+  if (role == "verifier") return proto::ROLE_VERIFIER;
+  if (role == "whistleblower") return proto::ROLE_WHISTLEBLOWER;
+  return Status::InvalidArgument("--role must be solver, verifier or whistleblower, got '" + role + "'");
+}
+
+Result<std::string> Serialize(const google::protobuf::MessageLite& message) {
+  std::string out;
+  if (!message.SerializeToString(&out)) return Status::Internal("protobuf failed to serialize the payload");
+  return out;
+}
+
+// ---- the transaction kinds ------------------------------------------------------------------
+
+struct TxKind {
+  std::string_view name;
+  std::string_view payload_type;
+  std::string_view summary;
+  void (*declare)(FlagSet& flags);
+  Result<std::string> (*build)(const FlagSet& flags);
+};
+
+void DeclareTaskId(FlagSet& f) { f.Value("task", "ID", "task id (64 hex)", "", true); }
+
+const TxKind kKinds[] = {
+    {"transfer", payload::kTransfer, "move AMOUNT of your balance to another account",
+     [](FlagSet& f) {
+       f.Value("to", "PUBKEY", "recipient's x-only public key (64 hex)", "", true);
+       f.Value("amount", "AMOUNT", "base units to send", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::TransferTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_to(), Bytes32(f, "to"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
+       tx.set_amount(amount);
+       return Serialize(tx);
+     }},
+    {"stake", payload::kStake, "bond AMOUNT of your balance as stake for a role",
+     [](FlagSet& f) {
+       f.Value("role", "ROLE", "solver, verifier or whistleblower", "", true);
+       f.Value("amount", "AMOUNT", "base units to bond", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::StakeTx tx;
+       POLNODE_ASSIGN_OR_RETURN(proto::Role role, RoleFlag(f));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
+       tx.set_role(role);
+       tx.set_amount(amount);
+       return Serialize(tx);
+     }},
+    {"unstake", payload::kUnstake, "start unbonding AMOUNT of free stake of a role",
+     [](FlagSet& f) {
+       f.Value("role", "ROLE", "solver, verifier or whistleblower", "", true);
+       f.Value("amount", "AMOUNT", "base units to unbond", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::UnstakeTx tx;
+       POLNODE_ASSIGN_OR_RETURN(proto::Role role, RoleFlag(f));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
+       tx.set_role(role);
+       tx.set_amount(amount);
+       return Serialize(tx);
+     }},
+    {"submit-task", payload::kSubmitTask, "post a training task and escrow its payment",
+     [](FlagSet& f) {
+       f.Value("task", "FILE", "task document (TOML or .pb): fills every field below but the terms, "
+               "computing the graph and batch roots from the model and the data set");
+       f.Value("model-spec", "TEXT", "names the model graph and initialisation (without --task)");
+       f.Value("dataset-hash", "HEX", "content hash of the data set (64 hex; without --task)");
+       f.Value("hyperparameters-hash", "HEX", "hash of the canonical hyperparameter blob (64 hex; without --task)");
+       f.Value("total-steps", "N", "training steps (without --task)");
+       f.Value("checkpoint-interval", "K", "steps between checkpoints (without --task)");
+       f.Value("segments", "Q", "segments each verifier replays (without --task)", "1");
+       f.Value("graph-root", "HEX", "Merkle root over the step graph's descriptors (64 hex; without --task)");
+       f.Value("batch-root", "HEX", "Merkle root over every step's batch leaf (64 hex; without --task)");
+       f.Value("step-leaf-count", "N", "leaves of one step's dispute game tree (without --task)");
+       f.Value("state-tensor-count", "S", "tensors of the training state (without --task)");
+       f.Value("initial-state-hash", "HEX", "state hash of checkpoint 0, the task's initial state (64 hex; without --task)");
+       f.Bool("tolerant", "a tolerant-mode task: replays are judged by profiled distances (without --task)");
+       f.Value("seed", "HEX", "optional 32-byte beacon seed (64 hex) you reveal with `tx reveal-seed` once the proof "
+               "is committed; only its SHA-256 is posted now. Keep it: a seed never revealed pays the solver unchecked");
+       f.Value("payment", "AMOUNT", "escrowed payment", "", true);
+       DeclareTaskTermsFlags(f);
+       f.Value("spec-uri", "URI", "where the full task spec document is served", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::SubmitTaskTx tx;
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t payment, Amount(f, "payment"));
+       POLNODE_ASSIGN_OR_RETURN(solver::TaskTerms terms, ReadTaskTermsFlags(f, payment));
+       tx.set_spec_uri(f.Get("spec-uri"));
+       if (f.Given("seed")) {
+         POLNODE_ASSIGN_OR_RETURN(std::string seed, Bytes32(f, "seed"));
+         const consensus::Hash256 commitment = contracts::SecretCommitment(seed);
+         tx.set_seed_commitment(commitment.data(), commitment.size());
+       }
+       if (f.Given("task")) {
+         POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(f.Get("task")));
+         POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadTaskData(document));
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_spec(), solver::LedgerSpecFor(document, data, terms));
+         return Serialize(tx);
+       }
+       for (const char* name : {"model-spec", "dataset-hash", "hyperparameters-hash", "total-steps", "checkpoint-interval",
+                                "graph-root", "batch-root", "step-leaf-count", "state-tensor-count",
+                                "initial-state-hash"}) {
+         if (!f.Given(name)) return Status::InvalidArgument(std::string("--") + name + " is required without --task");
+       }
+       proto::TaskSpec* spec = tx.mutable_spec();
+       spec->set_model_spec(f.Get("model-spec"));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_dataset_hash(), Bytes32(f, "dataset-hash"));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_hyperparameters_hash(), Bytes32(f, "hyperparameters-hash"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t steps, Amount(f, "total-steps"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t interval, Amount(f, "checkpoint-interval"));
+       POLNODE_ASSIGN_OR_RETURN(std::int64_t segments, f.GetInt("segments", 0, UINT32_MAX));
+       spec->set_total_steps(steps);
+       spec->set_checkpoint_interval(interval);
+       spec->set_segments_per_verification(static_cast<std::uint32_t>(segments));
+       spec->set_payment(terms.payment);
+       spec->set_claim_window(terms.claim_window);
+       spec->set_training_window(terms.training_window);
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_graph_root(), Bytes32(f, "graph-root"));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_batch_root(), Bytes32(f, "batch-root"));
+       POLNODE_ASSIGN_OR_RETURN(std::uint64_t leaf_count, Amount(f, "step-leaf-count"));
+       POLNODE_ASSIGN_OR_RETURN(std::int64_t state_tensors, f.GetInt("state-tensor-count", 1, UINT32_MAX));
+       spec->set_step_leaf_count(leaf_count);
+       spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
+       POLNODE_ASSIGN_OR_RETURN(*spec->mutable_initial_state_hash(), Bytes32(f, "initial-state-hash"));
+       spec->set_tolerant(f.GetBool("tolerant"));
+       return Serialize(tx);
+     }},
+    {"cancel-task", payload::kCancelTask, "withdraw your task while nobody has claimed it", DeclareTaskId,
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::CancelTaskTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       return Serialize(tx);
+     }},
+    {"claim-task", payload::kClaimTask, "claim a task as its solver, committing to a secret",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("secret", "HEX", "your 32-byte secret (64 hex); keep it for the reveal", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::ClaimTaskTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(std::string secret, Bytes32(f, "secret"));
+       const consensus::Hash256 commitment = contracts::SecretCommitment(secret);
+       tx.set_secret_commitment(commitment.data(), commitment.size());
+       return Serialize(tx);
+     }},
+    {"commit-proof", payload::kCommitProof, "commit the Merkle root of your proof of learning",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("proof-root", "HEX", "Merkle root over the checkpoint hashes (64 hex)", "", true);
+       f.Value("proof-uri", "URI", "where the manifest and checkpoints are served", "", true);
+       f.Value("initial-proof", "HEX", "the serialized Merkle proof that checkpoint 0 is the task's initial state "
+               "(consensus::SerializeMerkleProof)", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::CommitProofTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_proof_root(), Bytes32(f, "proof-root"));
+       tx.set_proof_uri(f.Get("proof-uri"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_initial_proof(), OptionalHex(f, "initial-proof"));
+       return Serialize(tx);
+     }},
+    {"verdict", payload::kVerdict, "post your verdict as an assigned verifier",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("verdict", "WORD", "accept, reject or unavailable (the proof's data could not be had)", "", true);
+       f.Value("failed-segments", "LIST", "reject: the segments whose replay failed, comma-separated ascending", "");
+       f.Value("final-digest", "HEX", "accept and reject: FinalDigest(your key, the final state your replay reached) "
+               "(64 hex; default 32 zero bytes, which vouches for nothing)");
+       f.Value("report-hash", "HEX", "hash of your replay report (64 hex)", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::VerdictTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       const std::string word = f.Get("verdict");
+       if (word == "accept") {
+         tx.set_verdict(proto::VERDICT_ACCEPT);
+       } else if (word == "reject") {
+         tx.set_verdict(proto::VERDICT_REJECT);
+       } else if (word == "unavailable") {
+         tx.set_verdict(proto::VERDICT_UNAVAILABLE);
+       } else {
+         return Status::InvalidArgument("--verdict must be accept, reject or unavailable, got '" + word + "'");
+       }
+       POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> failed, SegmentList(f, "failed-segments"));
+       for (std::uint64_t s : failed) tx.add_failed_segments(s);
+       if (tx.verdict() != proto::VERDICT_UNAVAILABLE) {
+         if (f.Given("final-digest")) {
+           POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
+         } else {
+           tx.set_final_digest(std::string(32, '\0'));
+         }
+       }
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_report_hash(), Bytes32(f, "report-hash"));
+       return Serialize(tx);
+     }},
+    {"dispute", payload::kDispute, "as the solver, dispute a reject verdict; as a whistleblower, challenge the proof",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::DisputeTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       if (f.Given("verifier")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
+       }
+       return Serialize(tx);
+     }},
+    {"reveal-seed", payload::kRevealSeed, "as the submitter, reveal the beacon seed your task committed to",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("seed", "HEX", "the seed given to submit-task --seed (64 hex)", "", true);
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::SeedRevealTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_seed(), Bytes32(f, "seed"));
+       return Serialize(tx);
+     }},
+    {"reveal", payload::kReveal, "reveal your claim secret after the challenge window",
+     [](FlagSet& f) {
+       DeclareTaskId(f);
+       f.Value("secret", "HEX", "the secret you claimed with (64 hex)", "", true);
+       f.Value("result-root", "HEX", "the proof root the submitter should use (64 hex)", "", true);
+       f.Value("committed-final", "HEX", "forced rounds: the committed final checkpoint hash (64 hex)");
+       f.Value("honest-final", "HEX", "forced rounds: the honest final checkpoint hash (64 hex)");
+       f.Value("final-proof", "HEX", "forced rounds: the final leaf's serialized Merkle proof");
+     },
+     [](const FlagSet& f) -> Result<std::string> {
+       proto::RevealTx tx;
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_secret(), Bytes32(f, "secret"));
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_result_root(), Bytes32(f, "result-root"));
+       if (f.Given("committed-final")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_committed_final(), Bytes32(f, "committed-final"));
+       }
+       if (f.Given("honest-final")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_honest_final(), Bytes32(f, "honest-final"));
+       }
+       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_proof(), OptionalHex(f, "final-proof"));
+       return Serialize(tx);
+     }},
+};
+
+Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
+  std::string key_path = flags.Get("key");
+  std::string ledger_url = flags.Get("ledger");
+  if (flags.Given("home")) {
+    POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
+    if (!flags.Given("key")) key_path = home.KeyPath();
+    if (!flags.Given("ledger")) ledger_url = "http://" + home.config.listen;
+  }
+  if (key_path.empty() || ledger_url.empty()) {
+    return Status::InvalidArgument("give --home DIR, or both --key FILE and --ledger URL");
+  }
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(ledger_url));
+  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(key_path));
+  const std::string signer = consensus::ToHex(key.PublicKey().bytes());
+
+  POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags));
+  std::optional<std::uint64_t> nonce;
+  if (flags.Given("nonce")) {
+    POLNODE_ASSIGN_OR_RETURN(nonce, Amount(flags, "nonce"));
+  }
+  std::optional<std::string> chain_id;
+  if (flags.Given("chain-id")) chain_id = flags.Get("chain-id");
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient::Sent sent, ledger.Send(key, kind.payload_type, std::move(payload), nonce, chain_id));
+  const std::string& id = sent.id_hex;
+
+  std::optional<std::uint64_t> height;
+  if (flags.GetBool("wait")) {
+    POLNODE_ASSIGN_OR_RETURN(std::int64_t timeout_ms, flags.GetInt("wait-timeout-ms", 1, 3600 * 1000));
+    POLNODE_ASSIGN_OR_RETURN(height, ledger.WaitCommitted(id, std::chrono::milliseconds(timeout_ms)));
+  }
+  if (flags.json()) {
+    JsonWriter w;
+    w.BeginObject().Field("tx_id", id).Field("signer", signer).Field("nonce", sent.nonce).Field("payload_type", kind.payload_type);
+    if (height) w.Field("height", *height);
+    w.Field("status", height ? "committed" : "pending").EndObject();
+    io.out << w.str() << "\n";
+  } else {
+    io.out << kind.name << " " << id << " (signer " << signer.substr(0, 16) << "..., nonce " << sent.nonce << ") "
+           << (height ? "committed in block " + std::to_string(*height) : std::string("accepted into the mempool")) << "\n";
+  }
+  return Status::Ok();
+}
+
+void PrintKinds(std::ostream& out) {
+  out << "usage: polnode tx <kind> [flags]   (each kind takes --help)\n\nSign a transaction with your key and "
+         "send it to a ledger.\n\nKinds:\n";
+  for (const TxKind& k : kKinds) {
+    out << "  " << k.name << std::string(14 - std::min<std::size_t>(13, k.name.size()), ' ') << k.summary << "\n";
+  }
+}
+
+}  // namespace
+
+int RunTxCommand(const std::vector<std::string>& args, Io& io) {
+  if (args.empty() || args[0] == "--help" || args[0] == "help") {
+    PrintKinds(args.empty() ? io.err : io.out);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  for (const TxKind& kind : kKinds) {
+    if (kind.name != args[0]) continue;
+    const std::string command = "polnode tx " + std::string(kind.name);
+    FlagSet flags(command, std::string(kind.summary) + " (payload type \"" + std::string(kind.payload_type) +
+                               "\"). Signed with --key, else --home's node key; sent to --ledger, else the ledger "
+                               "--home's config names.");
+    kind.declare(flags);
+    DeclareNodeHomeFlag(flags, false);
+    flags.Value("key", "FILE", "key file that signs (default: --home's node.key)");
+    DeclareLedgerFlag(flags, false);
+    flags.Value("nonce", "N", "nonce to use (default: the account's next nonce, asked from the ledger)");
+    flags.Value("chain-id", "ID", "chain id to sign for (default: asked from the ledger)");
+    flags.Bool("wait", "wait until the transaction is in a block");
+    flags.Value("wait-timeout-ms", "N", "how long --wait waits", "30000");
+    if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;
+    if (Status s = SendTx(kind, flags, io); !s.ok()) return ReportError(io, command, s);
+    return kExitOk;
+  }
+  io.err << "polnode tx: error: unknown kind '" << args[0] << "'\n";
+  PrintKinds(io.err);
+  return kExitUsage;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,528 @@
+#include "polnode/devnet/devnet.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "child_process.h"
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/contracts/dispute_audit.h"
+#include "polnode/contracts/locks.h"
+#include "polnode/kernels/op.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/http_client.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/node_home.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/task_steps.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr std::int64_t kGenesisBalance = 10'000'000;
+
+// One process of the devnet.
+struct Member {
+  std::string name;       // also its home's and log's name
+  std::string role;       // the polnode subcommand
+  std::vector<std::string> extra_flags;
+  std::string pubkey;     // raw
+  std::string url;        // its HTTP server, once started
+  std::optional<ChildProcess> process;
+};
+
+std::string FieldOf(const std::string& json_line, const char* field) {
+  Result<rapidjson::Document> doc = ParseJson(json_line);
+  if (!doc.ok() || !doc->IsObject() || !doc->HasMember(field) || !(*doc)[field].IsString()) return "";
+  return (*doc)[field].GetString();
+}
+
+// The value of `metric` in a Prometheus text body, 0 when absent.
+double MetricValue(const std::string& body, const std::string& metric) {
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(metric + " ", 0) == 0) return std::strtod(line.c_str() + metric.size() + 1, nullptr);
+  }
+  return 0;
+}
+
+double ScrapeMetric(const std::string& url, const std::string& metric) {
+  Result<HttpEndpoint> endpoint = ParseHttpUrl(url);
+  if (!endpoint.ok()) return 0;
+  Result<HttpResponse> r = HttpCall(*endpoint, "GET", "/metrics");
+  if (!r.ok() || r->status != 200) return 0;
+  return MetricValue(r->body, metric);
+}
+
+std::string TaskToml(const DevnetOptions& o, const std::string& dataset_hash, int index) {
+  std::ostringstream t;
+  t << "# devnet task " << index << "\n"
+    << "model = \"" << o.model << "\"\n"
+    << "data = \"" << o.data << "\"\n"
+    << "dataset_hash = \"" << dataset_hash << "\"\n"
+    << "optimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\nweight_decay = 0\n"
+    << "batch = " << o.batch << "\n"
+    << "steps = " << o.steps << "\n"
+    << "checkpoint_interval = " << o.checkpoint_interval << "\n"
+    << "seed = " << 1000 + index << "\n"
+    << "mode = \"exact\"\n"
+    << "segments = " << o.segments << "\n";
+  return t.str();
+}
+
+// The devnet's default cheat: the first optimizer update of a weight matrix. Its output is the
+// state itself, so a flipped mantissa bit of element 0 (a random initial weight, never 0) lives on
+// in every later checkpoint. A tamper in the forward pass can vanish: a logit of a class that a
+// trained model rules out for the sample moves that class's probability by less than one rounding
+// of the gradient sums (at step 1,949 of a 2,000-step MLP run, the logits' bias add and matmul
+// both left the proof bit for bit honest).
+Result<std::string> WeightUpdateNode(const solver::TaskSpec& task, const solver::ImageDataset& data) {
+  POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(task, data));
+  for (const solver::StepNode& node : stepper.graph().nodes) {
+    if (!node.state_writes.empty() && node.state_writes[0] >= 0 && node.output_shapes[0].size() >= 2) return node.name;
+  }
+  return Status::InvalidArgument("model " + task.model + " has no weight matrix to cheat at");
+}
+
+// How a game ended, in contracts.proto's words (GameResult), read from the game record.
+std::string ResultName(const proto::DisputeGame& game) {
+  if (game.phase() != proto::GAME_RESOLVED) return "undecided";
+  if (game.both_forfeited()) return proto::GameResult_Name(proto::GAME_BOTH_FORFEIT);
+  if (game.forfeit()) {
+    return proto::GameResult_Name(game.challenger_won() ? proto::GAME_DEFENDER_FORFEIT : proto::GAME_CHALLENGER_FORFEIT);
+  }
+  return proto::GameResult_Name(game.challenger_won() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
+}
+
+class Devnet {
+ public:
+  Devnet(const DevnetOptions& options, std::ostream& progress) : o_(options), progress_(progress) {}
+  ~Devnet() { StopAll(); }
+
+  Result<DevnetReport> Run();
+
+ private:
+  Status SetUp();
+  Result<std::string> StartLedger(const std::string& listen);
+  Status Start(Member& m);
+  Status WaitForStakes();
+  Status Monitor();
+  Status RestartMidTask();
+  Status LedgerOutage();
+  Status CollectReport();
+  void StopAll();
+  std::string NameOf(std::string_view pubkey) const;
+  std::string Log(const std::string& name) const { return o_.home + "/logs/" + name + ".log"; }
+
+  DevnetOptions o_;
+  std::ostream& progress_;
+  std::string self_;
+  std::string dataset_hash_;
+  std::vector<std::string> task_files_;
+  std::optional<ChildProcess> ledger_process_;
+  std::string ledger_listen_;  // HOST:PORT, kept across a restart: every role was given this address
+  std::string ledger_pubkey_;
+  std::optional<LedgerClient> ledger_;
+  std::vector<Member> members_;
+  DevnetReport report_;
+  std::map<std::string, std::map<std::string, double>> status_seconds_;  // task hex -> status -> s
+  std::chrono::steady_clock::time_point started_;
+};
+
+std::string Devnet::NameOf(std::string_view pubkey) const {
+  if (pubkey.empty()) return "";
+  if (pubkey == ledger_pubkey_) return "ledger";
+  for (const Member& m : members_) {
+    if (m.pubkey == pubkey) return m.name;
+  }
+  return consensus::ToHex(pubkey).substr(0, 16);
+}
+
+Status Devnet::SetUp() {
+  std::error_code ec;
+  if (std::filesystem::exists(o_.home + "/ledger", ec)) {
+    return Status::AlreadyExists(o_.home + " already holds a devnet; give a new --home");
+  }
+  for (const char* sub : {"logs", "tasks"}) {
+    std::filesystem::create_directories(o_.home + "/" + sub, ec);
+    if (ec) return Status::IOError("cannot create " + o_.home + "/" + sub + ": " + ec.message());
+  }
+  POLNODE_ASSIGN_OR_RETURN(self_, SelfExecutable());
+
+  progress_ << "devnet: loading " << o_.data << " to name it by its content hash" << std::endl;
+  POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadImageDataset(o_.data));
+  dataset_hash_ = consensus::ToHex(solver::DatasetContentHash(data));
+  for (int i = 0; i < o_.tasks; ++i) {
+    const std::string path = o_.home + "/tasks/task-" + std::to_string(i) + ".toml";
+    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, TaskToml(o_, dataset_hash_, i)));
+    task_files_.push_back(path);
+  }
+
+  std::string cheat = o_.cheat;
+  if (cheat.empty()) {
+    POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, solver::ReadTaskFile(task_files_[0]));
+    POLNODE_ASSIGN_OR_RETURN(std::string node, WeightUpdateNode(task, data));
+    cheat = "step=" + std::to_string(o_.steps - o_.checkpoint_interval / 2 - 1) + ",node=" + node;
+  }
+  std::string task_list;
+  for (const std::string& f : task_files_) task_list += (task_list.empty() ? "" : ",") + f;
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"solver-honest", "solver"}, {"solver-cheat", "solver"},      {"verifier-honest", "verifier"},
+      {"verifier-lazy", "verifier"}, {"whistleblower", "whistleblower"}, {"submitter", "submitter"}};
+  for (const auto& [name, role] : names) {
+    Member m;
+    m.name = name;
+    m.role = role;
+    members_.push_back(std::move(m));
+    report_.logs[name] = Log(name);
+  }
+  report_.logs["ledger"] = Log("ledger");
+  members_[0].extra_flags = {"--max-tasks", "1"};
+  members_[1].extra_flags = {"--max-tasks", "1", "--cheat", cheat};
+  // The checkers replay on one thread each: seven processes share the machine, and the solvers
+  // train on every thread of it.
+  members_[2].extra_flags = {"--threads", "1"};
+  members_[3].extra_flags = {"--lazy", "--threads", "1"};
+  members_[4].extra_flags = {"--threads", "1"};
+  members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window", "300",
+                             "--training-window", "1200"};
+
+  NodeHomeSpec ledger_home;
+  ledger_home.chain_id = "polnode-devnet";
+  for (Member& m : members_) {
+    std::filesystem::create_directories(o_.home + "/" + m.name, ec);
+    POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(o_.home + "/" + m.name));
+    const auto& pub = key.PublicKey().bytes();
+    m.pubkey.assign(reinterpret_cast<const char*>(pub.data()), pub.size());
+    proto::Allocation& a = ledger_home.accounts.emplace_back();
+    a.set_pubkey(m.pubkey);
+    a.set_amount(kGenesisBalance);
+  }
+  // Windows sized for 100 ms blocks on a small machine that also trains and replays.
+  proto::Params& p = ledger_home.params;
+  p.set_verifiers_per_task(2);
+  p.set_forced_error_rate(o_.forced_error_rate);
+  p.set_verify_window(600);
+  p.set_challenge_window(150);
+  p.set_reveal_window(300);
+  p.set_dispute_move_window(50);
+  p.set_max_training_window(100'000);
+  p.set_publish_window(600);
+  p.set_seed_reveal_window(300);
+  // Locks grow with the payment (contracts/locks.h): the verifiers keep enough free stake for
+  // four assignments at once, so both are assigned to every task.
+  const std::uint64_t verifier_stake = 4 * contracts::TaskLock(p, proto::ROLE_VERIFIER, o_.payment);
+  for (Member& m : members_) {
+    if (m.role != "verifier") continue;
+    m.extra_flags.insert(m.extra_flags.end(), {"--stake", std::to_string(verifier_stake)});
+  }
+  ledger_home.config.listen = "127.0.0.1:0";
+  ledger_home.config.block_interval_ms = o_.block_interval_ms;
+  POLNODE_ASSIGN_OR_RETURN(NewNodeHome created, CreateNodeHome(o_.home + "/ledger", ledger_home));
+  const GenesisFile& genesis = created.home.genesis;
+  for (const proto::Allocation& a : genesis.spec.allocations()) {
+    DevnetAccount account;
+    account.pubkey_hex = consensus::ToHex(a.pubkey());
+    account.genesis = static_cast<std::int64_t>(a.amount());
+    report_.accounts.push_back(account);
+  }
+  ledger_pubkey_ = created.node_pubkey;
+  return Status::Ok();
+}
+
+// Starts the ledger process on `listen` and returns the HOST:PORT it serves on.
+Result<std::string> Devnet::StartLedger(const std::string& listen) {
+  const std::string log = Log("ledger");
+  const std::uintmax_t from = LogSize(log);
+  POLNODE_ASSIGN_OR_RETURN(
+      ChildProcess p, ChildProcess::Spawn({self_, "ledger", "--home", o_.home + "/ledger", "--listen", listen, "--json"}, log));
+  ledger_process_.emplace(std::move(p));
+  Result<std::string> line = WaitForLogLine(*ledger_process_, from, "{", std::chrono::seconds(60));
+  if (!line.ok()) return line.status().WithContext("the ledger");
+  std::string serving = FieldOf(*line, "listen");
+  if (serving.empty()) return Status::Corruption("the ledger's startup line has no listen address: " + *line);
+  return serving;
+}
+
+Status Devnet::Start(Member& m) {
+  std::vector<std::string> argv = {self_, m.role, "--home", o_.home + "/" + m.name, "--ledger", report_.ledger_url,
+                                   "--poll-ms", "100", "--json"};
+  argv.insert(argv.end(), m.extra_flags.begin(), m.extra_flags.end());
+  const std::string log = Log(m.name);
+  const std::uintmax_t from = LogSize(log);
+  POLNODE_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Spawn(argv, log));
+  m.process.emplace(std::move(p));
+  Result<std::string> line = WaitForLogLine(*m.process, from, "{", std::chrono::seconds(60));
+  if (!line.ok()) return line.status().WithContext(m.name);
+  m.url = FieldOf(*line, "url");
+  if (m.url.empty()) return Status::Corruption(m.name + "'s startup line has no url: " + *line);
+  return Status::Ok();
+}
+
+// Verifiers must be bonded before the first segment beacon, or the task finds nobody to assign.
+Status Devnet::WaitForStakes() {
+  POLNODE_ASSIGN_OR_RETURN(proto::Params params, ledger_->Params());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (true) {
+    bool all = true;
+    for (const Member& m : members_) {
+      proto::Role role = m.role == "solver" ? proto::ROLE_SOLVER
+                         : m.role == "verifier" ? proto::ROLE_VERIFIER
+                         : m.role == "whistleblower" ? proto::ROLE_WHISTLEBLOWER
+                                                     : proto::ROLE_UNSPECIFIED;
+      if (role == proto::ROLE_UNSPECIFIED) continue;
+      const std::uint64_t need = role == proto::ROLE_SOLVER     ? params.min_stake_solver()
+                                 : role == proto::ROLE_VERIFIER ? params.min_stake_verifier()
+                                                                : params.min_stake_whistleblower();
+      POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord stake, ledger_->Stake(m.pubkey, role));
+      all = all && stake.bonded() >= need;
+    }
+    if (all) return Status::Ok();
+    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable("the roles did not stake in time; see " + o_.home + "/logs");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// The value of key=VALUE in an event line (role_runtime.h EventLog), "" when absent.
+std::string EventField(const std::string& line, const std::string& key) {
+  const std::size_t at = line.find(" " + key + "=");
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + key.size() + 2;
+  return line.substr(begin, line.find(' ', begin) - begin);
+}
+
+// Waits up to 300 s for a line of `log` for which `marks` holds; returns it.
+Result<std::string> WaitForEvent(const std::string& log, const std::function<bool(const std::string&)>& marks,
+                                 const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (true) {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (marks(line)) return line;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable("never saw " + what + " in " + log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Status Devnet::RestartMidTask() {
+  // The honest solver dies once it has saved its first checkpoint after the initial state (so a
+  // restart must resume training from there), the honest verifier once it starts verifying. Both
+  // are started again.
+  const std::vector<std::pair<std::string, std::function<bool(const std::string&)>>> kills = {
+      {"solver-honest",
+       [](const std::string& line) {
+         return line.find(" checkpoint_saved ") != std::string::npos && EventField(line, "step") != "0";
+       }},
+      {"verifier-honest", [](const std::string& line) { return line.find(" verifying ") != std::string::npos; }},
+  };
+  for (const auto& [name, marks] : kills) {
+    Member* m = nullptr;
+    for (Member& candidate : members_) {
+      if (candidate.name == name) m = &candidate;
+    }
+    POLNODE_ASSIGN_OR_RETURN(std::string line, WaitForEvent(Log(name), marks, "the point to kill " + name));
+    m->process->Signal(SIGKILL);
+    m->process->Wait(std::chrono::seconds(10));
+    const std::string step = EventField(line, "step");
+    progress_ << "devnet: killed " << name << (step.empty() ? " mid-task" : " after its checkpoint at step " + step)
+              << " (SIGKILL); restarting it" << std::endl;
+    POLNODE_RETURN_IF_ERROR(Start(*m));
+  }
+  return Status::Ok();
+}
+
+Status Devnet::LedgerOutage() {
+  // Once verifiers are at work (verdicts and reveals are about to be posted), the ledger crashes
+  // and comes back on the same address: the roles must ride it out and re-send what it lost.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (true) {
+    Result<contracts::TaskPage> page = ledger_->Tasks(0, 100);
+    bool verifying = false;
+    if (page.ok()) {
+      for (const proto::Task& task : page->tasks) verifying = verifying || task.status() == proto::TASK_VERIFYING;
+    }
+    if (verifying) break;
+    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable("no task reached TASK_VERIFYING");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto down = std::chrono::steady_clock::now();
+  ledger_process_->Signal(SIGKILL);
+  ledger_process_->Wait(std::chrono::seconds(10));
+  progress_ << "devnet: ledger killed (SIGKILL) while tasks verify; down for " << o_.ledger_outage.count() << " s"
+            << std::endl;
+  std::this_thread::sleep_for(o_.ledger_outage);
+  POLNODE_ASSIGN_OR_RETURN(std::string serving, StartLedger(ledger_listen_));
+  if (serving != ledger_listen_) return Status::Internal("the restarted ledger serves on " + serving + ", not " + ledger_listen_);
+  report_.ledger_down_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - down).count();
+  return Status::Ok();
+}
+
+Status Devnet::Monitor() {
+  const auto deadline = started_ + o_.timeout;
+  auto last = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> last_status;
+  std::optional<std::thread> restarter, outage;
+  Status restart_status, outage_status;
+  if (o_.restart_roles) restarter.emplace([&] { restart_status = RestartMidTask(); });
+  if (o_.ledger_outage.count() > 0) outage.emplace([&] { outage_status = LedgerOutage(); });
+  Status result;
+  while (true) {
+    Result<contracts::TaskPage> page = ledger_->Tasks(0, 100);
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    if (page.ok()) {
+      bool settled = page->tasks.size() >= static_cast<std::size_t>(o_.tasks);
+      for (const proto::Task& task : page->tasks) {
+        const std::string id = consensus::ToHex(task.id());
+        const std::string status = proto::TaskStatus_Name(task.status());
+        status_seconds_[id][last_status.contains(id) ? last_status[id] : status] += dt;
+        if (last_status[id] != status) progress_ << "devnet: task " << id.substr(0, 16) << " " << status << std::endl;
+        last_status[id] = status;
+        settled = settled && (task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED);
+      }
+      Member& submitter = members_.back();
+      if (settled && submitter.process->Exited()) break;
+      if (submitter.process->Exited() && !settled) {
+        result = Status::FailedPrecondition("the submitter exited before its tasks settled; see " + submitter.process->log_path());
+        break;
+      }
+    }
+    if (now > deadline) {
+      result = Status::Unavailable("the devnet did not settle within " + std::to_string(o_.timeout.count()) + " s; logs in " +
+                                   o_.home + "/logs");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (restarter) restarter->join();
+  if (outage) outage->join();
+  POLNODE_RETURN_IF_ERROR(result);
+  POLNODE_RETURN_IF_ERROR(outage_status);
+  return restart_status;
+}
+
+Status Devnet::CollectReport() {
+  report_.home = o_.home;
+  report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  for (const Member& m : members_) {
+    if (m.role == "solver") report_.training_seconds += ScrapeMetric(m.url, "polnode_solver_training_seconds_total");
+    if (m.role == "verifier") report_.verifying_seconds += ScrapeMetric(m.url, "polnode_verifier_verify_seconds_total");
+    if (m.role == "whistleblower") {
+      report_.verifying_seconds += ScrapeMetric(m.url, "polnode_whistleblower_verify_seconds_total");
+    }
+  }
+  // Accuracy of delivered models: the submitter's report.json (submitter_role.h).
+  std::map<std::string, double> accuracy;
+  if (Result<std::vector<std::uint8_t>> text = ReadWholeFile(o_.home + "/submitter/report.json", 1 << 20); text.ok()) {
+    Result<rapidjson::Document> doc =
+        ParseJson(std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
+    if (doc.ok() && doc->IsObject() && doc->HasMember("tasks") && (*doc)["tasks"].IsArray()) {
+      for (const rapidjson::Value& t : (*doc)["tasks"].GetArray()) {
+        if (t.IsObject() && t.HasMember("task_id") && t["task_id"].IsString() && t.HasMember("accuracy") && t["accuracy"].IsNumber()) {
+          accuracy[t["task_id"].GetString()] = t["accuracy"].GetDouble();
+        }
+      }
+    }
+  }
+
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage page, ledger_->Tasks(0, 100));
+  report_.all_settled = true;
+  report_.audits_match = true;
+  for (const proto::Task& task : page.tasks) {
+    DevnetTask t;
+    t.id_hex = consensus::ToHex(task.id());
+    t.solver = NameOf(task.solver());
+    t.status = proto::TaskStatus_Name(task.status());
+    t.outcome = proto::TaskOutcome_Name(task.outcome());
+    if (auto it = accuracy.find(t.id_hex); it != accuracy.end()) t.accuracy = it->second;
+    t.seconds_in_status = status_seconds_[t.id_hex];
+    report_.disputing_seconds += t.seconds_in_status["TASK_DISPUTED"];
+    report_.all_settled = report_.all_settled && task.status() == proto::TASK_SETTLED;
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames games, ledger_->Games(task.id()));
+    for (const proto::DisputeGame& game : games.games) {
+      DevnetGame g;
+      g.challenger = NameOf(game.challenger().key());
+      g.challenger_kind = game.challenger_is_verifier() ? "verifier" : "whistleblower";
+      g.result = ResultName(game);
+      g.defender = NameOf(game.defender().key());
+      g.winner = NameOf(game.winner());
+      g.phase = proto::GamePhase_Name(game.phase());
+      g.ruling = game.ruling();
+      g.moves = static_cast<std::uint64_t>(game.moves_size());
+      g.segment = game.segment();
+      g.step = game.first_step() + game.lo();
+      g.leaf = game.leaf();
+      g.by_referee = !game.true_leaf().empty();
+      POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(games.params, games.task, game));
+      g.audit_matches = audit.differences.empty();
+      report_.audits_match = report_.audits_match && g.audit_matches;
+      if (audit.node) {
+        g.node_name = audit.node->name();
+        g.node_op = std::string(kernels::OpName(static_cast<kernels::Op>(audit.node->op())));
+      }
+      t.games.push_back(std::move(g));
+    }
+    report_.tasks.push_back(std::move(t));
+  }
+  for (DevnetAccount& a : report_.accounts) {
+    POLNODE_ASSIGN_OR_RETURN(std::string raw, RawFromHex(a.pubkey_hex, "account"));
+    a.name = NameOf(raw);
+    POLNODE_ASSIGN_OR_RETURN(proto::Account account, ledger_->Account(raw));
+    a.balance = static_cast<std::int64_t>(account.balance());
+    for (proto::Role role : {proto::ROLE_SOLVER, proto::ROLE_VERIFIER, proto::ROLE_WHISTLEBLOWER}) {
+      POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord stake, ledger_->Stake(raw, role));
+      a.staked += static_cast<std::int64_t>(stake.bonded() + stake.unbonding());
+    }
+  }
+  return Status::Ok();
+}
+
+void Devnet::StopAll() {
+  for (auto it = members_.rbegin(); it != members_.rend(); ++it) {
+    if (it->process) it->process->Stop(std::chrono::seconds(5));
+  }
+  if (ledger_process_) ledger_process_->Stop(std::chrono::seconds(10));
+}
+
+Result<DevnetReport> Devnet::Run() {
+  started_ = std::chrono::steady_clock::now();
+  POLNODE_RETURN_IF_ERROR(SetUp());
+  POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:0"));
+  report_.ledger_url = "http://" + ledger_listen_;
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(report_.ledger_url));
+  ledger_.emplace(std::move(client));
+  progress_ << "devnet: ledger at " << report_.ledger_url << std::endl;
+  for (Member& m : members_) {
+    if (m.role != "submitter") POLNODE_RETURN_IF_ERROR(Start(m));
+  }
+  POLNODE_RETURN_IF_ERROR(WaitForStakes());
+  progress_ << "devnet: solvers, verifiers and whistleblower staked; submitting " << o_.tasks << " task(s)" << std::endl;
+  POLNODE_RETURN_IF_ERROR(Start(members_.back()));
+  POLNODE_RETURN_IF_ERROR(Monitor());
+  POLNODE_RETURN_IF_ERROR(CollectReport());
+  StopAll();
+  return report_;
+}
+
+}  // namespace
+
+Result<DevnetReport> RunDevnet(const DevnetOptions& options, std::ostream& progress) {
+  Devnet devnet(options, progress);
+  return devnet.Run();
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,91 @@
+// `polnode devnet`: the whole protocol on one machine, as real processes over loopback HTTP. It
+// creates a chain whose genesis funds every role, starts the ledger, two solvers (one honest, one
+// that cheats at one operator of one step), two verifiers (one honest, one lazy that accepts
+// without replaying), a whistleblower and a submitter with Fashion-MNIST tasks, waits until every
+// task is settled and the submitter has fetched the accepted models, audits every dispute game
+// (contracts/dispute_audit.h) and reports outcomes, accuracies, disputes with their pinpointed
+// operator, balance changes, where time went and where the logs are.
+#ifndef POLNODE_DEVNET_DEVNET_H_
+#define POLNODE_DEVNET_DEVNET_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "polnode/base/status.h"
+
+namespace polnode::node {
+
+struct DevnetOptions {
+  std::string home;  // created; must not hold a previous devnet
+  int tasks = 2;
+  std::string model = "mlp:784-64-10";
+  std::string data = "fashion-mnist";
+  std::int64_t steps = 300;
+  std::int64_t checkpoint_interval = 50;
+  std::int64_t batch = 64;
+  std::int64_t segments = 2;
+  /// The cheating solver's tamper ("step=S,node=N|NAME"); empty: the first weight matrix's
+  /// optimizer update (a change that lives on in the state) in the middle of the final segment,
+  /// which every verifier replays, so the cheat is always caught.
+  std::string cheat;
+  std::uint64_t forced_error_rate = 0;
+  std::int64_t block_interval_ms = 100;
+  std::uint64_t payment = 100'000;
+  std::chrono::seconds timeout{900};
+  /// Kill (SIGKILL) the honest solver while it trains and the honest verifier while it verifies,
+  /// restart both, and still reach settlement.
+  bool restart_roles = false;
+  /// When > 0: once a task is being verified, kill (SIGKILL) the ledger, keep it down this long and
+  /// start it again on the same address; every role must ride the outage out.
+  std::chrono::seconds ledger_outage{0};
+};
+
+struct DevnetGame {
+  std::string challenger, defender, winner;  // role names
+  std::string challenger_kind;               // "verifier" (a disputed reject) or "whistleblower"
+  std::string result;                        // contracts.proto GameResult name
+  std::string phase, ruling;
+  std::uint64_t moves = 0, segment = 0, step = 0, leaf = 0;
+  std::string leaf_kind, node_name, node_op;  // the pinpointed operator, if the referee ran one
+  bool by_referee = false;
+  bool audit_matches = false;
+};
+
+struct DevnetTask {
+  std::string id_hex, solver, status, outcome;
+  double accuracy = -1;  // of the delivered model; < 0 when none was delivered
+  std::vector<DevnetGame> games;
+  std::map<std::string, double> seconds_in_status;  // TASK_CLAIMED etc. -> wall seconds
+};
+
+struct DevnetAccount {
+  std::string name, pubkey_hex;
+  std::int64_t genesis = 0, balance = 0, staked = 0;  // staked: bonded + unbonding at the end
+  std::int64_t change() const { return balance + staked - genesis; }
+};
+
+struct DevnetReport {
+  std::string home, ledger_url;
+  std::vector<DevnetTask> tasks;
+  std::vector<DevnetAccount> accounts;
+  std::map<std::string, std::string> logs;  // role name -> log file
+  double wall_seconds = 0;
+  double training_seconds = 0;   // solvers' training time (their metrics)
+  double verifying_seconds = 0;  // verifiers' and the whistleblower's replay time (their metrics)
+  double disputing_seconds = 0;  // wall time tasks spent with a dispute game running
+  double ledger_down_seconds = 0;  // with a ledger outage: from the kill until it served again
+  bool all_settled = false;
+  bool audits_match = false;
+};
+
+/// Runs the devnet to the end (or options.timeout) and returns its report. `progress` receives one
+/// line per phase (for the terminal). Errors: set-up failures (home, data, processes) and timeouts,
+/// with the log directory named.
+[[nodiscard]] Result<DevnetReport> RunDevnet(const DevnetOptions& options, std::ostream& progress);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_DEVNET_DEVNET_H_

@@ -1,0 +1,119 @@
+#include "polnode/roles/dispute_duty.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "polnode/consensus/hex.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/rpc/proof_http.h"
+#include "polnode/solver/blob_store.h"
+#include "polnode/solver/train_state.h"
+#include "polnode/verifier/dispute_player.h"
+
+namespace polnode::node {
+
+struct DisputeDuty::State {
+  DisputeParty party;
+  std::optional<solver::ProofManifest> manifest;
+  std::optional<solver::BlobStore> store;
+  std::optional<verifier::DisputePlayer> player;
+  std::string prepared_root;  // the proof root the player was built for
+};
+
+DisputeDuty::DisputeDuty(DisputeParty party) : state_(std::make_unique<State>()) { state_->party = std::move(party); }
+DisputeDuty::~DisputeDuty() = default;
+DisputeDuty::DisputeDuty(DisputeDuty&&) noexcept = default;
+DisputeDuty& DisputeDuty::operator=(DisputeDuty&&) noexcept = default;
+
+namespace {
+
+Result<consensus::Hash256> Hash32(const std::string& raw, std::string_view what) {
+  consensus::Hash256 hash{};
+  if (raw.size() != hash.size()) return Status::FailedPrecondition(std::string(what) + " is not 32 bytes");
+  std::copy(raw.begin(), raw.end(), hash.begin());
+  return hash;
+}
+
+}  // namespace
+
+Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
+  State& s = *state_;
+  // The committed proof is what the solver serves; after a forced round's reveal the proof on
+  // trial is the honest one: the committed checkpoints with the final one replaced.
+  const bool forced = !task.forced_root().empty();
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 committed,
+                           Hash32(forced ? task.forced_root() : task.proof_root(), "the committed proof root"));
+  const std::string uri(task.proof_uri());
+  // An unreachable proof server is not the ledger going away: report it as this pass's error.
+  Result<solver::ProofManifest> manifest = FetchManifest(uri, committed);
+  if (!manifest.ok()) return Status::FailedPrecondition("cannot fetch the disputed proof: " + manifest.status().ToString());
+  s.manifest = std::move(*manifest);
+  POLNODE_ASSIGN_OR_RETURN(s.store, solver::BlobStore::Open(s.party.cache_dir + "/blobs"));
+  verifier::PlayerContext context;
+  context.task = &s.party.document;
+  context.data = s.party.data;
+  context.backend = s.party.backend;
+  context.key = ctx.pubkey();
+  context.checkpoint_hashes = s.manifest->checkpoint_hashes;
+  if (forced) {
+    POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes.back(), Hash32(task.honest_final(), "honest_final"));
+  }
+  context.suspect_segments = s.party.suspect_segments;
+  context.responder_options.tamper = s.party.tamper;
+  State* state = state_.get();
+  const LedgerClient* ledger = s.party.ledger;
+  const proto::Task task_record = task;
+  // A replay starts from a checkpoint of the committed proof (never the final one): from the
+  // solver's server, or as the solver published it on the ledger.
+  context.load_checkpoint = [state, uri, ledger, task_record](std::uint64_t checkpoint) -> Result<solver::TrainState> {
+    if (checkpoint >= state->manifest->checkpoint_blobs.size()) return Status::OutOfRange("no such checkpoint");
+    const consensus::Hash256& blob = state->manifest->checkpoint_blobs[checkpoint];
+    Status fetched = FetchBlob(uri, blob, *state->store);
+    const auto& published = task_record.published();
+    if (!fetched.ok() && ledger != nullptr &&
+        std::find(published.begin(), published.end(), checkpoint) != published.end()) {
+      return ledger->PublishedState(task_record, checkpoint);
+    }
+    POLNODE_RETURN_IF_ERROR(fetched);
+    POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, state->store->Get(blob));
+    return solver::DecodeState(bytes);
+  };
+  POLNODE_ASSIGN_OR_RETURN(verifier::DisputePlayer player, verifier::DisputePlayer::Create(std::move(context)));
+  s.player.emplace(std::move(player));
+  s.prepared_root = task.proof_root();
+  return Status::Ok();
+}
+
+Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames view, ctx.ledger().Games(task.id()));
+  int sent = 0;
+  for (const proto::DisputeGame& game : view.games) {
+    if (game.phase() == proto::GAME_RESOLVED) continue;
+    if (game.challenger().key() != ctx.pubkey() && game.defender().key() != ctx.pubkey()) continue;
+    // The proof on trial changes once, at a forced round's reveal: the player is rebuilt for it.
+    if (!state_->player || state_->prepared_root != view.task.proof_root()) POLNODE_RETURN_IF_ERROR(Prepare(ctx, view.task));
+    POLNODE_ASSIGN_OR_RETURN(std::optional<proto::DisputeMoveTx> move, state_->player->NextMove(view.task, game));
+    if (!move) continue;
+    const std::string challenger = consensus::ToHex(game.challenger().key());
+    const std::string duty = "move-" + consensus::ToHex(task.id()).substr(0, 16) + "-" + challenger.substr(0, 16) + "-" +
+                             std::to_string(game.round());
+    std::string payload;
+    move->SerializeToString(&payload);
+    const std::size_t bytes = payload.size();
+    POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDisputeMove, std::move(payload)));
+    if (state != DutyState::kSent) continue;
+    ++sent;
+    ctx.metrics().Add("dispute_moves_total");
+    ctx.metrics().Add("dispute_move_bytes_total", static_cast<double>(bytes));
+    const bool as_challenger = game.challenger().key() == ctx.pubkey();
+    ctx.log().Event("dispute_move", {{"task", consensus::ToHex(task.id())},
+                                     {"challenger", challenger},
+                                     {"as", as_challenger ? "challenger" : "defender"},
+                                     {"phase", proto::GamePhase_Name(game.phase())},
+                                     {"round", std::to_string(game.round())},
+                                     {"bytes", std::to_string(bytes)}});
+  }
+  return sent;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,72 @@
+// DisputeDuty: a role daemon's part in the dispute games of one task (DESIGN.md section 6). Every
+// pass reads the task's games from the ledger and, in each unresolved game where this role's key
+// is the challenger or the defender, posts the move verifier::DisputePlayer computes for the
+// current round. Moves are duties named by task, game and round, so a restarted daemon never
+// posts one twice; the player itself rebuilds everything from the ledger's record and the proof.
+#ifndef POLNODE_ROLES_DISPUTE_DUTY_H_
+#define POLNODE_ROLES_DISPUTE_DUTY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/tampering_backend.h"
+#include "polnode/solver/task_spec.h"
+#include "polnode/rpc/ledger_client.h"
+
+namespace polnode::verifier {
+class DisputePlayer;
+}
+
+namespace polnode::node {
+
+/// Who plays and with what.
+struct DisputeParty {
+  solver::TaskSpec document;                 // the task document, checked against the ledger's task
+  const solver::ImageDataset* data = nullptr;  // outlives the duty
+  kernels::Backend* backend = nullptr;         // outlives the duty
+  /// A cheating party (the devnet's cheater) replays with its tamper, so its answers stay
+  /// consistent with the proof it committed.
+  std::optional<solver::TamperSpec> tamper;
+  /// The challenger looks for the first wrong segment among these first (its own replayed ones).
+  std::vector<std::uint64_t> suspect_segments;
+  /// Where the committed proof's blobs are fetched to (a blob cache; created on need).
+  std::string cache_dir;
+  /// Reads checkpoints the solver published on the ledger, for those its server does not hand
+  /// over (outlives the duty; null: the server only).
+  const LedgerClient* ledger = nullptr;
+};
+
+class DisputeDuty {
+ public:
+  explicit DisputeDuty(DisputeParty party);
+  ~DisputeDuty();
+  DisputeDuty(DisputeDuty&&) noexcept;
+  DisputeDuty& operator=(DisputeDuty&&) noexcept;
+
+  /// One pass over `task`'s games (GET /v1/tasks/{id}/games): posts this party's next move in each
+  /// unresolved game it plays, as duty "move-<task 16 hex>-<challenger 16 hex>-<round>". The
+  /// committed proof's manifest and blobs are fetched from task.proof_uri on first need and checked
+  /// against the committed root (task.forced_root after a forced round's reveal, whose games are
+  /// over the honest proof: the committed checkpoints with task.honest_final last). Returns the
+  /// number of moves sent in this pass. kUnavailable when the ledger cannot be reached,
+  /// kFailedPrecondition when the proof server cannot.
+  [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);
+
+ private:
+  struct State;
+  // Builds the player for the proof on trial in `task`.
+  [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_ROLES_DISPUTE_DUTY_H_

@@ -1,0 +1,146 @@
+// The runtime every role daemon (`polnode submitter|solver|verifier|whistleblower`) shares: its home
+// (key, duty journal), a ledger client that survives the ledger going away, one log line per
+// protocol event, Prometheus metrics, an HTTP server (/metrics plus the role's own routes) and the
+// poll loop that drives the role until SIGINT/SIGTERM.
+//
+// Roles are written as "look at the ledger, do what is due": every pass reads the ledger's records
+// and sends the transactions the role owes. A transaction is sent through a named duty (SendDuty)
+// whose tx id is journalled in the home before anything else happens, so a restarted daemon, or a
+// pass that runs while the tx is still in the mempool, never sends it twice; a tx the ledger lost
+// (it restarted with an empty mempool) is sent again.
+#ifndef POLNODE_ROLES_ROLE_RUNTIME_H_
+#define POLNODE_ROLES_ROLE_RUNTIME_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/keys.h"
+#include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/http_types.h"
+#include "polnode/rpc/ledger_client.h"
+
+namespace polnode::node {
+
+/// Thread-safe counters and gauges, exposed as Prometheus text under polnode_<role>_<name>.
+class RoleMetrics {
+ public:
+  void Add(std::string_view name, double delta = 1.0);
+  void Set(std::string_view name, double value);
+  double Get(std::string_view name) const;
+  std::string Text(std::string_view role) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, double, std::less<>> values_;
+};
+
+/// One line per protocol event on stdout: "<unix ms> <role> <event> key=value ...", flushed.
+class EventLog {
+ public:
+  explicit EventLog(std::string role) : role_(std::move(role)) {}
+  void Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields = {});
+
+ private:
+  std::mutex mu_;
+  std::string role_;
+};
+
+/// What a duty's transaction is doing.
+enum class DutyState {
+  kSent,       // sent in this call
+  kPending,    // sent earlier, still in the mempool
+  kCommitted,  // in a block, payload executed
+  kFailed,     // in a block, payload failed (never re-sent; the reason is logged once)
+};
+
+struct RoleOptions {
+  std::string home;
+  std::string ledger_url;
+  std::string listen = "127.0.0.1:0";
+  std::chrono::milliseconds poll_interval{200};
+};
+
+/// What a role's pass may use. Methods are thread-safe (roles run long work on worker threads).
+class RoleContext {
+ public:
+  RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger);
+
+  const std::string& role() const { return role_; }
+  const std::string& home() const { return home_; }
+  const consensus::SecretKey& key() const { return key_; }
+  /// The role's x-only public key, raw 32 bytes (as records hold keys).
+  const std::string& pubkey() const { return pubkey_; }
+  const LedgerClient& ledger() const { return ledger_; }
+  EventLog& log() { return log_; }
+  RoleMetrics& metrics() { return metrics_; }
+  /// The base URL of this role's HTTP server, once it is listening.
+  std::string http_url() const;
+  void set_http_url(std::string url);
+
+  /// Sends `payload` as the transaction of duty `name` (a file name: [A-Za-z0-9._-]) unless the
+  /// journal shows it was already sent; see DutyState. Errors: the ledger refused the tx outright
+  /// (e.g. kFailedPrecondition) or is unreachable (kUnavailable; nothing is journalled).
+  [[nodiscard]] Result<DutyState> SendDuty(std::string_view name, std::string_view payload_type, std::string payload);
+  /// Whether duty `name` was ever sent (journalled).
+  bool DutySent(std::string_view name) const;
+
+  /// Makes sure at least `amount` of `role` stake is free (bonded minus locked), staking the
+  /// difference from the balance. Returns whether it is free now.
+  [[nodiscard]] Result<bool> EnsureStake(proto::Role role, std::uint64_t amount);
+
+ private:
+  std::string DutyPath(std::string_view name) const;
+
+  std::string role_;
+  std::string home_;
+  consensus::SecretKey key_;
+  std::string pubkey_;
+  LedgerClient ledger_;
+  EventLog log_;
+  RoleMetrics metrics_;
+  mutable std::mutex mu_;  // serialises sends (nonces) and the journal
+  std::string http_url_;
+};
+
+/// A role daemon's behaviour.
+class Role {
+ public:
+  virtual ~Role() = default;
+  /// One pass: read the ledger, send what is due, start or collect long work. kUnavailable means
+  /// the ledger is unreachable (the loop logs it once and retries); other errors are logged and the
+  /// loop goes on.
+  [[nodiscard]] virtual Status Poll(RoleContext& ctx) = 0;
+  /// The role's own HTTP routes (proof blobs, task documents); nullopt for 404.
+  virtual std::optional<HttpResponse> Handle(const HttpRequest& request);
+  /// Whether the role has finished its work and the daemon should exit (the submitter, once its
+  /// tasks settled); daemons that serve forever return false.
+  virtual bool Done() const { return false; }
+  /// Called once the loop ends (stop worker threads).
+  virtual void Stop() {}
+};
+
+/// Loads (or, on first start, creates with mode 0600) `home`/role.key.
+[[nodiscard]] Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home);
+
+/// Runs `role` until a stop signal or role.Done(): creates the home, loads the key, starts the
+/// HTTP server on options.listen and prints one startup line to `out` (JSON when `json`: role,
+/// pubkey, url), then polls every options.poll_interval. Returns when stopped. `stop` must have
+/// been constructed before the caller started any thread (stop_signals.h).
+[[nodiscard]] Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
+                                   const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
+                                   std::ostream& out);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_ROLES_ROLE_RUNTIME_H_

@@ -1,0 +1,116 @@
+// What `polnode submitter` reports about its tasks: DIR/report.json, rewritten atomically whenever
+// something in it changes (`polnode devnet` reads it for its final report), the summary printed at
+// exit, and the few facts only the submitter can know (DIR/tasks/<task id hex>), kept so that a
+// restarted submitter reports them again.
+//
+// report.json is one JSON object:
+//   {
+//     "submitter": "<64 hex>",              the submitter's key
+//     "ledger": "http://HOST:PORT",
+//     "balance": N | null,                  its balance at the last consistent look at the ledger
+//     "done": true | false,                 every task closed and every model fetched or given up
+//     "tasks": [ {                          one per --task file, in the order given
+//       "file": "PATH",                     as given on the command line
+//       "document_id": "<64 hex>",          solver::TaskId of the task document
+//       "spec_uri": "URI",                  where this submitter serves the document
+//       "task_id": "<64 hex>" | "",         the ledger's task id, once found on the ledger
+//       "status": "submitting" | "TASK_OPEN" | ... | "TASK_SETTLED" | "TASK_CANCELLED" | "failed",
+//       "outcome": "OUTCOME_..." | "",      once the task is closed
+//       "payment": N,                       escrowed at submission
+//       "cost": N,                          payment + the submit transaction's fee
+//       "refund": N | null,                 what the task's closing paid back to the submitter;
+//                                           null until closed, or when it could not be told apart
+//                                           (see SubmitterRole)
+//       "balance_change": N | null,         refund - cost (negative: what the task cost)
+//       "submit_height": N,                 0 until found
+//       "settle_height": N,                 0 until closed
+//       "seconds_to_settle": X | null,      block time of settle_height - block time of submit_height
+//       "solver": "<64 hex>" | "",
+//       "result_root": "<64 hex>" | "",     the proof the model comes from (ACCEPTED, FORCED_ERROR)
+//       "accuracy": X | null,               the delivered model's test accuracy, in [0, 1]
+//       "model": null | {                   once delivered
+//         "path": "DIR/models/<task id hex>.state",   solver/train_state.h encoding
+//         "state_hash": "<64 hex>",
+//         "test_correct": N, "test_total": N
+//       },
+//       "error": ""                         why the submission failed or the model was not had
+//     } ]
+//   }
+#ifndef POLNODE_ROLES_SUBMITTER_REPORT_H_
+#define POLNODE_ROLES_SUBMITTER_REPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "polnode/base/status.h"
+
+namespace polnode::node {
+
+struct DeliveredModel {
+  std::string path;
+  std::string state_hash;  // hex
+  std::int64_t test_correct = 0;
+  std::int64_t test_total = 0;
+  double test_accuracy() const {
+    return test_total > 0 ? static_cast<double>(test_correct) / static_cast<double>(test_total) : 0.0;
+  }
+};
+
+struct TaskReport {
+  std::string file;
+  std::string document_id;
+  std::string spec_uri;
+  std::string task_id;
+  std::string status = "submitting";
+  std::string outcome;
+  std::uint64_t payment = 0;
+  std::uint64_t cost = 0;
+  std::optional<std::uint64_t> refund;
+  std::uint64_t submit_height = 0;
+  std::uint64_t settle_height = 0;
+  std::optional<double> seconds_to_settle;
+  std::string solver;
+  std::string result_root;
+  std::optional<DeliveredModel> model;
+  std::string error;
+
+  /// refund - cost, once the refund is known.
+  std::optional<std::int64_t> balance_change() const;
+};
+
+struct SubmitterReport {
+  std::string submitter;
+  std::string ledger;
+  std::optional<std::uint64_t> balance;
+  bool done = false;
+  std::vector<TaskReport> tasks;
+};
+
+/// The report.json text above (compact, one line, no trailing newline).
+std::string SubmitterReportJson(const SubmitterReport& report);
+
+/// The human summary printed at exit: one block of lines per task.
+std::string SubmitterReportText(const SubmitterReport& report);
+
+/// What a restarted submitter cannot read back from the ledger: the refund it attributed to a
+/// task and the model it delivered.
+struct TaskFacts {
+  std::optional<std::uint64_t> refund;
+  std::optional<DeliveredModel> model;
+};
+
+/// Where the submitter keeps the model of a task: DIR/models/<task_id_hex>.state.
+std::string ModelPath(const std::string& home, const std::string& task_id_hex);
+
+/// Reads DIR/tasks/<task_id_hex> ("refund N" and "model STATE_HASH CORRECT TOTAL" lines; the
+/// model's path is ModelPath); no facts when the file does not exist; kCorruption for a malformed
+/// file.
+[[nodiscard]] Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task_id_hex);
+/// Writes them atomically (creating DIR/tasks).
+[[nodiscard]] Status SaveTaskFacts(const std::string& home, const std::string& task_id_hex, const TaskFacts& facts);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_ROLES_SUBMITTER_REPORT_H_

@@ -1,0 +1,165 @@
+// What `polnode verifier` and `polnode whistleblower` share: checking a committed proof of
+// learning the way the ledger assigned it (DESIGN.md section 5, docs/protocol.md). From the
+// ledger's task record alone a checker fetches the task document (spec_uri) and binds it to the
+// ledger's spec (task_binding.h), fetches the manifest from proof_uri (it must have the committed
+// proof_root and be signed by the task's solver), downloads only the checkpoints the replay needs
+// into a blob cache (or reads those the solver published on the ledger), and replays the segments
+// of interest plus the final one.
+//
+// A verifier replays its slot's segments; a whistleblower the union of the segments of the
+// verifiers it audits. Both read verdicts with the same code: one replay (CheckCommittedProof),
+// then VerdictOn for a set of segments.
+#ifndef POLNODE_ROLES_VERIFICATION_JOB_H_
+#define POLNODE_ROLES_VERIFICATION_JOB_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
+#include "polnode/contracts.pb.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/solver/dataset.h"
+#include "polnode/solver/task_spec.h"
+#include "polnode/verifier/replay.h"
+
+namespace polnode::node {
+
+/// The data sets task documents name, each loaded once per process (loading Fashion-MNIST takes
+/// seconds) and kept for the cache's life. Thread-safe.
+class DataCache {
+ public:
+  using Loader = std::function<Result<solver::ImageDataset>(const solver::TaskSpec& document)>;
+  /// `loader` loads a document's data (solver::LoadTaskData, pol_files.h, in the daemons; tests
+  /// substitute a synthetic set).
+  explicit DataCache(Loader loader) : loader_(std::move(loader)) {}
+
+  /// The data set of `document`, by its data_location, loaded on first need and checked against
+  /// the document's dataset hash (solver::CheckTaskData's kFailedPrecondition) on every call.
+  /// The loader's errors pass through. The pointer stays valid as long as the cache.
+  [[nodiscard]] Result<const solver::ImageDataset*> Get(const solver::TaskSpec& document);
+
+ private:
+  Loader loader_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<solver::ImageDataset>> sets_;  // by data_location
+};
+
+/// A ledger task's document, checked against the ledger's spec, and its data set.
+struct BoundTask {
+  solver::TaskSpec document;
+  const solver::ImageDataset* data = nullptr;  // owned by the DataCache
+};
+
+/// Fetches `task`'s document from its spec_uri, loads its data through `cache` and checks the
+/// binding (solver::CheckSpecBinding). Errors: kUnavailable when the document cannot be fetched;
+/// the cache's errors; kFailedPrecondition "task document: <why>" for a document that does not decode
+/// or does not bind to the ledger's spec.
+[[nodiscard]] Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache);
+
+/// The segments the ledger assigned `verifier` (32 raw key bytes) on `task` (its slot's segments,
+/// ascending; the final segment, which every verifier replays, is not among them unless drawn).
+/// Empty when the key holds no slot.
+std::vector<std::int64_t> SlotSegments(const proto::Task& task, std::string_view verifier);
+
+/// What one check of a committed proof found.
+struct ProofCheck {
+  /// Replayed in this order: the request's segments, then the final segment unless among them.
+  std::vector<std::int64_t> segments;
+  std::vector<verifier::SegmentEvidence> evidence;  // one per segment, in the same order
+  /// Why none of the solver's data could be used (the task document, or a manifest that is not
+  /// the committed proof's or not signed by the task's solver); empty when it could. Segments
+  /// were then replayed only from checkpoints published on the ledger.
+  std::string data_fault;
+  bool tolerant = false;
+  /// Tolerant-mode tasks only: the thresholds the replays were judged by, profiled from the task
+  /// alone (verifier::ProfileTask under every backend and thread count here), never from the proof.
+  std::optional<verifier::Thresholds> thresholds;
+  std::int64_t blobs_fetched = 0;      // checkpoints downloaded (not already in the cache)
+  std::int64_t published_loaded = 0;   // checkpoints read from the ledger's publication
+  double seconds = 0.0;                // wall time of the whole check
+};
+
+struct CheckRequest {
+  proto::Task task;                    // the ledger's record (status VERIFYING or later)
+  std::vector<std::int64_t> segments;  // each in [0, segment count), distinct; may be empty
+  std::string cache_dir;               // checkpoints go to cache_dir/blobs (DisputeDuty's layout)
+  DataCache* data = nullptr;
+  kernels::Backend* backend = nullptr;  // used by this call only, for its duration
+  /// Reads the checkpoints the task's solver published on the ledger (task.published()); those
+  /// stand in for blobs its server does not hand over. Null: only the server is asked.
+  const LedgerClient* ledger = nullptr;
+};
+
+/// Checks the proof `request.task` committed by replaying `request.segments` and the final segment,
+/// each from its start checkpoint, against its end checkpoint (contracts, section 6: the data
+/// is the solver's burden). A checkpoint comes from the solver's server (proof_uri: a manifest
+/// whose root is the committed proof_root and which the task's solver signed, then the blob,
+/// checked against the manifest's hash; a refused or dropped download is retried a few times), or
+/// else from the ledger when the solver published it there. A segment with a checkpoint from
+/// neither is not available; that is a fact about the proof, not an error.
+///
+/// Exact-mode replays are judged by the end state's hash alone (what a dispute game can show);
+/// tolerant-mode ones by the profiled distance thresholds and the manifest's claimed losses.
+/// Errors are the checker's own, worth retrying later: kUnavailable when the task document
+/// cannot be fetched, the data set cannot be loaded, the blob cache cannot be opened, the
+/// backend fails; kInvalidArgument for a segment out of range.
+[[nodiscard]] Result<ProofCheck> CheckCommittedProof(const CheckRequest& request);
+
+/// A verdict on some segments of a checked proof (the VerdictTx a verifier with those segments
+/// posts).
+struct SegmentsVerdict {
+  proto::Verdict verdict = proto::VERDICT_NONE;
+  /// Reject: the segments whose replay from an available start did not reach the proof's end
+  /// state, ascending. Dispute games can show each of them wrong.
+  std::vector<std::uint64_t> failed_segments;
+  /// Accept and reject in exact mode: the state hash the replay of the final segment reached
+  /// (beacon.h FinalDigest commits to it); unset when the final segment was not replayed.
+  std::optional<consensus::Hash256> final_state;
+  std::string reason;  // the first failure (or unavailable segment) in replay order; empty on accept
+};
+
+/// The verdict a check of just `segments` (plus the final segment) gives, read from `check`,
+/// which must have replayed all of them (kInternal naming a segment it did not): reject when one
+/// of them failed, else unavailable when one of them lacked a checkpoint, else accept.
+[[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
+
+/// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on `task_id`:
+/// the failed segments of a reject, and FinalDigest(verifier, final state) for accept and reject
+/// (32 zero bytes when there is no final state: tolerant tasks).
+proto::VerdictTx VerdictTxFor(std::string_view task_id, std::string_view verifier, const SegmentsVerdict& verdict,
+                              const consensus::Hash256& report_hash);
+
+/// Pages through the ledger's tasks pass after pass, skipping the tasks before the first one
+/// that was still open (not settled or cancelled) in the previous pass: closed tasks never
+/// change again, so a long-lived daemon does not re-read its whole history every pass.
+class TaskScan {
+ public:
+  /// Calls `visit` on every task from the first one not known closed, in submission order (closed
+  /// ones included, so a role sees each task close at least once). An error of `visit` about one
+  /// task does not hold up the others: it is logged as event "task_error" (again only when its
+  /// message changes) and counted in task_errors_total, and that task is visited again next
+  /// pass. kUnavailable (the ledger is gone) ends the pass and is returned, as are the ledger's
+  /// own errors.
+  [[nodiscard]] Status Pass(RoleContext& ctx, const std::function<Status(const proto::Task&)>& visit);
+
+ private:
+  std::uint64_t first_open_ = 0;
+  std::map<std::string, std::string> errors_;  // raw task id -> the last error logged for it
+};
+
+/// Whether a task has closed for good.
+bool TaskClosed(const proto::Task& task);
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_ROLES_VERIFICATION_JOB_H_

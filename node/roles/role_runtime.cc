@@ -1,0 +1,274 @@
+#include "polnode/roles/role_runtime.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/rpc/http_server.h"
+#include "polnode/rpc/json.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr char kKeyFile[] = "role.key";
+constexpr char kDutyDir[] = "duties";
+
+bool ValidDutyName(std::string_view name) {
+  if (name.empty() || name.size() > 200) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return name[0] != '.';
+}
+
+std::string MetricName(std::string_view role, std::string_view name) {
+  std::string out = "polnode_" + std::string(role) + "_";
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+Result<std::pair<std::string, std::uint16_t>> HostPort(const std::string& listen) {
+  const std::size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("--listen must be HOST:PORT, got '" + listen + "'");
+  const std::string port_text = listen.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port > 65535) return Status::InvalidArgument("bad port in --listen '" + listen + "'");
+  return std::make_pair(listen.substr(0, colon), static_cast<std::uint16_t>(port));
+}
+
+}  // namespace
+
+// ---- metrics and events ---------------------------------------------------------------------
+
+void RoleMetrics::Add(std::string_view name, double delta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) it = values_.emplace(std::string(name), 0.0).first;
+  it->second += delta;
+}
+
+void RoleMetrics::Set(std::string_view name, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) it = values_.emplace(std::string(name), 0.0).first;
+  it->second = value;
+}
+
+double RoleMetrics::Get(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  return it == values_.end() ? 0.0 : it->second;
+}
+
+std::string RoleMetrics::Text(std::string_view role) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::ostringstream out;
+  out.precision(17);
+  for (const auto& [name, value] : values_) {
+    const std::string metric = MetricName(role, name);
+    out << "# TYPE " << metric << (name.ends_with("_total") ? " counter" : " gauge") << "\n" << metric << " " << value << "\n";
+  }
+  return out.str();
+}
+
+void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  std::ostringstream line;
+  line << now.count() << " " << role_ << " " << event;
+  for (const auto& [key, value] : fields) {
+    line << " " << key << "=";
+    if (value.find_first_of(" \"=") != std::string::npos) {
+      line << JsonQuote(value);
+    } else {
+      line << value;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::cout << line.str() << std::endl;
+}
+
+// ---- context --------------------------------------------------------------------------------
+
+RoleContext::RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger)
+    : role_(role), home_(std::move(home)), key_(std::move(key)), ledger_(std::move(ledger)), log_(std::move(role)) {
+  const auto& pub = key_.PublicKey().bytes();
+  pubkey_.assign(reinterpret_cast<const char*>(pub.data()), pub.size());
+}
+
+std::string RoleContext::http_url() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return http_url_;
+}
+
+void RoleContext::set_http_url(std::string url) {
+  std::lock_guard<std::mutex> lock(mu_);
+  http_url_ = std::move(url);
+}
+
+std::string RoleContext::DutyPath(std::string_view name) const {
+  return home_ + "/" + kDutyDir + "/" + std::string(name);
+}
+
+bool RoleContext::DutySent(std::string_view name) const {
+  std::error_code ec;
+  return std::filesystem::exists(DutyPath(name), ec);
+}
+
+Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view payload_type, std::string payload) {
+  if (!ValidDutyName(name)) return Status::InvalidArgument("bad duty name '" + std::string(name) + "'");
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = DutyPath(name);
+  if (Result<std::vector<std::uint8_t>> journal = ReadWholeFile(path, 256); journal.ok()) {
+    const std::string line(journal->begin(), journal->end());
+    const std::string id = line.substr(0, line.find_first_of(" \n"));
+    if (line.find(" failed") != std::string::npos) return DutyState::kFailed;
+    if (line.find(" committed") != std::string::npos) return DutyState::kCommitted;
+    POLNODE_ASSIGN_OR_RETURN(TxState state, ledger_.Tx(id));
+    switch (state.kind) {
+      case TxState::Kind::kPending: return DutyState::kPending;
+      case TxState::Kind::kCommitted:
+        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " committed\n"));
+        metrics_.Add("txs_committed_total");
+        return DutyState::kCommitted;
+      case TxState::Kind::kFailed:
+        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " failed\n"));
+        metrics_.Add("txs_failed_total");
+        log_.Event("tx_failed", {{"duty", std::string(name)}, {"tx", id}, {"error", state.error}});
+        return DutyState::kFailed;
+      case TxState::Kind::kUnknown:
+        log_.Event("tx_lost", {{"duty", std::string(name)}, {"tx", id}});
+        break;  // the ledger lost it (restarted with an empty mempool): send again below
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(home_ + "/" + kDutyDir, ec);
+  // Journalled before it is posted: a crash after the post must find the id on restart, or the
+  // duty would be sent a second time.
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient::Sent sent, ledger_.Sign(key_, payload_type, std::move(payload)));
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, sent.id_hex + "\n"));
+  if (Result<std::string> posted = ledger_.PostTx(sent.envelope); !posted.ok()) {
+    // Refused outright, nothing reached the mempool: forget it. Unreachable, it may have arrived:
+    // the journal stays and the next pass asks the ledger.
+    if (posted.status().code() != StatusCode::kUnavailable) std::filesystem::remove(path, ec);
+    metrics_.Add("txs_refused_total");
+    return posted.status().WithContext("duty " + std::string(name));
+  }
+  metrics_.Add("txs_sent_total");
+  log_.Event("tx_sent", {{"duty", std::string(name)}, {"type", std::string(payload_type)}, {"tx", sent.id_hex}});
+  return DutyState::kSent;
+}
+
+Result<bool> RoleContext::EnsureStake(proto::Role role, std::uint64_t amount) {
+  POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord stake, ledger_.Stake(pubkey_, role));
+  const std::uint64_t free = stake.bonded() >= stake.locked() ? stake.bonded() - stake.locked() : 0;
+  if (free >= amount) return true;
+  proto::StakeTx tx;
+  tx.set_role(role);
+  tx.set_amount(amount - free);
+  std::string payload;
+  tx.SerializeToString(&payload);
+  // Named by the bonded amount it tops up, so each shortfall is its own duty.
+  const std::string duty = "stake-" + std::to_string(static_cast<int>(role)) + "-" + std::to_string(stake.bonded());
+  POLNODE_ASSIGN_OR_RETURN(DutyState state, SendDuty(duty, "stake", std::move(payload)));
+  (void)state;
+  return false;
+}
+
+// ---- the daemon -----------------------------------------------------------------------------
+
+std::optional<HttpResponse> Role::Handle(const HttpRequest&) { return std::nullopt; }
+
+Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home) {
+  const std::string path = home + "/" + kKeyFile;
+  Result<consensus::SecretKey> key = consensus::ReadKeyFile(path);
+  if (key.ok() || key.status().code() != StatusCode::kNotFound) return key;
+  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey fresh, consensus::SecretKey::Generate());
+  POLNODE_RETURN_IF_ERROR(consensus::WriteKeyFile(path, fresh));
+  return fresh;
+}
+
+Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
+                     const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
+                     std::ostream& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.home, ec);
+  if (ec) return Status::IOError("cannot create " + options.home + ": " + ec.message());
+  POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(options.home));
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(options.ledger_url));
+  RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger));
+
+  POLNODE_ASSIGN_OR_RETURN(auto host_port, HostPort(options.listen));
+  HttpServerOptions server_options;
+  server_options.host = host_port.first;
+  server_options.port = host_port.second;
+  server_options.limits.max_body_bytes = 1 << 16;  // roles take no large uploads
+  std::atomic<std::uint64_t> requests{0};
+  POLNODE_ASSIGN_OR_RETURN(
+      std::unique_ptr<HttpServer> server,
+      HttpServer::Start(
+          server_options,
+          [&](const HttpRequest& request) -> HttpResponse {
+            ++requests;
+            if (request.target == "/metrics") {
+              HttpResponse r;
+              r.content_type = "text/plain; version=0.0.4";
+              r.body = ctx.metrics().Text(ctx.role());
+              return r;
+            }
+            if (std::optional<HttpResponse> r = role.Handle(request)) return std::move(*r);
+            return JsonErrorResponse(404, "no such endpoint: " + request.target);
+          },
+          [&ctx](int status) { ctx.metrics().Add("http_responses_" + std::to_string(status) + "_total"); }));
+  ctx.set_http_url("http://" + host_port.first + ":" + std::to_string(server->port()));
+
+  if (json) {
+    JsonWriter w;
+    w.BeginObject()
+        .Field("role", role_name)
+        .Field("pubkey", consensus::ToHex(ctx.pubkey()))
+        .Field("url", ctx.http_url())
+        .Field("ledger", ctx.ledger().url())
+        .EndObject();
+    out << w.str() << std::endl;
+  } else {
+    out << "polnode " << role_name << ": key " << consensus::ToHex(ctx.pubkey()) << ", serving " << ctx.http_url()
+           << ", ledger " << ctx.ledger().url() << std::endl;
+  }
+  if (on_start) POLNODE_RETURN_IF_ERROR(on_start(ctx));
+
+  bool ledger_reachable = true;
+  while (!role.Done()) {
+    const auto started = std::chrono::steady_clock::now();
+    const Status status = role.Poll(ctx);
+    ctx.metrics().Add("passes_total");
+    if (status.code() == StatusCode::kUnavailable) {
+      if (ledger_reachable) ctx.log().Event("ledger_unreachable", {{"error", status.ToString()}});
+      ledger_reachable = false;
+    } else {
+      if (!ledger_reachable) ctx.log().Event("ledger_reachable");
+      ledger_reachable = true;
+      if (!status.ok()) {
+        ctx.metrics().Add("pass_errors_total");
+        ctx.log().Event("pass_error", {{"error", status.ToString()}});
+      }
+    }
+    ctx.metrics().Set("ledger_reachable", ledger_reachable ? 1 : 0);
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    // The wait for a stop signal doubles as the poll interval's sleep.
+    const auto wait = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(1), options.poll_interval - elapsed);
+    if (stop.WaitFor(wait) != 0) {
+      ctx.log().Event("stopping");
+      break;
+    }
+  }
+  role.Stop();
+  server->Stop();
+  return Status::Ok();
+}
+
+}  // namespace polnode::node

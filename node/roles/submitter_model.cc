@@ -1,0 +1,71 @@
+#include "polnode/roles/submitter_model.h"
+
+#include <filesystem>
+
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/proof_http.h"
+#include "polnode/solver/model_spec.h"
+#include "polnode/solver/train_state.h"
+#include "polnode/solver/trainer.h"
+
+namespace polnode::node {
+namespace {
+
+// Test accuracy is computed in forward passes of this many samples (as `polnode train` does).
+constexpr std::int64_t kEvalBatch = 1000;
+
+consensus::Hash256 HashOf(const std::string& raw) {
+  consensus::Hash256 hash{};
+  std::copy(raw.begin(), raw.end(), hash.begin());
+  return hash;
+}
+
+}  // namespace
+
+Result<std::string> ResultProofUri(const std::string& proof_uri, const std::string& result_root) {
+  if (result_root.size() != 32) return Status::InvalidArgument("a result root is 32 bytes");
+  const std::size_t scheme = proof_uri.find("://");
+  const std::size_t slash = proof_uri.rfind('/');
+  if (scheme == std::string::npos || slash == std::string::npos || slash < scheme + 3) {
+    return Status::InvalidArgument("proof URI '" + proof_uri + "' has no path");
+  }
+  return proof_uri.substr(0, slash + 1) + consensus::ToHex(result_root);
+}
+
+Result<DeliveredModel> FetchTrainedModel(const std::string& home, const proto::Task& task,
+                                         const solver::TaskSpec& document, const solver::ImageDataset& data,
+                                         kernels::Backend& backend) {
+  if (task.result_root().empty()) return Status::FailedPrecondition("the task has no result root");
+  POLNODE_ASSIGN_OR_RETURN(std::string uri, ResultProofUri(task.proof_uri(), task.result_root()));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofManifest manifest, FetchManifest(uri, HashOf(task.result_root())));
+  if (manifest.task_id != solver::TaskId(document) || manifest.steps != document.steps ||
+      manifest.checkpoint_interval != document.checkpoint_interval || manifest.checkpoint_blobs.empty()) {
+    return Status::Corruption("the proof at " + uri + " is not a proof of this task's document");
+  }
+  POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store, solver::BlobStore::Open(home + "/blobs"));
+  const consensus::Hash256& blob = manifest.checkpoint_blobs.back();
+  POLNODE_RETURN_IF_ERROR(FetchBlob(uri, blob, store));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(blob));
+  POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+  const consensus::Hash256 state_hash = solver::StateHash(state);
+  if (state_hash != manifest.checkpoint_hashes.back() || state.step != document.steps) {
+    return Status::Corruption("the final checkpoint of the proof at " + uri + " is not the state its manifest names");
+  }
+
+  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(document.model));
+  POLNODE_ASSIGN_OR_RETURN(solver::EvalResult eval, solver::Evaluate(model, state, data.test, backend, kEvalBatch));
+  DeliveredModel delivered;
+  delivered.path = ModelPath(home, consensus::ToHex(task.id()));
+  delivered.state_hash = consensus::ToHex(state_hash);
+  delivered.test_correct = eval.correct;
+  delivered.test_total = eval.total;
+  std::error_code ec;
+  std::filesystem::create_directories(home + "/models", ec);
+  if (ec) return Status::IOError("cannot create " + home + "/models: " + ec.message());
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(delivered.path, bytes));
+  return delivered;
+}
+
+}  // namespace polnode::node

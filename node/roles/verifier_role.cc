@@ -1,0 +1,264 @@
+#include "polnode/roles/verifier_role.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/consensus/sha256.h"
+#include "polnode/contracts/payloads.h"
+#include "polnode/rpc/json.h"
+#include "polnode/rpc/replay_json.h"
+
+namespace polnode::node {
+namespace {
+
+// A check that failed on this side (document server away, data set missing) is tried again after
+// this pause rather than every pass.
+constexpr auto kRetryPause = std::chrono::seconds(5);
+constexpr std::uint64_t kMaxVerdictBytes = 1 << 16;
+constexpr const char* kLazyReason = "lazy: accepted without a check";
+
+std::string JoinSegments(const std::vector<std::int64_t>& segments) {
+  std::string out;
+  for (std::int64_t s : segments) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out;
+}
+
+const proto::VerifierSlot* SlotOf(const proto::Task& task, std::string_view key) {
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.verifier() == key) return &slot;
+  }
+  return nullptr;
+}
+
+std::string VerdictWord(proto::Verdict verdict) {
+  switch (verdict) {
+    case proto::VERDICT_ACCEPT: return "accept";
+    case proto::VERDICT_REJECT: return "reject";
+    case proto::VERDICT_UNAVAILABLE: return "unavailable";
+    default: return "none";
+  }
+}
+
+// The fields every report starts with: the verdict, then what it is about.
+void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
+  w.BeginObject()
+      .Field("verdict", VerdictWord(verdict.verdict))
+      .Field("reason", verdict.reason)
+      .Field("task", consensus::ToHex(task.id()))
+      .Field("verifier", consensus::ToHex(verifier))
+      .Field("solver", consensus::ToHex(task.solver()))
+      .Field("proof_root", consensus::ToHex(task.proof_root()))
+      .Field("segment_beacon", consensus::ToHex(task.segment_beacon()));
+}
+
+// The evidence behind a checked verdict. Only what the replay determines goes in (no times, no
+// cache statistics), so a rerun of the same check writes the same bytes.
+std::string ReportJson(const proto::Task& task, std::string_view verifier, std::string_view backend,
+                       const ProofCheck& check, const SegmentsVerdict& verdict) {
+  JsonWriter w;
+  ReportHeader(w, task, verifier, verdict);
+  w.Field("backend", backend).Field("data_fault", check.data_fault);
+  if (check.thresholds) {
+    // Tolerant mode: the profiled thresholds the distances were judged by.
+    w.Key("thresholds")
+        .BeginObject()
+        .Field("l1", check.thresholds->l1)
+        .Field("l2", check.thresholds->l2)
+        .Field("linf", check.thresholds->linf)
+        .Field("cosine", check.thresholds->cosine)
+        .Field("loss", check.thresholds->loss)
+        .EndObject();
+  }
+  w.Key("failed_segments").BeginArray();
+  for (std::uint64_t s : verdict.failed_segments) w.Int(static_cast<std::int64_t>(s));
+  w.EndArray();
+  w.Field("final_state", verdict.final_state ? consensus::ToHex(*verdict.final_state) : "");
+  w.Key("replays").BeginArray();
+  for (const verifier::SegmentEvidence& e : check.evidence) WriteSegmentEvidence(w, e);
+  w.EndArray().EndObject();
+  return w.str();
+}
+
+// A lazy verifier's report: it says that nothing was checked.
+std::string LazyReportJson(const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
+  JsonWriter w;
+  ReportHeader(w, task, verifier, verdict);
+  w.EndObject();
+  return w.str();
+}
+
+}  // namespace
+
+VerifierRole::VerifierRole(VerifierOptions options) : options_(std::move(options)), data_(options_.loader) {}
+
+VerifierRole::~VerifierRole() { Stop(); }
+
+void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
+
+std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task) const {
+  // A slot reopened after the solver published its checkpoints gets a second verdict, from the
+  // ledger's copy: its own report.
+  const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
+  const bool published = slot != nullptr && slot->published();
+  return ctx.home() + "/reports/" + consensus::ToHex(task.id()) + (published ? "-published" : "") + ".json";
+}
+
+std::string VerifierRole::VerdictPath(const RoleContext& ctx, const proto::Task& task) const {
+  std::string path = ReportPath(ctx, task);
+  return path.replace(path.size() - std::string_view(".json").size(), std::string::npos, ".verdict");
+}
+
+Status VerifierRole::Poll(RoleContext& ctx) {
+  if (!options_.lazy && !backend_) {
+    POLNODE_ASSIGN_OR_RETURN(backend_, kernels::MakeBackend(options_.backend, options_.threads));
+    POLNODE_ASSIGN_OR_RETURN(dispute_backend_, kernels::MakeBackend(options_.backend, options_.threads));
+  }
+  if (!have_params_) {
+    POLNODE_ASSIGN_OR_RETURN(params_, ctx.ledger().Params());
+    have_params_ = true;
+  }
+  const std::uint64_t stake = options_.stake > 0 ? options_.stake : 4 * params_.min_stake_verifier();
+  POLNODE_ASSIGN_OR_RETURN(bool staked, ctx.EnsureStake(proto::ROLE_VERIFIER, stake));
+  ctx.metrics().Set("staked", staked ? 1 : 0);
+  POLNODE_RETURN_IF_ERROR(Collect(ctx));
+  return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
+    const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
+    if (slot == nullptr) return Status::Ok();
+    if (task.status() != proto::TASK_VERIFYING) {
+      failures_.erase(task.id());
+      reasons_.erase(task.id());
+      assigned_.erase(task.id());
+    }
+    if (task.status() != proto::TASK_DISPUTED) disputes_.erase(task.id());
+    if (task.status() == proto::TASK_VERIFYING && slot->verdict() == proto::VERDICT_NONE) {
+      return HandleAssigned(ctx, task);
+    }
+    if (task.status() == proto::TASK_DISPUTED && slot->disputed() && slot->verdict() == proto::VERDICT_REJECT &&
+        !options_.lazy) {
+      return PlayDisputes(ctx, task);
+    }
+    return Status::Ok();
+  });
+}
+
+Status VerifierRole::Collect(RoleContext& ctx) {
+  if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return Status::Ok();
+  const proto::Task task = running_->task;
+  Result<ProofCheck> check = running_->result.get();
+  running_.reset();
+  const std::string id = task.id();
+  if (!check.ok()) {
+    ctx.metrics().Add("verify_errors_total");
+    Failure& failure = failures_[id];
+    if (failure.error != check.status().ToString()) {
+      failure.error = check.status().ToString();
+      ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", failure.error}});
+    }
+    failure.retry_at = std::chrono::steady_clock::now() + kRetryPause;
+    return Status::Ok();
+  }
+  failures_.erase(id);
+  ctx.metrics().Add("verifications_total");
+  ctx.metrics().Add("verify_seconds_total", check->seconds);
+  ctx.metrics().Add("blobs_fetched_total", static_cast<double>(check->blobs_fetched));
+  ctx.metrics().Add("published_loaded_total", static_cast<double>(check->published_loaded));
+  ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->evidence.size()));
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict verdict, VerdictOn(*check, SlotSegments(task, ctx.pubkey())));
+  reasons_[id] = verdict.reason;
+  return SaveVerdict(ctx, task, ReportJson(task, ctx.pubkey(), backend_->name(), *check, verdict), verdict);
+}
+
+Status VerifierRole::SaveVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report,
+                                 const SegmentsVerdict& verdict) {
+  std::error_code ec;
+  std::filesystem::create_directories(ctx.home() + "/reports", ec);
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ReportPath(ctx, task), report));
+  // The transaction is kept beside its report, so a restarted verifier posts the same verdict.
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), ctx.pubkey(), verdict, consensus::Sha256(report));
+  return WriteFileAtomically(VerdictPath(ctx, task), tx.SerializeAsString());
+}
+
+Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task) {
+  const std::string& id = task.id();
+  const std::vector<std::int64_t> segments = SlotSegments(task, ctx.pubkey());
+  if (assigned_.insert(id).second) {
+    ctx.metrics().Add("assignments_total");
+    ctx.log().Event("assigned", {{"task", consensus::ToHex(id)}, {"segments", JoinSegments(segments)}});
+  }
+  Result<std::vector<std::uint8_t>> saved = ReadWholeFile(VerdictPath(ctx, task), kMaxVerdictBytes);
+  if (saved.ok()) {
+    proto::VerdictTx tx;
+    if (!tx.ParseFromArray(saved->data(), static_cast<int>(saved->size())) || tx.task_id() != id) {
+      return Status::Corruption(VerdictPath(ctx, task) + " does not hold this task's verdict");
+    }
+    return PostVerdict(ctx, task, tx);
+  }
+  if (saved.status().code() != StatusCode::kNotFound) return saved.status();
+  if (options_.lazy) {
+    reasons_[id] = kLazyReason;
+    SegmentsVerdict accept;
+    accept.verdict = proto::VERDICT_ACCEPT;
+    accept.reason = kLazyReason;
+    POLNODE_RETURN_IF_ERROR(SaveVerdict(ctx, task, LazyReportJson(task, ctx.pubkey(), accept), accept));
+    return HandleAssigned(ctx, task);
+  }
+  if (running_) return Status::Ok();  // one check at a time; this task waits its turn
+  auto failed = failures_.find(id);
+  if (failed != failures_.end() && std::chrono::steady_clock::now() < failed->second.retry_at) return Status::Ok();
+  StartCheck(ctx, task, segments);
+  return Status::Ok();
+}
+
+void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::int64_t> segments) {
+  ctx.log().Event("verifying", {{"task", consensus::ToHex(task.id())}, {"segments", JoinSegments(segments)}});
+  CheckRequest request;
+  request.task = task;
+  request.segments = std::move(segments);
+  request.cache_dir = ctx.home() + "/cache";
+  request.data = &data_;
+  request.backend = backend_.get();
+  request.ledger = &ctx.ledger();
+  running_.emplace(Running{task, std::async(std::launch::async, [request = std::move(request)] {
+                             return CheckCommittedProof(request);
+                           })});
+}
+
+Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, const proto::VerdictTx& tx) {
+  const std::string round = SlotOf(task, ctx.pubkey())->published() ? "-published" : "";
+  const std::string duty = "verdict-" + consensus::ToHex(task.id()) + round;
+  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
+  if (state != DutyState::kSent) return Status::Ok();
+  const std::string word = VerdictWord(tx.verdict());
+  ctx.metrics().Add("verdicts_" + word + "_total");
+  auto reason = reasons_.find(task.id());
+  std::string failed;
+  for (std::uint64_t s : tx.failed_segments()) failed += (failed.empty() ? "" : ",") + std::to_string(s);
+  ctx.log().Event("verdict", {{"task", consensus::ToHex(task.id())},
+                              {"verdict", word},
+                              {"failed", failed},
+                              {"reason", reason != reasons_.end() ? reason->second : "see the report"},
+                              {"report", consensus::ToHex(tx.report_hash())}});
+  return Status::Ok();
+}
+
+Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
+  std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
+  if (!duty) {
+    POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(task, data_));
+    DisputeParty party;
+    party.document = std::move(bound.document);
+    party.data = bound.data;
+    party.backend = dispute_backend_.get();
+    // The challenger of a reject looks first where this verifier's own replay looked.
+    const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
+    party.suspect_segments.assign(slot->failed_segments().begin(), slot->failed_segments().end());
+    party.cache_dir = ctx.home() + "/cache";
+    party.ledger = &ctx.ledger();
+    duty = std::make_unique<DisputeDuty>(std::move(party));
+  }
+  return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves
+}
+
+}  // namespace polnode::node

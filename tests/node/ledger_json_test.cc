@@ -1,0 +1,105 @@
+// The ledger API's JSON documents (ledger_json.h). The seeds of the ledger_client fuzz target are
+// answers of a real ledger (fuzz/targets/ledger_client.cc writes them), so writing their decoded
+// records again must give the same bytes: the API's output does not depend on who renders it.
+#include "polnode/rpc/ledger_json.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "polnode/consensus/hex.h"
+#include "polnode/rpc/json.h"
+#include "polnode/testing/status_matchers.h"
+
+namespace polnode::node {
+namespace {
+
+using polnode::testing::IsOk;
+
+// A seed of the ledger_client target without its first byte (which picks the decoder).
+std::string LedgerAnswer(const std::string& seed) {
+  const std::string path = std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/ledger_client/" + seed;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "missing seed " << path;
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  return bytes.empty() ? bytes : bytes.substr(1);
+}
+
+// The raw bytes of the answer's hex field `name`.
+std::string RawField(const std::string& json, const char* name) {
+  Result<rapidjson::Document> doc = ParseJson(json);
+  EXPECT_TRUE(doc.ok() && doc->HasMember(name) && (*doc)[name].IsString()) << json;
+  if (!doc.ok() || !doc->HasMember(name) || !(*doc)[name].IsString()) return "";
+  Result<std::vector<std::uint8_t>> bytes = consensus::HexToBytes((*doc)[name].GetString());
+  EXPECT_TRUE(bytes.ok());
+  return bytes.ok() ? std::string(bytes->begin(), bytes->end()) : "";
+}
+
+TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
+  const std::string task_json = LedgerAnswer("task");
+  Result<proto::Task> task = DecodeTask(task_json);
+  ASSERT_TRUE(IsOk(task));
+  EXPECT_EQ(TaskJson(*task), task_json);
+
+  for (const char* seed : {"tasks", "tasks-empty"}) {
+    const std::string page_json = LedgerAnswer(seed);
+    Result<contracts::TaskPage> page = DecodeTaskPage(page_json);
+    ASSERT_TRUE(IsOk(page)) << seed;
+    EXPECT_EQ(TaskPageJson(*page), page_json) << seed;
+  }
+
+  const std::string games_json = LedgerAnswer("games");
+  Result<contracts::TaskGames> games = DecodeTaskGames(games_json);
+  ASSERT_TRUE(IsOk(games));
+  EXPECT_EQ(TaskGamesJson(*games), games_json);
+}
+
+TEST(LedgerJsonTest, ParamsAccountAndStakesAreWrittenAsTheLedgerWroteThem) {
+  const std::string params_json = LedgerAnswer("params");
+  Result<proto::Params> params = DecodeParams(params_json);
+  ASSERT_TRUE(IsOk(params));
+  EXPECT_EQ(ParamsJson(*params), params_json);
+
+  const std::string account_json = LedgerAnswer("account");
+  Result<proto::Account> account = DecodeAccount(account_json);
+  ASSERT_TRUE(IsOk(account));
+  EXPECT_EQ(AccountJson(RawField(account_json, "pubkey"), *account), account_json);
+
+  for (const char* seed : {"stakes-solver", "stakes-verifier"}) {
+    const std::string stakes_json = LedgerAnswer(seed);
+    contracts::AccountStakes stakes;
+    for (auto [role, out] : {std::pair{proto::ROLE_SOLVER, &stakes.solver}, std::pair{proto::ROLE_VERIFIER, &stakes.verifier},
+                             std::pair{proto::ROLE_WHISTLEBLOWER, &stakes.whistleblower}}) {
+      Result<proto::StakeRecord> stake = DecodeStake(stakes_json, role);
+      ASSERT_TRUE(IsOk(stake)) << seed;
+      *out = *stake;
+    }
+    EXPECT_EQ(StakesJson(RawField(stakes_json, "pubkey"), stakes), stakes_json) << seed;
+  }
+}
+
+TEST(LedgerJsonTest, VerifiersJackpotAndSupply) {
+  proto::StakeRecord stake;
+  stake.set_bonded(700);
+  stake.set_locked(200);
+  EXPECT_EQ(VerifiersJson({}), R"({"verifiers":[]})");
+  EXPECT_EQ(VerifiersJson({contracts::VerifierStake{std::string(32, '\x01'), stake}}),
+            R"({"verifiers":[{"pubkey":")" + consensus::ToHex(std::string(32, '\x01')) +
+                R"(","bonded":700,"locked":200,"free":500,"unbonding":0}]})");
+  proto::Jackpot jackpot;
+  jackpot.set_pool(12);
+  EXPECT_EQ(JackpotJson(jackpot), R"({"pool":12})");
+  contracts::SupplyReport supply;
+  supply.genesis_supply = 700'000;
+  supply.balances = 699'000;
+  supply.escrow = 980;
+  supply.jackpot = 20;
+  EXPECT_EQ(SupplyJson(supply),
+            R"({"genesis_supply":700000,"balances":699000,"bonded":0,"unbonding":0,"escrow":980,"jackpot":20,)"
+            R"("total":700000,"balanced":true})");
+}
+
+}  // namespace
+}  // namespace polnode::node
