@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 # What each layer may include besides itself: DESIGN.md's arrows (everything -> base;
 # kernels <- solver <- verifier; proto <- consensus <- contracts; contracts -> kernels;
-# solver/verifier -> consensus; cli -> devnet -> roles -> rpc -> ledger -> (contracts, consensus,
+# solver/verifier -> consensus; econ -> contracts; cli -> econ; cli -> devnet -> roles -> rpc -> ledger -> (contracts, consensus,
 # solver, verifier)), followed to the end: a layer reaches what the layers below it reach.
 declare -A allowed=(
   [base]=""
@@ -26,11 +26,12 @@ declare -A allowed=(
   [contracts]="base proto consensus kernels"
   [solver]="base proto consensus kernels"
   [verifier]="base proto consensus kernels solver"
+  [econ]="base proto consensus kernels contracts"
   [node/ledger]="base proto consensus kernels contracts solver verifier"
   [node/rpc]="base proto consensus kernels contracts solver verifier node/ledger"
   [node/roles]="base proto consensus kernels contracts solver verifier node/ledger node/rpc"
   [node/devnet]="base proto consensus kernels contracts solver verifier node/ledger node/rpc node/roles"
-  [node/cli]="base proto consensus kernels contracts solver verifier node/ledger node/rpc node/roles node/devnet"
+  [node/cli]="base proto consensus kernels contracts solver verifier econ node/ledger node/rpc node/roles node/devnet"
 )
 libraries="${!allowed[*]}"
 
@@ -56,7 +57,7 @@ layer_of_include() {
   local lib=${inc#polnode/}
   lib=${lib%%/*}
   case "$lib" in
-    base | kernels | consensus | contracts | solver | verifier) echo "$lib" ;;
+    base | kernels | consensus | contracts | solver | verifier | econ) echo "$lib" ;;
     ledger | rpc | roles | devnet | cli) echo "node/$lib" ;;
     testing) echo tests/support ;;
     *) echo "unknown:$lib" ;;

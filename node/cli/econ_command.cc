@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
-#include "json.h"
+#include "polnode/cli/commands.h"
+#include "polnode/rpc/json.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/econ/sweep.h"
 

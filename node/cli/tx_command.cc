@@ -44,7 +44,8 @@ Result<std::string> OptionalHex(const FlagSet& flags, std::string_view name) {
 // A comma-separated list of segment numbers ("" for none).
 Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
   std::vector<std::uint64_t> out;
-  std::string_view text = flags.Get(name);
+  const std::string list = flags.Get(name);
+  std::string_view text = list;
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
     const std::string part(text.substr(0, comma));

@@ -333,7 +333,7 @@ std::string SolverRole::CommittedDir(const Claimed& claimed, bool forced) {
 }
 
 Result<std::string> SolverRole::CheckpointProof(const std::string& dir, std::uint64_t checkpoint) {
-  POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(dir));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir proof, solver::OpenProofDir(dir));
   const consensus::MerkleTree tree(proof.manifest.checkpoint_hashes);
   POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, tree.Prove(checkpoint));
   const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(path);
@@ -342,7 +342,7 @@ Result<std::string> SolverRole::CheckpointProof(const std::string& dir, std::uin
 
 Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, std::string_view task_id,
                                                  std::uint64_t checkpoint) {
-  POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(proof_dir));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir proof, solver::OpenProofDir(proof_dir));
   if (checkpoint >= proof.manifest.checkpoint_blobs.size()) {
     return Status::OutOfRange("the proof has no checkpoint " + std::to_string(checkpoint));
   }
@@ -452,8 +452,8 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       if (forced) {
         // The honest proof is the committed one with the final checkpoint replaced: both share the
         // final leaf's Merkle path.
-        POLNODE_ASSIGN_OR_RETURN(ProofDir committed, OpenProofDir(CommittedDir(*claimed, true)));
-        POLNODE_ASSIGN_OR_RETURN(ProofDir honest, OpenProofDir(CommittedDir(*claimed, false)));
+        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir committed, solver::OpenProofDir(CommittedDir(*claimed, true)));
+        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir honest, solver::OpenProofDir(CommittedDir(*claimed, false)));
         const std::uint64_t final_index = committed.manifest.checkpoint_hashes.size() - 1;
         tx.set_committed_final(Raw(committed.manifest.checkpoint_hashes.back()));
         tx.set_honest_final(Raw(honest.manifest.checkpoint_hashes.back()));

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "chain_harness.h"
+#include "polnode/testing/chain_harness.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/kernels/backend.h"

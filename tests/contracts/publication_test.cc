@@ -7,7 +7,7 @@
 #include "checkpoint_fixture.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/payloads.h"
-#include "task_flow.h"
+#include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
 namespace {

@@ -45,7 +45,7 @@ class VerificationJobTest : public ::testing::Test {
     task.set_status(proto::TASK_VERIFYING);
     task.set_solver(RawPubKey(solver_));
     task.set_proof_root(RawHash(proof.manifest.merkle_root));
-    task.set_proof_uri(server_.AddProof(proof.dir->path().string()));
+    task.set_proof_uri(server_.AddProof(proof.dir->path()));
     task.set_segment_beacon(RawHash(consensus::Sha256("beacon")));
     proto::VerifierSlot* slot = task.add_verifiers();
     slot->set_verifier(RawPubKey(verifier_));
@@ -200,7 +200,7 @@ TEST_F(VerificationJobTest, ForcedErrorIsRejectedAtTheFinalSegmentAndTheHonestFi
   const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   polnode::testing::TempDir forced_dir("forced-proof");
   Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest.dir->path().string(), forced_dir.path(), solver_);
+      MakeForcedErrorProof(honest.dir->path(), forced_dir.path(), solver_);
   ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   proto::Task task = TaskFor(honest);
   task.set_proof_root(RawHash(*forced_root));

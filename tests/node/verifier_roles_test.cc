@@ -187,7 +187,7 @@ class RolesTest : public ::testing::Test {
   }
 
   proto::Task TheTask() const {
-    Result<TaskPage> page = client_->Tasks(0, 1);
+    Result<contracts::TaskPage> page = client_->Tasks(0, 1);
     EXPECT_TRUE(page.ok() && page->tasks.size() == 1);
     return page.ok() && !page->tasks.empty() ? page->tasks[0] : proto::Task();
   }
@@ -280,7 +280,7 @@ class RolesTest : public ::testing::Test {
     party.ledger = &solver_ctx_->ledger();
     solver_duty_ = std::make_unique<DisputeDuty>(std::move(party));
     each_round_.push_back([this] {
-      Result<TaskPage> page = client_->Tasks(0, 1);
+      Result<contracts::TaskPage> page = client_->Tasks(0, 1);
       ASSERT_TRUE(page.ok()) << page.status().ToString();
       if (page->tasks.empty() || page->tasks[0].status() != proto::TASK_DISPUTED) return;
       Result<int> sent = solver_duty_->Poll(*solver_ctx_, page->tasks[0]);
@@ -343,7 +343,7 @@ class RolesTest : public ::testing::Test {
 TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAgain) {
   Daemon& verifier = AddVerifier(honest_, false, "honest");
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  SubmitClaimAndCommit(proof.dir->path().string());
+  SubmitClaimAndCommit(proof.dir->path());
   const std::string task_hex = consensus::ToHex(TheTask().id());
   const std::string report_path = verifier.home + "/reports/" + task_hex + ".json";
 
@@ -397,7 +397,7 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   const solver::TamperSpec cheat{37, 3, 0, 22};
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, cheat);
   SolverDefends(cheat);
-  SubmitClaimAndCommit(proof.dir->path().string());
+  SubmitClaimAndCommit(proof.dir->path());
   const std::string task_hex = consensus::ToHex(TheTask().id());
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
@@ -433,7 +433,7 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   EXPECT_EQ(task.disprover(), RawPubKey(honest_));
   EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_CHALLENGER_WON);
   EXPECT_EQ(task.challenges(0).game_result(), proto::GAME_NOT_PLAYED);
-  Result<GamesView> games = client_->Games(task.id());
+  Result<contracts::TaskGames> games = client_->Games(task.id());
   ASSERT_TRUE(games.ok());
   ASSERT_EQ(games->games.size(), 1u);
   EXPECT_FALSE(games->games[0].true_leaf().empty()) << "the referee ruled: " << games->games[0].ruling();
@@ -456,7 +456,7 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   // The solver serves its manifest but no checkpoint.
   std::filesystem::remove_all(proof.dir->File("blobs"));
   std::filesystem::create_directories(proof.dir->File("blobs"));
-  SubmitClaimAndCommit(proof.dir->path().string());
+  SubmitClaimAndCommit(proof.dir->path());
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
   proto::Task task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
@@ -471,7 +471,7 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   const testing::TinyProof copy = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   ASSERT_EQ(copy.manifest.merkle_root, proof.manifest.merkle_root);
   for (std::uint64_t checkpoint : required) {
-    Result<std::vector<proto::PublishTx>> txs = PublishTxs(copy.dir->path().string(), task.id(), checkpoint);
+    Result<std::vector<proto::PublishTx>> txs = PublishTxs(copy.dir->path(), task.id(), checkpoint);
     ASSERT_TRUE(txs.ok()) << txs.status().ToString();
     for (const proto::PublishTx& tx : *txs) SendAndCommit(solver_, contracts::payload::kPublish, tx);
   }
@@ -505,7 +505,7 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   const testing::TinyProof honest_proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   polnode::testing::TempDir forced_dir("roles-forced");
   Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest_proof.dir->path().string(), forced_dir.path(), solver_);
+      MakeForcedErrorProof(honest_proof.dir->path(), forced_dir.path(), solver_);
   ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   SolverDefends(std::nullopt);
   SubmitClaimAndCommit(forced_dir.path());
