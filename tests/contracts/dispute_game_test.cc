@@ -34,6 +34,7 @@ struct Plan {
   bool lie_about_inputs = false;  // its step tree gets a wrong state-input or batch leaf
   std::int64_t silent_from = -1;  // from this round on it posts nothing (-1: never silent)
   std::optional<proto::GamePhase> silent_in;  // it posts nothing once the game is in this phase
+  bool hide_in_padding = false;  // its story is honest but for a value hidden in relu's block-tree padding
 };
 
 // The solver defends its proof in every scenario; the challenger is a rejecting verifier (the
@@ -185,7 +186,12 @@ class GameRunner {
     open->set_end_hash(HashBytes(world_.Checkpoint(proof_, segment + 1)));
     open->set_end_proof(world_.CheckpointProof(proof_, segment + 1));
     std::string claimed = HashBytes(world_.Checkpoint(view, segment + 1));
-    if (!honest && (Lies() || claimed == open->end_hash())) claimed = RandomHash();
+    if (!honest && dishonest_plan_.hide_in_padding) {
+      // k = 1: the segment is the step, and the state after it names the doctored tensor.
+      claimed = HashBytes(world_.HideInPadding(view[segment], segment).state_after);
+    } else if (!honest && (Lies() || claimed == open->end_hash())) {
+      claimed = RandomHash();
+    }
     open->set_claimed_end_hash(claimed);
     return move;
   }
@@ -194,6 +200,7 @@ class GameRunner {
   consensus::GameTree StepTree(const proto::DisputeGame& game, bool honest) {
     const std::uint64_t step = game.first_step() + game.lo();
     std::vector<Hash256> leaves = world_.Leaves(View(honest)[step], step, ViewTamper(honest));
+    if (!honest && dishonest_plan_.hide_in_padding) leaves[6] = world_.HideInPadding(View(false)[step], step).tensor_hash;
     if (!honest) {
       const proto::GameSide& side = Raw(dishonest_) == game.challenger().key() ? game.challenger() : game.defender();
       std::copy(side.hi_hash().begin(), side.hi_hash().end(), leaves.back().begin());
@@ -247,8 +254,12 @@ class GameRunner {
         const bool first = side.block_root().empty();
         const std::uint32_t level = first ? world_.TileDepth(game.leaf()) : game.tile_level();
         proto::DisputeMoveTx move = Move(game);
-        *move.mutable_tile() = world_.TileMoveFor(View(honest)[step], step, game.leaf(), level, first ? 0 : game.tile(),
-                                                  first, ViewTamper(honest));
+        *move.mutable_tile() =
+            !honest && dishonest_plan_.hide_in_padding
+                ? world_.TileMoveFromTree(world_.HideInPadding(View(false)[step], step).tree, game.leaf(), level,
+                                          first ? 0 : game.tile(), first)
+                : world_.TileMoveFor(View(honest)[step], step, game.leaf(), level, first ? 0 : game.tile(), first,
+                                     ViewTamper(honest));
         if (!honest && Lies()) {
           // A root that does not give its leaf, or children that do not give its node: refused.
           if (first && rng_() % 2 == 0) {
@@ -666,6 +677,26 @@ void ExpectRefused(GameRunner& runner, const std::vector<std::tuple<PubKey, prot
     if (std::getenv("POLNODE_SHOW_REFUSALS")) std::cout << std::get<3>(moves[i]) << " -> " << result.tx_results[i].log << "\n";
   }
   EXPECT_EQ(runner.Game().SerializeAsString(), before) << "a refused move changed the game";
+}
+
+// A party that hides a value where nobody computes one, in the padding of an output's block tree
+// (so its tensor hash differs from the honest one while every block agrees), is led to that
+// padding block, whose value the referee knows without evidence: the all-zero hash.
+TEST(DisputeGame, AValueHiddenInBlockTreePaddingLosesAtTheReferee) {
+  Plan liar{false, std::nullopt, 0, false, -1, {}};
+  liar.hide_in_padding = true;
+  GameRunner runner(Scenario::kLazyVerifierRejectedHonest, 1, 1, std::nullopt, liar, 9);
+  const Outcome outcome = runner.Play();
+  const proto::DisputeGame& game = outcome.game;
+  EXPECT_TRUE(outcome.honest_won) << game.ruling();
+  EXPECT_EQ(game.leaf(), 6u);
+  EXPECT_EQ(game.tile(), 15u);  // relu's 10 blocks, padded to 16
+  EXPECT_EQ(game.true_leaf(), std::string(32, '\0'));
+  EXPECT_FALSE(game.forfeit());
+  EXPECT_EQ(outcome.task.outcome(), proto::OUTCOME_ACCEPTED);
+  Result<GameAudit> audit = AuditGame(runner.flow().chain.params(), outcome.task, game);
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
 }
 
 TEST(DisputeGame, MalformedTileMovesAreRefusedWithAReasonAndChangeNothing) {

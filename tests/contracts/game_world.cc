@@ -257,12 +257,21 @@ std::uint32_t GameWorld::TileDepth(std::uint64_t leaf) const {
   return consensus::GameTreeDepth(BlockGrid::Of(dims).block_count());
 }
 
-proto::TileMove GameWorld::TileMoveFor(const WorldState& before, std::uint64_t step, std::uint64_t leaf,
-                                       std::uint32_t level, std::uint64_t index, bool first_round,
-                                       const std::optional<Tamper>& tamper) const {
-  const StepValues v = RunStep(before, step, tamper);
-  const kernels::Tensor& out = v.Leaf(leaf);
-  const consensus::TensorBlockTree blocks(out.shape(), out.values());
+GameWorld::HiddenInPadding GameWorld::HideInPadding(const WorldState& before, std::uint64_t step) const {
+  const StepValues v = RunStep(before, step, std::nullopt);
+  const kernels::Tensor& relu = v.outputs[1];
+  std::vector<Hash256> leaves = consensus::TensorBlockLeaves(relu.shape(), relu.values());
+  leaves.resize(std::uint64_t{1} << consensus::GameTreeDepth(leaves.size()), Hash256{});
+  leaves.back()[0] = 0x5A;  // a value nobody computes, where the honest tree has the all-zero hash
+  consensus::GameTree tree(leaves);
+  const Hash256 tensor = consensus::TensorHashFromBlockRoot(relu.shape(), tree.root());
+  const std::vector<std::string> names = {"w", "b", "v"};
+  const std::vector<Hash256> hashes = {tensor, TensorHash(v.outputs[3]), TensorHash(v.outputs[4])};
+  return {std::move(tree), tensor, consensus::StateHashFromTensorHashes(step + 1, names, hashes)};
+}
+
+proto::TileMove GameWorld::TileMoveFromTree(const consensus::GameTree& tree, std::uint64_t leaf, std::uint32_t level,
+                                            std::uint64_t index, bool first_round) const {
   proto::TileMove move;
   if (first_round) {
     const int node = NodeOfLeaf(leaf);
@@ -272,12 +281,21 @@ proto::TileMove GameWorld::TileMoveFor(const WorldState& before, std::uint64_t s
         consensus::SerializeMerkleProof(*consensus::MerkleTree(hashes).Prove(static_cast<std::uint64_t>(node)));
     move.set_node_descriptor(descriptor_bytes_[static_cast<std::size_t>(node)]);
     move.set_node_descriptor_proof(std::string(proof.begin(), proof.end()));
-    move.set_block_root(HashBytes(blocks.root()));
-    if (blocks.tree()->depth() == 0) return move;
+    move.set_block_root(HashBytes(tree.root()));
+    if (tree.depth() == 0) return move;
   }
-  move.set_left(HashBytes(*blocks.tree()->Node(level - 1, 2 * index)));
-  move.set_right(HashBytes(*blocks.tree()->Node(level - 1, 2 * index + 1)));
+  move.set_left(HashBytes(*tree.Node(level - 1, 2 * index)));
+  move.set_right(HashBytes(*tree.Node(level - 1, 2 * index + 1)));
   return move;
+}
+
+proto::TileMove GameWorld::TileMoveFor(const WorldState& before, std::uint64_t step, std::uint64_t leaf,
+                                       std::uint32_t level, std::uint64_t index, bool first_round,
+                                       const std::optional<Tamper>& tamper) const {
+  const StepValues v = RunStep(before, step, tamper);
+  const kernels::Tensor& out = v.Leaf(leaf);
+  const consensus::TensorBlockTree blocks(out.shape(), out.values());
+  return TileMoveFromTree(*blocks.tree(), leaf, level, index, first_round);
 }
 
 Hash256 GameWorld::ChainHash(const WorldState& before, std::uint64_t step, std::uint64_t leaf, std::uint64_t tile,

@@ -88,6 +88,20 @@ class GameWorld {
   /// block tree of operator-output leaf `leaf`; the first round adds descriptor, proof and root.
   proto::TileMove TileMoveFor(const WorldState& before, std::uint64_t step, std::uint64_t leaf, std::uint32_t level,
                               std::uint64_t index, bool first_round, const std::optional<Tamper>& tamper) const;
+  /// A party hiding a value in the padding of relu's block tree (leaf 6, the new w): the honest
+  /// output's block leaves, padded, with the last padding leaf set to a non-zero hash; the tensor
+  /// hash that tree gives, and the state hash after the step it leads to.
+  struct HiddenInPadding {
+    consensus::GameTree tree;
+    consensus::Hash256 tensor_hash{};
+    consensus::Hash256 state_after{};
+  };
+  HiddenInPadding HideInPadding(const WorldState& before, std::uint64_t step) const;
+
+  /// The tile move for node (level, index) of a given block tree of leaf `leaf`'s output.
+  proto::TileMove TileMoveFromTree(const consensus::GameTree& tree, std::uint64_t leaf, std::uint32_t level,
+                                   std::uint64_t index, bool first_round) const;
+
   /// The block-tree depth of leaf `leaf`'s output.
   std::uint32_t TileDepth(std::uint64_t leaf) const;
 
