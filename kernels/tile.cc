@@ -524,20 +524,45 @@ Status TileKernel::Advance(const GridRect& tile, std::span<const TileSource* con
       return Status::Ok();
     }
     case Op::kConv2d3x3GradWeight: {
+      // Unit by unit (one image row (n, h)), the rows every element of the tile reads are gathered
+      // once: dY[n, o, h, :] per output channel o and X[n, ci, h + kh - 1, :] (zero-padded at
+      // both ends) per (ci, kh); each element's chain then continues over w in order.
       const int64_t ci_size = s[0][1], height = s[0][2], width = s[0][3], co_size = s[1][1];
+      const std::vector<int64_t> os = DistinctOfRows(tile, [&](int64_t r) { return r / (3 * ci_size); });
+      const std::vector<int64_t> ci_kh = DistinctOfRows(tile, [&](int64_t r) { return r % (3 * ci_size); });
+      auto index_of = [](const std::vector<int64_t>& v, int64_t x) {
+        return static_cast<std::size_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+      };
+      std::vector<std::size_t> row_o, row_x;  // per tile row: its o's and (ci, kh)'s gathered row
       for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
-        const int64_t o = r / (3 * ci_size), ci = (r / 3) % ci_size, kh = r % 3;
-        for (int64_t kw = tile.col_begin; kw < tile.col_end; ++kw) {
-          float& x = acc[(r - tile.row_begin) * cols + (kw - tile.col_begin)];
-          for (int64_t u = lo; u < hi; ++u) {
-            const int64_t n = u / height, h = u % height, ih = h + kh - 1;
-            const int64_t dy_base = ((n * co_size + o) * height + h) * width;
-            const int64_t x_base = ((n * ci_size + ci) * height + ih) * width;
-            for (int64_t w = 0; w < width; ++w) {
-              const int64_t iw = w + kw - 1;
-              const float xv = ih < 0 || ih >= height || iw < 0 || iw >= width ? 0.0f : in[0]->At(x_base + iw);
-              x = std::fma(in[1]->At(dy_base + w), xv, x);
-            }
+        row_o.push_back(index_of(os, r / (3 * ci_size)));
+        row_x.push_back(index_of(ci_kh, r % (3 * ci_size)));
+      }
+      const int64_t padded = width + 2;
+      std::vector<float> dy(os.size() * static_cast<std::size_t>(width));
+      std::vector<float> xr(ci_kh.size() * static_cast<std::size_t>(padded), 0.0f);
+      for (int64_t u = lo; u < hi; ++u) {
+        const int64_t n = u / height, h = u % height;
+        for (std::size_t a = 0; a < os.size(); ++a) {
+          const int64_t base = ((n * co_size + os[a]) * height + h) * width;
+          for (int64_t w = 0; w < width; ++w) dy[a * width + w] = in[1]->At(base + w);
+        }
+        for (std::size_t b = 0; b < ci_kh.size(); ++b) {
+          const int64_t ci = ci_kh[b] / 3, ih = h + ci_kh[b] % 3 - 1;
+          float* row = xr.data() + b * padded;
+          for (int64_t w = 0; w < width; ++w) {
+            row[w + 1] = ih < 0 || ih >= height ? 0.0f : in[0]->At(((n * ci_size + ci) * height + ih) * width + w);
+          }
+        }
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* d = dy.data() + row_o[static_cast<std::size_t>(i)] * width;
+          const float* x_row = xr.data() + row_x[static_cast<std::size_t>(i)] * padded;
+          for (int64_t j = 0; j < cols; ++j) {
+            const int64_t kw = tile.col_begin + j;
+            float x = acc[i * cols + j];
+            // Xpad[n, ci, h + kh - 1, w + kw - 1] sits at x_row[w + kw]; padded taps read +0.0f.
+            for (int64_t w = 0; w < width; ++w) x = std::fma(d[w], x_row[w + kw], x);
+            acc[i * cols + j] = x;
           }
         }
       }
