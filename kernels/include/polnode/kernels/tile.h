@@ -30,6 +30,13 @@
 // order, which a view does not change) that Advance over units [lo, hi) and, when hi == units(),
 // Finish may read; nothing else is read. Index inputs (labels, pooling taps) are checked where a
 // tile reads them.
+//
+// A new operator (the transformer's) needs its case in every switch here (shapes, units, Reads,
+// Advance or Finish) and in tests/kernels/tile_test.cc; until then Create refuses it, and a game
+// whose disputed leaf is its output cannot be refereed (the first tile move is refused, so both
+// parties forfeit). Keep its units small enough that one unit of one 64 x 64 tile fits a ruling
+// (contracts/ruling.h): a softmax row is one unit of the loss, a reduction over many rows is a
+// unit per row.
 #ifndef POLNODE_KERNELS_TILE_H_
 #define POLNODE_KERNELS_TILE_H_
 
