@@ -8,6 +8,7 @@
 #include "polnode/block.pb.h"
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/consensus/vrf.h"
 
 namespace polnode::consensus {
 namespace {
@@ -67,14 +68,37 @@ Hash256 BlockHash(const BlockHeader& header) {
   w.Fixed(header.state_root);
   w.I64(header.time_unix_ms);
   w.Fixed(header.producer);
+  w.Fixed(header.randomness);
+  w.Fixed(header.randomness_proof);
   return w.Finalize();
 }
 
-Hash256 BlockRandomness(const Hash256& prev_hash) {
+Hash256 BeaconInput(std::string_view chain_id, std::uint64_t height, const Hash256& prev_randomness) {
   HashWriter w;
-  w.String("polnode/block-randomness/v1");
-  w.Fixed(prev_hash);
+  w.String("polnode/beacon-input/v1");
+  w.String(chain_id);
+  w.U64(height);
+  w.Fixed(prev_randomness);
   return w.Finalize();
+}
+
+Status SetBlockRandomness(const SecretKey& key, BlockHeader& header, const Hash256& prev_randomness) {
+  const Hash256 alpha = BeaconInput(header.chain_id, header.height, prev_randomness);
+  POLNODE_ASSIGN_OR_RETURN(header.randomness_proof, VrfProve(key, alpha));
+  POLNODE_ASSIGN_OR_RETURN(header.randomness, VrfVerify(key.PublicKey(), alpha, header.randomness_proof));
+  return Status::Ok();
+}
+
+Status VerifyBlockRandomness(const BlockHeader& header, const Hash256& prev_randomness) {
+  Result<XOnlyPublicKey> producer = XOnlyPublicKey::FromBytes(header.producer);
+  if (!producer.ok()) return Status::Corruption("block " + std::to_string(header.height) + ": invalid producer key");
+  Result<Hash256> beta = VrfVerify(*producer, BeaconInput(header.chain_id, header.height, prev_randomness),
+                                   header.randomness_proof);
+  if (!beta.ok() || *beta != header.randomness) {
+    return Status::Corruption("block " + std::to_string(header.height) +
+                              ": its randomness is not the producer's VRF output on the beacon input");
+  }
+  return Status::Ok();
 }
 
 Status SignBlockHeader(const SecretKey& key, BlockHeader& header) {
@@ -118,6 +142,8 @@ Result<std::string> EncodeBlock(const Block& block) {
   h->set_time_unix_ms(block.header.time_unix_ms);
   SetFixed(h->mutable_producer(), block.header.producer);
   SetFixed(h->mutable_signature(), block.header.signature);
+  SetFixed(h->mutable_randomness(), block.header.randomness);
+  SetFixed(h->mutable_randomness_proof(), block.header.randomness_proof);
   for (const std::string& tx : block.txs) message.add_txs(tx);
   std::string out;
   if (!SerializeDeterministic(message, &out)) return Status::Internal("protobuf failed to serialize a Block");
@@ -151,6 +177,8 @@ Result<Block> DecodeBlock(std::span<const std::uint8_t> bytes) {
   block.header.time_unix_ms = h.time_unix_ms();
   POLNODE_RETURN_IF_ERROR(CopyFixed("producer", h.producer(), block.header.producer));
   POLNODE_RETURN_IF_ERROR(CopyFixed("signature", h.signature(), block.header.signature));
+  POLNODE_RETURN_IF_ERROR(CopyFixed("randomness", h.randomness(), block.header.randomness));
+  POLNODE_RETURN_IF_ERROR(CopyFixed("randomness_proof", h.randomness_proof(), block.header.randomness_proof));
   block.txs.assign(message.txs().begin(), message.txs().end());
   // Canonical form: re-encoding must reproduce the input, so a block has one byte form.
   POLNODE_ASSIGN_OR_RETURN(std::string canonical, EncodeBlock(block));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/state_root.h"
 
 namespace polnode::consensus {
@@ -191,8 +192,8 @@ Result<std::optional<std::string>> ChainStore::GetState(std::string_view key) co
   {
     std::shared_lock<std::shared_mutex> lock(state_mu_);
     if (state_) {
-      auto it = state_->find(key);
-      return it == state_->end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+      const std::optional<std::string_view> value = state_->Get(key);
+      return value ? std::optional<std::string>(*value) : std::optional<std::string>();
     }
   }
   return GetOptional(db_.get(), rocksdb::ReadOptions(), StateKey(key));
@@ -207,13 +208,14 @@ Status ChainStore::LoadState() const {
   if (state_) return Status::Ok();
   // A Write racing with this scan applies its delta to the loaded map afterwards (it waits for
   // the lock); puts and deletes are idempotent, so the map is right whether or not the scan saw it.
-  StateMap loaded;
+  StateTree loaded;
   static const StateDelta kNoPending;
   POLNODE_RETURN_IF_ERROR(MergedScan(db_.get(), rocksdb::ReadOptions(), "", kNoPending,
                                      [&](std::string_view k, std::string_view v) {
-                                       loaded.emplace_hint(loaded.end(), k, v);
+                                       loaded.Set(k, v);
                                        return true;
                                      }));
+  loaded.Rehash();
   state_ = std::move(loaded);
   return Status::Ok();
 }
@@ -225,22 +227,7 @@ Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending,
 Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
   POLNODE_RETURN_IF_ERROR(LoadState());
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  StateRootBuilder builder;
-  // Merge the committed pairs with `pending` (a pending value replaces the committed one, a
-  // pending delete hides it), both in ascending key order.
-  auto c = state_->begin();
-  auto p = pending.begin();
-  while (c != state_->end() || p != pending.end()) {
-    if (p == pending.end() || (c != state_->end() && c->first < p->first)) {
-      builder.Add(c->first, c->second);
-      ++c;
-      continue;
-    }
-    if (c != state_->end() && c->first == p->first) ++c;
-    if (p->second) builder.Add(p->first, *p->second);
-    ++p;
-  }
-  return builder.Finish();
+  return state_->RootWith(pending);
 }
 
 Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
@@ -253,7 +240,7 @@ Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
 Result<TxLocation> ChainStore::FindTx(const Hash256& tx_id) const {
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
                            GetOptional(db_.get(), rocksdb::ReadOptions(), TxKey(tx_id)));
-  if (!bytes) return Status::NotFound("transaction " + HashToHex(tx_id) + " is not in any block");
+  if (!bytes) return Status::NotFound("transaction " + ToHex(tx_id) + " is not in any block");
   const std::string_view record(*bytes);
   if (record.size() < 12) return Status::Corruption("chain store: tx index record malformed");
   TxLocation loc{GetBe(record, 8), static_cast<std::uint32_t>(GetBe(record.substr(8), 4)), std::nullopt};
@@ -328,13 +315,10 @@ Status ChainStore::Write(PreparedCommit commit) {
   {
     std::unique_lock<std::shared_mutex> state_lock(state_mu_);
     if (state_) {
-      for (auto& [key, value] : commit.delta_) {
-        if (value) {
-          state_->insert_or_assign(key, std::move(*value));
-        } else if (auto it = state_->find(key); it != state_->end()) {
-          state_->erase(it);
-        }
+      for (const auto& [key, value] : commit.delta_) {
+        state_->Set(key, value ? std::optional<std::string_view>(*value) : std::nullopt);
       }
+      state_->Rehash();
     }
   }
   tip_ = commit.new_tip_;

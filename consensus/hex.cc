@@ -25,7 +25,7 @@ Status DecodeInto(std::string_view hex, std::span<std::uint8_t> out) {
 
 }  // namespace
 
-std::string BytesToHex(std::span<const std::uint8_t> bytes) {
+std::string ToHex(std::span<const std::uint8_t> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * bytes.size());
@@ -34,6 +34,10 @@ std::string BytesToHex(std::span<const std::uint8_t> bytes) {
     out.push_back(kDigits[b & 0xf]);
   }
   return out;
+}
+
+std::string ToHex(std::string_view raw) {
+  return ToHex(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
 }
 
 Result<std::vector<std::uint8_t>> HexToBytes(std::string_view hex) {

@@ -90,7 +90,7 @@ Status WriteTemporary(const std::string& tmp, const SecretKey& key) {
   std::string text;
   text.reserve(2 * key.bytes().size() + 1);
   {
-    std::string hex = BytesToHex(key.bytes());
+    std::string hex = ToHex(key.bytes());
     text.append(hex);
     OPENSSL_cleanse(hex.data(), hex.size());
   }
@@ -120,7 +120,7 @@ Status WriteKeyFile(const std::string& path, const SecretKey& key) {
   if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
     return Status::Unavailable("OpenSSL's random generator failed");
   }
-  const std::string tmp = path + ".tmp-" + BytesToHex(nonce);
+  const std::string tmp = path + ".tmp-" + ToHex(nonce);
   Status written = WriteTemporary(tmp, key);
   if (!written.ok()) {
     ::unlink(tmp.c_str());

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "secp_context.h"
+
 namespace polnode::consensus {
 namespace {
 
@@ -21,11 +23,23 @@ void Wipe(T& secret) {
   OPENSSL_cleanse(&secret, sizeof(secret));
 }
 
+const secp256k1_context* Context() { return SecpContext(); }
+
+static_assert(sizeof(secp256k1_xonly_pubkey) == 64, "XOnlyPublicKey::parsed_ holds a secp256k1_xonly_pubkey");
+
+// A keypair that wipes itself: it holds the secret key too.
+struct ScopedKeypair {
+  secp256k1_keypair keypair{};
+  ~ScopedKeypair() { Wipe(keypair); }
+};
+
+}  // namespace
+
 // The shared context. Randomization blinds the secret-dependent computations in signing and
 // key derivation against timing and power side channels; it needs 32 fresh random bytes once.
 // Without a working CSPRNG no key could be generated safely either, so that failure aborts
 // instead of continuing with an unblinded context.
-const secp256k1_context* Context() {
+const secp256k1_context* SecpContext() {
   static secp256k1_context* const context = [] {
     secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
     std::array<unsigned char, 32> seed{};
@@ -39,16 +53,6 @@ const secp256k1_context* Context() {
   }();
   return context;
 }
-
-static_assert(sizeof(secp256k1_xonly_pubkey) == 64, "XOnlyPublicKey::parsed_ holds a secp256k1_xonly_pubkey");
-
-// A keypair that wipes itself: it holds the secret key too.
-struct ScopedKeypair {
-  secp256k1_keypair keypair{};
-  ~ScopedKeypair() { Wipe(keypair); }
-};
-
-}  // namespace
 
 Result<XOnlyPublicKey> XOnlyPublicKey::FromBytes(std::span<const std::uint8_t, 32> bytes) {
   secp256k1_xonly_pubkey parsed;

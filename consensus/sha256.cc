@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "polnode/consensus/hex.h"
+
 namespace polnode::consensus {
 namespace {
 
@@ -11,13 +13,6 @@ namespace {
 // be handled meaningfully by a caller, so they abort instead of returning a digest of garbage.
 void CheckEvp(int rc) {
   if (rc != 1) std::abort();
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // SHA-256 fetched from the default provider once. EVP_sha256() hands OpenSSL 3 a name to look up
@@ -74,28 +69,12 @@ Hash256 Sha256(std::string_view data) {
   return Sha256(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
 }
 
-std::string HashToHex(const Hash256& hash) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(64);
-  for (std::uint8_t b : hash) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
-  }
-  return out;
-}
-
 Result<Hash256> HashFromHex(std::string_view hex) {
   if (hex.size() != 64) {
     return Status::InvalidArgument("a hash is 64 hex characters, got " + std::to_string(hex.size()));
   }
   Hash256 out{};
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return Status::InvalidArgument("non-hex character in hash");
-    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
+  if (!HexToFixed(hex, out).ok()) return Status::InvalidArgument("non-hex character in hash");
   return out;
 }
 

@@ -85,6 +85,19 @@ void OrderNoncesPerSigner(std::vector<VerifiedTx>& txs) {
 
 }  // namespace
 
+bool Application::Matches(const PreparedExecution& prepared, const BlockContext& context,
+                          std::span<const VerifiedTx> txs) {
+  const BlockContext& p = prepared.context;
+  if (p.height != context.height || p.time_unix_ms != context.time_unix_ms || p.randomness != context.randomness ||
+      p.proposer != context.proposer || prepared.tx_hashes.size() != txs.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < txs.size(); ++i) {
+    if (prepared.tx_hashes[i] != txs[i].tx_hash) return false;
+  }
+  return true;
+}
+
 Status Application::InitChain(const proto::GenesisSpec& genesis, StateStore& state) const {
   POLNODE_ASSIGN_OR_RETURN(auto existing, state.Get(kChainIdKey));
   if (existing.has_value()) return Status::FailedPrecondition("the store already holds a genesis");
@@ -140,22 +153,35 @@ Status Application::CheckTx(const VerifiedTx& tx, const StateStore& state) const
   return Status::Ok();
 }
 
+Result<std::uint64_t> Application::NextNonce(const StateStore& state, const PubKey& signer) const {
+  POLNODE_ASSIGN_OR_RETURN(proto::Account account,
+                           LoadAccount(state, std::string_view(reinterpret_cast<const char*>(signer.data()), signer.size())));
+  return account.nonce();
+}
+
 Result<std::vector<VerifiedTx>> Application::PrepareProposal(std::vector<VerifiedTx> candidates,
                                                              const BlockContext& context, const StateStore& state,
                                                              const ProposalLimits& limits) const {
   POLNODE_ASSIGN_OR_RETURN(ChainFacts facts, LoadChainFacts(state));
   OrderNoncesPerSigner(candidates);
   OverlayStateStore scratch(state);
+  PreparedExecution prepared;
+  prepared.context = context;
   std::vector<VerifiedTx> chosen;
   std::uint64_t bytes = 0;
   for (VerifiedTx& tx : candidates) {
     if (chosen.size() >= limits.max_txs) break;
     if (WireSize(tx) > limits.max_bytes - bytes) continue;
     POLNODE_ASSIGN_OR_RETURN(TxResult result, ExecuteTx(context, facts, tx, scratch));
+    // A tx whose ante failed wrote nothing, so the scratch holds exactly the chosen txs' effects.
     if (!result.fee_charged) continue;
     bytes += WireSize(tx);
+    prepared.tx_hashes.push_back(tx.tx_hash);
+    prepared.results.push_back(std::move(result));
     chosen.push_back(std::move(tx));
   }
+  prepared.writes = scratch.TakeWrites();
+  prepared_ = std::move(prepared);
   return chosen;
 }
 
@@ -185,10 +211,17 @@ Result<BlockResult> Application::FinalizeBlock(const BlockContext& context, std:
                                       std::to_string(last_height));
   }
   BlockResult result;
-  result.tx_results.reserve(txs.size());
-  for (const VerifiedTx& tx : txs) {
-    POLNODE_ASSIGN_OR_RETURN(TxResult tx_result, ExecuteTx(context, facts, tx, state));
-    result.tx_results.push_back(std::move(tx_result));
+  std::optional<PreparedExecution> prepared = std::exchange(prepared_, std::nullopt);
+  if (prepared && Matches(*prepared, context, txs)) {
+    // The proposal this node prepared: its execution is this block's.
+    OverlayStateStore::Apply(std::move(prepared->writes), state);
+    result.tx_results = std::move(prepared->results);
+  } else {
+    result.tx_results.reserve(txs.size());
+    for (const VerifiedTx& tx : txs) {
+      POLNODE_ASSIGN_OR_RETURN(TxResult tx_result, ExecuteTx(context, facts, tx, state));
+      result.tx_results.push_back(std::move(tx_result));
+    }
   }
   ExecContext end_block{context, facts.params, state, result.end_block_events};
   Status due = ProcessDue(end_block);

@@ -38,6 +38,7 @@ Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   w.U64(spec.step_leaf_count());
   w.U32(spec.state_tensor_count());
   w.Bool(spec.tolerant());
+  w.Bytes(Span(spec.initial_state_hash()));
   return w.Finalize();
 }
 
@@ -71,12 +72,14 @@ bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::s
   return Leading64(w.Finalize()) % rate == 0;
 }
 
-Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root) {
+Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root,
+                      std::string_view submitter_seed) {
   consensus::HashWriter w;
-  w.String("polnode/segment-beacon/v1");
+  w.String("polnode/segment-beacon/v2");
   w.Fixed(block_randomness);
   w.Bytes(Span(task_id));
   w.Bytes(Span(proof_root));
+  w.Bytes(Span(submitter_seed));
   return w.Finalize();
 }
 

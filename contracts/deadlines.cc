@@ -8,6 +8,7 @@
 #include "records.h"
 #include "settlement.h"
 #include "staking.h"
+#include "task_ops.h"
 #include "tasks.h"
 #include "verification.h"
 
@@ -41,6 +42,8 @@ Status ProcessTaskEntry(ExecContext& ctx, const proto::DueEntry& entry) {
       return OnGameDeadline(ctx, task);
     case proto::DUE_PUBLISH_DEADLINE:
       return OnPublishDeadline(ctx, task);
+    case proto::DUE_PRUNE:
+      return OnPrune(ctx, task);
     default:
       return Status::Corruption("a due entry has an unknown kind");
   }

@@ -75,6 +75,10 @@ Status Dispatch(const VerifiedTx& tx, const proto::Params& params, ExecContext* 
     return Run<proto::DisputeTx>(tx, params, ctx,
                                  [&](ExecContext& c, const auto& m) { return ExecuteDispute(c, signer, m); });
   }
+  if (type == payload::kRevealSeed) {
+    return Run<proto::SeedRevealTx>(tx, params, ctx,
+                                    [&](ExecContext& c, const auto& m) { return ExecuteRevealSeed(c, signer, m); });
+  }
   if (type == payload::kPublish) {
     return Run<proto::PublishTx>(tx, params, ctx,
                                  [&](ExecContext& c, const auto& m) { return ExecutePublish(c, signer, m); });

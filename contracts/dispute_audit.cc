@@ -33,6 +33,10 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
   if (!known || recorded.task_id() != task.id()) {
     return Status::InvalidArgument("the game names no claim of this task");
   }
+  if (recorded.pruned()) {
+    return Status::FailedPrecondition("the game's moves were pruned after the audit window (task settled at height " +
+                                      std::to_string(task.settle_height()) + "); replay it from an archive node");
+  }
   // A scratch store: the game's deadlines are scheduled into it and thrown away.
   MemoryStateStore scratch;
   std::vector<Event> events;

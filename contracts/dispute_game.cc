@@ -371,7 +371,7 @@ Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& g
                std::to_string(game.chain_units());
     }
   }
-  effect.ruling = where + ": the referee computed " + consensus::HashToHex(truth) + ", " +
+  effect.ruling = where + ": the referee computed " + consensus::ToHex(truth) + ", " +
                   (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
                   " value";
   return effect;

@@ -60,6 +60,8 @@ proto::Params DefaultParams() {
   p.set_max_challengers(8);
   p.set_max_total_steps(std::uint64_t{1} << 40);
   p.set_max_segments(std::uint64_t{1} << 20);
+  p.set_seed_reveal_window(30);
+  p.set_audit_window(50'000);
   return p;
 }
 
@@ -90,6 +92,9 @@ Status ValidateParams(const proto::Params& p) {
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_verification_rounds(), 1, "max_verification_rounds"));
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_total_steps(), 1, "max_total_steps"));
   POLNODE_RETURN_IF_ERROR(CheckAtLeast(p.max_segments(), 1, "max_segments"));
+  if (p.seed_reveal_window() <= p.beacon_delay()) {
+    return Status::InvalidArgument("params.seed_reveal_window must exceed beacon_delay");
+  }
   if (p.max_total_steps() > (std::uint64_t{1} << 48) || p.max_segments() > (std::uint64_t{1} << 32)) {
     // Segment and step counts are multiplied and offset in the game; these bounds keep every such
     // sum far from wrapping.

@@ -1,9 +1,6 @@
 #include "keys.h"
 
 #include <cstdio>
-#include <span>
-
-#include "polnode/consensus/hex.h"
 
 namespace polnode::contracts {
 namespace {
@@ -16,11 +13,6 @@ std::string FixedHex64(std::uint64_t value) {
 }
 
 }  // namespace
-
-std::string ToHex(std::string_view raw) {
-  return consensus::BytesToHex(
-      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
 
 std::string_view RoleName(proto::Role role) {
   switch (role) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 
 namespace polnode::contracts {
@@ -36,8 +37,8 @@ inline std::string ToBytes(std::span<const std::uint8_t> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-/// Lowercase hex of raw bytes.
-std::string ToHex(std::string_view raw);
+/// Keys, ids and events print raw bytes with consensus's one hex helper.
+using consensus::ToHex;
 
 /// "solver", "verifier" or "whistleblower"; "unspecified" for anything else.
 std::string_view RoleName(proto::Role role);

@@ -55,6 +55,7 @@ Status CheckSpec(const proto::TaskSpec& spec) {
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.training_window(), "training_window"));
   POLNODE_RETURN_IF_ERROR(Check32(spec.graph_root(), "graph_root"));
   POLNODE_RETURN_IF_ERROR(Check32(spec.batch_root(), "batch_root"));
+  POLNODE_RETURN_IF_ERROR(Check32(spec.initial_state_hash(), "initial_state_hash"));
   POLNODE_RETURN_IF_ERROR(CheckPositive(spec.state_tensor_count(), "state_tensor_count"));
   // The game tree holds the state's tensors, the batch, at least one node output and the state
   // after the step; the bound keeps its depth small (2^24 leaves: a 24-round descent).
@@ -85,7 +86,13 @@ Status CheckRules(const proto::UnstakeTx& msg) {
 Status CheckRules(const proto::SubmitTaskTx& msg) {
   if (!msg.has_spec()) return Status::InvalidArgument("spec is missing");
   POLNODE_RETURN_IF_ERROR(CheckSpec(msg.spec()));
+  if (!msg.seed_commitment().empty()) POLNODE_RETURN_IF_ERROR(Check32(msg.seed_commitment(), "seed_commitment"));
   return CheckText(msg.spec_uri(), "spec_uri");
+}
+
+Status CheckRules(const proto::SeedRevealTx& msg) {
+  POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  return Check32(msg.seed(), "seed");
 }
 
 Status CheckRules(const proto::CancelTaskTx& msg) { return Check32(msg.task_id(), "task_id"); }

@@ -21,6 +21,7 @@ namespace polnode::contracts {
 [[nodiscard]] Status CheckRules(const proto::RevealTx& msg);
 [[nodiscard]] Status CheckRules(const proto::DisputeMoveTx& msg);
 [[nodiscard]] Status CheckRules(const proto::PublishTx& msg);
+[[nodiscard]] Status CheckRules(const proto::SeedRevealTx& msg);
 
 }  // namespace polnode::contracts
 

@@ -165,6 +165,7 @@ Status ExecutePublish(ExecContext& ctx, std::string_view signer, const proto::Pu
     if (published.tensors_size() > 0) return Status::AlreadyExists("the checkpoint's header is already published");
     POLNODE_RETURN_IF_ERROR(CheckHeader(task, msg.checkpoint(), msg.header()));
     *published.mutable_tensors() = msg.header().tensors();
+    task.add_published(msg.checkpoint());
     published.mutable_chunks_received()->Resize(msg.header().tensors_size(), 0);
     published.mutable_verified()->Resize(msg.header().tensors_size(), false);
   } else if (msg.has_chunk()) {
@@ -173,7 +174,10 @@ Status ExecutePublish(ExecContext& ctx, std::string_view signer, const proto::Pu
     return Status::InvalidArgument("a publication carries a header or a chunk");
   }
   StorePublished(ctx.state, task.id(), msg.checkpoint(), published);
-  if (!Complete(published)) return Status::Ok();
+  if (!Complete(published)) {
+    if (msg.has_header()) StoreTask(ctx.state, task);
+    return Status::Ok();
+  }
   ctx.Emit("checkpoint_published", {{"task", ToHex(task.id())}, {"checkpoint", std::to_string(msg.checkpoint())}});
   const int index = static_cast<int>(required - pending.begin());
   task.mutable_publish_required()->erase(task.mutable_publish_required()->begin() + index);

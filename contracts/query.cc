@@ -157,6 +157,41 @@ Result<std::string> QueryGamesJson(const StateStore& state, std::string_view hex
   return w.str();
 }
 
+// A published checkpoint (publication.h): "<task hex>/<checkpoint>" gives its header and progress
+// as a record; "<task hex>/<checkpoint>/<tensor>/<chunk>" one stored chunk of a tensor's elements.
+Result<std::string> QueryPublishedJson(const StateStore& state, std::string_view arg) {
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = arg.find('/', start);
+    parts.push_back(arg.substr(start, slash - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  if (parts.size() != 2 && parts.size() != 4) return Status::NotFound("unknown published path");
+  POLNODE_ASSIGN_OR_RETURN(std::string id, ParseId(parts[0]));
+  std::uint64_t numbers[3] = {0, 0, 0};
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    auto [end, error] = std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), numbers[i - 1]);
+    if (error != std::errc() || end != parts[i].data() + parts[i].size()) {
+      return Status::InvalidArgument("'" + std::string(parts[i]) + "' is not a number");
+    }
+  }
+  JsonWriter w;
+  if (parts.size() == 2) {
+    POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, LoadPublished(state, id, numbers[0]));
+    if (published.tensors_size() == 0) return Status::NotFound("checkpoint " + std::to_string(numbers[0]) + " is not published");
+    w.BeginObject().Field("record", ToHex(EncodeRecord(published))).EndObject();
+    return w.str();
+  }
+  if (numbers[1] > UINT32_MAX || numbers[2] > UINT32_MAX) return Status::NotFound("no such chunk");
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> chunk,
+                           state.Get(PublishChunkKey(id, numbers[0], static_cast<std::uint32_t>(numbers[1]),
+                                                     static_cast<std::uint32_t>(numbers[2]))));
+  if (!chunk) return Status::NotFound("no such published chunk");
+  w.BeginObject().Field("data", ToHex(*chunk)).EndObject();
+  return w.str();
+}
+
 Result<std::string> QuerySupplyJson(const StateStore& state) {
   POLNODE_ASSIGN_OR_RETURN(SupplyReport report, AuditSupply(state));
   JsonWriter w;
@@ -198,6 +233,7 @@ Result<std::string> Application::Query(std::string_view path, const StateStore& 
   if (head == "account" && has_arg) return QueryAccountJson(state, arg);
   if (head == "stakes" && has_arg) return QueryStakesJson(state, arg);
   if (head == "games" && has_arg) return QueryGamesJson(state, arg);
+  if (head == "published" && has_arg) return QueryPublishedJson(state, arg);
   if (head == "task" && has_arg) {
     POLNODE_ASSIGN_OR_RETURN(std::string id, ParseId(arg));
     POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(state, id));

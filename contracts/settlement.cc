@@ -176,6 +176,7 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   }
   task.set_forced_root(task.proof_root());
   task.set_proof_root(msg.result_root());
+  task.set_honest_final(msg.honest_final());
   const std::uint64_t final_segment = segments - 1;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (!Live(slot) || slot.verdict() != proto::VERDICT_REJECT) continue;
@@ -301,6 +302,16 @@ Status SettleUnavailable(ExecContext& ctx, proto::Task& task) {
                                      slash_reason::kUnavailableProof));
   POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
   return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_UNAVAILABLE);
+}
+
+Status SettleNoSeed(ExecContext& ctx, proto::Task& task) {
+  if (task.jackpot_cut() > 0) {
+    task.set_escrow(task.escrow() - task.jackpot_cut());
+    POLNODE_RETURN_IF_ERROR(AddToJackpot(ctx.state, task.jackpot_cut()));
+  }
+  POLNODE_RETURN_IF_ERROR(PaySolver(ctx, task, ComputeShares(task, ctx.params)));
+  POLNODE_RETURN_IF_ERROR(RefundEscrow(ctx, task));
+  return CloseTask(ctx, task, proto::TASK_SETTLED, proto::OUTCOME_NO_SEED);
 }
 
 Status SettleUnverified(ExecContext& ctx, proto::Task& task) {

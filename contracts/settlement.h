@@ -62,6 +62,11 @@ namespace polnode::contracts {
 /// paid; accepting verifiers are released unpaid. OUTCOME_UNAVAILABLE.
 [[nodiscard]] Status SettleUnavailable(ExecContext& ctx, proto::Task& task);
 
+/// The submitter committed to a beacon seed and never revealed it: it chose not to have the proof
+/// checked. The jackpot cut leaves the escrow, the solver is paid its share and its lock released,
+/// the verifier fee budget is refunded. OUTCOME_NO_SEED.
+[[nodiscard]] Status SettleNoSeed(ExecContext& ctx, proto::Task& task);
+
 /// Verification ended without a single verdict: the solver's lock is released, the escrow
 /// refunded. OUTCOME_UNVERIFIED.
 [[nodiscard]] Status SettleUnverified(ExecContext& ctx, proto::Task& task);

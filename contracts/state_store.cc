@@ -55,15 +55,16 @@ Status OverlayStateStore::Scan(std::string_view prefix, const StateVisitor& visi
   return Status::Ok();
 }
 
-void OverlayStateStore::FlushTo(StateStore& target) {
-  for (auto& [key, value] : writes_) {
+void OverlayStateStore::FlushTo(StateStore& target) { Apply(TakeWrites(), target); }
+
+void OverlayStateStore::Apply(Writes writes, StateStore& target) {
+  for (auto& [key, value] : writes) {
     if (value.has_value()) {
       target.Put(key, std::move(*value));
     } else {
       target.Delete(key);
     }
   }
-  writes_.clear();
 }
 
 }  // namespace polnode::contracts

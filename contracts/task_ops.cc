@@ -91,10 +91,40 @@ Status CloseTask(ExecContext& ctx, proto::Task& task, proto::TaskStatus status, 
   task.set_outcome(outcome);
   task.set_deadline(0);
   task.set_settle_height(ctx.block.height);
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t prune_at, CheckedAdd(ctx.block.height, ctx.params.audit_window(), "prune height"));
+  POLNODE_RETURN_IF_ERROR(ScheduleTaskDue(ctx.state, prune_at, proto::DUE_PRUNE, task.id()));
   StoreTask(ctx.state, task);
   ctx.Emit("task_closed", {{"task", ToHex(task.id())},
                            {"status", proto::TaskStatus_Name(status)},
                            {"outcome", proto::TaskOutcome_Name(outcome)}});
+  return Status::Ok();
+}
+
+Status OnPrune(ExecContext& ctx, proto::Task& task) {
+  if (task.pruned() || task.settle_height() == 0) return Status::Ok();
+  std::vector<std::string> challengers;
+  for (const proto::VerifierSlot& slot : task.verifiers()) challengers.push_back(slot.verifier());
+  for (const proto::Challenge& challenge : task.challenges()) challengers.push_back(challenge.challenger());
+  for (const std::string& challenger : challengers) {
+    auto game = LoadGame(ctx.state, task.id(), challenger);
+    if (!game.ok() && game.status().code() == StatusCode::kNotFound) continue;
+    POLNODE_RETURN_IF_ERROR(game.status());
+    for (proto::MoveRecord& move : *game->mutable_moves()) move.clear_payload();
+    game->set_pruned(true);
+    StoreGame(ctx.state, *game);
+  }
+  for (std::uint64_t checkpoint : task.published()) {
+    POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, LoadPublished(ctx.state, task.id(), checkpoint));
+    for (int t = 0; t < published.tensors_size(); ++t) {
+      for (std::uint32_t c = 0; c < published.chunks_received(t); ++c) {
+        ctx.state.Delete(PublishChunkKey(task.id(), checkpoint, static_cast<std::uint32_t>(t), c));
+      }
+    }
+    StorePublished(ctx.state, task.id(), checkpoint, proto::PublishedCheckpoint());
+  }
+  task.set_pruned(true);
+  StoreTask(ctx.state, task);
+  ctx.Emit("task_pruned", {{"task", ToHex(task.id())}});
   return Status::Ok();
 }
 

@@ -39,10 +39,15 @@ namespace polnode::contracts {
 [[nodiscard]] Status EnterStatus(ExecContext& ctx, proto::Task& task, proto::TaskStatus status, std::uint64_t window,
                                  proto::DueKind due);
 
-/// Sets a terminal (or dispute) status and outcome, clears the deadline, stores the task and
-/// emits "task_closed".
+/// Sets a terminal status and outcome, clears the deadline, stores the task, schedules its pruning
+/// params.audit_window blocks later and emits "task_closed".
 [[nodiscard]] Status CloseTask(ExecContext& ctx, proto::Task& task, proto::TaskStatus status,
                                proto::TaskOutcome outcome);
+
+/// DUE_PRUNE: the audit window of a closed task is over. Its games keep their summaries (segment,
+/// leaf, ruling, result) but lose the moves' payloads (pruned = true); its published checkpoints
+/// are deleted. The task record itself stays (pruned = true).
+[[nodiscard]] Status OnPrune(ExecContext& ctx, proto::Task& task);
 
 /// The `reason` attribute values of slash events, for tests and explorers.
 namespace slash_reason {

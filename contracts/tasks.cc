@@ -6,6 +6,8 @@
 #include "checked_math.h"
 #include "deadlines.h"
 #include "keys.h"
+#include "move_fields.h"
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
 #include "records.h"
 #include "staking.h"
@@ -84,6 +86,7 @@ Status ExecuteSubmitTask(ExecContext& ctx, const VerifiedTx& tx, const proto::Su
   task.set_spec_uri(msg.spec_uri());
   task.set_escrow(spec.payment());
   task.set_jackpot_cut(cut);
+  task.set_seed_commitment(msg.seed_commitment());
   task.set_submit_height(ctx.block.height);
   ctx.Emit("task_submitted", {{"task", ToHex(id)},
                               {"submitter", ToHex(submitter)},
@@ -130,6 +133,15 @@ Status ExecuteCommitProof(ExecContext& ctx, std::string_view signer, const proto
     return Status::FailedPrecondition("the forced-error seed is drawn at the end of block " +
                                       std::to_string(task.claim_height() + ctx.params.beacon_delay()) +
                                       "; commit after it");
+  }
+  // Checkpoint 0 is the state the task fixes: a proof that starts anywhere else is refused here,
+  // where the ledger can check it, instead of in a dispute game, where it could not.
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof initial, ProofField(msg.initial_proof(), "initial_proof"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(msg.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 initial_hash, HashField(task.spec().initial_state_hash(), "initial_state_hash"));
+  if (initial.leaf_index != 0 || initial.leaf_count != task.spec().total_steps() / task.spec().checkpoint_interval() + 1 ||
+      !consensus::VerifyMerkleProof(root, initial_hash, initial).ok()) {
+    return Status::InvalidArgument("initial_proof does not show checkpoint 0 of the root to be the task's initial state");
   }
   task.set_proof_root(msg.proof_root());
   task.set_proof_uri(msg.proof_uri());

@@ -29,7 +29,8 @@ namespace polnode::contracts {
 [[nodiscard]] Status ExecuteClaimTask(ExecContext& ctx, std::string_view signer, const proto::ClaimTaskTx& msg);
 
 /// task/commit: the solver commits its proof root, once the forced-error seed exists (so the
-/// solver knew whether to submit a deliberately wrong proof). Schedules the segment beacon at
+/// solver knew whether to submit a deliberately wrong proof), with the Merkle proof that its
+/// checkpoint 0 is the spec's initial_state_hash (kInvalidArgument otherwise). Schedules the segment beacon at
 /// height + beacon_delay: randomness that does not exist yet when the root is committed.
 [[nodiscard]] Status ExecuteCommitProof(ExecContext& ctx, std::string_view signer, const proto::CommitProofTx& msg);
 

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "accounts.h"
+#include "checked_math.h"
+#include "deadlines.h"
 #include "keys.h"
 #include "polnode/contracts/beacon.h"
 #include "publication.h"
@@ -43,7 +45,7 @@ Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const p
 // randomness (unknown when the proof root or the previous round's verdicts were posted). Returns
 // how many slots were assigned.
 Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t count, std::uint32_t round) {
-  const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root());
+  const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root(), task.submitter_seed());
   if (round == 1) task.set_segment_beacon(ToBytes(beacon));
   const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_VERIFIER, task.spec().payment());
   POLNODE_ASSIGN_OR_RETURN(std::vector<Candidate> eligible, EligibleVerifiers(ctx, task, lock));
@@ -125,6 +127,16 @@ std::uint64_t SegmentCount(const proto::TaskSpec& spec) { return spec.total_step
 
 Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_COMMITTED || task.deadline() != ctx.block.height) return Status::Ok();
+  if (!task.seed_commitment().empty() && task.submitter_seed().empty()) {
+    POLNODE_ASSIGN_OR_RETURN(std::uint64_t last, CheckedAdd(task.commit_height(), ctx.params.seed_reveal_window(),
+                                                            "seed reveal deadline"));
+    if (ctx.block.height >= last) return SettleNoSeed(ctx, task);
+    // The beacon waits for the submitter's seed (ExecuteRevealSeed draws it a block later).
+    task.set_deadline(last);
+    POLNODE_RETURN_IF_ERROR(ScheduleTaskDue(ctx.state, last, proto::DUE_SEGMENT_BEACON, task.id()));
+    StoreTask(ctx.state, task);
+    return Status::Ok();
+  }
   POLNODE_ASSIGN_OR_RETURN(std::size_t assigned, AssignSlots(ctx, task, ctx.params.verifiers_per_task(), 1));
   if (assigned == 0) {
     POLNODE_RETURN_IF_ERROR(UnlockStake(ctx.state, proto::ROLE_SOLVER, task.solver(), task.solver_lock()));
@@ -216,6 +228,31 @@ Status ReopenVerification(ExecContext& ctx, proto::Task& task) {
   }
   POLNODE_RETURN_IF_ERROR(
       EnterStatus(ctx, task, proto::TASK_VERIFYING, ctx.params.verify_window(), proto::DUE_VERDICT_DEADLINE));
+  StoreTask(ctx.state, task);
+  return Status::Ok();
+}
+
+Status ExecuteRevealSeed(ExecContext& ctx, std::string_view signer, const proto::SeedRevealTx& msg) {
+  POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
+  if (task.submitter() != signer) return Status::PermissionDenied("only the task's submitter reveals its seed");
+  if (task.seed_commitment().empty()) return Status::FailedPrecondition("the task committed to no seed");
+  if (task.status() != proto::TASK_COMMITTED) {
+    return Status::FailedPrecondition("the seed is revealed after the proof commitment and before the beacon");
+  }
+  if (!task.submitter_seed().empty()) return Status::AlreadyExists("the seed is already revealed");
+  if (ToBytes(SecretCommitment(msg.seed())) != task.seed_commitment()) {
+    return Status::InvalidArgument("the seed does not match the submission's commitment");
+  }
+  task.set_submitter_seed(msg.seed());
+  // Drawn at the end of the next block at the earliest, and never before the usual beacon delay:
+  // the block producer could include the reveal late, but not make the draw earlier.
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t usual, CheckedAdd(task.commit_height(), ctx.params.beacon_delay(), "beacon"));
+  const std::uint64_t draw = std::max(usual, ctx.block.height + 1);
+  if (draw != task.deadline()) {
+    task.set_deadline(draw);
+    POLNODE_RETURN_IF_ERROR(ScheduleTaskDue(ctx.state, draw, proto::DUE_SEGMENT_BEACON, task.id()));
+  }
+  ctx.Emit("seed_revealed", {{"task", ToHex(task.id())}});
   StoreTask(ctx.state, task);
   return Status::Ok();
 }

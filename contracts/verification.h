@@ -44,6 +44,14 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// verifier the task is cancelled: escrow refunded in full, solver lock released.
 [[nodiscard]] Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task);
 
+/// task/seed: the submitter reveals the seed its submission committed to, while the task is
+/// committed (after the proof root, before the beacon); the beacon is then drawn at the end of
+/// the next block, or at the usual beacon height if that is later. Without a commitment there is
+/// nothing to reveal (kFailedPrecondition); a seed that does not hash to it is kInvalidArgument.
+/// A committed seed not revealed within params.seed_reveal_window blocks of the proof commitment
+/// settles OUTCOME_NO_SEED (settlement.h).
+[[nodiscard]] Status ExecuteRevealSeed(ExecContext& ctx, std::string_view signer, const proto::SeedRevealTx& msg);
+
 /// task/verdict: the verdict of a live (not absent) slot, once, while verifying. kPermissionDenied
 /// for a signer without such a slot, kInvalidArgument for a reject whose failed segments are not
 /// strictly ascending segments of the slot (or the final one), a missing digest, or an unavailable

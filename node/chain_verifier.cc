@@ -4,6 +4,7 @@
 
 #include "chain_state.h"
 #include "polnode/consensus/block.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/application.h"
 
@@ -47,6 +48,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
   const contracts::ProposalLimits limits{consensus::kMaxBlockTxs, consensus::kMaxBlockBytes};
   ChainReport report;
   Hash256 parent_hash{};
+  Hash256 parent_randomness{};
   std::array<std::uint8_t, 32> producer{};
 
   for (std::uint64_t height = 0; height <= tip->height; ++height) {
@@ -56,6 +58,10 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
     const Block& block = *decoded;
     POLNODE_RETURN_IF_ERROR(CheckLinks(block, height, chain_id, parent_hash, height == 0 ? nullptr : &producer));
     if (height == 0) producer = block.header.producer;
+    if (Status s = consensus::VerifyBlockRandomness(block.header, parent_randomness); !s.ok()) {
+      return Bad(height, s.message());
+    }
+    parent_randomness = block.header.randomness;
 
     BlockState state(*scratch);
     if (height == 0) {
@@ -75,7 +81,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
       contracts::BlockContext context;
       context.height = height;
       context.time_unix_ms = block.header.time_unix_ms;
-      context.randomness = consensus::BlockRandomness(block.header.prev_hash);
+      context.randomness = block.header.randomness;
       context.proposer = block.header.producer;
       if (Status s = app.ProcessProposal(txs, context, state, limits); !s.ok()) {
         return Bad(height, "the state machine rejects the block: " + s.ToString());
@@ -86,8 +92,8 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
     }
     POLNODE_ASSIGN_OR_RETURN(Hash256 root, scratch->StateRoot(state.delta()));
     if (root != block.header.state_root) {
-      return Bad(height, "state root mismatch: header has " + consensus::HashToHex(block.header.state_root) +
-                             ", re-execution gives " + consensus::HashToHex(root));
+      return Bad(height, "state root mismatch: header has " + consensus::ToHex(block.header.state_root) +
+                             ", re-execution gives " + consensus::ToHex(root));
     }
     consensus::BlockRecord record;
     record.height = height;
@@ -104,7 +110,7 @@ Result<ChainReport> VerifyChain(const consensus::ChainStore& stored, const Genes
   POLNODE_ASSIGN_OR_RETURN(Hash256 stored_root, stored.StateRoot({}));
   if (stored_root != report.state_root) {
     return Status::Corruption("the stored state differs from the re-executed state (root " +
-                              consensus::HashToHex(stored_root) + " vs " + consensus::HashToHex(report.state_root) + ")");
+                              consensus::ToHex(stored_root) + " vs " + consensus::ToHex(report.state_root) + ")");
   }
   report.tip_hash = parent_hash;
   return report;

@@ -137,7 +137,7 @@ std::string Devnet::NameOf(std::string_view pubkey) const {
   for (const Member& m : members_) {
     if (m.pubkey == pubkey) return m.name;
   }
-  return HexOf(pubkey).substr(0, 16);
+  return consensus::ToHex(pubkey).substr(0, 16);
 }
 
 Status Devnet::SetUp() {
@@ -153,7 +153,7 @@ Status Devnet::SetUp() {
 
   progress_ << "devnet: loading " << o_.data << " to name it by its content hash" << std::endl;
   POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadImageDataset(o_.data));
-  dataset_hash_ = consensus::HashToHex(solver::DatasetContentHash(data));
+  dataset_hash_ = consensus::ToHex(solver::DatasetContentHash(data));
   for (int i = 0; i < o_.tasks; ++i) {
     const std::string path = o_.home + "/tasks/task-" + std::to_string(i) + ".toml";
     POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, TaskToml(o_, dataset_hash_, i)));
@@ -191,7 +191,7 @@ Status Devnet::SetUp() {
     POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(o_.home + "/" + m.name));
     const auto& pub = key.PublicKey().bytes();
     m.pubkey.assign(reinterpret_cast<const char*>(pub.data()), pub.size());
-    accounts += (accounts.empty() ? "" : ",") + HexOf(m.pubkey) + "=" + std::to_string(kGenesisBalance);
+    accounts += (accounts.empty() ? "" : ",") + consensus::ToHex(m.pubkey) + "=" + std::to_string(kGenesisBalance);
   }
 
   std::ostringstream init_out, init_err;
@@ -216,7 +216,7 @@ Status Devnet::SetUp() {
   POLNODE_RETURN_IF_ERROR(WriteFileAtomically(genesis_path, FormatGenesisJson(genesis)));
   for (const proto::Allocation& a : genesis.spec.allocations()) {
     DevnetAccount account;
-    account.pubkey_hex = HexOf(a.pubkey());
+    account.pubkey_hex = consensus::ToHex(a.pubkey());
     account.genesis = static_cast<std::int64_t>(a.amount());
     report_.accounts.push_back(account);
   }
@@ -372,7 +372,7 @@ Status Devnet::Monitor() {
     if (page.ok()) {
       bool settled = page->tasks.size() >= static_cast<std::size_t>(o_.tasks);
       for (const proto::Task& task : page->tasks) {
-        const std::string id = HexOf(task.id());
+        const std::string id = consensus::ToHex(task.id());
         const std::string status = proto::TaskStatus_Name(task.status());
         status_seconds_[id][last_status.contains(id) ? last_status[id] : status] += dt;
         if (last_status[id] != status) progress_ << "devnet: task " << id.substr(0, 16) << " " << status << std::endl;
@@ -429,7 +429,7 @@ Status Devnet::CollectReport() {
   report_.audits_match = true;
   for (const proto::Task& task : page.tasks) {
     DevnetTask t;
-    t.id_hex = HexOf(task.id());
+    t.id_hex = consensus::ToHex(task.id());
     t.solver = NameOf(task.solver());
     t.status = proto::TaskStatus_Name(task.status());
     t.outcome = proto::TaskOutcome_Name(task.outcome());

@@ -44,9 +44,9 @@ std::string LeafKind(const proto::Task& task, std::uint64_t leaf) {
 
 void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   std::ostream& out = io.out;
-  out << "game over verifier " << HexOf(game.verifier()) << "\n"
-      << "  challenger " << HexOf(game.challenger().key()) << " (says the proof is wrong)\n"
-      << "  defender   " << HexOf(game.defender().key()) << " (says the proof is right)\n"
+  out << "game over verifier " << consensus::ToHex(game.verifier()) << "\n"
+      << "  challenger " << consensus::ToHex(game.challenger().key()) << " (says the proof is wrong)\n"
+      << "  defender   " << consensus::ToHex(game.defender().key()) << " (says the proof is right)\n"
       << "  moves      " << game.moves_size() << " recorded, phase " << proto::GamePhase_Name(game.phase()) << "\n";
   if (game.phase() == proto::GAME_OPENING) return;
   out << "  segment    " << game.segment() << " (steps " << game.first_step() << ".."
@@ -64,12 +64,12 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
     out << "\n";
   }
   if (game.phase() == proto::GAME_REFEREE || game.phase() == proto::GAME_RESOLVED) {
-    out << "  challenger's hash  " << HexOf(game.challenger().hash()) << "\n"
-        << "  defender's hash    " << HexOf(game.defender().hash()) << "\n";
+    out << "  challenger's hash  " << consensus::ToHex(game.challenger().hash()) << "\n"
+        << "  defender's hash    " << consensus::ToHex(game.defender().hash()) << "\n";
   }
-  if (!audit.replayed.true_leaf().empty()) out << "  recomputed hash    " << HexOf(audit.replayed.true_leaf()) << "\n";
+  if (!audit.replayed.true_leaf().empty()) out << "  recomputed hash    " << consensus::ToHex(audit.replayed.true_leaf()) << "\n";
   out << "  ledger's ruling    " << (game.ruling().empty() ? "(not decided yet)" : game.ruling()) << "\n";
-  if (!game.winner().empty()) out << "  winner             " << HexOf(game.winner()) << "\n";
+  if (!game.winner().empty()) out << "  winner             " << consensus::ToHex(game.winner()) << "\n";
   if (audit.differences.empty()) {
     out << "  audit              re-executed every move: the result matches the ledger's\n";
   } else {
@@ -80,21 +80,21 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
 
 void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
   w.BeginObject()
-      .Field("verifier", HexOf(game.verifier()))
-      .Field("challenger", HexOf(game.challenger().key()))
-      .Field("defender", HexOf(game.defender().key()))
+      .Field("verifier", consensus::ToHex(game.verifier()))
+      .Field("challenger", consensus::ToHex(game.challenger().key()))
+      .Field("defender", consensus::ToHex(game.defender().key()))
       .Field("phase", proto::GamePhase_Name(game.phase()))
       .Field("moves", static_cast<std::uint64_t>(game.moves_size()))
       .Field("segment", game.segment())
       .Field("step", game.first_step() + game.lo())
       .Field("leaf", game.leaf())
       .Field("leaf_kind", LeafKind(task, game.leaf()))
-      .Field("challenger_hash", HexOf(game.challenger().hash()))
-      .Field("defender_hash", HexOf(game.defender().hash()))
-      .Field("recomputed_hash", HexOf(audit.replayed.true_leaf()))
+      .Field("challenger_hash", consensus::ToHex(game.challenger().hash()))
+      .Field("defender_hash", consensus::ToHex(game.defender().hash()))
+      .Field("recomputed_hash", consensus::ToHex(audit.replayed.true_leaf()))
       .Field("ledger_ruling", game.ruling())
       .Field("recomputed_ruling", audit.ruling)
-      .Field("winner", HexOf(game.winner()))
+      .Field("winner", consensus::ToHex(game.winner()))
       .Field("matches_ledger", audit.differences.empty());
   if (audit.node) {
     w.Key("node").BeginObject().Field("name", audit.node->name())
@@ -145,7 +145,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
            << proto::TaskOutcome_Name(task.outcome()) << ", " << view.games.size() << " dispute game(s)\n";
   }
   for (const proto::DisputeGame& game : view.games) {
-    if (!only.empty() && HexOf(game.verifier()) != only) continue;
+    if (!only.empty() && consensus::ToHex(game.verifier()) != only) continue;
     POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(params, task, game));
     all_match = all_match && audit.differences.empty();
     if (flags.json()) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "proof_http.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/train_state.h"
@@ -60,7 +61,7 @@ Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
     }
     POLNODE_ASSIGN_OR_RETURN(std::optional<proto::DisputeMoveTx> move, state_->player->NextMove(view.task, game));
     if (!move) continue;
-    const std::string duty = "move-" + HexOf(task.id()).substr(0, 16) + "-" + HexOf(game.verifier()).substr(0, 16) + "-" +
+    const std::string duty = "move-" + consensus::ToHex(task.id()).substr(0, 16) + "-" + consensus::ToHex(game.verifier()).substr(0, 16) + "-" +
                              std::to_string(game.round());
     std::string payload;
     move->SerializeToString(&payload);
@@ -71,8 +72,8 @@ Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
     ctx.metrics().Add("dispute_moves_total");
     ctx.metrics().Add("dispute_move_bytes_total", static_cast<double>(bytes));
     const bool challenger = game.challenger().key() == ctx.pubkey();
-    ctx.log().Event("dispute_move", {{"task", HexOf(task.id())},
-                                     {"verifier", HexOf(game.verifier())},
+    ctx.log().Event("dispute_move", {{"task", consensus::ToHex(task.id())},
+                                     {"verifier", consensus::ToHex(game.verifier())},
                                      {"as", challenger ? "challenger" : "defender"},
                                      {"phase", proto::GamePhase_Name(game.phase())},
                                      {"round", std::to_string(game.round())},

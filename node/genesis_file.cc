@@ -108,7 +108,7 @@ std::string FormatGenesisJson(const GenesisFile& genesis) {
     const proto::Allocation& a = genesis.spec.allocations(i);
     JsonWriter w;
     w.BeginObject()
-        .Field("pubkey", consensus::BytesToHex({reinterpret_cast<const std::uint8_t*>(a.pubkey().data()), a.pubkey().size()}))
+        .Field("pubkey", consensus::ToHex({reinterpret_cast<const std::uint8_t*>(a.pubkey().data()), a.pubkey().size()}))
         .Field("balance", a.amount())
         .EndObject();
     out += (i == 0 ? "\n    " : ",\n    ") + w.str();

@@ -66,7 +66,7 @@ Status Init(const FlagSet& flags, Io& io) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   POLNODE_ASSIGN_OR_RETURN(std::int64_t balance, flags.GetInt("balance", 0, INT64_MAX));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::SecretKey::Generate());
-  const std::string pubkey = consensus::BytesToHex(key.PublicKey().bytes());
+  const std::string pubkey = consensus::ToHex(key.PublicKey().bytes());
   if (balance > 0) {
     proto::Allocation* a = genesis.spec.add_allocations();
     a->set_pubkey(key.PublicKey().bytes().data(), 32);

@@ -19,7 +19,7 @@ int RunKeygenCommand(const std::vector<std::string>& args, Io& io) {
 
   Result<consensus::SecretKey> key = consensus::SecretKey::Generate();
   if (!key.ok()) return ReportError(io, "polnode keygen", key.status());
-  std::string pubkey = consensus::BytesToHex(key->PublicKey().bytes());
+  std::string pubkey = consensus::ToHex(key->PublicKey().bytes());
   std::string path = flags.Given("out") ? flags.Get("out") : "key-" + pubkey.substr(0, 16) + ".key";
   if (Status s = consensus::WriteKeyFile(path, *key); !s.ok()) {
     return ReportError(io, "polnode keygen", s);

@@ -55,9 +55,10 @@ bool Untouched(const std::vector<std::string>& reads, const consensus::StateDelt
 Result<Hash256> GenesisStateRoot(const contracts::Application& app, const GenesisFile& genesis) {
   contracts::MemoryStateStore scratch;
   POLNODE_RETURN_IF_ERROR(app.InitChain(genesis.spec, scratch).WithContext("genesis"));
-  consensus::StateRootBuilder builder;
-  for (const auto& [k, v] : scratch.pairs()) builder.Add(k, v);
-  return builder.Finish();
+  consensus::StateTree tree;
+  for (const auto& [k, v] : scratch.pairs()) tree.Set(k, v);
+  tree.Rehash();
+  return tree.root();
 }
 
 }  // namespace
@@ -93,6 +94,7 @@ Status Ledger::CommitGenesis(const GenesisFile& genesis) {
   block.header.height = 0;
   block.header.time_unix_ms = genesis.genesis_time_unix_ms;
   block.header.tx_root = consensus::ComputeTxRoot(block.txs);
+  POLNODE_RETURN_IF_ERROR(consensus::SetBlockRandomness(producer_key_, block.header, Hash256{}));
   POLNODE_ASSIGN_OR_RETURN(block.header.state_root, store_->StateRoot(state.delta()));
   return SignAndCommit(std::move(block), state.delta(), {});
 }
@@ -152,6 +154,11 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
 Status Ledger::CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const {
   ReadRecorder recorder(committed);
   Status status = app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), recorder);
+  if (status.ok()) {
+    Result<std::uint64_t> nonce = app_.NextNonce(recorder, tx.envelope.signer_pubkey);
+    if (!nonce.ok()) return nonce.status();
+    tx.account_nonce = *nonce;
+  }
   tx.check_reads = recorder.TakeReads();
   return status;
 }
@@ -165,7 +172,10 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     parent = tip_header_;
   }
   // Only this thread commits, so the committed state cannot change under the overlay below.
-  std::vector<consensus::PendingTx> pending = mempool_.Candidates(options_.max_txs_per_block * 2);
+  // Candidates are executable already (no signer behind a nonce gap), so a few more than fit are
+  // enough to fill the block when some fail their simulation.
+  std::vector<consensus::PendingTx> pending =
+      mempool_.Candidates(options_.max_txs_per_block * 2, options_.max_block_tx_bytes * 2);
   std::map<Hash256, const consensus::PendingTx*> by_id;
   std::vector<contracts::VerifiedTx> candidates;
   candidates.reserve(pending.size());
@@ -173,10 +183,16 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     by_id.emplace(tx.id, &tx);
     candidates.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
   }
+  // The block's randomness is the producer's VRF output on its height and the parent's randomness:
+  // fixed before any transaction is chosen, so no choice of contents can steer it.
+  Block block;
+  block.header.chain_id = chain_id_;
+  block.header.height = parent.height + 1;
+  POLNODE_RETURN_IF_ERROR(consensus::SetBlockRandomness(producer_key_, block.header, parent.randomness));
   contracts::BlockContext context;
-  context.height = parent.height + 1;
+  context.height = block.header.height;
   context.time_unix_ms = std::max(time_unix_ms, parent.time_unix_ms);
-  context.randomness = consensus::BlockRandomness(consensus::BlockHash(parent));
+  context.randomness = block.header.randomness;
   context.proposer = producer_key_.PublicKey().bytes();
   const contracts::ProposalLimits limits{options_.max_txs_per_block, options_.max_block_tx_bytes};
 
@@ -192,9 +208,6 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     return result.status().WithContext("finalize block " + std::to_string(context.height));
   }
 
-  Block block;
-  block.header.chain_id = chain_id_;
-  block.header.height = context.height;
   block.header.prev_hash = consensus::BlockHash(parent);
   block.header.time_unix_ms = context.time_unix_ms;
   std::vector<Hash256> ids;
@@ -238,10 +251,12 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
     BlockState committed(*store_);
     // Only txs that read a key this block wrote can have changed their verdict; the rest are
     // skipped, which keeps the pool's lock (and so admission) from waiting on a full re-run.
-    produced.dropped_from_mempool = mempool_.Recheck([&](consensus::PendingTx& tx) {
-      if (tx.check_reads && Untouched(*tx.check_reads, state.delta())) return Status::Ok();
-      return CheckPending(tx, committed);
-    });
+    produced.dropped_from_mempool = mempool_.Recheck(
+        [&](consensus::PendingTx& tx) {
+          if (tx.check_reads && Untouched(*tx.check_reads, state.delta())) return Status::Ok();
+          return CheckPending(tx, committed);
+        },
+        context.height);
   }
   produced.elapsed_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();

@@ -13,8 +13,7 @@
 namespace polnode::node {
 namespace {
 
-using consensus::BytesToHex;
-using consensus::HashToHex;
+using consensus::ToHex;
 
 HttpResponse JsonOk(std::string body) {
   HttpResponse r;
@@ -117,11 +116,11 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
     w.BeginObject()
         .Field("chain_id", s.chain_id)
         .Field("height", s.height)
-        .Field("tip_hash", HashToHex(s.tip_hash))
-        .Field("state_root", HashToHex(s.state_root))
+        .Field("tip_hash", ToHex(s.tip_hash))
+        .Field("state_root", ToHex(s.state_root))
         .Field("tip_time_unix_ms", s.tip_time_unix_ms)
         .Field("mempool_size", static_cast<std::uint64_t>(s.mempool_size))
-        .Field("producer", BytesToHex(s.producer))
+        .Field("producer", ToHex(s.producer))
         .EndObject();
     return JsonOk(w.str());
   }
@@ -193,7 +192,7 @@ HttpResponse LedgerApi::PostTx(const HttpRequest& request) {
     return JsonErrorResponse(status, id.status().ToString());
   }
   JsonWriter w;
-  w.BeginObject().Field("tx_id", HashToHex(*id)).Field("status", "pending").EndObject();
+  w.BeginObject().Field("tx_id", ToHex(*id)).Field("status", "pending").EndObject();
   return JsonOk(w.str());
 }
 
@@ -222,16 +221,16 @@ HttpResponse LedgerApi::GetBlock(std::string_view height_text, const HttpRequest
   w.BeginObject()
       .Field("chain_id", h.chain_id)
       .Field("height", h.height)
-      .Field("hash", HashToHex(consensus::BlockHash(h)))
-      .Field("prev_hash", HashToHex(h.prev_hash))
-      .Field("tx_root", HashToHex(h.tx_root))
-      .Field("state_root", HashToHex(h.state_root))
+      .Field("hash", ToHex(consensus::BlockHash(h)))
+      .Field("prev_hash", ToHex(h.prev_hash))
+      .Field("tx_root", ToHex(h.tx_root))
+      .Field("state_root", ToHex(h.state_root))
       .Field("time_unix_ms", h.time_unix_ms)
-      .Field("producer", BytesToHex(h.producer))
-      .Field("signature", BytesToHex(h.signature));
+      .Field("producer", ToHex(h.producer))
+      .Field("signature", ToHex(h.signature));
   w.Key("txs").BeginArray();
   for (const std::string& tx : block->txs) {
-    w.BeginObject().Field("tx_id", HashToHex(consensus::TxId(tx)));
+    w.BeginObject().Field("tx_id", ToHex(consensus::TxId(tx)));
     if (Result<consensus::TxEnvelope> env = consensus::DecodeEnvelope(tx); env.ok()) WriteTxFields(w, *env);
     w.EndObject();
   }
@@ -244,7 +243,7 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
   Result<consensus::Hash256> id = consensus::HashFromHex(id_hex);
   if (!id.ok()) return JsonErrorResponse(400, id.status().message());
   JsonWriter w;
-  w.BeginObject().Field("tx_id", HashToHex(*id));
+  w.BeginObject().Field("tx_id", ToHex(*id));
   if (Result<consensus::TxLocation> loc = ledger_.FindTx(*id); loc.ok()) {
     w.Field("status", "committed").Field("height", loc->height).Field("index", std::uint64_t{loc->index});
     // A committed tx whose payload failed still paid its fee and used its nonce; only the result
@@ -261,7 +260,7 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
   } else if (ledger_.IsPending(*id)) {
     w.Field("status", "pending");
   } else {
-    return JsonErrorResponse(404, "transaction " + HashToHex(*id) + " is neither pending nor committed");
+    return JsonErrorResponse(404, "transaction " + ToHex(*id) + " is neither pending nor committed");
   }
   w.EndObject();
   return JsonOk(w.str());

@@ -226,10 +226,6 @@ Status DecodeRefusal(std::string_view what, int status, std::string_view body) {
   return Status::FailedPrecondition(message);
 }
 
-std::string HexOf(std::string_view raw) {
-  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
-
 Result<std::string> RawFromHex(std::string_view hex, std::string_view what) {
   Result<std::vector<std::uint8_t>> bytes = consensus::HexToBytes(hex);
   if (!bytes.ok() || bytes->size() != 32) return Status::InvalidArgument(std::string(what) + " must be 64 hex characters");
@@ -258,7 +254,7 @@ Result<proto::Params> LedgerClient::Params() const {
 }
 
 Result<proto::Task> LedgerClient::Task(std::string_view task_id) const {
-  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + HexOf(task_id)));
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + consensus::ToHex(task_id)));
   return DecodeTask(body);
 }
 
@@ -269,26 +265,26 @@ Result<TaskPage> LedgerClient::Tasks(std::uint64_t start, std::uint64_t limit) c
 }
 
 Result<GamesView> LedgerClient::Games(std::string_view task_id) const {
-  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + HexOf(task_id) + "/games"));
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + consensus::ToHex(task_id) + "/games"));
   return DecodeGamesView(body);
 }
 
 Result<proto::Account> LedgerClient::Account(std::string_view pubkey) const {
-  Result<std::string> body = GetJson("/v1/accounts/" + HexOf(pubkey));
+  Result<std::string> body = GetJson("/v1/accounts/" + consensus::ToHex(pubkey));
   if (!body.ok() && body.status().code() == StatusCode::kNotFound) return proto::Account();
   if (!body.ok()) return body.status();
   return DecodeAccount(*body);
 }
 
 Result<proto::StakeRecord> LedgerClient::Stake(std::string_view pubkey, proto::Role role) const {
-  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/accounts/" + HexOf(pubkey) + "/stakes"));
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/accounts/" + consensus::ToHex(pubkey) + "/stakes"));
   return DecodeStake(body, role);
 }
 
 // The pending nonce is read first: if a block commits between the two reads, the committed nonce
 // read second already includes those txs, so the larger value is never stale.
 Result<std::uint64_t> LedgerClient::NextNonce(std::string_view pubkey) const {
-  POLNODE_ASSIGN_OR_RETURN(std::string pending_body, GetJson("/v1/accounts/" + HexOf(pubkey) + "/pending"));
+  POLNODE_ASSIGN_OR_RETURN(std::string pending_body, GetJson("/v1/accounts/" + consensus::ToHex(pubkey) + "/pending"));
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::uint64_t> pending_next, DecodePendingNonce(pending_body));
   POLNODE_ASSIGN_OR_RETURN(proto::Account account, Account(pubkey));
   return std::max(pending_next.value_or(0), account.nonce());
@@ -323,7 +319,7 @@ Result<LedgerClient::Sent> LedgerClient::Sign(const consensus::SecretKey& key, s
   sent.nonce = envelope.nonce;
   POLNODE_ASSIGN_OR_RETURN(consensus::TxEnvelope signed_envelope, consensus::SignEnvelope(key, std::move(envelope)));
   POLNODE_ASSIGN_OR_RETURN(sent.envelope, consensus::EncodeEnvelope(signed_envelope));
-  sent.id_hex = consensus::HashToHex(consensus::TxId(sent.envelope));
+  sent.id_hex = consensus::ToHex(consensus::TxId(sent.envelope));
   return sent;
 }
 

@@ -138,8 +138,6 @@ class LedgerClient {
 
 /// 32 raw bytes from 64 hex characters; kInvalidArgument naming `what` otherwise.
 [[nodiscard]] Result<std::string> RawFromHex(std::string_view hex, std::string_view what);
-/// Lower-case hex of raw bytes.
-std::string HexOf(std::string_view raw);
 
 }  // namespace polnode::node
 

@@ -41,7 +41,7 @@ void LogBlock(const Result<ProducedBlock>& produced) {
     return;
   }
   if (produced->tx_count == 0 && produced->height % 100 != 0) return;
-  std::cerr << "polnode ledger: block " << produced->height << " " << consensus::HashToHex(produced->hash).substr(0, 16)
+  std::cerr << "polnode ledger: block " << produced->height << " " << consensus::ToHex(produced->hash).substr(0, 16)
             << " txs=" << produced->tx_count << " failed=" << produced->failed_txs
             << " ms=" << produced->elapsed_us / 1000 << std::endl;
 }
@@ -79,7 +79,7 @@ Status Serve(const FlagSet& flags, Io& io) {
         .Field("chain_id", status.chain_id)
         .Field("height", status.height)
         .Field("listen", host_port.first + ":" + std::to_string(server->port()))
-        .Field("producer", consensus::BytesToHex(status.producer))
+        .Field("producer", consensus::ToHex(status.producer))
         .EndObject();
     io.out << w.str() << std::endl;
   } else {
@@ -115,16 +115,16 @@ Status VerifyChainCommand(const FlagSet& flags, Io& io) {
         .Field("ok", true)
         .Field("blocks", report->blocks)
         .Field("transactions", report->transactions)
-        .Field("tip_hash", consensus::HashToHex(report->tip_hash))
-        .Field("state_root", consensus::HashToHex(report->state_root))
+        .Field("tip_hash", consensus::ToHex(report->tip_hash))
+        .Field("state_root", consensus::ToHex(report->state_root))
         .Field("seconds", seconds)
         .EndObject();
     io.out << w.str() << "\n";
   } else {
     io.out << "chain ok: " << report->blocks << " blocks (heights 0.." << report->blocks - 1 << "), "
            << report->transactions << " transactions re-executed, every signature, tx root, prev hash and state root "
-           << "checked\n  tip " << consensus::HashToHex(report->tip_hash) << "\n  state root "
-           << consensus::HashToHex(report->state_root) << "\n";
+           << "checked\n  tip " << consensus::ToHex(report->tip_hash) << "\n  state root "
+           << consensus::ToHex(report->state_root) << "\n";
   }
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 #include "pol_cli.h"
 
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
 
@@ -39,8 +40,8 @@ void WriteSegmentEvidence(JsonWriter& w, const verifier::SegmentEvidence& e) {
       .Field("ok", e.ok)
       .Field("reason", e.reason)
       .Field("replayed", e.replayed)
-      .Field("claimed_hash", consensus::HashToHex(e.claimed))
-      .Field("recomputed_hash", e.replayed ? consensus::HashToHex(e.recomputed) : std::string())
+      .Field("claimed_hash", consensus::ToHex(e.claimed))
+      .Field("recomputed_hash", e.replayed ? consensus::ToHex(e.recomputed) : std::string())
       .Field("losses_match", e.losses_match)
       .Key("distances");
   if (e.have_distances) {

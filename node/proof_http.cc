@@ -37,13 +37,13 @@ HttpResponse Bytes(std::vector<std::uint8_t> bytes) {
 }  // namespace
 
 std::string ProofUri(const std::string& base_url, const consensus::Hash256& root) {
-  return base_url + std::string(kPrefix) + consensus::HashToHex(root);
+  return base_url + std::string(kPrefix) + consensus::ToHex(root);
 }
 
 Result<consensus::Hash256> ProofServer::Add(const std::string& dir) {
   POLNODE_ASSIGN_OR_RETURN(ProofDir proof, OpenProofDir(dir));
   std::lock_guard<std::mutex> lock(mu_);
-  dirs_[consensus::HashToHex(proof.manifest.merkle_root)] = dir;
+  dirs_[consensus::ToHex(proof.manifest.merkle_root)] = dir;
   return proof.manifest.merkle_root;
 }
 
@@ -90,17 +90,17 @@ Result<solver::ProofManifest> FetchManifest(const std::string& proof_uri, const 
                            solver::DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())));
   POLNODE_RETURN_IF_ERROR(solver::CheckManifestIntegrity(manifest));
   if (manifest.merkle_root != expected_root) {
-    return Status::Corruption("the manifest served at " + proof_uri + " has root " + consensus::HashToHex(manifest.merkle_root) +
-                              ", not the committed " + consensus::HashToHex(expected_root));
+    return Status::Corruption("the manifest served at " + proof_uri + " has root " + consensus::ToHex(manifest.merkle_root) +
+                              ", not the committed " + consensus::ToHex(expected_root));
   }
   return manifest;
 }
 
 Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, solver::BlobStore& store) {
   if (store.Contains(hash) && store.Get(hash).ok()) return Status::Ok();
-  POLNODE_ASSIGN_OR_RETURN(std::string body, Get(proof_uri + "/blobs/" + consensus::HashToHex(hash)));
+  POLNODE_ASSIGN_OR_RETURN(std::string body, Get(proof_uri + "/blobs/" + consensus::ToHex(hash)));
   if (consensus::Sha256(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())) != hash) {
-    return Status::Corruption("blob " + consensus::HashToHex(hash) + " served at " + proof_uri + " does not hash to its name");
+    return Status::Corruption("blob " + consensus::ToHex(hash) + " served at " + proof_uri + " does not hash to its name");
   }
   POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 stored, store.Put(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())));
   (void)stored;

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "json.h"
 #include "pol_cli.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/prover.h"
@@ -41,9 +42,9 @@ int Prove(const FlagSet& flags, Io& io) {
   if (flags.json()) {
     JsonWriter w;
     w.BeginObject()
-        .Field("task_id", consensus::HashToHex(m.task_id))
-        .Field("merkle_root", consensus::HashToHex(m.merkle_root))
-        .Field("final_state_hash", consensus::HashToHex(m.checkpoint_hashes.back()))
+        .Field("task_id", consensus::ToHex(m.task_id))
+        .Field("merkle_root", consensus::ToHex(m.merkle_root))
+        .Field("final_state_hash", consensus::ToHex(m.checkpoint_hashes.back()))
         .Field("checkpoints", static_cast<std::int64_t>(m.checkpoint_hashes.size()))
         .Field("steps", m.steps)
         .Field("checkpoint_interval", m.checkpoint_interval)
@@ -55,11 +56,11 @@ int Prove(const FlagSet& flags, Io& io) {
         .EndObject();
     io.out << w.str() << "\n";
   } else {
-    io.out << "proved task " << consensus::HashToHex(m.task_id) << " into " << options.out_dir << "\n"
+    io.out << "proved task " << consensus::ToHex(m.task_id) << " into " << options.out_dir << "\n"
            << m.checkpoint_hashes.size() << " checkpoints (k=" << m.checkpoint_interval << ", " << m.steps
            << " steps" << (result->resumed_from_step > 0 ? ", resumed from step " + std::to_string(result->resumed_from_step) : "")
            << ") on " << m.backend << (m.is_signed ? ", signed" : ", unsigned") << "\n"
-           << "merkle root " << consensus::HashToHex(m.merkle_root) << "\n";
+           << "merkle root " << consensus::ToHex(m.merkle_root) << "\n";
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include "http_server.h"
 #include "json.h"
 #include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 
 namespace polnode::node {
@@ -246,13 +247,13 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
     JsonWriter w;
     w.BeginObject()
         .Field("role", role_name)
-        .Field("pubkey", HexOf(ctx.pubkey()))
+        .Field("pubkey", consensus::ToHex(ctx.pubkey()))
         .Field("url", ctx.http_url())
         .Field("ledger", ctx.ledger().url())
         .EndObject();
     io.out << w.str() << std::endl;
   } else {
-    io.out << "polnode " << role_name << ": key " << HexOf(ctx.pubkey()) << ", serving " << ctx.http_url()
+    io.out << "polnode " << role_name << ": key " << consensus::ToHex(ctx.pubkey()) << ", serving " << ctx.http_url()
            << ", ledger " << ctx.ledger().url() << std::endl;
   }
   if (on_start) POLNODE_RETURN_IF_ERROR(on_start(ctx));

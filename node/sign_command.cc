@@ -36,8 +36,8 @@ int RunSignCommand(const std::vector<std::string>& args, Io& io) {
   if (!wire.ok()) return ReportError(io, kName, wire.status());
   if (Status s = WriteFileAtomically(flags.Get("out"), *wire); !s.ok()) return ReportError(io, kName, s);
 
-  std::string tx_id = consensus::HashToHex(consensus::Sha256(*wire));
-  std::string signer = consensus::BytesToHex(signed_tx->signer_pubkey);
+  std::string tx_id = consensus::ToHex(consensus::Sha256(*wire));
+  std::string signer = consensus::ToHex(signed_tx->signer_pubkey);
   if (flags.json()) {
     JsonWriter w;
     w.BeginObject().Field("tx_id", tx_id).Field("signer_pubkey", signer).Field("out", flags.Get("out"))

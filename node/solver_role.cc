@@ -148,7 +148,7 @@ Status SolverRole::Poll(RoleContext& ctx) {
       if (task.solver() == ctx.pubkey()) {
         POLNODE_RETURN_IF_ERROR(HandleOwnTask(ctx, task));
       } else if (auto it = claimed_.find(task.id()); it != claimed_.end() && task.status() != proto::TASK_OPEN) {
-        ctx.log().Event("claim_lost", {{"task", HexOf(task.id())}});
+        ctx.log().Event("claim_lost", {{"task", consensus::ToHex(task.id())}});
         claimed_.erase(it);  // another solver's claim landed first
         --claims_;
       } else if (task.status() == proto::TASK_OPEN) {
@@ -184,13 +184,13 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
   if (!usable.ok()) {
     // Not retried: a document that is unreachable now is retried, anything else is final.
     if (usable.code() != StatusCode::kUnavailable) refused_[task.id()] = usable.ToString();
-    ctx.log().Event("task_refused", {{"task", HexOf(task.id())}, {"reason", usable.ToString()}});
+    ctx.log().Event("task_refused", {{"task", consensus::ToHex(task.id())}, {"reason", usable.ToString()}});
     return Status::Ok();
   }
 
   auto claimed = std::make_unique<Claimed>();
   claimed->document = *document;
-  claimed->dir = ctx.home() + "/tasks/" + HexOf(task.id());
+  claimed->dir = ctx.home() + "/tasks/" + consensus::ToHex(task.id());
   std::error_code ec;
   std::filesystem::create_directories(claimed->dir, ec);
   if (ec) return Status::IOError("cannot create " + claimed->dir + ": " + ec.message());
@@ -213,12 +213,12 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
   proto::ClaimTaskTx tx;
   tx.set_task_id(task.id());
   tx.set_secret_commitment(Raw(contracts::SecretCommitment(claimed->secret)));
-  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("claim-" + HexOf(task.id()), contracts::payload::kClaimTask, Serialized(tx)));
+  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("claim-" + consensus::ToHex(task.id()), contracts::payload::kClaimTask, Serialized(tx)));
   if (state == DutyState::kFailed) {
     refused_[task.id()] = "claim failed";
     return Status::Ok();
   }
-  ctx.log().Event("claiming", {{"task", HexOf(task.id())}, {"model", document->model}, {"steps", std::to_string(document->steps)}});
+  ctx.log().Event("claiming", {{"task", consensus::ToHex(task.id())}, {"model", document->model}, {"steps", std::to_string(document->steps)}});
   ctx.metrics().Add("tasks_claimed_total");
   ++claims_;
   claimed_[task.id()] = std::move(claimed);
@@ -227,9 +227,9 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
 
 Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::Task& task) {
   auto claimed = std::make_unique<Claimed>();
-  claimed->dir = ctx.home() + "/tasks/" + HexOf(task.id());
+  claimed->dir = ctx.home() + "/tasks/" + consensus::ToHex(task.id());
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> secret, ReadWholeFile(claimed->dir + "/" + kSecretFile, 64));
-  if (secret.size() != 32) return Status::Corruption("the secret of task " + HexOf(task.id()) + " is damaged");
+  if (secret.size() != 32) return Status::Corruption("the secret of task " + consensus::ToHex(task.id()) + " is damaged");
   claimed->secret.assign(secret.begin(), secret.end());
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> doc, ReadWholeFile(claimed->dir + "/" + kDocumentFile, solver::kMaxTaskBytes));
   POLNODE_ASSIGN_OR_RETURN(claimed->document, solver::DecodeTaskProto(doc));
@@ -242,7 +242,7 @@ Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::
   }
   if (task.status() != proto::TASK_CLAIMED) claimed->committed_root = HashOf(task.proof_root());
   claimed->settled_logged = task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED;
-  ctx.log().Event("restored", {{"task", HexOf(task.id())}, {"status", proto::TaskStatus_Name(task.status())}});
+  ctx.log().Event("restored", {{"task", consensus::ToHex(task.id())}, {"status", proto::TaskStatus_Name(task.status())}});
   ++claims_;
   Claimed* raw = claimed.get();
   claimed_[task.id()] = std::move(claimed);
@@ -251,7 +251,7 @@ Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::
 
 void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claimed& claimed) {
   claimed.done = false;
-  const std::string task_hex = HexOf(task.id());
+  const std::string task_hex = consensus::ToHex(task.id());
   claimed.worker = std::make_unique<std::thread>([this, &ctx, &claimed, task_hex] {
     const auto started = std::chrono::steady_clock::now();
     Status status = [&]() -> Status {
@@ -282,7 +282,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
                                   {"steps", std::to_string(claimed.document.steps)},
                                   {"resumed_from", std::to_string(result.resumed_from_step)},
                                   {"seconds", std::to_string(seconds)},
-                                  {"root", consensus::HashToHex(result.manifest.merkle_root)}});
+                                  {"root", consensus::ToHex(result.manifest.merkle_root)}});
       return Status::Ok();
     }();
     claimed.result = status;
@@ -304,9 +304,9 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   tx.set_task_id(task.id());
   tx.set_proof_root(Raw(root));
   tx.set_proof_uri(ProofUri(ctx.http_url(), root));
-  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("commit-" + HexOf(task.id()), contracts::payload::kCommitProof, Serialized(tx)));
+  POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("commit-" + consensus::ToHex(task.id()), contracts::payload::kCommitProof, Serialized(tx)));
   if (state == DutyState::kSent) {
-    ctx.log().Event("committing", {{"task", HexOf(task.id())}, {"root", consensus::HashToHex(root)}, {"forced", forced ? "true" : "false"}});
+    ctx.log().Event("committing", {{"task", consensus::ToHex(task.id())}, {"root", consensus::ToHex(root)}, {"forced", forced ? "true" : "false"}});
     ctx.metrics().Add("proofs_committed_total");
     if (forced) ctx.metrics().Add("forced_errors_total");
   }
@@ -321,7 +321,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
   } else {
     POLNODE_ASSIGN_OR_RETURN(claimed, Restore(ctx, task));
   }
-  const std::string task_hex = HexOf(task.id());
+  const std::string task_hex = consensus::ToHex(task.id());
   const bool forced = !task.forced_seed().empty() &&
                       contracts::IsForcedError(claimed->secret, task.forced_seed(), task.id(), params_.forced_error_rate());
   switch (task.status()) {
@@ -344,10 +344,10 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
         proto::DisputeTx tx;
         tx.set_task_id(task.id());
         tx.set_verifier(slot.verifier());
-        POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("dispute-" + task_hex + "-" + HexOf(slot.verifier()),
+        POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("dispute-" + task_hex + "-" + consensus::ToHex(slot.verifier()),
                                                                contracts::payload::kDispute, Serialized(tx)));
         if (state == DutyState::kSent) {
-          ctx.log().Event("disputing", {{"task", task_hex}, {"verifier", HexOf(slot.verifier())}});
+          ctx.log().Event("disputing", {{"task", task_hex}, {"verifier", consensus::ToHex(slot.verifier())}});
           ctx.metrics().Add("disputes_total");
         }
       }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "json.h"
 #include "ledger_client.h"
+#include "polnode/consensus/hex.h"
 
 namespace polnode::node {
 namespace {
@@ -29,7 +30,7 @@ bool HasDispute(const proto::Task& task) {
 // A key or id for the table: its first 16 hex characters, "-" when empty.
 std::string Short(std::string_view raw) {
   if (raw.empty()) return "-";
-  return HexOf(raw).substr(0, 16);
+  return consensus::ToHex(raw).substr(0, 16);
 }
 
 struct Verdicts {
@@ -59,15 +60,15 @@ struct TaskView {
 
 void WriteGameJson(JsonWriter& w, const proto::DisputeGame& game) {
   w.BeginObject()
-      .Field("verifier", HexOf(game.verifier()))
-      .Field("disputer", HexOf(game.disputer()))
-      .Field("challenger", HexOf(game.challenger().key()))
-      .Field("defender", HexOf(game.defender().key()))
+      .Field("verifier", consensus::ToHex(game.verifier()))
+      .Field("disputer", consensus::ToHex(game.disputer()))
+      .Field("challenger", consensus::ToHex(game.challenger().key()))
+      .Field("defender", consensus::ToHex(game.defender().key()))
       .Field("phase", proto::GamePhase_Name(game.phase()))
       .Field("round", std::uint64_t{game.round()})
       .Field("deadline", game.deadline())
       .Field("moves", static_cast<std::uint64_t>(game.moves_size()))
-      .Field("winner", HexOf(game.winner()))
+      .Field("winner", consensus::ToHex(game.winner()))
       .Field("ruling", game.ruling())
       .EndObject();
 }
@@ -86,11 +87,11 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     const proto::Task& t = view.task;
     const Verdicts v = CountVerdicts(t);
     w.BeginObject()
-        .Field("id", HexOf(t.id()))
+        .Field("id", consensus::ToHex(t.id()))
         .Field("status", proto::TaskStatus_Name(t.status()))
         .Field("outcome", proto::TaskOutcome_Name(t.outcome()))
-        .Field("submitter", HexOf(t.submitter()))
-        .Field("solver", HexOf(t.solver()))
+        .Field("submitter", consensus::ToHex(t.submitter()))
+        .Field("solver", consensus::ToHex(t.solver()))
         .Field("payment", t.spec().payment())
         .Field("submit_height", t.submit_height())
         .Field("deadline", t.deadline())
@@ -105,9 +106,9 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
         .BeginArray();
     for (const proto::VerifierSlot& slot : t.verifiers()) {
       w.BeginObject()
-          .Field("verifier", HexOf(slot.verifier()))
+          .Field("verifier", consensus::ToHex(slot.verifier()))
           .Field("verdict", proto::Verdict_Name(slot.verdict()))
-          .Field("disputer", HexOf(slot.disputer()))
+          .Field("disputer", consensus::ToHex(slot.disputer()))
           .Field("game_result", proto::GameResult_Name(slot.game_result()))
           .EndObject();
     }

@@ -4,6 +4,7 @@
 
 #include "ledger_client.h"
 #include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/model_spec.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
@@ -30,7 +31,7 @@ Result<std::string> ResultProofUri(const std::string& proof_uri, const std::stri
   if (scheme == std::string::npos || slash == std::string::npos || slash < scheme + 3) {
     return Status::InvalidArgument("proof URI '" + proof_uri + "' has no path");
   }
-  return proof_uri.substr(0, slash + 1) + HexOf(result_root);
+  return proof_uri.substr(0, slash + 1) + consensus::ToHex(result_root);
 }
 
 Result<DeliveredModel> FetchTrainedModel(const std::string& home, const proto::Task& task,
@@ -56,8 +57,8 @@ Result<DeliveredModel> FetchTrainedModel(const std::string& home, const proto::T
   POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(document.model));
   POLNODE_ASSIGN_OR_RETURN(solver::EvalResult eval, solver::Evaluate(model, state, data.test, backend, kEvalBatch));
   DeliveredModel delivered;
-  delivered.path = ModelPath(home, HexOf(task.id()));
-  delivered.state_hash = consensus::HashToHex(state_hash);
+  delivered.path = ModelPath(home, consensus::ToHex(task.id()));
+  delivered.state_hash = consensus::ToHex(state_hash);
   delivered.test_correct = eval.correct;
   delivered.test_total = eval.total;
   std::error_code ec;

@@ -8,6 +8,7 @@
 #include "pol_cli.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/block.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
 #include "submitter_model.h"
 
@@ -37,7 +38,7 @@ Result<std::vector<SubmitterTask>> PrepareSubmitterTasks(const std::vector<std::
     SubmitterTask task;
     task.file = file;
     POLNODE_ASSIGN_OR_RETURN(task.document, ReadTaskFile(file));
-    task.document_hex = consensus::HashToHex(solver::TaskId(task.document));
+    task.document_hex = consensus::ToHex(solver::TaskId(task.document));
     if (auto [it, inserted] = file_by_document.emplace(task.document_hex, file); !inserted) {
       return Status::InvalidArgument("task files " + it->second + " and " + file +
                                      " hold the same task document (TaskId " + task.document_hex +
@@ -76,7 +77,7 @@ SubmitterRole::SubmitterRole(std::vector<SubmitterTask> tasks, std::unique_ptr<k
 }
 
 Status SubmitterRole::Start(RoleContext& ctx) {
-  report_.submitter = HexOf(ctx.pubkey());
+  report_.submitter = consensus::ToHex(ctx.pubkey());
   report_.ledger = ctx.ledger().url();
   for (std::size_t i = 0; i < tracked_.size(); ++i) {
     proto::SubmitTaskTx tx;
@@ -164,12 +165,12 @@ Status SubmitterRole::Scan(RoleContext& ctx) {
       for (std::size_t i = 0; task.submitter() == ctx.pubkey() && i < tracked_.size(); ++i) {
         Tracked& t = tracked_[i];
         if (!t.ledger_id.empty() || t.failed) continue;
-        if (HexOf(task.spec().hyperparameters_hash()) != t.task.document_hex) continue;
+        if (consensus::ToHex(task.spec().hyperparameters_hash()) != t.task.document_hex) continue;
         // Read first: a failure here leaves the task unbound and the scan where it was.
-        POLNODE_ASSIGN_OR_RETURN(TaskFacts facts, LoadTaskFacts(ctx.home(), HexOf(task.id())));
+        POLNODE_ASSIGN_OR_RETURN(TaskFacts facts, LoadTaskFacts(ctx.home(), consensus::ToHex(task.id())));
         t.ledger_id = task.id();
         TaskReport& r = report_.tasks[i];
-        r.task_id = HexOf(task.id());
+        r.task_id = consensus::ToHex(task.id());
         r.payment = task.spec().payment();
         r.cost = task.spec().payment() + params_->tx_fee();
         r.submit_height = task.submit_height();
@@ -273,8 +274,8 @@ Result<bool> SubmitterRole::Observe(RoleContext& ctx, std::size_t i, const proto
   Tracked& t = tracked_[i];
   TaskReport& r = report_.tasks[i];
   t.record = task;
-  r.solver = HexOf(task.solver());
-  r.result_root = HexOf(task.result_root());
+  r.solver = consensus::ToHex(task.solver());
+  r.result_root = consensus::ToHex(task.result_root());
   const std::string status = proto::TaskStatus_Name(task.status());
   if (status != r.status) {
     r.status = status;

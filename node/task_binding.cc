@@ -1,6 +1,7 @@
 #include "task_binding.h"
 
 #include "http_client.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_steps.h"
 
@@ -80,7 +81,7 @@ Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri) {
 }
 
 std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document) {
-  return base_url + "/v1/specs/" + consensus::HashToHex(solver::TaskId(document));
+  return base_url + "/v1/specs/" + consensus::ToHex(solver::TaskId(document));
 }
 
 }  // namespace polnode::node

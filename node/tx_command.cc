@@ -244,7 +244,7 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   }
   POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(ledger_url));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(key_path));
-  const std::string signer = consensus::BytesToHex(key.PublicKey().bytes());
+  const std::string signer = consensus::ToHex(key.PublicKey().bytes());
 
   POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags));
   std::optional<std::uint64_t> nonce;

@@ -70,10 +70,10 @@ void WriteTxFields(JsonWriter& w, const consensus::TxEnvelope& tx) {
   w.Field("chain_id", tx.chain_id)
       .Field("nonce", tx.nonce)
       .Field("payload_type", tx.payload_type)
-      .Field("payload_hex", consensus::BytesToHex(std::span<const std::uint8_t>(
+      .Field("payload_hex", consensus::ToHex(std::span<const std::uint8_t>(
                                 reinterpret_cast<const std::uint8_t*>(tx.payload.data()), tx.payload.size())))
-      .Field("signer_pubkey", consensus::BytesToHex(tx.signer_pubkey))
-      .Field("signature", consensus::BytesToHex(tx.signature));
+      .Field("signer_pubkey", consensus::ToHex(tx.signer_pubkey))
+      .Field("signature", consensus::ToHex(tx.signature));
 }
 
 }  // namespace polnode::node

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "proof_http.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/verifier/profile.h"
@@ -194,7 +195,7 @@ Status TaskScan::Pass(RoleContext& ctx, const std::function<Status(const proto::
         std::string& last = errors_[task.id()];
         if (last != status.ToString()) {
           last = status.ToString();
-          ctx.log().Event("task_error", {{"task", HexOf(task.id())}, {"error", last}});
+          ctx.log().Event("task_error", {{"task", consensus::ToHex(task.id())}, {"error", last}});
         }
       }
       all_closed_so_far = all_closed_so_far && status.ok() && TaskClosed(task);

@@ -42,11 +42,11 @@ void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verif
   w.BeginObject()
       .Field("verdict", accept ? "accept" : "reject")
       .Field("reason", reason)
-      .Field("task", HexOf(task.id()))
-      .Field("verifier", HexOf(verifier))
-      .Field("solver", HexOf(task.solver()))
-      .Field("proof_root", HexOf(task.proof_root()))
-      .Field("segment_beacon", HexOf(task.segment_beacon()));
+      .Field("task", consensus::ToHex(task.id()))
+      .Field("verifier", consensus::ToHex(verifier))
+      .Field("solver", consensus::ToHex(task.solver()))
+      .Field("proof_root", consensus::ToHex(task.proof_root()))
+      .Field("segment_beacon", consensus::ToHex(task.segment_beacon()));
 }
 
 // The evidence behind a checked verdict. Only what the replay determines goes in (no times, no
@@ -103,7 +103,7 @@ VerifierRole::~VerifierRole() { Stop(); }
 void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
 
 std::string VerifierRole::ReportPath(const RoleContext& ctx, const std::string& task_id) const {
-  return ctx.home() + "/reports/" + HexOf(task_id) + ".json";
+  return ctx.home() + "/reports/" + consensus::ToHex(task_id) + ".json";
 }
 
 Status VerifierRole::Poll(RoleContext& ctx) {
@@ -149,7 +149,7 @@ Status VerifierRole::Collect(RoleContext& ctx) {
     Failure& failure = failures_[id];
     if (failure.error != check.status().ToString()) {
       failure.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task", HexOf(id)}, {"error", failure.error}});
+      ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", failure.error}});
     }
     failure.retry_at = std::chrono::steady_clock::now() + kRetryPause;
     return Status::Ok();
@@ -170,7 +170,7 @@ Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task) {
   const std::vector<std::int64_t> segments = AssignedSegments(task, ctx.pubkey());
   if (assigned_.insert(id).second) {
     ctx.metrics().Add("assignments_total");
-    ctx.log().Event("assigned", {{"task", HexOf(id)}, {"segments", JoinSegments(segments)}});
+    ctx.log().Event("assigned", {{"task", consensus::ToHex(id)}, {"segments", JoinSegments(segments)}});
   }
   Result<std::vector<std::uint8_t>> report = ReadWholeFile(ReportPath(ctx, id), kMaxReportBytes);
   if (report.ok()) return PostVerdict(ctx, task, std::string(report->begin(), report->end()));
@@ -191,7 +191,7 @@ Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task) {
 }
 
 void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::int64_t> segments) {
-  ctx.log().Event("verifying", {{"task", HexOf(task.id())}, {"segments", JoinSegments(segments)}});
+  ctx.log().Event("verifying", {{"task", consensus::ToHex(task.id())}, {"segments", JoinSegments(segments)}});
   CheckRequest request;
   request.task = task;
   request.segments = std::move(segments);
@@ -210,15 +210,15 @@ Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, cons
   tx.set_task_id(task.id());
   tx.set_accept(accept);
   tx.set_report_hash(std::string(report_hash.begin(), report_hash.end()));
-  const std::string duty = "verdict-" + HexOf(task.id());
+  const std::string duty = "verdict-" + consensus::ToHex(task.id());
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
   if (state != DutyState::kSent) return Status::Ok();
   ctx.metrics().Add(accept ? "verdicts_accept_total" : "verdicts_reject_total");
   auto reason = reasons_.find(task.id());
-  ctx.log().Event("verdict", {{"task", HexOf(task.id())},
+  ctx.log().Event("verdict", {{"task", consensus::ToHex(task.id())},
                               {"verdict", accept ? "accept" : "reject"},
                               {"reason", reason != reasons_.end() ? reason->second : "see the report"},
-                              {"report", consensus::HashToHex(report_hash)}});
+                              {"report", consensus::ToHex(report_hash)}});
   return Status::Ok();
 }
 

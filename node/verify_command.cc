@@ -23,7 +23,7 @@ constexpr const char* kName = "polnode verify";
 int VerifyTxFile(const FlagSet& flags, Io& io) {
   Result<std::vector<std::uint8_t>> wire = ReadWholeFile(flags.Get("tx"), consensus::kMaxEnvelopeBytes);
   if (!wire.ok()) return ReportError(io, kName, wire.status()), kExitUsage;
-  std::string tx_id = consensus::HashToHex(consensus::Sha256(*wire));
+  std::string tx_id = consensus::ToHex(consensus::Sha256(*wire));
   Result<consensus::TxEnvelope> tx = consensus::DecodeEnvelope(*wire);
   Status verdict = tx.ok() ? consensus::VerifyEnvelope(*tx) : tx.status();
   if (flags.json()) {
@@ -34,7 +34,7 @@ int VerifyTxFile(const FlagSet& flags, Io& io) {
     w.EndObject();
     io.out << w.str() << "\n";
   } else if (verdict.ok()) {
-    io.out << "valid signature by " << consensus::BytesToHex(tx->signer_pubkey) << "\n"
+    io.out << "valid signature by " << consensus::ToHex(tx->signer_pubkey) << "\n"
            << "tx id " << tx_id << ", chain " << tx->chain_id << ", nonce " << tx->nonce << ", "
            << tx->payload_type << " payload of " << tx->payload.size() << " bytes\n";
   }
@@ -51,9 +51,9 @@ void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solve
   w.BeginObject()
       .Field("accept", v.accept)
       .Field("reason", v.reason)
-      .Field("task_id", consensus::HashToHex(m.task_id))
+      .Field("task_id", consensus::ToHex(m.task_id))
       .Field("task_source", task_source)
-      .Field("merkle_root", consensus::HashToHex(m.merkle_root))
+      .Field("merkle_root", consensus::ToHex(m.merkle_root))
       .Field("signed", v.is_signed)
       .Field("manifest_ok", v.manifest_ok)
       .Field("initial_state_ok", v.initial_state_ok)

@@ -6,6 +6,7 @@
 
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/encoding.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::node {
@@ -75,7 +76,7 @@ WhistleblowerRole::~WhistleblowerRole() { Stop(); }
 void WhistleblowerRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
 
 std::string WhistleblowerRole::WatchPath(const RoleContext& ctx, const std::string& task_id) const {
-  return ctx.home() + "/watch/" + HexOf(task_id);
+  return ctx.home() + "/watch/" + consensus::ToHex(task_id);
 }
 
 Status WhistleblowerRole::Poll(RoleContext& ctx) {
@@ -101,7 +102,7 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
     const bool auditing = task.status() == proto::TASK_VERIFYING || task.status() == proto::TASK_CHALLENGE;
     if (!auditing) {
       for (const proto::VerifierSlot& slot : task.verifiers()) {
-        pending_disputes_.erase("dispute-" + HexOf(task.id()) + "-" + HexOf(slot.verifier()));
+        pending_disputes_.erase("dispute-" + consensus::ToHex(task.id()) + "-" + consensus::ToHex(slot.verifier()));
       }
     }
     if (TaskClosed(task)) audits_.erase(task.id());
@@ -132,7 +133,7 @@ void WhistleblowerRole::Collect(RoleContext& ctx) {
     ctx.metrics().Add("verify_errors_total");
     if (audit->second.error != check.status().ToString()) {
       audit->second.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task", HexOf(id)}, {"error", audit->second.error}});
+      ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", audit->second.error}});
     }
     audit->second.retry_at = std::chrono::steady_clock::now() + kRetryPause;
     return;
@@ -165,7 +166,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   request.cache_dir = ctx.home() + "/cache";
   request.data = &data_;
   request.backend = backend_.get();
-  ctx.log().Event("auditing", {{"task", HexOf(task.id())},
+  ctx.log().Event("auditing", {{"task", consensus::ToHex(task.id())},
                                {"verifiers", std::to_string(audit.verifiers.size())},
                                {"segments", JoinSegments(request.segments)}});
   running_.emplace(Running{task.id(), std::async(std::launch::async, [request = std::move(request)] {
@@ -187,8 +188,8 @@ Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, Tas
     if (audit.compared.insert(slot.verifier()).second) {
       ctx.metrics().Add("checks_total");
       if (!agree) ctx.metrics().Add("disagreements_total");
-      ctx.log().Event("checked", {{"task", HexOf(task.id())},
-                                  {"verifier", HexOf(slot.verifier())},
+      ctx.log().Event("checked", {{"task", consensus::ToHex(task.id())},
+                                  {"verifier", consensus::ToHex(slot.verifier())},
                                   {"result", agree ? "agree" : "disagree"},
                                   {"theirs", VerdictName(slot.verdict())},
                                   {"mine", mine.accept ? "accept" : "reject"},
@@ -201,7 +202,7 @@ Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, Tas
 }
 
 Status WhistleblowerRole::Dispute(RoleContext& ctx, const proto::Task& task, const proto::VerifierSlot& slot) {
-  const std::string duty = "dispute-" + HexOf(task.id()) + "-" + HexOf(slot.verifier());
+  const std::string duty = "dispute-" + consensus::ToHex(task.id()) + "-" + consensus::ToHex(slot.verifier());
   if (!ctx.DutySent(duty)) {
     // The dispute locks stake when it executes; sent without enough free stake it would fail for
     // good, so it waits for EnsureStake's top-up instead.
@@ -226,8 +227,8 @@ Status WhistleblowerRole::Dispute(RoleContext& ctx, const proto::Task& task, con
   if (state != DutyState::kSent) return Status::Ok();
   free_stake_ -= params_.min_stake_whistleblower();
   ctx.metrics().Add("disputes_total");
-  ctx.log().Event("disputed", {{"task", HexOf(task.id())},
-                               {"verifier", HexOf(slot.verifier())},
+  ctx.log().Event("disputed", {{"task", consensus::ToHex(task.id())},
+                               {"verifier", consensus::ToHex(slot.verifier())},
                                {"verdict", VerdictName(slot.verdict())}});
   return Status::Ok();
 }
@@ -268,7 +269,7 @@ Status WhistleblowerRole::ReportSettled(RoleContext& ctx, const proto::Task& tas
   const std::int64_t change = static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before);
   ctx.metrics().Add("settled_total");
   ctx.metrics().Set("balance", static_cast<double>(now.balance));
-  ctx.log().Event("settled", {{"task", HexOf(task.id())},
+  ctx.log().Event("settled", {{"task", consensus::ToHex(task.id())},
                               {"outcome", proto::TaskOutcome_Name(task.outcome())},
                               {"forced_error", task.forced_error() ? "true" : "false"},
                               {"balance", std::to_string(now.balance)},

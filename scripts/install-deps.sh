@@ -31,6 +31,23 @@ else
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
-  echo "install-deps.sh: note: no nvcc found (expected at /usr/local/cuda/bin/nvcc); the CUDA backend will be skipped" >&2
+# The CUDA compiler and runtime, from NVIDIA's PyPI wheels (Debian has no nvcc), so the CUDA
+# backend compiles on every machine, GPU or not; kernels/gpu/gpu.cmake finds nvcc under
+# /opt/polnode-cuda. The versions are pinned: the PTX the checks read depends on them.
+cuda_root=/opt/polnode-cuda
+cuda_wheels=(nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6)
+cuda_stamp="$cuda_root/.polnode-wheels"
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps.sh: using the CUDA toolkit in /usr/local/cuda"
+elif [ -f "$cuda_stamp" ] && [ "$(cat "$cuda_stamp")" = "${cuda_wheels[*]}" ]; then
+  echo "install-deps.sh: nvcc present ($cuda_root)"
+else
+  echo "install-deps.sh: installing ${cuda_wheels[*]} into $cuda_root"
+  rm -rf "$cuda_root"
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
+    --target "$cuda_root" "${cuda_wheels[@]}"
+  # The wheels ship libcudart.so.13 only; the linker looks for libcudart.so.
+  ln -sf libcudart.so.13 "$cuda_root/nvidia/cu13/lib/libcudart.so"
+  "$cuda_root/nvidia/cu13/bin/nvcc" --version >/dev/null
+  echo "${cuda_wheels[*]}" > "$cuda_stamp"
 fi

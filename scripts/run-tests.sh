@@ -11,6 +11,9 @@ fuzz_seconds=${POLNODE_FUZZ_SECONDS:-30}
 
 ./scripts/install-deps.sh
 
+echo "== check: GPU code (PTX and AMD assembly against the determinism rules and baseline)"
+./scripts/check-gpu-code.sh
+
 echo "== build: debug (ASan + UBSan)"
 cmake --preset debug
 cmake --build --preset debug -j "$jobs"

@@ -1,5 +1,7 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/blob_store.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace polnode::solver {
@@ -11,8 +13,14 @@ Result<BlobStore> BlobStore::Open(std::string dir) {
   return BlobStore(std::move(dir));
 }
 
+Result<BlobStore> BlobStore::OpenExisting(std::string dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return Status::NotFound("no blob directory " + dir);
+  return BlobStore(std::move(dir));
+}
+
 std::string BlobStore::PathOf(const consensus::Hash256& hash) const {
-  return dir_ + "/" + consensus::HashToHex(hash);
+  return dir_ + "/" + consensus::ToHex(hash);
 }
 
 Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
@@ -21,17 +29,17 @@ Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
   return hash;
 }
 
-Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash) const {
+Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash, std::uint64_t max_bytes) const {
   const std::string path = PathOf(hash);
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxBlobBytes);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, std::min(max_bytes, kMaxBlobBytes));
   if (!bytes.ok()) {
     if (bytes.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("blob " + consensus::HashToHex(hash) + " is not in " + dir_);
+      return Status::NotFound("blob " + consensus::ToHex(hash) + " is not in " + dir_);
     }
     return bytes.status();
   }
   if (consensus::Sha256(*bytes) != hash) {
-    return Status::Corruption("blob " + consensus::HashToHex(hash) + " holds bytes with another hash");
+    return Status::Corruption("blob " + consensus::ToHex(hash) + " holds bytes with another hash");
   }
   return bytes;
 }

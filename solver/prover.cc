@@ -1,3 +1,4 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/prover.h"
 
 #include <chrono>
@@ -54,7 +55,7 @@ Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskS
   POLNODE_RETURN_IF_ERROR(r.Fixed(task_id));
   if (task_id != TaskId(task)) {
     return Status::FailedPrecondition("the output directory holds progress of another task (" +
-                                      consensus::HashToHex(task_id) + "); use an empty directory");
+                                      consensus::ToHex(task_id) + "); use an empty directory");
   }
   POLNODE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
   if (n < 1 || n > static_cast<std::uint64_t>(task.checkpoint_count())) {

@@ -1,3 +1,4 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/task_steps.h"
 
 #include <cmath>
@@ -12,8 +13,8 @@ namespace polnode::solver {
 Status CheckTaskData(const TaskSpec& task, const ImageDataset& data) {
   const consensus::Hash256 actual = DatasetContentHash(data);
   if (actual != task.dataset_hash) {
-    return Status::FailedPrecondition("data set hash " + consensus::HashToHex(actual) +
-                                      " is not the task's " + consensus::HashToHex(task.dataset_hash));
+    return Status::FailedPrecondition("data set hash " + consensus::ToHex(actual) +
+                                      " is not the task's " + consensus::ToHex(task.dataset_hash));
   }
   return Status::Ok();
 }

@@ -1,3 +1,4 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/trainer.h"
 
 #include <chrono>
@@ -169,8 +170,8 @@ Result<TrainSummary> TrainOnData(const TrainConfig& config, const ImageDataset& 
   summary.train_loss = sum / static_cast<double>(window);
 
   summary.state_hash = StateHash(summary.state);
-  summary.state_hash_hex = consensus::HashToHex(summary.state_hash);
-  summary.dataset_hash_hex = consensus::HashToHex(DatasetContentHash(data));
+  summary.state_hash_hex = consensus::ToHex(summary.state_hash);
+  summary.dataset_hash_hex = consensus::ToHex(DatasetContentHash(data));
   summary.backend = backend.name();
   if (config.evaluate) {
     POLNODE_ASSIGN_OR_RETURN(EvalResult test,

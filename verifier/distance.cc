@@ -6,6 +6,12 @@
 
 namespace polnode::verifier {
 
+double LossDeviation(float a, float b) {
+  const double da = a;
+  const double db = b;
+  return std::fabs(da - db) / std::max(1.0, std::fabs(db));
+}
+
 bool WithinThresholds(const Distances& d, const Thresholds& t) {
   // Written as <= so that NaN distances fail every comparison.
   return d.l1 <= t.l1 && d.l2 <= t.l2 && d.linf <= t.linf && d.cosine <= t.cosine;

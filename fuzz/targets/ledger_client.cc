@@ -178,12 +178,12 @@ std::vector<Seed> LedgerSeeds() {
   const std::string pending_tx = Transfer(4, 1);
   const std::string posted = answer(200, "POST", "/v1/tx", pending_tx);
 
-  const std::string account = consensus::BytesToHex(FixedKey(1).PublicKey().bytes());
-  const std::string stranger = consensus::BytesToHex(FixedKey(3).PublicKey().bytes());
+  const std::string account = consensus::ToHex(FixedKey(1).PublicKey().bytes());
+  const std::string stranger = consensus::ToHex(FixedKey(3).PublicKey().bytes());
   const std::string page = get("/v1/tasks?start=0&limit=10");
   Result<node::TaskPage> tasks = node::DecodeTaskPage(page);
   if (!tasks.ok() || tasks->tasks.size() != 1) std::abort();
-  const std::string task_id = node::HexOf(tasks->tasks[0].id());
+  const std::string task_id = consensus::ToHex(tasks->tasks[0].id());
   const std::string games = get("/v1/tasks/" + task_id + "/games");
   // No game is open on this chain; one recorded game shows the array's entry format.
   proto::DisputeGame game;
@@ -193,8 +193,8 @@ std::vector<Seed> LedgerSeeds() {
   std::string games_with_one = games;
   const std::size_t empty = games_with_one.rfind("[]");
   if (empty == std::string::npos) std::abort();
-  games_with_one.replace(empty, 2, "[{\"round\":3,\"record\":\"" + node::HexOf(game.SerializeAsString()) + "\"}]");
-  const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::HashToHex(consensus::TxId(tx)); };
+  games_with_one.replace(empty, 2, "[{\"round\":3,\"record\":\"" + consensus::ToHex(game.SerializeAsString()) + "\"}]");
+  const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::ToHex(consensus::TxId(tx)); };
 
   return {
       {"status", Input(kInfo, get("/v1/status"))},

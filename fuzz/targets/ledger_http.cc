@@ -88,7 +88,7 @@ std::string SignedTransferWire() {
 
 std::vector<Seed> Seeds() {
   const std::string tx = SignedTransferWire();
-  const std::string account = consensus::BytesToHex(FixedKey(1).PublicKey().bytes());
+  const std::string account = consensus::ToHex(FixedKey(1).PublicKey().bytes());
   return {
       {"get-status", Bytes("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")},
       {"get-block", Bytes("GET /v1/blocks/0 HTTP/1.1\r\nHost: x\r\nAccept: application/x-protobuf\r\n\r\n")},

@@ -56,7 +56,7 @@ Fixture& Shared() {
     if (!solver::Prove(TinyTask(data), data, *backend, options).ok()) std::abort();
     Result<consensus::Hash256> root = f->server.Add(dir);
     if (!root.ok()) std::abort();
-    f->root_hex = consensus::HashToHex(*root);
+    f->root_hex = consensus::ToHex(*root);
     Result<std::vector<std::uint8_t>> manifest =
         ReadWholeFile(dir + "/" + std::string(solver::kManifestFile), solver::kMaxManifestBytes);
     if (!manifest.ok()) std::abort();
@@ -105,7 +105,7 @@ std::vector<Seed> Seeds() {
   using std::string_view_literals::operator""sv;
   const Fixture& f = Shared();
   const std::string proof = std::string(kPrefix) + f.root_hex;
-  const std::string blob = consensus::HashToHex(f.blobs.begin()->first);
+  const std::string blob = consensus::ToHex(f.blobs.begin()->first);
   std::string upper_blob = blob;
   for (char& c : upper_blob) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return {

@@ -51,7 +51,7 @@ void WriteIdx(const std::string& path, const std::vector<std::uint32_t>& dims, c
 // The tiny task's TOML form over the data in `data_dir`, with `seed` (distinct seeds: distinct ids).
 std::string TaskToml(const std::string& data_dir, const solver::ImageDataset& data, std::uint64_t seed) {
   return "model = \"mlp:16-8-3\"\ndata = \"" + data_dir + "\"\ndataset_hash = \"" +
-         consensus::HashToHex(solver::DatasetContentHash(data)) + "\"\nlr = 0.1\nbatch = 8\nsteps = 40\n" +
+         consensus::ToHex(solver::DatasetContentHash(data)) + "\"\nlr = 0.1\nbatch = 8\nsteps = 40\n" +
          "checkpoint_interval = 5\nseed = " + std::to_string(seed) + "\nsegments = 2\n";
 }
 
@@ -95,7 +95,7 @@ void CheckServedDocument(const Fixture& f, std::string_view target, std::string_
   Result<solver::TaskSpec> document =
       solver::DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
   POLNODE_FUZZ_CHECK(document.ok(), "200 body is not a task document");
-  POLNODE_FUZZ_CHECK(consensus::HashToHex(solver::TaskId(*document)) == id,
+  POLNODE_FUZZ_CHECK(consensus::ToHex(solver::TaskId(*document)) == id,
                      "served document's TaskId is not the requested id");
   const auto it = f.encoded.find(id);
   POLNODE_FUZZ_CHECK(it != f.encoded.end() && it->second == body,

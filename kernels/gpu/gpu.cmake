@@ -25,6 +25,17 @@ set(POLNODE_HIP_ARCHITECTURES gfx90a gfx1030 CACHE STRING
 set(_polnode_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
 set(_polnode_gpu_source ${_polnode_gpu_dir}/gpu_backend.cu)
 
+# The determinism flags of each GPU compiler, one per line (# comments), shared with
+# scripts/check-gpu-code.sh so that the check inspects exactly what the build compiles.
+function(_polnode_read_flags file out)
+  file(STRINGS ${file} lines REGEX "^[^#]")
+  set(${out} ${lines} PARENT_SCOPE)
+endfunction()
+_polnode_read_flags(${_polnode_gpu_dir}/nvcc_flags.txt _polnode_nvcc_flags)
+_polnode_read_flags(${_polnode_gpu_dir}/hipcc_flags.txt _polnode_hipcc_flags)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${_polnode_gpu_dir}/nvcc_flags.txt ${_polnode_gpu_dir}/hipcc_flags.txt)
+
 # Normalises an AUTO/ON/OFF option (CMake's other spellings of true and false included).
 function(_polnode_gpu_mode var)
   string(TOUPPER "${${var}}" value)
@@ -57,7 +68,10 @@ if(NOT _polnode_POLNODE_CUDA_mode STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     set(_polnode_nvcc ${CMAKE_CUDA_COMPILER})
   else()
-    find_program(POLNODE_NVCC nvcc HINTS ENV CUDA_PATH PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
+    # /opt/polnode-cuda is where install-deps.sh installs nvcc and the CUDA runtime from PyPI's
+    # wheels (nvidia-cuda-nvcc, -runtime, -cccl), so CI compiles the CUDA backend without a GPU.
+    find_program(POLNODE_NVCC nvcc HINTS ENV CUDA_PATH PATH_SUFFIXES bin
+                 PATHS /usr/local/cuda/bin /opt/polnode-cuda/nvidia/cu13/bin)
     if(POLNODE_NVCC)
       set(_polnode_nvcc ${POLNODE_NVCC})
     endif()
@@ -87,7 +101,20 @@ if(NOT _polnode_POLNODE_CUDA_mode STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
     enable_language(CUDA)
-    find_package(CUDAToolkit REQUIRED)
+    # The CUDA runtime from the compiler's own toolkit tree (a /usr/local/cuda install, or the
+    # PyPI wheels install-deps.sh lays out), without FindCUDAToolkit: CMake 3.25's module fails on
+    # CUDA 12.9+ and 13 toolkits, which no longer ship nvToolsExt.
+    get_filename_component(_polnode_cuda_root "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    get_filename_component(_polnode_cuda_root "${_polnode_cuda_root}" DIRECTORY)
+    find_library(POLNODE_CUDART cudart HINTS ${_polnode_cuda_root}/lib64 ${_polnode_cuda_root}/lib
+                 ${_polnode_cuda_root}/targets/x86_64-linux/lib NO_DEFAULT_PATH)
+    if(NOT POLNODE_CUDART)
+      message(FATAL_ERROR "polnode: nvcc at ${CMAKE_CUDA_COMPILER} has no libcudart.so beside it "
+                          "(looked in ${_polnode_cuda_root}/lib64 and lib)")
+    endif()
+    add_library(polnode_cudart SHARED IMPORTED)
+    set_target_properties(polnode_cudart PROPERTIES IMPORTED_LOCATION ${POLNODE_CUDART}
+      INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES}")
 
     target_sources(polnode_kernels PRIVATE ${_polnode_gpu_source})
     # CMake 3.25 does not know nvcc's C++20 flag (nvcc has had it since 12.0); teach it, so that
@@ -101,14 +128,11 @@ if(NOT _polnode_POLNODE_CUDA_mode STREQUAL "OFF")
     set_target_properties(polnode_kernels PROPERTIES
       CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF
       CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}" CUDA_RUNTIME_LIBRARY Shared)
-    # Determinism (DESIGN.md section 3): no contraction, IEEE division and square root, no
-    # flush-to-zero; nvcc's defaults for the last three, spelled out so a changed default or an
-    # inherited CMAKE_CUDA_FLAGS cannot slip in. Warnings are errors, as for C++.
+    # Determinism (nvcc_flags.txt) and warnings as errors, as for C++.
     target_compile_options(polnode_kernels PRIVATE
-      $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --prec-div=true --prec-sqrt=true --ftz=false
-        -Xcompiler=-ffp-contract=off,-fno-fast-math,-Wall,-Wextra -Werror=all-warnings>)
+      "$<$<COMPILE_LANGUAGE:CUDA>:${_polnode_nvcc_flags};-Xcompiler=-Wall,-Wextra;-Werror=all-warnings>")
     target_compile_definitions(polnode_kernels PUBLIC POLNODE_HAVE_CUDA)
-    target_link_libraries(polnode_kernels PUBLIC CUDA::cudart)
+    target_link_libraries(polnode_kernels PUBLIC polnode_cudart)
     list(APPEND _polnode_gpu_backends cuda)
     message(STATUS "polnode: CUDA backend enabled (${CMAKE_CUDA_COMPILER}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(_polnode_POLNODE_CUDA_mode STREQUAL "ON")
@@ -140,11 +164,9 @@ if(NOT _polnode_POLNODE_HIP_mode STREQUAL "OFF")
     add_custom_command(
       OUTPUT ${_polnode_hip_object}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/gpu_hip
-      # Same determinism rules as nvcc: no contraction, no fast math, no flush-to-zero, correctly
-      # rounded float division and square root.
+      # Determinism: hipcc_flags.txt.
       COMMAND ${POLNODE_HIPCC} -c -x hip ${_polnode_hip_arch_flags} -std=c++20 -fPIC ${_polnode_hip_opt}
-              -ffp-contract=off -fno-fast-math -fno-gpu-flush-denormals-to-zero
-              -fhip-fp32-correctly-rounded-divide-sqrt -Wall -Wextra -Werror
+              ${_polnode_hipcc_flags} -Wall -Wextra -Werror
               -DPOLNODE_HAVE_HIP
               # Only the project's own headers: polnode_kernels' include list also carries the CUDA
               # toolkit's, whose headers must not shadow HIP's.
@@ -152,7 +174,7 @@ if(NOT _polnode_POLNODE_HIP_mode STREQUAL "OFF")
               "-I$<JOIN:$<TARGET_PROPERTY:polnode_base,INTERFACE_INCLUDE_DIRECTORIES>,;-I>"
               -MD -MF ${_polnode_hip_object}.d
               ${_polnode_gpu_source} -o ${_polnode_hip_object}
-      DEPENDS ${_polnode_gpu_source}
+      DEPENDS ${_polnode_gpu_source} ${_polnode_gpu_dir}/hipcc_flags.txt
       DEPFILE ${_polnode_hip_object}.d
       COMMENT "Compiling gpu_backend.cu as HIP (${POLNODE_HIP_ARCHITECTURES})"
       COMMAND_EXPAND_LISTS

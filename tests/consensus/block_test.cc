@@ -25,6 +25,7 @@ Block SampleBlock() {
   b.header.tx_root = ComputeTxRoot(b.txs);
   b.header.state_root = Sha256("state");
   b.header.time_unix_ms = 1700000000123;
+  EXPECT_TRUE(SetBlockRandomness(KeyFromByte(7), b.header, Sha256("parent randomness")).ok());
   EXPECT_TRUE(SignBlockHeader(KeyFromByte(7), b.header).ok());
   return b;
 }
@@ -42,7 +43,8 @@ TEST(BlockTest, EveryHeaderFieldIsCoveredByTheSignature) {
       [](BlockHeader& h) { h.chain_id = "other"; },       [](BlockHeader& h) { h.height++; },
       [](BlockHeader& h) { h.prev_hash[0] ^= 1; },        [](BlockHeader& h) { h.tx_root[31] ^= 1; },
       [](BlockHeader& h) { h.state_root[5] ^= 0x80; },    [](BlockHeader& h) { h.time_unix_ms++; },
-      [](BlockHeader& h) { h.signature[10] ^= 1; },
+      [](BlockHeader& h) { h.signature[10] ^= 1; },       [](BlockHeader& h) { h.randomness[3] ^= 1; },
+      [](BlockHeader& h) { h.randomness_proof[40] ^= 1; },
   };
   for (std::size_t i = 0; i < edits.size(); ++i) {
     BlockHeader h = base.header;
@@ -52,6 +54,32 @@ TEST(BlockTest, EveryHeaderFieldIsCoveredByTheSignature) {
   BlockHeader other_producer = base.header;
   other_producer.producer = KeyFromByte(9).PublicKey().bytes();
   EXPECT_FALSE(VerifyBlockSignature(other_producer).ok());
+}
+
+// Issue 15 finding 5: the randomness was the hash of the previous block, which its producer could
+// grind by choosing the block's contents. It is now the producer's VRF output on the height and
+// the parent's randomness: one possible value, checked by anyone.
+TEST(BlockTest, RandomnessIsTheProducersVrfOutputAndNothingElse) {
+  const Block b = SampleBlock();
+  const Hash256 parent = Sha256("parent randomness");
+  EXPECT_TRUE(VerifyBlockRandomness(b.header, parent).ok());
+  EXPECT_EQ(VerifyBlockRandomness(b.header, Sha256("other parent")).code(), StatusCode::kCorruption);
+  BlockHeader chosen = b.header;  // a producer that picks another value
+  chosen.randomness = Sha256("chosen");
+  EXPECT_EQ(VerifyBlockRandomness(chosen, parent).code(), StatusCode::kCorruption);
+  BlockHeader other_contents = b.header;  // contents do not move it: the same proof still holds
+  other_contents.tx_root[0] ^= 1;
+  other_contents.time_unix_ms += 1;
+  EXPECT_TRUE(VerifyBlockRandomness(other_contents, parent).ok());
+  BlockHeader again = b.header;
+  again.tx_root[0] ^= 1;
+  ASSERT_TRUE(SetBlockRandomness(KeyFromByte(7), again, parent).ok());
+  EXPECT_EQ(again.randomness, b.header.randomness);
+  BlockHeader other_key = b.header;  // another producer's VRF gives another value
+  ASSERT_TRUE(SetBlockRandomness(KeyFromByte(8), other_key, parent).ok());
+  EXPECT_NE(other_key.randomness, b.header.randomness);
+  EXPECT_EQ(VerifyBlockRandomness(other_key, parent).code(), StatusCode::kCorruption)
+      << "the proof is checked against the header's producer";
 }
 
 TEST(BlockTest, HashExcludesSignatureAndFollowsTheDefinition) {

@@ -184,19 +184,51 @@ TEST(ChainStoreTest, ScanMergesPendingWritesAndDeletesWithinPrefix) {
   EXPECT_EQ(visited, 2u);
 }
 
+// The state root straight from its definition (state_root.h): every bucket hashed, the whole tree
+// built, nothing kept between calls.
+Hash256 NaiveStateRoot(const std::map<std::string, std::string>& state) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> buckets(std::size_t{1} << kStateBucketBits);
+  for (const auto& [k, v] : state) buckets[StateBucketOf(k)].emplace_back(k, v);
+  auto be = [](std::uint64_t n, int bytes) {
+    std::string out(static_cast<std::size_t>(bytes), '\0');
+    for (int i = bytes - 1; i >= 0; --i, n >>= 8) out[static_cast<std::size_t>(i)] = static_cast<char>(n & 0xff);
+    return out;
+  };
+  std::vector<Hash256> level;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].empty()) {
+      level.push_back(Hash256{});
+      continue;
+    }
+    std::string stream = "polnode/state-bucket/v2" + be(b, 4);
+    for (const auto& [k, v] : buckets[b]) stream += be(k.size(), 8) + k + be(v.size(), 8) + v;
+    level.push_back(Sha256(stream));
+  }
+  while (level.size() > 1) {
+    std::vector<Hash256> up;
+    for (std::size_t i = 0; i < level.size(); i += 2) {
+      std::string node(1, '\x01');
+      node.append(reinterpret_cast<const char*>(level[i].data()), 32);
+      node.append(reinterpret_cast<const char*>(level[i + 1].data()), 32);
+      up.push_back(Sha256(node));
+    }
+    level = std::move(up);
+  }
+  std::string top(kStateRootDomain);
+  top.append(reinterpret_cast<const char*>(level[0].data()), 32);
+  return Sha256(top);
+}
+
 TEST(ChainStoreTest, StateRootFollowsTheDocumentedDefinition) {
   TempDir dir;
   auto store = MustOpen(dir.sub("db"));
   auto empty = store->StateRoot({});
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(*empty, Sha256(kStateRootDomain));
-
-  // One pair "k" -> "vv": domain || u64be(1) || "k" || u64be(2) || "vv".
-  std::string stream(kStateRootDomain);
-  stream += std::string("\0\0\0\0\0\0\0\x01", 8) + "k" + std::string("\0\0\0\0\0\0\0\x02", 8) + "vv";
+  EXPECT_EQ(*empty, NaiveStateRoot({}));
   auto one = store->StateRoot({{"k", "vv"}});
   ASSERT_TRUE(one.ok());
-  EXPECT_EQ(*one, Sha256(stream));
+  EXPECT_EQ(*one, NaiveStateRoot({{"k", "vv"}}));
+  EXPECT_NE(*one, *empty);
 
   // The root depends only on the resulting state, not on whether it is pending or committed.
   Commit(*store, 0, {{"k", "vv"}, {"z", "1"}});
@@ -206,17 +238,41 @@ TEST(ChainStoreTest, StateRootFollowsTheDocumentedDefinition) {
   auto changed = store->StateRoot({{"k", "vw"}, {"z", std::nullopt}});
   ASSERT_TRUE(changed.ok());
   EXPECT_NE(*changed, *one);
+  EXPECT_EQ(*changed, NaiveStateRoot({{"k", "vw"}}));
+  EXPECT_EQ(*store->StateRoot({{"k", ""}}), NaiveStateRoot({{"k", ""}, {"z", "1"}})) << "empty value is present";
 }
 
-TEST(StateRootBuilderTest, OutOfOrderKeysAreAnInternalError) {
-  StateRootBuilder b;
-  b.Add("b", "1");
-  b.Add("a", "1");
-  EXPECT_EQ(b.Finish().status().code(), StatusCode::kInternal);
-  StateRootBuilder dup;
-  dup.Add("a", "1");
-  dup.Add("a", "2");
-  EXPECT_EQ(dup.Finish().status().code(), StatusCode::kInternal);
+// Issue 15 finding 6: the root re-hashed all state every block. The incremental tree must give the
+// definition's root after any sequence of blocks, pending or committed.
+TEST(StateTreeTest, IncrementalRootEqualsTheDefinitionOverRandomBlocks) {
+  std::mt19937_64 rng(15);
+  StateTree tree;
+  std::map<std::string, std::string> model;
+  for (int block = 0; block < 40; ++block) {
+    StateDelta delta;
+    for (int i = 0; i < 25; ++i) {
+      const std::string key = "k/" + std::to_string(rng() % 300);
+      if (rng() % 4 == 0) {
+        delta[key] = std::nullopt;
+      } else {
+        delta[key] = std::string(rng() % 5, static_cast<char>('a' + rng() % 26));
+      }
+    }
+    std::map<std::string, std::string> after = model;
+    for (const auto& [k, v] : delta) {
+      if (v) {
+        after[k] = *v;
+      } else {
+        after.erase(k);
+      }
+    }
+    ASSERT_EQ(tree.RootWith(delta), NaiveStateRoot(after)) << "pending, block " << block;
+    for (const auto& [k, v] : delta) tree.Set(k, v ? std::optional<std::string_view>(*v) : std::nullopt);
+    tree.Rehash();
+    model = std::move(after);
+    ASSERT_EQ(tree.root(), NaiveStateRoot(model)) << "committed, block " << block;
+    ASSERT_EQ(tree.size(), model.size());
+  }
 }
 
 // Each block h writes "counter" = h and 50 keys "w/<i>" = h, so a block applied in part would show

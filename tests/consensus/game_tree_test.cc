@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
 
@@ -110,25 +111,25 @@ TEST(PinpointHashes, KnownAnswers) {
   const std::vector<std::int64_t> dims = {2, 2};
   const std::vector<float> data = {1.0f, -2.0f, 0.5f, 0.0f};
   const Hash256 tensor = TensorHashOf(dims, data);
-  EXPECT_EQ(HashToHex(tensor), "4159ee1838476dee84113ca270a432b23b31201d8cb6da31875dcc1730ab703b");
+  EXPECT_EQ(ToHex(tensor), "4159ee1838476dee84113ca270a432b23b31201d8cb6da31875dcc1730ab703b");
   const std::vector<std::string> names = {"w"};
   const std::vector<Hash256> hashes = {tensor};
-  EXPECT_EQ(HashToHex(StateHashFromTensorHashes(3, names, hashes)),
+  EXPECT_EQ(ToHex(StateHashFromTensorHashes(3, names, hashes)),
             "0be2acd6fb04d6942a2557411e9644b481f88691d45c01f2da7bf31e474cee11");
-  EXPECT_EQ(HashToHex(BatchLeaf(tensor, Hash256{})),
+  EXPECT_EQ(ToHex(BatchLeaf(tensor, Hash256{})),
             "45b89472558dfa78747712cb9edd206c6cb94142f507fd25a359a48d57d60e04");
   std::vector<float> tall(65 * 3);
   for (std::size_t i = 0; i < tall.size(); ++i) tall[i] = static_cast<float>(i) * 0.25f - 3.0f;
   const std::vector<std::int64_t> tall_dims = {65, 3};
-  EXPECT_EQ(HashToHex(TensorHashOf(tall_dims, tall)),
+  EXPECT_EQ(ToHex(TensorHashOf(tall_dims, tall)),
             "6128e74caf5041675c953ce46f15c91061804c6d25273600fc81b9440e4e86c1");
   std::vector<float> wide(130);
   for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(i) * 0.5f;
   const std::vector<std::int64_t> wide_dims = {130};
-  EXPECT_EQ(HashToHex(TensorHashOf(wide_dims, wide)),
+  EXPECT_EQ(ToHex(TensorHashOf(wide_dims, wide)),
             "b00697476608d13c4a6a240d54d3468a3b60940f99d4d67b55fec1d12c4ec155");
   const std::vector<float> state = {1.5f, -0.0f};
-  EXPECT_EQ(HashToHex(ChainStateHash(7, state)), "02942a1ed4882dc4b7b74b5ff2e78b7cce30aac10f9112e49eda2fe44c127a2b");
+  EXPECT_EQ(ToHex(ChainStateHash(7, state)), "02942a1ed4882dc4b7b74b5ff2e78b7cce30aac10f9112e49eda2fe44c127a2b");
 }
 
 // A block tree proves any set of blocks together against the tensor hash; every forged value,

@@ -10,8 +10,9 @@ namespace {
 
 TEST(HexTest, EncodesLowercase) {
   const std::vector<std::uint8_t> bytes = {0x00, 0x0f, 0xa0, 0xff};
-  EXPECT_EQ(BytesToHex(bytes), "000fa0ff");
-  EXPECT_EQ(BytesToHex({}), "");
+  EXPECT_EQ(ToHex(bytes), "000fa0ff");
+  EXPECT_EQ(ToHex(std::span<const std::uint8_t>()), "");
+  EXPECT_EQ(ToHex(std::string_view("\x01\xfe", 2)), "01fe");
 }
 
 TEST(HexTest, DecodesEitherCase) {

@@ -42,11 +42,11 @@ TEST(KeyFileTest, RoundTripWithMode0600) {
   ASSERT_TRUE(key.ok());
   ASSERT_TRUE(WriteKeyFile(path, *key).ok());
   EXPECT_EQ(ModeOf(path), 0600u);
-  EXPECT_EQ(ReadRaw(path), BytesToHex(key->bytes()) + "\n");
+  EXPECT_EQ(ReadRaw(path), ToHex(key->bytes()) + "\n");
 
   Result<SecretKey> loaded = ReadKeyFile(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  EXPECT_EQ(BytesToHex(loaded->bytes()), BytesToHex(key->bytes()));
+  EXPECT_EQ(ToHex(loaded->bytes()), ToHex(key->bytes()));
   EXPECT_EQ(loaded->PublicKey(), key->PublicKey());
 
   // Only the key file is left: the temporary file was removed.
@@ -120,7 +120,7 @@ TEST(KeyFileTest, AcceptsUppercaseAndMissingNewline) {
   WriteRaw(dir.File("upper"), hex, 0600);
   Result<SecretKey> key = ReadKeyFile(dir.File("upper"));
   ASSERT_TRUE(key.ok()) << key.status().ToString();
-  EXPECT_EQ(BytesToHex(key->PublicKey().bytes()), "dff1d77f2a671c5f36183726db2341be58feae1da2deced843240f7b502ba659");
+  EXPECT_EQ(ToHex(key->PublicKey().bytes()), "dff1d77f2a671c5f36183726db2341be58feae1da2deced843240f7b502ba659");
 }
 
 TEST(KeyFileTest, RejectsMalformedContents) {

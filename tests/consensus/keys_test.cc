@@ -110,10 +110,10 @@ TEST(Bip340VectorsTest, SigningReproducesSignaturesByteForByte) {
     SCOPED_TRACE(::testing::Message() << "vector " << v.index);
     Result<SecretKey> sk = SecretKey::FromBytes(Array32(v.secret_key));
     ASSERT_TRUE(sk.ok()) << sk.status().ToString();
-    EXPECT_EQ(BytesToHex(sk->PublicKey().bytes()), BytesToHex(Unhex(v.public_key)));
+    EXPECT_EQ(ToHex(sk->PublicKey().bytes()), ToHex(Unhex(v.public_key)));
     Result<SchnorrSignature> sig = SignSchnorr(*sk, Unhex(v.message), Array32(v.aux_rand));
     ASSERT_TRUE(sig.ok()) << sig.status().ToString();
-    EXPECT_EQ(BytesToHex(*sig), BytesToHex(Unhex(v.signature)));
+    EXPECT_EQ(ToHex(*sig), ToHex(Unhex(v.signature)));
     ++signed_count;
   }
   EXPECT_EQ(signed_count, 8);
@@ -135,7 +135,7 @@ TEST(SecretKeyTest, GeneratedKeysAreDistinctAndSign) {
   for (int i = 0; i < 8; ++i) {
     Result<SecretKey> key = SecretKey::Generate();
     ASSERT_TRUE(key.ok()) << key.status().ToString();
-    EXPECT_TRUE(seen.insert(BytesToHex(key->bytes())).second);
+    EXPECT_TRUE(seen.insert(ToHex(key->bytes())).second);
     const std::vector<std::uint8_t> msg = {1, 2, 3};
     Result<SchnorrSignature> sig = SignSchnorr(*key, msg);
     ASSERT_TRUE(sig.ok());
@@ -147,7 +147,7 @@ TEST(SecretKeyTest, CopiesAreIndependentAndEqual) {
   Result<SecretKey> key = SecretKey::Generate();
   ASSERT_TRUE(key.ok());
   SecretKey copy = *key;
-  EXPECT_EQ(BytesToHex(copy.bytes()), BytesToHex(key->bytes()));
+  EXPECT_EQ(ToHex(copy.bytes()), ToHex(key->bytes()));
   EXPECT_EQ(copy.PublicKey(), key->PublicKey());
   Result<SecretKey> other = SecretKey::Generate();
   ASSERT_TRUE(other.ok());
@@ -196,7 +196,7 @@ TEST(XOnlyPublicKeyTest, RejectsNonPoints) {
   Result<XOnlyPublicKey> g =
       XOnlyPublicKey::FromBytes(Array32("79BE667EF9DCBBAC55A06295CE870B07029BFCDB2DCE28D959F2815B16F81798"));
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(BytesToHex(g->bytes()), "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798");
+  EXPECT_EQ(ToHex(g->bytes()), "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798");
 }
 
 }  // namespace

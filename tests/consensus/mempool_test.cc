@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "polnode/consensus/block.h"
 
 namespace polnode::consensus {
@@ -131,7 +134,7 @@ TEST(MempoolTest, CandidatesComeInAdmissionOrderAndRemoveAndRecheckPrune) {
   std::vector<Hash256> ids;
   for (std::uint8_t signer : {3, 1, 2}) ids.push_back(*pool.Add(SignedTx(signer, 0), AcceptAll));
   ids.push_back(*pool.Add(SignedTx(1, 1), AcceptAll));
-  auto all = pool.Candidates(10);
+  auto all = pool.Candidates(10, 1 << 20);
   ASSERT_EQ(all.size(), 4u);
   for (std::size_t i = 0; i < all.size(); ++i) {
     EXPECT_EQ(all[i].id, ids[i]);
@@ -139,20 +142,99 @@ TEST(MempoolTest, CandidatesComeInAdmissionOrderAndRemoveAndRecheckPrune) {
       EXPECT_LT(all[i - 1].seq, all[i].seq);
     }
   }
-  EXPECT_EQ(pool.Candidates(2).size(), 2u);
+  EXPECT_EQ(pool.Candidates(2, 1 << 20).size(), 2u);
   pool.Remove(std::span<const Hash256>(ids.data(), 1));
   EXPECT_EQ(pool.size(), 3u);
   EXPECT_FALSE(pool.Contains(ids[0]));
   // After a block used signer 1's nonce 0, recheck drops that tx and keeps the rest.
-  std::size_t dropped = pool.Recheck([&](const PendingTx& tx) {
-    return tx.envelope.signer_pubkey == KeyFromByte(1).PublicKey().bytes() && tx.envelope.nonce == 0
-               ? Status::FailedPrecondition("nonce already used")
-               : Status::Ok();
-  });
+  std::size_t dropped = pool.Recheck(
+      [&](const PendingTx& tx) {
+        return tx.envelope.signer_pubkey == KeyFromByte(1).PublicKey().bytes() && tx.envelope.nonce == 0
+                   ? Status::FailedPrecondition("nonce already used")
+                   : Status::Ok();
+      },
+      1);
   EXPECT_EQ(dropped, 1u);
   EXPECT_EQ(pool.size(), 2u);
   // The removed (signer, nonce) slot is free again.
   EXPECT_TRUE(pool.Add(SignedTx(1, 0, "test-chain", "again"), AcceptAll).ok());
+}
+
+// An admission check that knows each signer's next nonce (0 unless set), as the ledger's does.
+struct Accounts {
+  std::map<std::array<std::uint8_t, 32>, std::uint64_t> next;
+  AdmissionCheck Check() {
+    return [this](PendingTx& tx) {
+      tx.account_nonce = next[tx.envelope.signer_pubkey];
+      return tx.envelope.nonce < tx.account_nonce ? Status::FailedPrecondition("nonce already used") : Status::Ok();
+    };
+  }
+};
+
+// Issue 15 finding 2: 32 accounts parked 2,016 transactions behind nonce gaps; the producer only
+// looked at the first 2,000 candidates in arrival order, so a valid transfer stayed pending and
+// blocks carried nothing. Now gap txs are capped per signer and in total, are never candidates, and
+// expire.
+TEST(MempoolTest, TxsParkedBehindNonceGapsNeitherFillThePoolNorBlockAValidTx) {
+  Mempool pool(MempoolOptions{.chain_id = "test-chain", .max_txs = 100000, .max_tx_bytes = 4096});
+  Accounts accounts;
+  std::size_t parked = 0;
+  std::size_t refused = 0;
+  for (std::uint8_t signer = 1; signer <= 32; ++signer) {
+    for (std::uint64_t nonce = 1; nonce <= 63; ++nonce) {  // nonce 0 never comes
+      Result<Hash256> id = pool.Add(SignedTx(signer, nonce), accounts.Check());
+      if (id.ok()) {
+        ++parked;
+      } else {
+        EXPECT_EQ(id.status().code(), StatusCode::kResourceExhausted) << id.status().ToString();
+        ++refused;
+      }
+    }
+  }
+  EXPECT_EQ(parked, 32u * 16u);  // max_future_per_signer
+  EXPECT_EQ(refused, 32u * 63u - parked);
+  EXPECT_EQ(pool.future_count(), parked);
+  const Hash256 valid = *pool.Add(SignedTx(99, 0), accounts.Check());
+  const std::vector<PendingTx> candidates = pool.Candidates(2000, 4 << 20);
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_EQ(candidates[0].id, valid);
+  // Once a signer's gap is filled, its whole run becomes executable, in nonce order.
+  ASSERT_TRUE(pool.Add(SignedTx(1, 0), accounts.Check()).ok());
+  std::vector<std::uint64_t> nonces;
+  for (const PendingTx& tx : pool.Candidates(2000, 4 << 20)) {
+    if (tx.envelope.signer_pubkey == KeyFromByte(1).PublicKey().bytes()) nonces.push_back(tx.envelope.nonce);
+  }
+  ASSERT_EQ(nonces.size(), 17u);
+  EXPECT_TRUE(std::is_sorted(nonces.begin(), nonces.end()));
+  // The rest never become executable: they expire (the pool's Recheck after each block).
+  accounts.next[KeyFromByte(1).PublicKey().bytes()] = 17;  // signer 1's run went into a block
+  EXPECT_EQ(pool.Recheck(accounts.Check(), 50), 17u);
+  EXPECT_EQ(pool.future_count(), 31u * 16u);
+  EXPECT_EQ(pool.Recheck(accounts.Check(), 200), 31u * 16u);
+  EXPECT_EQ(pool.future_count(), 0u);
+  EXPECT_EQ(pool.size(), 1u);  // the valid tx, still waiting for its block
+}
+
+TEST(MempoolTest, FutureTxsAreCappedInTotal) {
+  Mempool pool(MempoolOptions{.chain_id = "test-chain", .max_txs = 1000, .max_tx_bytes = 4096, .max_future = 5});
+  Accounts accounts;
+  for (std::uint8_t signer = 1; signer <= 5; ++signer) ASSERT_TRUE(pool.Add(SignedTx(signer, 3), accounts.Check()).ok());
+  const Result<Hash256> sixth = pool.Add(SignedTx(6, 3), accounts.Check());
+  EXPECT_EQ(sixth.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(sixth.status().message().find("send nonce 0 first"), std::string::npos) << sixth.status().message();
+  EXPECT_TRUE(pool.Add(SignedTx(6, 0), accounts.Check()).ok()) << "executable txs are not capped by it";
+}
+
+TEST(MempoolTest, PendingBytesAreBounded) {
+  std::size_t three = 0;
+  for (std::uint64_t nonce = 0; nonce < 3; ++nonce) three += SignedTx(1, nonce).size();
+  Mempool pool(MempoolOptions{.chain_id = "test-chain", .max_txs = 1000, .max_tx_bytes = 4096, .max_bytes = three});
+  Accounts accounts;
+  for (std::uint64_t nonce = 0; nonce < 3; ++nonce) ASSERT_TRUE(pool.Add(SignedTx(1, nonce), accounts.Check()).ok());
+  EXPECT_EQ(pool.bytes(), three);
+  EXPECT_EQ(pool.Add(SignedTx(2, 0), accounts.Check()).status().code(), StatusCode::kUnavailable);
+  // Candidates respect a byte budget too.
+  EXPECT_EQ(pool.Candidates(10, three - 1).size(), 2u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SHA-256 known-answer tests (FIPS 180-2 examples and the NIST long-message vector), plus the
 // hex helpers on digests and the incremental hasher's equivalence with the one-shot function.
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 
 #include <gtest/gtest.h>
@@ -10,21 +11,21 @@ namespace polnode::consensus {
 namespace {
 
 TEST(Sha256Test, EmptyString) {
-  EXPECT_EQ(HashToHex(Sha256(std::string_view())),
+  EXPECT_EQ(ToHex(Sha256(std::string_view())),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(Sha256Test, Abc) {
-  EXPECT_EQ(HashToHex(Sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(ToHex(Sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(Sha256Test, Nist448BitMessage) {
-  EXPECT_EQ(HashToHex(Sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+  EXPECT_EQ(ToHex(Sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 TEST(Sha256Test, Nist896BitMessage) {
-  EXPECT_EQ(HashToHex(Sha256("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqr"
+  EXPECT_EQ(ToHex(Sha256("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqr"
                              "lmnopqrsmnopqrstnopqrstu")),
             "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 }
@@ -39,7 +40,7 @@ TEST(Sha256Test, OneMillionAsIncrementally) {
     fed += chunk.size();
   }
   hasher.Update(std::string(1000000 - fed, 'a'));
-  EXPECT_EQ(HashToHex(hasher.Finalize()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(ToHex(hasher.Finalize()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(Sha256Test, IncrementalMatchesOneShotAtEverySplit) {
@@ -56,7 +57,7 @@ TEST(Sha256Test, IncrementalMatchesOneShotAtEverySplit) {
 
 TEST(Sha256Test, HexRoundTripAndRejection) {
   const Hash256 h = Sha256("abc");
-  Result<Hash256> back = HashFromHex(HashToHex(h));
+  Result<Hash256> back = HashFromHex(ToHex(h));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, h);
   Result<Hash256> upper = HashFromHex("BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD");

@@ -99,6 +99,37 @@ TEST(ProcessProposal, RejectsAnteFailuresAndOversizedBlocks) {
   EXPECT_EQ(chain.Nonce(kAlice), 0u);  // proposals write nothing
 }
 
+// Issues 15 and 18: every transaction ran twice per block (PrepareProposal's simulation, then
+// FinalizeBlock). FinalizeBlock now reuses the proposal's execution when the block is the one
+// prepared; the result must be exactly what executing it gives.
+TEST(FinalizeBlock, ReusingThePreparedExecutionGivesTheSameStateAndResults) {
+  auto run = [](bool prepare_first) {
+    Chain chain(TestParams(), {kAlice, kBob}, 1'000);
+    std::vector<VerifiedTx> txs = {TransferWithNonce(chain, 1, 5), TransferWithNonce(chain, 0, 7),
+                                   TransferWithNonce(chain, 2, 5'000)};  // the last fails its payload
+    const BlockContext context = NextContext(chain);
+    std::vector<VerifiedTx> block = txs;
+    if (prepare_first) {
+      auto chosen = chain.app().PrepareProposal(txs, context, chain.state(), ProposalLimits{});
+      EXPECT_TRUE(chosen.ok());
+      block = *chosen;
+    } else {
+      std::swap(block[0], block[1]);  // the order PrepareProposal gives: each signer's nonces ascending
+    }
+    auto result = chain.app().FinalizeBlock(context, block, chain.state());
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    std::vector<std::pair<StatusCode, std::string>> codes;
+    for (const TxResult& r : result->tx_results) codes.emplace_back(r.code, r.log);
+    return std::make_pair(chain.state().pairs(), codes);
+  };
+  const auto reused = run(true);
+  const auto executed = run(false);
+  EXPECT_EQ(reused.first, executed.first);
+  EXPECT_EQ(reused.second, executed.second);
+  ASSERT_EQ(reused.second.size(), 3u);
+  EXPECT_NE(reused.second[2].first, StatusCode::kOk);
+}
+
 TEST(FinalizeBlock, HeightsMustFollowTheStoredHeight) {
   Chain chain(TestParams(), {kAlice}, 1'000);
   BlockContext context = NextContext(chain);

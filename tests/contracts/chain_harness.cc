@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/contracts/supply.h"
 
@@ -20,16 +21,6 @@ Message Read(const MemoryStateStore& state, const std::string& key) {
     EXPECT_TRUE(message.ParseFromString(**value));
   }
   return message;
-}
-
-std::string Hex(std::string_view raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
 }
 
 }  // namespace
@@ -76,6 +67,8 @@ proto::Params TestParams() {
   p.set_max_challengers(4);
   p.set_max_total_steps(std::uint64_t{1} << 40);
   p.set_max_segments(std::uint64_t{1} << 20);
+  p.set_seed_reveal_window(6);
+  p.set_audit_window(1'000);
   return p;
 }
 
@@ -95,6 +88,7 @@ proto::SubmitTaskTx TaskSubmission(std::uint64_t payment) {
   spec->set_batch_root(Bytes32(0xD4));
   spec->set_step_leaf_count(40);
   spec->set_state_tensor_count(8);
+  spec->set_initial_state_hash(Bytes32(0xD5));
   msg.set_spec_uri("http://blobs.local/spec");
   return msg;
 }
@@ -160,23 +154,23 @@ void Chain::AdvanceTo(std::uint64_t height) {
 }
 
 std::uint64_t Chain::Balance(const PubKey& key) const {
-  return Read<proto::Account>(state_, "acct/" + Hex(Raw(key))).balance();
+  return Read<proto::Account>(state_, "acct/" + consensus::ToHex(Raw(key))).balance();
 }
 
 std::uint64_t Chain::Nonce(const PubKey& key) const {
-  return Read<proto::Account>(state_, "acct/" + Hex(Raw(key))).nonce();
+  return Read<proto::Account>(state_, "acct/" + consensus::ToHex(Raw(key))).nonce();
 }
 
 proto::StakeRecord Chain::Stake(proto::Role role, const PubKey& key) const {
   const char* name = role == proto::ROLE_SOLVER     ? "solver"
                      : role == proto::ROLE_VERIFIER ? "verifier"
                                                     : "whistleblower";
-  return Read<proto::StakeRecord>(state_, std::string("stake/") + name + "/" + Hex(Raw(key)));
+  return Read<proto::StakeRecord>(state_, std::string("stake/") + name + "/" + consensus::ToHex(Raw(key)));
 }
 
 std::uint64_t Chain::Jackpot() const { return Read<proto::Jackpot>(state_, "jackpot").pool(); }
 
-proto::Task Chain::Task(std::string_view task_id) const { return Read<proto::Task>(state_, "task/" + Hex(task_id)); }
+proto::Task Chain::Task(std::string_view task_id) const { return Read<proto::Task>(state_, "task/" + consensus::ToHex(task_id)); }
 
 std::string Chain::TaskIdAt(std::uint64_t seq) const {
   char buffer[17];

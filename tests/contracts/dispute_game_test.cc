@@ -61,7 +61,9 @@ class GameRunner {
     truth_ = world_.Trajectory(std::nullopt);
     proof_ = world_.Trajectory(solver_tamper);
     flow_.spec = world_.Spec();
-    flow_.proof_root = HashBytes(world_.ProofRoot(proof_));
+    std::vector<Hash256> leaves;
+    for (std::uint64_t i = 0; i * world_.k() <= world_.total_steps(); ++i) leaves.push_back(world_.Checkpoint(proof_, i));
+    flow_.SetCheckpoints(std::move(leaves));
   }
 
   // Plays to the reveal, the game, and the settlement.
@@ -134,7 +136,7 @@ class GameRunner {
   proto::DisputeGame Game() {
     // state_store.h: "game/<task id hex>/<challenger hex>".
     auto hex = [](const std::string& raw) {
-      return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+      return consensus::ToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
     };
     Result<std::optional<std::string>> bytes =
         flow_.chain.state().Get("game/" + hex(flow_.task_id) + "/" + hex(Raw(challenger_key_)));
@@ -438,6 +440,17 @@ TEST(DisputeGame, CheatingSolverIsPinpointedToItsStepOperatorTileAndChainAndSlas
     move.mutable_tile()->set_block_root(std::string(32, '\x08'));
     forged.mutable_moves(first_tile)->set_payload(move.SerializeAsString());
     EXPECT_FALSE(AuditGame(runner.flow().chain.params(), outcome.task, forged)->differences.empty());
+    // After the audit window the moves' payloads are pruned; the summary stays.
+    TaskFlow& flow = runner.flow();
+    flow.chain.AdvanceTo(outcome.task.settle_height() + flow.chain.params().audit_window());
+    const proto::DisputeGame pruned = runner.Game();
+    EXPECT_TRUE(pruned.pruned());
+    EXPECT_EQ(pruned.moves_size(), outcome.game.moves_size());
+    for (const proto::MoveRecord& m : pruned.moves()) EXPECT_TRUE(m.payload().empty());
+    EXPECT_EQ(pruned.leaf(), outcome.game.leaf());
+    EXPECT_EQ(pruned.ruling(), outcome.game.ruling());
+    EXPECT_LT(pruned.ByteSizeLong(), outcome.game.ByteSizeLong() / 2);
+    EXPECT_EQ(AuditGame(flow.chain.params(), flow.task(), pruned).status().code(), StatusCode::kFailedPrecondition);
   }
 }
 

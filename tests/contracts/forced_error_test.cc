@@ -28,6 +28,7 @@ const std::string kHonestFinal = Bytes32(0xF1);
 void Prepare(TaskFlow& flow) {
   std::vector<Hash256> leaves(11);
   for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
+  leaves[0].fill(0xD5);  // the spec's initial state
   flow.SetCheckpoints(leaves);
   flow.replay_final = kHonestFinal;
 }
@@ -132,9 +133,7 @@ TEST(ForcedError, AVerifierThatMissesTheHonestFinalPlaysAGameOverTheHonestProof)
   EXPECT_TRUE(task.verifiers(0).vouched());
   EXPECT_TRUE(task.verifiers(1).disputed());
   Result<std::optional<std::string>> bytes =
-      flow.chain.state().Get("game/" + consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(
-                                           task.id().data()), task.id().size())) +
-                             "/" + consensus::BytesToHex(assigned[1]));
+      flow.chain.state().Get("game/" + consensus::ToHex(task.id()) + "/" + consensus::ToHex(assigned[1]));
   ASSERT_TRUE(bytes.ok() && bytes->has_value());
   proto::DisputeGame game;
   ASSERT_TRUE(game.ParseFromString(**bytes));

@@ -161,6 +161,7 @@ proto::TaskSpec GameWorld::Spec() const {
   spec.set_batch_root(HashBytes(consensus::MerkleRoot(batch_leaves)));
   spec.set_step_leaf_count(kLeaves);
   spec.set_state_tensor_count(kStateTensors);
+  spec.set_initial_state_hash(HashBytes(StateHash(Trajectory(std::nullopt)[0], 0)));
   return spec;
 }
 

@@ -26,6 +26,7 @@ proto::TaskSpec SmallSpec() {
 struct PublishingFlow {
   explicit PublishingFlow(std::int64_t elements = 5) : fixture(4, 10, 2, elements) {
     flow.spec = SmallSpec();
+    flow.spec->set_initial_state_hash(HashBytes(fixture.leaves()[0]));
     flow.SetCheckpoints(fixture.leaves());
   }
   std::set<std::uint64_t> Needed(const proto::VerifierSlot& slot) const {
@@ -54,7 +55,12 @@ struct PublishingFlow {
 // paid and its lock goes to those verifiers.
 TEST(Publication, AWithholdingSolverIsNeverPaidAndTheVerifiersGain) {
   TaskFlow flow;
-  flow.proof_root = Bytes32(0x3A);  // a random root
+  // A root nobody can open: checkpoint 0 is the task's (the ledger checks that much at the
+  // commitment), every other leaf is made up.
+  std::vector<Hash256> leaves(11);
+  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i] = consensus::Sha256("made up " + std::to_string(i));
+  leaves[0].fill(0xD5);
+  flow.SetCheckpoints(leaves);
   flow.RunToVerifying(10'000);
   const std::vector<PubKey> assigned = flow.Assigned();
   const std::uint64_t solver = flow.chain.Balance(flow.solver);
@@ -108,6 +114,17 @@ TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) 
   ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
   EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
+  // Issue 15 finding 6: state never shrank. Published data stays for auditors during the audit
+  // window, then goes.
+  const auto published_keys = [&flow] {
+    int count = 0;
+    EXPECT_TRUE(flow.chain.state().Scan("pub/", [&count](std::string_view, std::string_view) { return ++count > 0; }).ok());
+    return count;
+  };
+  EXPECT_GT(published_keys(), 0);
+  flow.chain.AdvanceTo(flow.task().settle_height() + flow.chain.params().audit_window());
+  EXPECT_EQ(published_keys(), 0);
+  EXPECT_TRUE(flow.task().pruned());
 }
 
 TEST(Publication, BadPublicationsAreRefusedAndChangeNothing) {

@@ -85,6 +85,7 @@ class RandomTraffic {
       }
       case 4: {
         proto::SubmitTaskTx msg = TaskSubmission(100 + Pick(20'000));
+        msg.mutable_spec()->set_initial_state_hash(ToRaw(checkpoints_.leaves()[0]));
         msg.mutable_spec()->set_claim_window(1 + Pick(8));
         msg.mutable_spec()->set_training_window(3 + Pick(8));
         return chain_.Tx(signer, payload::kSubmitTask, msg);
@@ -100,6 +101,9 @@ class RandomTraffic {
         msg.set_task_id(task_id);
         msg.set_proof_root(Pick(6) == 0 ? Bytes32(0xAA) : ToRaw(consensus::MerkleRoot(checkpoints_.leaves())));
         msg.set_proof_uri("http://solver/proof");
+        const std::vector<std::uint8_t> initial =
+            consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints_.leaves()).Prove(0));
+        msg.set_initial_proof(std::string(initial.begin(), initial.end()));
         return chain_.Tx(SolverOr(task_id, signer), payload::kCommitProof, msg);
       }
       case 7: {

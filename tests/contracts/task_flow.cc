@@ -31,6 +31,10 @@ TaskFlow::TaskFlow(const proto::Params& params)
       chain.Tx(whistleblower, payload::kStake, StakeMsg(proto::ROLE_WHISTLEBLOWER, params.min_stake_whistleblower())));
   BlockResult result = chain.Block(txs);
   for (const TxResult& r : result.tx_results) EXPECT_EQ(r.code, StatusCode::kOk) << r.log;
+  std::vector<Hash256> leaves(Segments() + 1);
+  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0xA0 + i));
+  leaves[0].fill(0xD5);  // TaskSubmission's initial_state_hash
+  SetCheckpoints(std::move(leaves));
 }
 
 void TaskFlow::Submit(std::uint64_t payment) {
@@ -40,10 +44,18 @@ void TaskFlow::Submit(std::uint64_t payment) {
     *msg.mutable_spec() = *spec;
     msg.mutable_spec()->set_payment(payment);
   }
+  if (seed) msg.set_seed_commitment(HashBytes(SecretCommitment(*seed)));
   TxResult r = chain.Run(submitter, payload::kSubmitTask, msg);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
   const Hash256 id = TaskIdFor(TaskSpecHash(msg.spec()), Raw(submitter), nonce);
   task_id = std::string(reinterpret_cast<const char*>(id.data()), id.size());
+}
+
+TxResult TaskFlow::RevealSeed(const std::string& revealed) {
+  proto::SeedRevealTx msg;
+  msg.set_task_id(task_id);
+  msg.set_seed(revealed);
+  return chain.Run(submitter, payload::kRevealSeed, msg);
 }
 
 void TaskFlow::Claim() {
@@ -61,6 +73,10 @@ void TaskFlow::Commit() {
   msg.set_task_id(task_id);
   msg.set_proof_root(proof_root);
   msg.set_proof_uri("http://solver.local/proof");
+  if (!checkpoints.empty()) {
+    const std::vector<std::uint8_t> initial = consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints).Prove(0));
+    msg.set_initial_proof(std::string(initial.begin(), initial.end()));
+  }
   TxResult r = chain.Run(solver, payload::kCommitProof, msg);
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
 }

@@ -30,19 +30,25 @@ class TaskFlow {
   const PubKey whistleblower = Key(6);
   const PubKey outsider = Key(7);
   const std::string secret = Bytes32(0x5E);
-  std::string proof_root = Bytes32(0xAA);
+  /// The committed proof's root: SetCheckpoints sets it (the constructor sets 11 leaves whose first
+  /// is the default spec's initial state); Commit proves checkpoint 0 from `checkpoints`.
+  std::string proof_root;
   /// The final state an honest replay reaches: the digest every Verdict commits to. In a forced
   /// round it is the honest final checkpoint (RevealForced reveals it).
   std::string replay_final = Bytes32(0xF1);
   /// When set, Submit posts this spec (with TaskSubmission's payment) instead of the default one.
   std::optional<proto::TaskSpec> spec;
+  /// When set, Submit commits to this beacon seed (RevealSeed reveals it).
+  std::optional<std::string> seed;
 
   Chain chain;
   std::string task_id;
-  std::vector<Hash256> checkpoints;  // the committed proof's leaves, once SetCheckpoints ran
+  std::vector<Hash256> checkpoints;  // the committed proof's leaves
 
   /// Submits a task paying `payment`; expects success.
   void Submit(std::uint64_t payment = 10'000);
+  /// The submitter reveals `seed`.
+  TxResult RevealSeed(const std::string& revealed);
   /// The solver claims with the commitment to `secret`; expects success.
   void Claim();
   /// Waits for the forced-error seed, then commits `proof_root`; expects success.

@@ -1,6 +1,7 @@
 // Task submission, cancellation, claims, proof commitments and their deadlines.
 #include <gtest/gtest.h>
 
+#include "polnode/consensus/merkle.h"
 #include "polnode/contracts/payloads.h"
 #include "task_flow.h"
 
@@ -180,6 +181,29 @@ TEST(SubmitTask, SizesAreBoundedSoNoCountWraps) {
   EXPECT_EQ(bounded.chain.Run(bounded.submitter, payload::kSubmitTask, many).code, StatusCode::kInvalidArgument);
   many.mutable_spec()->set_checkpoint_interval(200);  // 5 segments
   EXPECT_EQ(bounded.chain.Run(bounded.submitter, payload::kSubmitTask, many).code, StatusCode::kOk);
+}
+
+// A proof must start from the state the task fixes; the ledger checks checkpoint 0 at the
+// commitment, since a dispute game can only show a transition wrong, not a wrong starting point.
+TEST(CommitProof, CheckpointZeroMustBeTheTasksInitialState) {
+  TaskFlow flow;
+  flow.Submit();
+  flow.Claim();
+  flow.chain.AdvanceTo(flow.task().claim_height() + flow.chain.params().beacon_delay());
+  std::vector<Hash256> forged = flow.checkpoints;
+  forged[0].fill(0x01);  // another starting point
+  const std::vector<std::uint8_t> proof = consensus::SerializeMerkleProof(*consensus::MerkleTree(forged).Prove(0));
+  proto::CommitProofTx msg;
+  msg.set_task_id(flow.task_id);
+  msg.set_proof_root(HashBytes(consensus::MerkleRoot(forged)));
+  msg.set_proof_uri("http://solver.local/proof");
+  msg.set_initial_proof(std::string(proof.begin(), proof.end()));
+  TxResult r = flow.chain.Run(flow.solver, payload::kCommitProof, msg);
+  EXPECT_EQ(r.code, StatusCode::kInvalidArgument) << r.log;
+  msg.clear_initial_proof();
+  EXPECT_EQ(flow.chain.Run(flow.solver, payload::kCommitProof, msg).code, StatusCode::kInvalidArgument);
+  flow.Commit();  // the real one
+  EXPECT_EQ(flow.task().status(), proto::TASK_COMMITTED);
 }
 
 TEST(CommitProof, WaitsForTheForcedErrorSeed) {

@@ -26,7 +26,8 @@ TEST(SegmentBeacon, AssignsDistinctVerifiersWithTheirOwnSegmentsAndLocksThem) {
   const proto::Task task = flow.task();
   ASSERT_EQ(task.verifiers_size(), 2);
   // The beacon is drawn from the randomness of the block at commit height + delay.
-  const Hash256 beacon = SegmentBeacon(Chain::RandomnessAt(task.commit_height() + 2), task.id(), task.proof_root());
+  const Hash256 beacon =
+      SegmentBeacon(Chain::RandomnessAt(task.commit_height() + 2), task.id(), task.proof_root(), "");
   EXPECT_EQ(task.segment_beacon(), std::string(beacon.begin(), beacon.end()));
   EXPECT_EQ(task.verification_round(), 1u);
   const std::vector<PubKey> assigned = flow.Assigned();
@@ -73,6 +74,59 @@ TEST(StakeWeightedPicks, FollowStakeAndSplittingStakeBuysNothing) {
   EXPECT_NEAR(honest_first, kDraws / 2, 400);
   // More picks than candidates: each once.
   EXPECT_EQ(StakeWeightedPicks(weights, 9, "x", 1, 0).size(), 3u);
+}
+
+// Issue 15 finding 5: the producer knows its own future randomness (a VRF), so a solver it colludes
+// with could time its commitment to dodge the segments it faked. A submitter's seed, revealed only
+// after the proof is committed, makes the beacon unknown to both until then.
+TEST(SegmentBeacon, WaitsForTheSubmittersSeedAndMixesItIn) {
+  TaskFlow flow;
+  flow.seed = Bytes32(0x5D);
+  flow.Submit();
+  flow.Claim();
+  EXPECT_EQ(flow.RevealSeed(*flow.seed).code, StatusCode::kFailedPrecondition);  // before the commitment
+  flow.Commit();
+  const std::uint64_t commit = flow.task().commit_height();
+  flow.chain.AdvanceTo(commit + 2);  // the usual beacon height passes without a seed
+  ASSERT_EQ(flow.task().status(), proto::TASK_COMMITTED);
+  EXPECT_EQ(flow.chain.Run(flow.outsider, payload::kRevealSeed, [&] {
+    proto::SeedRevealTx m;
+    m.set_task_id(flow.task_id);
+    m.set_seed(*flow.seed);
+    return m;
+  }()).code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(flow.RevealSeed(Bytes32(0x01)).code, StatusCode::kInvalidArgument);
+  ASSERT_EQ(flow.RevealSeed(*flow.seed).code, StatusCode::kOk);
+  EXPECT_EQ(flow.RevealSeed(*flow.seed).code, StatusCode::kAlreadyExists);
+  const std::uint64_t revealed = flow.chain.height() - 1;  // the duplicate took a block
+  flow.chain.AdvanceTo(revealed + 1);
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_EQ(task.segment_beacon(),
+            HashBytes(SegmentBeacon(Chain::RandomnessAt(revealed + 1), task.id(), task.proof_root(), *flow.seed)));
+}
+
+TEST(SegmentBeacon, AnUnrevealedSeedPaysTheSolverUnverified) {
+  TaskFlow flow;
+  flow.seed = Bytes32(0x5D);
+  flow.Submit(10'000);
+  flow.Claim();
+  flow.Commit();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  flow.chain.AdvanceTo(flow.task().commit_height() + 6);
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_NO_SEED);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 8'820);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 980);
+  EXPECT_EQ(flow.chain.Jackpot(), 200u);
+  TaskFlow plain;  // no commitment: nothing to reveal
+  plain.Submit();
+  plain.Claim();
+  plain.Commit();
+  EXPECT_EQ(plain.RevealSeed(Bytes32(0x5D)).code, StatusCode::kFailedPrecondition);
 }
 
 TEST(SegmentBeacon, SolverAndSubmitterAreNeverTheirOwnVerifiers) {

@@ -13,10 +13,6 @@ namespace {
 
 using contracts::testing::Raw;
 
-std::string Hex(const std::string& raw) {
-  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
-
 TEST(DoubleDisputeTest, SolverLosingItsFirstGameIsSlashedOnceAndTheOtherClaimStands) {
   const solver::ImageDataset data = solver::testing::TinyDataset();
   solver::TaskSpec task = MlpTask(data);
@@ -24,7 +20,7 @@ TEST(DoubleDisputeTest, SolverLosingItsFirstGameIsSlashedOnceAndTheOtherClaimSta
   Proof proof = ProveTask(task, data, tamper);
   contracts::testing::TaskFlow flow;
   flow.spec = LedgerSpec(task, data);
-  flow.proof_root = proof.Root();
+  flow.SetCheckpoints(proof.manifest.checkpoint_hashes);
   flow.RunToVerifying();
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(assigned.size(), 2u);
@@ -55,7 +51,7 @@ TEST(DoubleDisputeTest, SolverLosingItsFirstGameIsSlashedOnceAndTheOtherClaimSta
     verifier::DisputePlayer honest = make(v, true);
     proto::DisputeGame game;
     for (int round = 0; round < 64; ++round) {
-      Result<std::optional<std::string>> bytes = flow.chain.state().Get("game/" + Hex(flow.task_id) + "/" + Hex(Raw(v)));
+      Result<std::optional<std::string>> bytes = flow.chain.state().Get("game/" + consensus::ToHex(flow.task_id) + "/" + consensus::ToHex(Raw(v)));
       ASSERT_TRUE(bytes.ok() && bytes->has_value());
       ASSERT_TRUE(game.ParseFromString(**bytes));
       if (game.phase() == proto::GAME_RESOLVED) break;

@@ -17,10 +17,6 @@ namespace {
 
 using contracts::testing::Raw;
 
-std::string Hex(const std::string& raw) {
-  return consensus::BytesToHex(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-}
-
 PubKey KeyOf(const std::string& raw) {
   PubKey key{};
   std::copy_n(raw.begin(), std::min(raw.size(), key.size()), key.begin());
@@ -56,7 +52,7 @@ void RealMatch::Setup() {
     ASSERT_TRUE(failed_.empty());
   }
   flow_.spec = LedgerSpec(options_.task, data_);
-  flow_.proof_root = proof_->Root();
+  flow_.SetCheckpoints(proof_->manifest.checkpoint_hashes);
   flow_.RunToVerifying();
   const std::vector<PubKey> assigned = flow_.Assigned();
   ASSERT_EQ(assigned.size(), 2u);
@@ -122,7 +118,7 @@ void RealMatch::MakePlayers() {
 proto::DisputeGame RealMatch::Game() {
   // state_store.h: "game/<task id hex>/<challenger hex>".
   Result<std::optional<std::string>> bytes =
-      flow_.chain.state().Get("game/" + Hex(flow_.task_id) + "/" + Hex(Raw(challenger_)));
+      flow_.chain.state().Get("game/" + consensus::ToHex(flow_.task_id) + "/" + consensus::ToHex(Raw(challenger_)));
   proto::DisputeGame game;
   EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes));
   return game;

@@ -69,6 +69,9 @@ proto::TaskSpec LedgerSpec(const solver::TaskSpec& task, const solver::ImageData
   if (batch_root.ok()) spec.set_batch_root(Raw(*batch_root));
   spec.set_step_leaf_count(solver::StepLeafCount(graph));
   spec.set_state_tensor_count(static_cast<std::uint32_t>(graph.state_names.size()));
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task, data);
+  EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
+  if (stepper.ok()) spec.set_initial_state_hash(Raw(solver::StateHash(stepper->Initial())));
   return spec;
 }
 

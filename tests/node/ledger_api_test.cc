@@ -77,14 +77,14 @@ TEST_F(LedgerApiTest, PostProtobufTxThenSeeItPendingThenCommitted) {
   std::string bytes = *consensus::EncodeEnvelope(SignedTransfer(0, 50));
   HttpResponse r = Call("POST", "/v1/tx", bytes, "application/x-protobuf");
   ASSERT_EQ(r.status, 200) << r.body;
-  const std::string id = consensus::HashToHex(consensus::TxId(bytes));
+  const std::string id = consensus::ToHex(consensus::TxId(bytes));
   EXPECT_NE(r.body.find(id), std::string::npos);
   EXPECT_NE(Call("GET", "/v1/txs/" + id).body.find("\"pending\""), std::string::npos);
   ASSERT_TRUE(ledger_->ProduceBlock(1).ok());
   HttpResponse tx = Call("GET", "/v1/txs/" + id);
   EXPECT_NE(tx.body.find("\"committed\""), std::string::npos) << tx.body;
   EXPECT_NE(tx.body.find("\"height\":1"), std::string::npos) << tx.body;
-  HttpResponse bob = Call("GET", "/v1/accounts/" + consensus::BytesToHex(KeyFromByte(2).PublicKey().bytes()));
+  HttpResponse bob = Call("GET", "/v1/accounts/" + consensus::ToHex(KeyFromByte(2).PublicKey().bytes()));
   EXPECT_EQ(bob.status, 200);
   EXPECT_NE(bob.body.find("\"balance\":50"), std::string::npos) << bob.body;
 }
@@ -102,13 +102,13 @@ TEST_F(LedgerApiTest, CommittedTxReportsWhetherItsPayloadSucceeded) {
   EXPECT_EQ(block->tx_count, 2u);
   EXPECT_EQ(block->failed_txs, 1u);
 
-  HttpResponse ok = Call("GET", "/v1/txs/" + consensus::HashToHex(consensus::TxId(ok_bytes)));
+  HttpResponse ok = Call("GET", "/v1/txs/" + consensus::ToHex(consensus::TxId(ok_bytes)));
   EXPECT_EQ(ok.status, 200);
   EXPECT_NE(ok.body.find("\"status\":\"committed\""), std::string::npos) << ok.body;
   EXPECT_NE(ok.body.find("\"result\":\"ok\""), std::string::npos) << ok.body;
   EXPECT_EQ(ok.body.find("\"error\""), std::string::npos) << ok.body;
 
-  HttpResponse failed = Call("GET", "/v1/txs/" + consensus::HashToHex(consensus::TxId(failing_bytes)));
+  HttpResponse failed = Call("GET", "/v1/txs/" + consensus::ToHex(consensus::TxId(failing_bytes)));
   EXPECT_EQ(failed.status, 200);
   EXPECT_NE(failed.body.find("\"status\":\"committed\""), std::string::npos) << failed.body;
   EXPECT_NE(failed.body.find("\"index\":1"), std::string::npos) << failed.body;
@@ -183,7 +183,7 @@ TEST_F(LedgerApiTest, StatusBlocksAndQueries) {
   ExpectError(Call("GET", "/v1/accounts/short"), 400, "");
   EXPECT_EQ(Call("GET", "/v1/params").status, 200);
   EXPECT_EQ(Call("GET", "/v1/supply").status, 200);
-  EXPECT_EQ(Call("GET", "/v1/accounts/" + consensus::BytesToHex(KeyFromByte(1).PublicKey().bytes()) + "/stakes").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/accounts/" + consensus::ToHex(KeyFromByte(1).PublicKey().bytes()) + "/stakes").status, 200);
 }
 
 TEST_F(LedgerApiTest, MetricsReportHeightMempoolTxsAndResponseCodes) {

@@ -62,9 +62,9 @@ proto::TaskSpec Spec() {
   return spec;
 }
 
-std::string Hex(const consensus::SecretKey& key) { return consensus::BytesToHex(key.PublicKey().bytes()); }
+std::string Hex(const consensus::SecretKey& key) { return consensus::ToHex(key.PublicKey().bytes()); }
 
-std::string TxPath(const std::string& tx) { return "/v1/txs/" + consensus::HashToHex(consensus::TxId(tx)); }
+std::string TxPath(const std::string& tx) { return "/v1/txs/" + consensus::ToHex(consensus::TxId(tx)); }
 
 // A ledger at height 1 whose block holds a solver stake, a task submission, a transfer and a
 // failing transfer, with one more transfer pending.
@@ -142,7 +142,7 @@ TEST_F(LedgerClientDecodeTest, RealAnswersDecodeToWhatTheChainHolds) {
   EXPECT_EQ(page->total, 1u);
   ASSERT_EQ(page->tasks.size(), 1u);
   EXPECT_TRUE(MessageDifferencer::Equals(page->tasks[0].spec(), Spec()));
-  const std::string task_hex = HexOf(page->tasks[0].id());
+  const std::string task_hex = consensus::ToHex(page->tasks[0].id());
   Result<proto::Task> task = DecodeTask(Get("/v1/tasks/" + task_hex));
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   EXPECT_TRUE(MessageDifferencer::Equals(*task, page->tasks[0]));
@@ -181,7 +181,7 @@ TEST_F(LedgerClientDecodeTest, RealAnswersDecodeToWhatTheChainHolds) {
 
   Result<std::string> id = DecodeTxId(posted_.body);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  EXPECT_EQ(*id, consensus::HashToHex(consensus::TxId(pending_tx_)));
+  EXPECT_EQ(*id, consensus::ToHex(consensus::TxId(pending_tx_)));
 }
 
 TEST_F(LedgerClientDecodeTest, TxStatesDecodeCommittedFailedAndPending) {
@@ -202,13 +202,13 @@ TEST_F(LedgerClientDecodeTest, TxStatesDecodeCommittedFailedAndPending) {
 TEST_F(LedgerClientDecodeTest, GameRecordsInTheGamesArrayDecode) {
   Result<TaskPage> page = DecodeTaskPage(Get("/v1/tasks"));
   ASSERT_TRUE(page.ok() && page->tasks.size() == 1) << page.status().ToString();
-  std::string body = Get("/v1/tasks/" + HexOf(page->tasks[0].id()) + "/games");
+  std::string body = Get("/v1/tasks/" + consensus::ToHex(page->tasks[0].id()) + "/games");
   proto::DisputeGame game;
   game.set_task_id(page->tasks[0].id());
   game.set_round(3);
   const std::size_t empty = body.rfind("[]");
   ASSERT_NE(empty, std::string::npos) << body;
-  body.replace(empty, 2, "[{\"round\":3,\"record\":\"" + HexOf(game.SerializeAsString()) + "\"}]");
+  body.replace(empty, 2, "[{\"round\":3,\"record\":\"" + consensus::ToHex(game.SerializeAsString()) + "\"}]");
   Result<GamesView> games = DecodeGamesView(body);
   ASSERT_TRUE(games.ok()) << games.status().ToString();
   ASSERT_EQ(games->games.size(), 1u);

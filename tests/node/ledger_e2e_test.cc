@@ -98,13 +98,13 @@ class LedgerE2ETest : public ::testing::Test {
     ASSERT_TRUE(consensus::WriteKeyFile(user_key_path_, user_).ok());
     home_ = dir_.File("home");
     auto init = RunProcess({PolnodeBinary(), "init", "--home", home_, "--chain-id", kChain, "--block-interval-ms",
-                            "100", "--accounts", consensus::BytesToHex(user_.PublicKey().bytes()) + "=1000000", "--json"});
+                            "100", "--accounts", consensus::ToHex(user_.PublicKey().bytes()) + "=1000000", "--json"});
     ASSERT_EQ(init.exit_code, 0) << init.err;
     EXPECT_NE(init.out.find("\"chain_id\":\"e2e-chain\""), std::string::npos) << init.out;
   }
 
   std::string Account(const LedgerProcess& p, const consensus::SecretKey& k) {
-    return Get(p, "/v1/accounts/" + consensus::BytesToHex(k.PublicKey().bytes()));
+    return Get(p, "/v1/accounts/" + consensus::ToHex(k.PublicKey().bytes()));
   }
 
   static constexpr char kChain[] = "e2e-chain";
@@ -137,7 +137,7 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
 
   // The CLI: nonce (21) and chain id asked from the ledger, waits for the block.
   auto cli = RunProcess({PolnodeBinary(), "tx", "transfer", "--key", user_key_path_, "--ledger", ledger.url(), "--to",
-                         consensus::BytesToHex(bob_.PublicKey().bytes()), "--amount", "7", "--wait", "--json"});
+                         consensus::ToHex(bob_.PublicKey().bytes()), "--amount", "7", "--wait", "--json"});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_NE(cli.out.find("\"status\":\"committed\""), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("\"nonce\":21"), std::string::npos) << cli.out;

@@ -26,7 +26,7 @@ SecretKey KeyFromByte(std::uint8_t b) {
   return *SecretKey::FromBytes(bytes);
 }
 
-std::string Hex(const SecretKey& k) { return consensus::BytesToHex(k.PublicKey().bytes()); }
+std::string Hex(const SecretKey& k) { return consensus::ToHex(k.PublicKey().bytes()); }
 
 constexpr char kChain[] = "ledger-test";
 

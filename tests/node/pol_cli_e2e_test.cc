@@ -43,7 +43,7 @@ class PolCliTest : public ::testing::Test {
     split("t10k", data.test);
     std::ofstream(dir_.File("task.toml"))
         << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
-        << consensus::HashToHex(solver::DatasetContentHash(data))
+        << consensus::ToHex(solver::DatasetContentHash(data))
         << "\"\nlr = 0.1\nbatch = 8\nsteps = 40\ncheckpoint_interval = 5\nseed = 42\nsegments = 2\n";
   }
 
@@ -54,7 +54,7 @@ class PolCliTest : public ::testing::Test {
 
   ProcessResult Verify(const std::string& proof, const std::string& beacon_text) {
     return Polnode({"verify", "--proof", proof, "--task", "task.toml", "--segments", "8", "--beacon",
-                    consensus::HashToHex(consensus::Sha256(beacon_text))});
+                    consensus::ToHex(consensus::Sha256(beacon_text))});
   }
 
   TempDir dir_;

@@ -81,7 +81,7 @@ class SubmitterE2ETest : public ::testing::Test {
     split("t10k", data.test);
     task_file_ = dir_.File("task.toml");
     std::ofstream(task_file_) << "model = \"mlp:16-8-3\"\ndata = \"" << dir_.File("data") << "\"\ndataset_hash = \""
-                              << consensus::HashToHex(solver::DatasetContentHash(data))
+                              << consensus::ToHex(solver::DatasetContentHash(data))
                               << "\"\nlr = 0.1\nbatch = 8\nsteps = 20\ncheckpoint_interval = 5\nseed = 42\nsegments = 1\n";
   }
 
@@ -120,7 +120,7 @@ class SubmitterE2ETest : public ::testing::Test {
     EXPECT_TRUE(page.ok()) << page.status().ToString();
     if (!page.ok()) return own;
     for (proto::Task& t : page->tasks) {
-      if (HexOf(t.submitter()) == pubkey_) own.push_back(std::move(t));
+      if (consensus::ToHex(t.submitter()) == pubkey_) own.push_back(std::move(t));
     }
     return own;
   }
@@ -149,7 +149,7 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   std::vector<proto::Task> own = OwnTasks();
   ASSERT_EQ(own.size(), 1u);
   const proto::Task task = own[0];
-  const std::string task_hex = HexOf(task.id());
+  const std::string task_hex = consensus::ToHex(task.id());
 
   // The binding a solver checks: the ledger's spec is LedgerSpecFor of the document with these
   // terms, and the document served at the spec URI is the one in the task file.

@@ -311,7 +311,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
                         Hex32('3'), "--batch-root", Hex32('4'), "--step-leaf-count", "8", "--state-tensor-count", "2"},
                        &tx_id));
     const std::array<std::uint8_t, 32> submitter_key = Unhex(submitter_.pubkey);
-    const std::string expected_id = consensus::HashToHex(contracts::TaskIdFor(
+    const std::string expected_id = consensus::ToHex(contracts::TaskIdFor(
         contracts::TaskSpecHash(spec), std::string_view(reinterpret_cast<const char*>(submitter_key.data()), 32), nonce));
 
     const rapidjson::Document list = Json(Get("/v1/tasks?start=" + std::to_string(count_before)));
@@ -324,7 +324,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     EXPECT_EQ(Str(task, "id"), expected_id);
     EXPECT_EQ(Str(task, "submitter"), submitter_.pubkey);
     EXPECT_EQ(Str(task, "status"), "TASK_OPEN");
-    EXPECT_EQ(Str(task, "spec_hash"), consensus::HashToHex(contracts::TaskSpecHash(spec)));
+    EXPECT_EQ(Str(task, "spec_hash"), consensus::ToHex(contracts::TaskSpecHash(spec)));
     EXPECT_EQ(U64(task, "escrow"), Money(0).escrow);
     return Str(task, "id");
   }

@@ -109,7 +109,7 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   EXPECT_EQ(check->blobs_fetched, static_cast<std::int64_t>(needed.size()));
   EXPECT_EQ(server_.CountRequests("/blobs/"), static_cast<int>(needed.size()));
   for (std::int64_t i : needed) {
-    EXPECT_EQ(server_.CountRequests("/blobs/" + consensus::HashToHex(proof.manifest.checkpoint_blobs[i])), 1)
+    EXPECT_EQ(server_.CountRequests("/blobs/" + consensus::ToHex(proof.manifest.checkpoint_blobs[i])), 1)
         << "checkpoint " << i;
   }
   EXPECT_EQ(server_.CountRequests("/manifest"), 1);
@@ -216,7 +216,7 @@ TEST_F(VerificationJobTest, MissingCheckpointFailsItsSegmentAfterRetries) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
   // The solver stops serving the final checkpoint.
-  const std::string blob = consensus::HashToHex(proof.manifest.checkpoint_blobs[8]);
+  const std::string blob = consensus::ToHex(proof.manifest.checkpoint_blobs[8]);
   ASSERT_TRUE(std::filesystem::remove(proof.dir->File("blobs/" + blob)));
   Result<ProofCheck> check = Check(task, {0, 1});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
@@ -234,10 +234,10 @@ TEST_F(VerificationJobTest, UnreachableServersAreTheCheckersErrorNotAVerdict) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   proto::Task task = TaskFor(proof);
   proto::Task no_proof = task;
-  no_proof.set_proof_uri("http://127.0.0.1:1/v1/proofs/" + consensus::HashToHex(proof.manifest.merkle_root));
+  no_proof.set_proof_uri("http://127.0.0.1:1/v1/proofs/" + consensus::ToHex(proof.manifest.merkle_root));
   EXPECT_EQ(Check(no_proof, {0}).status().code(), StatusCode::kUnavailable);
   proto::Task no_document = task;
-  no_document.set_spec_uri("http://127.0.0.1:1/v1/specs/" + consensus::HashToHex(solver::TaskId(document_)));
+  no_document.set_spec_uri("http://127.0.0.1:1/v1/specs/" + consensus::ToHex(solver::TaskId(document_)));
   EXPECT_EQ(Check(no_document, {0}).status().code(), StatusCode::kUnavailable);
   // A data set this checker cannot load is its own trouble too.
   solver::TaskSpec elsewhere = document_;

@@ -17,6 +17,7 @@
 #include "ledger.h"
 #include "ledger_api.h"
 #include "pol_task_fixture.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
@@ -246,7 +247,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   Daemon& verifier = AddVerifier(honest_, false, "honest");
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   SubmitClaimAndCommit(proof);
-  const std::string task_hex = HexOf(TheTask().id());
+  const std::string task_hex = consensus::ToHex(TheTask().id());
   const std::string report_path = verifier.home + "/reports/" + task_hex + ".json";
 
   // Poll without producing blocks until the verdict waits in the mempool.
@@ -293,7 +294,7 @@ TEST_F(RolesTest, CheatIsRejectedTheLazyAcceptIsDisputedAndTheWhistleblowerWinsT
   // reject and the whistleblower must disagree with the lazy accept, whatever the beacon draws.
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{37, 3, 0, 22});
   SubmitClaimAndCommit(proof);
-  const std::string task_hex = HexOf(TheTask().id());
+  const std::string task_hex = consensus::ToHex(TheTask().id());
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
   proto::Task task = TheTask();

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/trainer.h"
 #include "solver_test_util.h"
@@ -86,7 +87,7 @@ std::map<std::string, std::string> ReadGoldenFile() {
 
 TEST(DeterminismTest, FashionMnistContentHashIsGolden) {
   POLNODE_REQUIRE_FASHION_MNIST(data);
-  const std::string actual = consensus::HashToHex(DatasetContentHash(*data));
+  const std::string actual = consensus::ToHex(DatasetContentHash(*data));
   EXPECT_EQ(ReadGoldenFile()["fashion-mnist"], actual) << "expected line: fashion-mnist " << actual;
 }
 

@@ -1,6 +1,7 @@
 // Task specs: the TOML form, the protobuf form, validation, and the task id.
 #include <gtest/gtest.h>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/task_spec.h"
 
 namespace polnode::solver {
@@ -33,7 +34,7 @@ TEST(ProofTaskSpecTest, ParsesTheTomlForm) {
   EXPECT_EQ(t->seed, 7u);
   EXPECT_EQ(t->segments_per_check, 2);
   EXPECT_EQ(t->mode, ReproMode::kExact);
-  EXPECT_EQ(consensus::HashToHex(t->dataset_hash), "38d6d7e03e97342ea8c436c657cc3511156956bebf1551d93a26b82e876e6dc6");
+  EXPECT_EQ(consensus::ToHex(t->dataset_hash), "38d6d7e03e97342ea8c436c657cc3511156956bebf1551d93a26b82e876e6dc6");
 }
 
 TEST(ProofTaskSpecTest, RejectsMalformedToml) {

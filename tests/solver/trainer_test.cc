@@ -1,3 +1,4 @@
+#include "polnode/consensus/hex.h"
 #include "polnode/solver/trainer.h"
 
 #include <gtest/gtest.h>
@@ -78,7 +79,7 @@ TEST(TrainerTest, LearnsAToyProblemAndReportsEveryStep) {
   EXPECT_GE(s->test->accuracy(), 0.85);
   EXPECT_EQ(s->state.step, 300);
   EXPECT_EQ(s->state_hash, StateHash(s->state));
-  EXPECT_EQ(s->state_hash_hex, consensus::HashToHex(s->state_hash));
+  EXPECT_EQ(s->state_hash_hex, consensus::ToHex(s->state_hash));
   EXPECT_GT(s->steps_per_second, 0.0);
 }
 

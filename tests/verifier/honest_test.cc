@@ -4,6 +4,9 @@
 // tolerant mode's threshold comparison.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+
 #include "pol_fixture.h"
 #include "polnode/solver/prover.h"
 #include "polnode/verifier/profile.h"
@@ -74,24 +77,6 @@ TEST_F(HonestTest, ZeroFalseRejectionsAcrossBackendsAndThreadCounts) {
   EXPECT_EQ(roots[0], roots[2]);
 }
 
-TEST_F(HonestTest, ExactModeProfilesToZeroAndSkipsAbsentBackends) {
-  solver::testing::ScratchDir dir("profile");
-  const solver::ProofManifest manifest = ProveWith({"cpu", 2}, dir);
-  Result<solver::BlobStore> store = solver::BlobStore::Open(dir.File("blobs"));
-  ASSERT_TRUE(store.ok());
-  const std::int64_t segments[] = {0, 7};
-  const std::vector<ProfileVariation> variations = AllVariations();
-  Result<Profile> profile = ProfileProof(task_, data_, manifest, *store, segments, variations);
-  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  EXPECT_GE(profile->observations.size(), 8u);  // reference and cpu at 1 and 2 threads
-  EXPECT_EQ(profile->observations.size() / 2 + profile->skipped.size(), variations.size());
-  for (const ProfileObservation& o : profile->observations) EXPECT_TRUE(o.hash_equal) << o.backend_impl;
-  EXPECT_EQ(profile->thresholds.l1, 0.0);
-  EXPECT_EQ(profile->thresholds.l2, 0.0);
-  EXPECT_EQ(profile->thresholds.linf, 0.0);
-  EXPECT_EQ(profile->thresholds.cosine, 0.0);
-}
-
 // Profiling the task needs no proof: every backend and thread count here trains the first
 // segment from the task's initial state to the same bits, so every threshold is 0 and tolerant
 // mode judges as strictly as exact mode. A segment's worth of steps is what each variation runs.
@@ -109,6 +94,7 @@ TEST_F(HonestTest, ProfilingTheTaskNeedsNoProofAndFindsEveryVariationBitIdentica
   EXPECT_EQ(profile->thresholds.l2, 0.0);
   EXPECT_EQ(profile->thresholds.linf, 0.0);
   EXPECT_EQ(profile->thresholds.cosine, 0.0);
+  EXPECT_EQ(profile->thresholds.loss, 0.0);
 
   const ProfileVariation none[] = {{"no-such-backend", 1}};
   EXPECT_EQ(ProfileTask(task_, data_, none).status().code(), StatusCode::kFailedPrecondition);
@@ -133,6 +119,51 @@ TEST_F(HonestTest, TolerantModeComparesDistancesWithThresholds) {
   ASSERT_TRUE(tolerated.ok());
   EXPECT_TRUE(tolerated->ok) << tolerated->reason;
   EXPECT_NEAR(tolerated->distances.linf, 1e-3, 1e-4);
+}
+
+// Review finding 10: in tolerant mode the per-step losses were never compared, so a proof with
+// invented losses verified. They are now held to the profiled loss tolerance.
+TEST_F(HonestTest, TolerantModeHoldsTheProofToItsClaimedLosses) {
+  task_.mode = solver::ReproMode::kTolerant;
+  testing::Chain chain = testing::HonestChain(task_, data_);
+  const std::int64_t k = task_.checkpoint_interval;
+  for (std::int64_t step = 3 * k; step < 4 * k; ++step) {
+    float invented = 0.5f;
+    std::memcpy(&chain.loss_bits[static_cast<std::size_t>(step)], &invented, sizeof invented);
+  }
+  testing::WrittenProof proof = testing::WriteProof(task_, chain.checkpoints, chain.loss_bits);
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task_, data_);
+  ASSERT_TRUE(stepper.ok());
+  const Thresholds loose_distances{1.0, 1.0, 1.0, 1.0, 0.0};
+  Result<SegmentEvidence> e = ReplaySegment(proof.manifest, *proof.store, *stepper, **backend, 3, loose_distances);
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->ok);
+  EXPECT_NE(e->reason.find("losses"), std::string::npos) << e->reason;
+  EXPECT_GT(e->loss_deviation, 0.0);
+  // The untouched segment next to it still verifies.
+  Result<SegmentEvidence> other = ReplaySegment(proof.manifest, *proof.store, *stepper, **backend, 2, loose_distances);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->ok) << other->reason;
+}
+
+// Review finding 10: blobs were read whole (up to 4 GiB) before their size was checked, although a
+// checkpoint's size follows from the task.
+TEST_F(HonestTest, AnOversizedCheckpointBlobIsRefusedBeforeItIsRead) {
+  testing::Chain chain = testing::HonestChain(task_, data_);
+  testing::WrittenProof proof = testing::WriteProof(task_, chain.checkpoints, chain.loss_bits);
+  const std::string path = proof.store->PathOf(proof.manifest.checkpoint_blobs[3]);
+  const std::uintmax_t size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size + 1);  // still named by its old hash: a forged blob
+  auto backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task_, data_);
+  ASSERT_TRUE(stepper.ok());
+  Result<SegmentEvidence> e = ReplaySegment(proof.manifest, *proof.store, *stepper, **backend, 3, {});
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->ok);
+  EXPECT_NE(e->reason.find("larger than " + std::to_string(size) + " bytes"), std::string::npos) << e->reason;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Ledger blocks: header fields, the header hash the producer signs, the transaction root, and the
 // protobuf wire form (proto/polnode/block.proto).
 //
-// Header hash (version 1), exact to the byte, in the encoding of encoding.h:
+// Header hash (version 2), exact to the byte, in the encoding of encoding.h:
 //
-//   hash = SHA-256( String("polnode/block/v1") || String(chain_id) || U64(height)
+//   hash = SHA-256( String("polnode/block/v2") || String(chain_id) || U64(height)
 //                   || Fixed(prev_hash, 32) || Fixed(tx_root, 32) || Fixed(state_root, 32)
-//                   || I64(time_unix_ms) || Fixed(producer, 32) )
+//                   || I64(time_unix_ms) || Fixed(producer, 32) || Fixed(randomness, 32)
+//                   || Fixed(randomness_proof, 81) )
 //
 // The hash covers every header field but the signature. It is the block's id (the next block's
 // prev_hash) and the message of the producer's BIP-340 signature. Leaving the signature out keeps
@@ -16,6 +17,14 @@
 //
 // Genesis is height 0 with prev_hash all zero, no transactions, and the state root of the genesis
 // state; it is signed like any other block.
+//
+// Randomness (DESIGN.md section 7): each block carries the producer's VRF output (vrf.h) on
+//   BeaconInput = SHA-256( String("polnode/beacon-input/v1") || String(chain_id) || U64(height)
+//                          || Fixed(randomness of block height-1, 32) )
+// (32 zero bytes before genesis). The input names nothing the producer chooses, and a VRF has one
+// output per key and input, so the producer cannot grind it: it can compute the sequence, but not
+// steer it. What must stay unknown to the producer as well (a task's segment beacon) also mixes in
+// a secret of a party of that task (contracts/beacon.h).
 #ifndef POLNODE_CONSENSUS_BLOCK_H_
 #define POLNODE_CONSENSUS_BLOCK_H_
 
@@ -34,7 +43,7 @@
 namespace polnode::consensus {
 
 /// The domain string that starts every block header hash.
-inline constexpr std::string_view kBlockDomain = "polnode/block/v1";
+inline constexpr std::string_view kBlockDomain = "polnode/block/v2";
 
 /// Largest encoded block DecodeBlock accepts, checked before parsing: 64 MiB holds a full block of
 /// the largest transactions the mempool admits by default with room to spare.
@@ -52,6 +61,8 @@ struct BlockHeader {
   std::int64_t time_unix_ms = 0;
   std::array<std::uint8_t, 32> producer{};  // x-only public key
   SchnorrSignature signature{};
+  Hash256 randomness{};                          // the producer's VRF output (above)
+  std::array<std::uint8_t, 81> randomness_proof{};  // its proof (vrf.h)
 
   friend bool operator==(const BlockHeader&, const BlockHeader&) = default;
 };
@@ -85,12 +96,14 @@ Hash256 BlockHash(const BlockHeader& header);
 /// naming the first mismatch. Signature and state are checked separately.
 [[nodiscard]] Status CheckBlockContents(const Block& block);
 
-/// The randomness that block `height` hands the state machine (contracts::BlockContext):
-///   SHA-256( String("polnode/block-randomness/v1") || Fixed(prev_hash, 32) )
-/// where prev_hash is the hash of block height-1, so it exists only once that block is final. A
-/// single producer could grind its own block contents to steer it; the commit-reveal beacon of
-/// DESIGN.md section 7 replaces this definition when several validators run the chain.
-Hash256 BlockRandomness(const Hash256& prev_hash);
+/// The VRF input of block `height` (above): `prev_randomness` is block height-1's randomness.
+Hash256 BeaconInput(std::string_view chain_id, std::uint64_t height, const Hash256& prev_randomness);
+/// Sets header.randomness and header.randomness_proof: `key`'s VRF on BeaconInput. Call before
+/// SignBlockHeader (the signature covers both). Errors as VrfProve's.
+[[nodiscard]] Status SetBlockRandomness(const SecretKey& key, BlockHeader& header, const Hash256& prev_randomness);
+/// Ok iff header.randomness is the VRF output header.randomness_proof proves for header.producer
+/// on BeaconInput(chain_id, height, prev_randomness). kCorruption otherwise.
+[[nodiscard]] Status VerifyBlockRandomness(const BlockHeader& header, const Hash256& prev_randomness);
 
 /// The canonical protobuf bytes of `block` (proto.Block).
 [[nodiscard]] Result<std::string> EncodeBlock(const Block& block);

@@ -40,6 +40,7 @@
 
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/consensus/state_root.h"
 
 namespace rocksdb {
 class DB;
@@ -51,7 +52,6 @@ namespace polnode::consensus {
 
 /// The state writes of one block: key -> new value, or nullopt for a delete. Sorted bytewise, so
 /// applying it and merging it into scans is deterministic.
-using StateDelta = std::map<std::string, std::optional<std::string>, std::less<>>;
 
 /// The last committed block.
 struct ChainTip {
@@ -181,8 +181,6 @@ class ChainStore {
   const std::string& path() const { return path_; }
 
  private:
-  using StateMap = std::map<std::string, std::string, std::less<>>;
-
   ChainStore(std::string path, std::unique_ptr<rocksdb::DB> db, std::optional<ChainTip> tip,
              ChainStoreOptions options);
 
@@ -196,7 +194,7 @@ class ChainStore {
   std::optional<ChainTip> tip_;
   // The committed state in memory (see the file comment); nullopt until the first StateRoot.
   mutable std::shared_mutex state_mu_;
-  mutable std::optional<StateMap> state_;
+  mutable std::optional<StateTree> state_;
 };
 
 }  // namespace polnode::consensus

@@ -13,8 +13,11 @@
 
 namespace polnode::consensus {
 
-/// Lowercase hex, two characters per byte.
-std::string BytesToHex(std::span<const std::uint8_t> bytes);
+/// Lowercase hex, two characters per byte: the one way polnode prints bytes (digests, keys,
+/// signatures, ids).
+std::string ToHex(std::span<const std::uint8_t> bytes);
+/// The same for raw bytes held in a string, as protobuf bytes fields and records hold keys and ids.
+std::string ToHex(std::string_view raw);
 
 /// Parses an even number of hex characters. An odd length or any non-hex character (whitespace
 /// included) is kInvalidArgument.

@@ -21,10 +21,8 @@ using Hash256 = std::array<std::uint8_t, 32>;
 Hash256 Sha256(std::span<const std::uint8_t> data);
 Hash256 Sha256(std::string_view data);
 
-/// Lowercase hex of a digest (64 characters).
-std::string HashToHex(const Hash256& hash);
-
-/// Parses 64 hex characters (either case). Anything else is kInvalidArgument.
+/// Parses 64 hex characters (either case). Anything else is kInvalidArgument. (Digests print with
+/// ToHex, hex.h.)
 Result<Hash256> HashFromHex(std::string_view hex);
 
 /// Incremental SHA-256 for data that arrives in pieces (large tensors, streamed blobs).

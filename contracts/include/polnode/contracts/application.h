@@ -117,9 +117,15 @@ class Application {
   /// the payload: a tx that passes can still fail in FinalizeBlock (it then pays its fee).
   [[nodiscard]] Status CheckTx(const VerifiedTx& tx, const StateStore& state) const;
 
+  /// The nonce the next transaction of `signer` must carry in `state` (0 for a new account): what
+  /// a mempool needs to tell executable transactions from those waiting behind a missing nonce.
+  [[nodiscard]] Result<std::uint64_t> NextNonce(const StateStore& state, const PubKey& signer) const;
+
   /// Picks the txs of the next block from `candidates` (mempool order): each signer's txs are put
   /// in nonce order within the positions they occupy, then txs are simulated in order on a scratch
   /// overlay of `state` and kept when their ante passes and the limits allow. Deterministic.
+  /// The simulation's writes and results are kept: a FinalizeBlock of exactly these txs in the same
+  /// context on the same state applies them instead of executing every transaction again.
   [[nodiscard]] Result<std::vector<VerifiedTx>> PrepareProposal(std::vector<VerifiedTx> candidates,
                                                                 const BlockContext& context, const StateStore& state,
                                                                 const ProposalLimits& limits) const;
@@ -151,6 +157,15 @@ class Application {
   [[nodiscard]] Result<std::string> Query(std::string_view path, const StateStore& state) const;
 
  private:
+  // The last proposal's execution, for FinalizeBlock to reuse (one producer thread only).
+  struct PreparedExecution {
+    BlockContext context;
+    std::vector<consensus::Hash256> tx_hashes;
+    std::vector<TxResult> results;
+    OverlayStateStore::Writes writes;
+  };
+  static bool Matches(const PreparedExecution& prepared, const BlockContext& context, std::span<const VerifiedTx> txs);
+  mutable std::optional<PreparedExecution> prepared_;
   std::optional<std::uint64_t> finalized_height_;  // set by FinalizeBlock, cleared by Commit
 };
 

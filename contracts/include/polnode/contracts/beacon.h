@@ -41,8 +41,10 @@ Hash256 ForcedSeed(const Hash256& block_randomness, std::string_view task_id);
 /// divisible by `rate` (probability ~1/rate). Never forced when rate is 0.
 bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::string_view task_id, std::uint64_t rate);
 
-/// The segment beacon, from the randomness of a block after the proof commitment.
-Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root);
+/// The segment beacon, from the randomness of a block after the proof commitment and the
+/// submitter's revealed seed (empty when it committed none).
+Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root,
+                      std::string_view submitter_seed);
 
 /// The `counter`-th uniform 64-bit draw for filling verifier slot `slot` in assignment round
 /// `round` of a task: verification.h turns it into a stake-weighted pick (a point in the total

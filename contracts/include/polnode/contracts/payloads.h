@@ -20,6 +20,7 @@ inline constexpr std::string_view kVerdict = "task/verdict";     // proto::Verdi
 inline constexpr std::string_view kDispute = "task/dispute";     // proto::DisputeTx
 inline constexpr std::string_view kReveal = "task/reveal";       // proto::RevealTx
 inline constexpr std::string_view kPublish = "task/publish";     // proto::PublishTx
+inline constexpr std::string_view kRevealSeed = "task/seed";     // proto::SeedRevealTx
 inline constexpr std::string_view kDisputeMove = "dispute/move";  // proto::DisputeMoveTx (dispute.proto)
 
 /// task/publish: elements per published chunk (512 KiB of float32, well inside one envelope), and
@@ -28,9 +29,9 @@ inline constexpr std::uint64_t kPublishChunkElements = std::uint64_t{1} << 17;
 inline constexpr std::int64_t kMaxPublishedElements = std::int64_t{1} << 24;
 
 /// Every name above, for CLIs and fuzzers that enumerate them.
-inline constexpr std::array<std::string_view, 12> kAll = {kTransfer,   kStake,   kUnstake,  kSubmitTask,
-                                                          kCancelTask, kClaimTask, kCommitProof, kVerdict,
-                                                          kDispute,    kReveal,  kPublish,     kDisputeMove};
+inline constexpr std::array<std::string_view, 13> kAll = {
+    kTransfer, kStake,  kUnstake, kSubmitTask, kCancelTask, kClaimTask,  kCommitProof,
+    kVerdict,  kDispute, kReveal, kPublish,    kRevealSeed, kDisputeMove};
 
 }  // namespace polnode::contracts::payload
 

@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "polnode/base/status.h"
 
@@ -101,15 +102,24 @@ class OverlayStateStore final : public StateStore {
   void Delete(std::string key) override;
   [[nodiscard]] Status Scan(std::string_view prefix, const StateVisitor& visit) const override;
 
+  /// Buffered writes by key: a value, or nullopt for a delete.
+  using Writes = std::map<std::string, std::optional<std::string>, std::less<>>;
+
   /// Applies the buffered writes to `target` in ascending key order and empties the buffer.
   void FlushTo(StateStore& target);
+
+  /// Moves the buffered writes out (the buffer is empty afterwards).
+  Writes TakeWrites() { return std::exchange(writes_, {}); }
+
+  /// Applies `writes` to `target` in ascending key order.
+  static void Apply(Writes writes, StateStore& target);
 
   /// Number of buffered writes (puts and deletes).
   std::size_t pending_writes() const { return writes_.size(); }
 
  private:
   const StateStore& base_;
-  std::map<std::string, std::optional<std::string>, std::less<>> writes_;  // nullopt = deleted
+  Writes writes_;  // nullopt = deleted
 };
 
 }  // namespace polnode::contracts

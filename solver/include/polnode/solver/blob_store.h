@@ -25,13 +25,18 @@ class BlobStore {
  public:
   /// Uses `dir`, which Open creates if needed.
   static Result<BlobStore> Open(std::string dir);
+  /// Uses `dir`, which must exist: kNotFound otherwise. Nothing is created (a proof directory a
+  /// verifier only reads stays as it was).
+  static Result<BlobStore> OpenExisting(std::string dir);
 
   /// Stores `bytes` under their hash and returns it. Idempotent: storing the same bytes twice
   /// rewrites the same name.
   Result<consensus::Hash256> Put(std::span<const std::uint8_t> bytes);
-  /// The bytes named `hash`. kNotFound when absent; kCorruption when the file's bytes do not
-  /// hash to `hash` (a damaged or forged blob).
-  Result<std::vector<std::uint8_t>> Get(const consensus::Hash256& hash) const;
+  /// The bytes named `hash`. kNotFound when absent; kResourceExhausted when the file is larger
+  /// than `max_bytes` (checked before anything is read: a caller that knows how large the blob
+  /// must be passes that); kCorruption when the file's bytes do not hash to `hash` (a damaged or
+  /// forged blob).
+  Result<std::vector<std::uint8_t>> Get(const consensus::Hash256& hash, std::uint64_t max_bytes = kMaxBlobBytes) const;
   /// Whether a file named `hash` exists (its bytes are checked only by Get).
   bool Contains(const consensus::Hash256& hash) const;
   /// The file path of blob `hash`.

@@ -18,13 +18,18 @@ struct Distances {
   double cosine = 0.0;
 };
 
-/// Per-metric limits; a replay is within them when every distance is <= its limit.
+/// Per-metric limits; a replay is within them when every distance is <= its limit. `loss` bounds
+/// the LossDeviation of every replayed step loss from the proof's claimed loss.
 struct Thresholds {
   double l1 = 0.0;
   double l2 = 0.0;
   double linf = 0.0;
   double cosine = 0.0;
+  double loss = 0.0;
 };
+
+/// |a - b| / max(1, |b|): absolute below 1, relative above; NaN when either is NaN.
+double LossDeviation(float a, float b);
 
 bool WithinThresholds(const Distances& d, const Thresholds& t);
 

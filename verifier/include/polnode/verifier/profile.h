@@ -42,21 +42,14 @@ struct Profile {
 /// tells later whether present), each at 1 and 2 threads.
 std::vector<ProfileVariation> AllVariations();
 
-/// Replays `segments` of the proof under each variation whose backend can be made here (the
-/// others are listed in Profile::skipped) and returns the per-metric maxima. kFailedPrecondition
-/// when the manifest does not match the task, a sampled checkpoint cannot be loaded, or no
-/// variation could run; other errors as TaskStepper::Create and CheckTaskData.
-Result<Profile> ProfileProof(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                             const solver::ProofManifest& manifest, const solver::BlobStore& store,
-                             std::span<const std::int64_t> segments,
-                             std::span<const ProfileVariation> variations);
-
 /// Profiles the task itself, with nothing from a solver: the first segment (checkpoint_interval
 /// steps from the initial state, which the task fixes) is trained under each variation whose
 /// backend can be made here, and each metric's threshold is the largest distance between one
 /// variation's end state and the first one's. A solver cannot move these thresholds (profiling
 /// against a proof's claimed checkpoints would let a cheat in the sampled segment widen them).
-/// Observations name segment 0; hash_equal compares with the first variation's end state.
+/// The loss threshold is the largest LossDeviation between a variation's step losses and the
+/// first one's. Observations name segment 0; hash_equal compares with the first variation's end
+/// state.
 /// kFailedPrecondition when no variation could run (or the first step diverges); other errors as
 /// TaskStepper::Create and CheckTaskData.
 Result<Profile> ProfileTask(const solver::TaskSpec& task, const solver::ImageDataset& data,

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,14 @@ struct SegmentEvidence {
   std::int64_t segment = 0;
   bool ok = false;
   std::string reason;            // why it failed; empty when ok
+  bool available = false;        // both checkpoints were loaded and check against the proof
   bool replayed = false;         // the k steps ran (false when a checkpoint could not be loaded)
   bool have_distances = false;   // the claimed end state was loaded and comparable
   Distances distances;           // replayed vs claimed end state
   consensus::Hash256 recomputed{};  // StateHash of the replayed end state
   consensus::Hash256 claimed{};     // the manifest's hash of checkpoint i + 1
   bool losses_match = false;        // every replayed step loss has the claimed bits
+  double loss_deviation = 0.0;      // the largest LossDeviation of a replayed step from its claim
 };
 
 struct Verdict {
@@ -84,6 +87,18 @@ struct VerifyOptions {
 Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& manifest, const solver::BlobStore& store,
                                       solver::TaskStepper& stepper, kernels::Backend& backend,
                                       std::int64_t segment, const Thresholds& thresholds);
+
+/// Replays segment `segment` from `start` (checkpoint `segment`, obtained and checked by the
+/// caller: from a proof's blobs, or as its solver published it on the ledger) and judges the
+/// result against `end` (checkpoint segment + 1): its state hash in exact mode, distances within
+/// `thresholds` in tolerant mode, and, when `claimed_loss_bits` is not empty (one per step of the
+/// segment), the claimed per-step losses (bit for bit in exact mode, within thresholds.loss in
+/// tolerant mode). Errors are the verifier's own (a backend failure), or kInvalidArgument for a
+/// wrong number of claimed losses.
+Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::Backend& backend,
+                                         std::int64_t segment, solver::TrainState start, const solver::TrainState& end,
+                                         std::span<const std::uint32_t> claimed_loss_bits,
+                                         const Thresholds& thresholds);
 
 /// The full verification: manifest checks, a valid solver signature (required; it must be by
 /// options.solver_pubkey when that is set), checkpoint 0 == InitialState(task) bit for bit, then
