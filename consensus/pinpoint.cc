@@ -4,28 +4,107 @@
 #include <cstring>
 
 #include "polnode/consensus/encoding.h"
+#include "polnode/consensus/merkle.h"
 
 namespace polnode::consensus {
 
 static_assert(std::endian::native == std::endian::little,
-              "TensorHashOf hashes float storage as little-endian U32 bits directly");
+              "tensor and chain hashes read float storage as little-endian U32 bits directly");
 
-Hash256 TensorHashOf(std::span<const std::int64_t> dims, std::span<const float> data) {
+namespace {
+
+std::span<const std::uint8_t> AsBytes(std::span<const float> values) {
+  return std::span(reinterpret_cast<const std::uint8_t*>(values.data()), values.size_bytes());
+}
+
+void Tag(Writer& w, std::string_view tag) {
+  w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(tag.data()), tag.size()));
+}
+
+// The block leaf of block `rect` of a row-major tensor with `cols` columns, hashed row by row in
+// place (no copy).
+Hash256 BlockLeafInPlace(std::span<const float> data, std::int64_t cols, const GridRect& rect) {
+  Sha256Hasher hasher;
+  const std::uint8_t prefix = 0x00;
+  hasher.Update(std::span(&prefix, 1));
+  for (std::int64_t r = rect.row_begin; r < rect.row_end; ++r) {
+    hasher.Update(AsBytes(data.subspan(static_cast<std::size_t>(r * cols + rect.col_begin),
+                                       static_cast<std::size_t>(rect.cols()))));
+  }
+  return hasher.Finalize();
+}
+
+}  // namespace
+
+Hash256 BlockLeafHash(std::span<const float> block) {
+  Sha256Hasher hasher;
+  const std::uint8_t prefix = 0x00;
+  hasher.Update(std::span(&prefix, 1));
+  hasher.Update(AsBytes(block));
+  return hasher.Finalize();
+}
+
+std::vector<float> BlockValues(std::span<const std::int64_t> dims, std::span<const float> data, std::uint64_t index) {
+  const BlockGrid grid = BlockGrid::Of(dims);
+  const GridRect rect = grid.BlockRect(index);
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(rect.elements()));
+  for (std::int64_t r = rect.row_begin; r < rect.row_end; ++r) {
+    const float* row = data.data() + r * grid.cols();
+    out.insert(out.end(), row + rect.col_begin, row + rect.col_end);
+  }
+  return out;
+}
+
+std::vector<Hash256> TensorBlockLeaves(std::span<const std::int64_t> dims, std::span<const float> data) {
+  const BlockGrid grid = BlockGrid::Of(dims);
+  std::vector<Hash256> leaves;
+  leaves.reserve(grid.block_count());
+  for (std::uint64_t b = 0; b < grid.block_count(); ++b) {
+    leaves.push_back(BlockLeafInPlace(data, grid.cols(), grid.BlockRect(b)));
+  }
+  return leaves;
+}
+
+Hash256 BlockRootOf(std::span<const Hash256> leaves) {
+  if (leaves.empty()) return Hash256{};
+  if (leaves.size() == 1) return leaves[0];
+  // The game tree's root without keeping its levels.
+  std::vector<Hash256> level(std::uint64_t{1} << GameTreeDepth(leaves.size()), Hash256{});
+  std::copy(leaves.begin(), leaves.end(), level.begin());
+  while (level.size() > 1) {
+    for (std::size_t i = 0; i < level.size() / 2; ++i) level[i] = MerkleNodeHash(level[2 * i], level[2 * i + 1]);
+    level.resize(level.size() / 2);
+  }
+  return level[0];
+}
+
+Hash256 TensorHashFromBlockRoot(std::span<const std::int64_t> dims, const Hash256& block_root) {
   HashWriter w;
-  constexpr std::string_view kTag = "polnode.tensor.v1\n";
-  w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(kTag.data()), kTag.size()));
+  Tag(w, "polnode.tensor.v3\n");
   w.U32(static_cast<std::uint32_t>(dims.size()));
   for (std::int64_t d : dims) w.U64(static_cast<std::uint64_t>(d));
-  // On a little-endian host the float storage already is the U32 bits, little-endian.
-  w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size_bytes()));
+  w.Fixed(block_root);
   return w.Finalize();
+}
+
+Hash256 TensorHashOf(std::span<const std::int64_t> dims, std::span<const float> data) {
+  return TensorHashFromBlockRoot(dims, BlockRootOf(TensorBlockLeaves(dims, data)));
+}
+
+TensorBlockTree::TensorBlockTree(std::span<const std::int64_t> dims, std::span<const float> data)
+    : dims_(dims.begin(), dims.end()), grid_(BlockGrid::Of(dims)) {
+  const std::vector<Hash256> leaves = TensorBlockLeaves(dims, data);
+  if (!leaves.empty()) {
+    tree_.emplace(leaves);
+    root_ = tree_->root();
+  }
 }
 
 Hash256 StateHashFromTensorHashes(std::uint64_t step, std::span<const std::string> names,
                                   std::span<const Hash256> tensor_hashes) {
   HashWriter w;
-  constexpr std::string_view kTag = "polnode.state.v2\n";
-  w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(kTag.data()), kTag.size()));
+  Tag(w, "polnode.state.v2\n");
   w.U64(step);
   w.U32(static_cast<std::uint32_t>(names.size()));
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -37,10 +116,18 @@ Hash256 StateHashFromTensorHashes(std::uint64_t step, std::span<const std::strin
 
 Hash256 BatchLeaf(const Hash256& images_hash, const Hash256& labels_hash) {
   HashWriter w;
-  constexpr std::string_view kTag = "polnode.batch.v1\n";
-  w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(kTag.data()), kTag.size()));
+  Tag(w, "polnode.batch.v1\n");
   w.Fixed(images_hash);
   w.Fixed(labels_hash);
+  return w.Finalize();
+}
+
+Hash256 ChainStateHash(std::uint64_t position, std::span<const float> state) {
+  HashWriter w;
+  Tag(w, "polnode.chain.v1\n");
+  w.U64(position);
+  w.U32(static_cast<std::uint32_t>(state.size()));
+  w.Fixed(AsBytes(state));
   return w.Finalize();
 }
 

@@ -54,12 +54,6 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
       audit.differences.push_back("move " + std::to_string(i) + " does not parse as a DisputeMoveTx");
       continue;
     }
-    if (msg.has_referee()) {
-      proto::PinpointDescriptor descriptor;
-      if (descriptor.ParseFromString(msg.referee().node_descriptor()) && descriptor.has_node()) {
-        audit.node = descriptor.node();
-      }
-    }
     Result<MoveEffect> effect = ApplyMove(ctx, task, audit.replayed, record.signer(), record.payload(), msg);
     if (!effect.ok()) {
       audit.differences.push_back("move " + std::to_string(i) + " (height " + std::to_string(record.height()) +
@@ -79,11 +73,22 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
     audit.result = timeout.result;
     audit.ruling = timeout.ruling;
   }
+  // The operator whose output the game descended into (its tiles and chain).
+  proto::PinpointDescriptor descriptor;
+  if (!audit.replayed.node_descriptor().empty() && descriptor.ParseFromString(audit.replayed.node_descriptor()) &&
+      descriptor.has_node()) {
+    audit.node = descriptor.node();
+  }
   std::vector<std::string>& d = audit.differences;
   Compare(d, "segment", audit.replayed.segment(), recorded.segment());
   Compare(d, "lo", audit.replayed.lo(), recorded.lo());
   Compare(d, "hi", audit.replayed.hi(), recorded.hi());
   Compare(d, "leaf", audit.replayed.leaf(), recorded.leaf());
+  Compare(d, "node descriptor", audit.replayed.node_descriptor(), recorded.node_descriptor());
+  Compare(d, "output", audit.replayed.output(), recorded.output());
+  Compare(d, "tile", audit.replayed.tile(), recorded.tile());
+  Compare(d, "chain lo", audit.replayed.chain_lo(), recorded.chain_lo());
+  Compare(d, "chain hi", audit.replayed.chain_hi(), recorded.chain_hi());
   Compare(d, "true leaf", audit.replayed.true_leaf(), recorded.true_leaf());
   if (recorded.phase() == proto::GAME_RESOLVED) {
     const proto::GameResult recorded_result = GameResultOf(recorded);

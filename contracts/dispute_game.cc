@@ -9,6 +9,8 @@
 #include "move_fields.h"
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/consensus/pinpoint.h"
+#include "polnode/contracts/ruling.h"
 #include "records.h"
 #include "referee.h"
 #include "settlement.h"
@@ -195,22 +197,181 @@ Status ExecuteGraph(ExecContext& ctx, const proto::Task& task, proto::DisputeGam
   game.set_node_index(2 * game.node_index() + (go_left ? 0 : 1));
   game.set_level(game.level() - 1);
   if (game.level() == 0) {
-    game.set_phase(proto::GAME_REFEREE);
     game.set_leaf(game.node_index());
+    // An operator's output is ruled tile by tile: first the descent inside it.
+    const std::uint64_t s = task.spec().state_tensor_count();
+    const std::uint64_t n = task.spec().step_leaf_count();
+    const bool node_output = game.leaf() >= s + 2 && game.leaf() + 1 < n;
+    game.set_phase(node_output ? proto::GAME_TILES : proto::GAME_REFEREE);
+  }
+  return NextRound(ctx, game);
+}
+
+// The disputed tile's chain is set up once the descent inside the output reaches a block: the
+// referee rules at once when the whole chain fits one ruling (or there is none, or the block is
+// padding), else the chain bisection starts.
+void EnterChain(const ExecContext& ctx, proto::DisputeGame& game, const kernels::TileKernel& kernel,
+                const proto::PinpointNode& node) {
+  for (proto::GameSide* side : {game.mutable_challenger(), game.mutable_defender()}) {
+    side->set_chain_hi_hash(side->tile_hash());
+  }
+  game.set_chain_lo(0);
+  game.clear_chain_lo_hash();
+  if (game.tile() >= kernel.grid().block_count()) {
+    game.set_chain_units(0);
+    game.set_chain_hi(0);
+    game.set_phase(proto::GAME_REFEREE);
+    return;
+  }
+  const std::uint64_t units = static_cast<std::uint64_t>(kernel.units());
+  game.set_chain_units(units);
+  game.set_chain_hi(units);
+  const bool fits = units <= 1 || BoxFits(kernel, node, {game.tile(), 0, units}, RulingBudgetOf(ctx.params));
+  game.set_phase(fits ? proto::GAME_REFEREE : proto::GAME_CHAIN);
+}
+
+// The node descriptor of a first tile move, proven against the graph root and writing the
+// disputed leaf.
+Result<proto::PinpointNode> TileDescriptor(const proto::Task& task, const proto::DisputeGame& game,
+                                           const proto::TileMove& move) {
+  proto::PinpointDescriptor descriptor;
+  if (!descriptor.ParseFromString(move.node_descriptor()) || EncodeRecord(descriptor) != move.node_descriptor() ||
+      !descriptor.has_node()) {
+    return Status::InvalidArgument("node_descriptor is not a canonical operator node descriptor");
+  }
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof proof, ProofField(move.node_descriptor_proof(), "node_descriptor_proof"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(task.spec().graph_root(), "graph_root"));
+  if (proof.leaf_index + 1 >= proof.leaf_count ||
+      !consensus::VerifyMerkleProof(root, consensus::Sha256(move.node_descriptor()), proof).ok()) {
+    return Status::InvalidArgument("node_descriptor is not an operator node of the task's graph");
+  }
+  const proto::PinpointNode& node = descriptor.node();
+  if (game.leaf() < node.first_output_leaf() ||
+      game.leaf() - node.first_output_leaf() >= static_cast<std::uint64_t>(node.outputs_size())) {
+    return Status::InvalidArgument("the descriptor's node does not write the disputed leaf");
+  }
+  return node;
+}
+
+// Records `side`'s block-tree children (and in the first round its block root); once both moved,
+// descends one level; at a block, sets up the tile's chain.
+Status ExecuteTile(ExecContext& ctx, const proto::Task& task, proto::DisputeGame& game, proto::GameSide& side,
+                   const proto::TileMove& move) {
+  const bool first = side.block_root().empty();
+  const std::uint64_t step = game.first_step() + game.lo();
+  if (first) {
+    POLNODE_ASSIGN_OR_RETURN(proto::PinpointNode node, TileDescriptor(task, game, move));
+    if (!game.node_descriptor().empty() && game.node_descriptor() != move.node_descriptor()) {
+      // Only a broken graph has two; the first one posted stands.
+      return Status::InvalidArgument("the other party's descriptor for this leaf stands");
+    }
+    const std::uint32_t output = static_cast<std::uint32_t>(game.leaf() - node.first_output_leaf());
+    Result<kernels::TileKernel> kernel = TileKernelOf(node, output, step);
+    if (!kernel.ok()) return Status::InvalidArgument("the disputed node cannot be refereed: " + kernel.status().message());
+    POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(move.block_root(), "block_root"));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 claim, HashField(side.hash(), "the party's leaf"));
+    if (consensus::TensorHashFromBlockRoot(kernel->output_shape(), root) != claim) {
+      return Status::InvalidArgument("block_root with the output's dims does not give the party's leaf");
+    }
+    const std::uint32_t depth = consensus::GameTreeDepth(kernel->grid().block_count());
+    if (depth == 0) {
+      if (!move.left().empty() || !move.right().empty()) {
+        return Status::InvalidArgument("a one-block output has no children to reveal");
+      }
+    } else {
+      POLNODE_ASSIGN_OR_RETURN(Hash256 left, HashField(move.left(), "left"));
+      POLNODE_ASSIGN_OR_RETURN(Hash256 right, HashField(move.right(), "right"));
+      if (consensus::MerkleNodeHash(left, right) != root) {
+        return Status::InvalidArgument("the children do not hash to the party's block root");
+      }
+    }
+    if (game.node_descriptor().empty()) {
+      game.set_node_descriptor(move.node_descriptor());
+      game.set_output(output);
+      game.set_tile_depth(depth);
+      game.set_tile_level(depth);
+      game.set_tile(0);
+    }
+    side.set_block_root(move.block_root());
+    side.set_tile_hash(move.block_root());
+  } else {
+    if (!move.node_descriptor().empty() || !move.node_descriptor_proof().empty() || !move.block_root().empty()) {
+      return Status::InvalidArgument("only the first tile move gives the descriptor and the block root");
+    }
+    POLNODE_ASSIGN_OR_RETURN(Hash256 left, HashField(move.left(), "left"));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 right, HashField(move.right(), "right"));
+    if (ToBytes(consensus::MerkleNodeHash(left, right)) != side.tile_hash()) {
+      return Status::InvalidArgument("the children do not hash to the party's current block-tree node");
+    }
+  }
+  side.set_tile_left(move.left());
+  side.set_tile_right(move.right());
+  side.set_moved(true);
+  if (!game.challenger().moved() || !game.defender().moved()) return Status::Ok();
+  if (game.tile_level() > 0) {
+    const bool go_left = game.challenger().tile_left() != game.defender().tile_left();
+    for (proto::GameSide* s : {game.mutable_challenger(), game.mutable_defender()}) {
+      s->set_tile_hash(go_left ? s->tile_left() : s->tile_right());
+    }
+    game.set_tile(2 * game.tile() + (go_left ? 0 : 1));
+    game.set_tile_level(game.tile_level() - 1);
+  }
+  if (game.tile_level() == 0) {
+    proto::PinpointDescriptor descriptor;
+    if (!descriptor.ParseFromString(game.node_descriptor())) return Status::Internal("the game's descriptor does not parse");
+    POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel, TileKernelOf(descriptor.node(), game.output(), step));
+    EnterChain(ctx, game, kernel, descriptor.node());
+  }
+  return NextRound(ctx, game);
+}
+
+// Records `side`'s chain state hash at the midpoint; once both moved, narrows the range, and stops
+// where the range fits one ruling or is one unit.
+Status ExecuteChain(ExecContext& ctx, proto::DisputeGame& game, proto::GameSide& side, const proto::ChainMove& move) {
+  POLNODE_RETURN_IF_ERROR(HashField(move.state_hash(), "state_hash").status());
+  side.set_chain_hash(move.state_hash());
+  side.set_moved(true);
+  if (!game.challenger().moved() || !game.defender().moved()) return Status::Ok();
+  const std::uint64_t mid = game.chain_lo() + (game.chain_hi() - game.chain_lo()) / 2;
+  if (game.challenger().chain_hash() == game.defender().chain_hash()) {
+    game.set_chain_lo(mid);
+    game.set_chain_lo_hash(game.challenger().chain_hash());
+  } else {
+    game.set_chain_hi(mid);
+    for (proto::GameSide* s : {game.mutable_challenger(), game.mutable_defender()}) s->set_chain_hi_hash(s->chain_hash());
+  }
+  proto::PinpointDescriptor descriptor;
+  if (!descriptor.ParseFromString(game.node_descriptor())) return Status::Internal("the game's descriptor does not parse");
+  POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel,
+                           TileKernelOf(descriptor.node(), game.output(), game.first_step() + game.lo()));
+  const TileBox box{game.tile(), game.chain_lo(), game.chain_hi()};
+  if (box.hi - box.lo <= 1 || BoxFits(kernel, descriptor.node(), box, RulingBudgetOf(ctx.params))) {
+    game.set_phase(proto::GAME_REFEREE);
   }
   return NextRound(ctx, game);
 }
 
 Result<MoveEffect> ExecuteReferee(const proto::Task& task, proto::DisputeGame& game, const proto::RefereeMove& move) {
-  POLNODE_ASSIGN_OR_RETURN(Hash256 truth, RefereeLeaf(task.spec(), game, move));
+  const bool tile = !game.node_descriptor().empty();
+  POLNODE_ASSIGN_OR_RETURN(Hash256 truth, tile ? RefereeTile(task.spec(), game, move) : RefereeLeaf(task.spec(), game, move));
   game.set_true_leaf(ToBytes(truth));
-  const bool defender_right = game.true_leaf() == game.defender().hash();
-  const bool challenger_right = game.true_leaf() == game.challenger().hash();
+  // A tile ruling names the state at the end of the disputed box; a leaf ruling, the leaf.
+  const std::string& defender_claim = tile ? game.defender().chain_hi_hash() : game.defender().hash();
+  const std::string& challenger_claim = tile ? game.challenger().chain_hi_hash() : game.challenger().hash();
+  const bool defender_right = game.true_leaf() == defender_claim;
+  const bool challenger_right = game.true_leaf() == challenger_claim;
   MoveEffect effect;
   effect.ruled = true;
   effect.result = defender_right ? proto::GAME_DEFENDER_WON : proto::GAME_CHALLENGER_WON;
-  effect.ruling = "leaf " + std::to_string(game.leaf()) + " of step " + std::to_string(game.first_step() + game.lo()) +
-                  ": the referee computed " + consensus::ToHex(truth) + ", " +
+  std::string where = "leaf " + std::to_string(game.leaf()) + " of step " + std::to_string(game.first_step() + game.lo());
+  if (tile) {
+    where += ", block " + std::to_string(game.tile()) + " of output " + std::to_string(game.output());
+    if (game.chain_units() > 0) {
+      where += ", units [" + std::to_string(game.chain_lo()) + ", " + std::to_string(game.chain_hi()) + ") of " +
+               std::to_string(game.chain_units());
+    }
+  }
+  effect.ruling = where + ": the referee computed " + consensus::ToHex(truth) + ", " +
                   (defender_right ? "the defender's" : challenger_right ? "the challenger's" : "neither party's") +
                   " value";
   return effect;
@@ -323,6 +484,14 @@ Result<MoveEffect> ApplyMove(ExecContext& ctx, const proto::Task& task, proto::D
     case proto::DisputeMoveTx::kGraph:
       if (game.phase() != proto::GAME_GRAPH) return Status::FailedPrecondition("the game is not descending the graph");
       POLNODE_RETURN_IF_ERROR(ExecuteGraph(ctx, task, game, *side, msg.graph()));
+      return MoveEffect{};
+    case proto::DisputeMoveTx::kTile:
+      if (game.phase() != proto::GAME_TILES) return Status::FailedPrecondition("the game is not descending an operator's output");
+      POLNODE_RETURN_IF_ERROR(ExecuteTile(ctx, task, game, *side, msg.tile()));
+      return MoveEffect{};
+    case proto::DisputeMoveTx::kChain:
+      if (game.phase() != proto::GAME_CHAIN) return Status::FailedPrecondition("the game is not bisecting a tile's chain");
+      POLNODE_RETURN_IF_ERROR(ExecuteChain(ctx, game, *side, msg.chain()));
       return MoveEffect{};
     case proto::DisputeMoveTx::kReferee:
       return ExecuteReferee(task, game, msg.referee());

@@ -19,14 +19,28 @@
 //            each round reveals the two children of the party's current node (the first round
 //            also proves the last leaf to be the party's level-1 claim for hi); the game enters
 //            the left child when the left children differ, else the right one.
-//            ceil(log2 step_leaf_count) rounds.
-//   referee  (level 3) anyone posts the evidence (referee.h); the ledger computes the true leaf.
-//            The defender wins exactly when its leaf is the true one: it asserted the proof's
-//            transition, so a wrong leaf on agreed inputs disproves the proof.
+//            ceil(log2 step_leaf_count) rounds. An operator's output leaf goes on to tiles, any
+//            other leaf to the referee.
+//   tiles    (level 2, inside the output; ruling.h) both descend the tree over the output's
+//            64 x 64 blocks (its tensor hash v3): the first round gives the node's descriptor
+//            (proven against graph_root, writing the leaf), the party's block root (with the
+//            output's dims it must hash to the party's leaf) and the root's children; later
+//            rounds the current node's children; the game enters the left child when the left
+//            children differ. max(1, ceil(log2 blocks)) rounds. It ends at the disputed block,
+//            the tile: the referee follows when the tile's whole chain fits one ruling
+//            (ruling.h), else the chain bisection.
+//   chain    (level 2, along the tile's chain) both post the hash of the tile's chain state
+//            after mid = (chain_lo + chain_hi) / 2 units; equal hashes move chain_lo to mid,
+//            different ones chain_hi. Ends when units [chain_lo, chain_hi) fit one ruling or one
+//            unit is left.
+//   referee  (level 3) anyone posts the evidence (referee.h); the ledger computes the true leaf,
+//            or for a tile the true state (or block) at chain_hi. The defender wins exactly when
+//            its value is the true one: it asserted the proof's transition, so a wrong value on
+//            agreed inputs disproves the proof.
 // Forfeits count against whoever owed the move: the challenger owes the opening; both owe each
-// steps and graph round (one missing forfeits alone, both missing forfeit together); the
-// referee's evidence is the solver's data, so nobody posting it is the solver's forfeit. A
-// forfeit by the solver leaves its proof unproven.
+// steps, graph, tiles and chain round (one missing forfeits alone, both missing forfeit together;
+// a move the ledger refuses is a missing move); the referee's evidence is the solver's data, so
+// nobody posting it is the solver's forfeit. A forfeit by the solver leaves its proof unproven.
 //
 // No stake moves during the games: settlement.h pays out once, by the proof's standing and each
 // claim's GameResult.

@@ -8,8 +8,7 @@
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
-#include "polnode/kernels/backend.h"
-#include "polnode/kernels/op.h"
+#include "polnode/kernels/tile.h"
 #include "keys.h"
 #include "move_fields.h"
 #include "records.h"
@@ -78,20 +77,6 @@ Result<std::vector<std::string>> LayoutNames(const proto::TaskSpec& spec, const 
   return std::vector<std::string>(layout.names().begin(), layout.names().end());
 }
 
-Result<kernels::Shape> ShapeOf(const proto::PinpointShape& shape) {
-  if (shape.dims_size() < 1 || shape.dims_size() > 8) return Status::InvalidArgument("a shape needs rank 1..8");
-  kernels::Shape dims;
-  std::int64_t elements = 1;
-  for (std::int64_t d : shape.dims()) {
-    if (d < 1 || d > kMaxRefereeElements || elements > kMaxRefereeElements / d) {
-      return Status::InvalidArgument("a shape is empty or too large for the referee");
-    }
-    elements *= d;
-    dims.push_back(d);
-  }
-  return dims;
-}
-
 Result<Hash256> StateInputLeaf(const proto::TaskSpec& spec, const proto::DisputeGame& game,
                                const proto::RefereeMove& evidence) {
   POLNODE_ASSIGN_OR_RETURN(proto::PinpointDescriptor descriptor, ProvenDescriptor(spec, evidence, true));
@@ -142,71 +127,73 @@ Result<Hash256> StateAfterLeaf(const proto::TaskSpec& spec, const proto::Dispute
   return consensus::StateHashFromTensorHashes(game.first_step() + game.lo() + 1, names, hashes);
 }
 
-kernels::OpAttrs AttrsOf(const proto::PinpointNode& node, std::uint64_t step) {
-  kernels::OpAttrs attrs;
-  attrs.lr = node.lr();
-  attrs.momentum = node.momentum();
-  attrs.weight_decay = node.weight_decay();
-  attrs.beta1 = node.beta1();
-  attrs.beta2 = node.beta2();
-  attrs.eps = node.eps();
-  attrs.pool_input_h = node.pool_input_h();
-  attrs.pool_input_w = node.pool_input_w();
-  if (static_cast<kernels::Op>(node.op()) == kernels::Op::kAdamW) {
-    // As solver::AttrsForStep: the step that starts after `step` completed steps is step + 1.
-    attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, static_cast<std::int64_t>(step) + 1);
-    attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, static_cast<std::int64_t>(step) + 1);
-  }
-  return attrs;
-}
-
-Result<Hash256> NodeOutputLeaf(const proto::TaskSpec& spec, const proto::DisputeGame& game,
-                               const proto::RefereeMove& evidence) {
-  POLNODE_ASSIGN_OR_RETURN(proto::PinpointDescriptor descriptor, ProvenDescriptor(spec, evidence, false));
-  const proto::PinpointNode& node = descriptor.node();
-  if (game.leaf() < node.first_output_leaf() ||
-      game.leaf() - node.first_output_leaf() >= static_cast<std::uint64_t>(node.outputs_size())) {
-    return Status::InvalidArgument("the descriptor's node does not write the disputed leaf");
-  }
-  if (node.op() >= static_cast<std::uint32_t>(kernels::kNumOps)) return Status::InvalidArgument("unknown operator");
-  const kernels::Op op = static_cast<kernels::Op>(node.op());
-  if (node.inputs_size() != kernels::NumInputs(op) || node.outputs_size() != kernels::NumOutputs(op) ||
-      evidence.inputs_size() != node.inputs_size()) {
-    return Status::InvalidArgument("the evidence must give each of the operator's inputs");
-  }
-  std::vector<kernels::Tensor> inputs;
-  inputs.reserve(static_cast<std::size_t>(node.inputs_size()));
-  for (int i = 0; i < node.inputs_size(); ++i) {
-    const proto::PinpointInput& ref = node.inputs(i);
-    const std::string& bytes = evidence.inputs(i).tensor();
-    POLNODE_ASSIGN_OR_RETURN(kernels::Shape source_shape, ShapeOf(ref.source_shape()));
-    POLNODE_ASSIGN_OR_RETURN(kernels::Shape read_shape, ShapeOf(ref.shape()));
-    kernels::Tensor tensor(source_shape);
-    if (bytes.size() != static_cast<std::size_t>(tensor.numel()) * sizeof(float)) {
-      return Status::InvalidArgument("input " + std::to_string(i) + " has the wrong number of elements");
+// The blocks of one operator input, as posted: its element source for the tile kernel.
+class BlockSource final : public kernels::TileSource {
+ public:
+  BlockSource(BlockGrid grid, const std::vector<std::uint64_t>& blocks, const proto::TileInput& input)
+      : grid_(grid), position_(grid.block_count(), -1) {
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      position_[blocks[k]] = static_cast<std::int32_t>(k);
+      data_.push_back(input.blocks(static_cast<int>(k)).data());
     }
-    std::memcpy(tensor.data(), bytes.data(), bytes.size());
-    const Hash256 hash = consensus::TensorHashOf(source_shape, tensor.values());
-    POLNODE_RETURN_IF_ERROR(CheckAgreedLeaf(game, ref.leaf(), hash, evidence.inputs(i).siblings()));
-    POLNODE_RETURN_IF_ERROR(tensor.Reshape(read_shape));
-    inputs.push_back(std::move(tensor));
   }
-  std::vector<const kernels::Tensor*> in;
-  for (const kernels::Tensor& t : inputs) in.push_back(&t);
-  std::vector<kernels::Tensor> outputs(static_cast<std::size_t>(node.outputs_size()));
-  std::vector<kernels::Tensor*> out;
-  for (kernels::Tensor& t : outputs) out.push_back(&t);
-  const kernels::OpAttrs attrs = AttrsOf(node, game.first_step() + game.lo());
-  // The descriptor is the task's, but the output size is checked before any work is done.
-  POLNODE_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes, kernels::InferOutputShapes(op, attrs, in));
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    POLNODE_ASSIGN_OR_RETURN(kernels::Shape want, ShapeOf(node.outputs(static_cast<int>(k))));
-    if (shapes[k] != want) return Status::InvalidArgument("the inputs do not give the descriptor's output shapes");
+  float At(std::int64_t flat) const override {
+    const std::int32_t k = position_[grid_.BlockOf(flat)];
+    if (k < 0) {
+      missing_ = true;
+      return 0.0f;
+    }
+    float v;
+    std::memcpy(&v, data_[static_cast<std::size_t>(k)] + grid_.OffsetInBlock(flat) * sizeof(float), sizeof v);
+    return v;
   }
-  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
-  POLNODE_RETURN_IF_ERROR(reference->Run(op, attrs, in, out));
-  const kernels::Tensor& result = outputs[game.leaf() - node.first_output_leaf()];
-  return consensus::TensorHashOf(result.shape(), result.values());
+  bool missing() const { return missing_; }
+
+ private:
+  BlockGrid grid_;
+  std::vector<std::int32_t> position_;  // per block of the tensor: its place among those posted
+  std::vector<const char*> data_;  // each posted block's bytes
+  mutable bool missing_ = false;
+};
+
+// Checks one operator input of a tile ruling: its block root against the agreed leaf, the posted
+// blocks (exactly `blocks`) against the root.
+Status CheckTileInput(const proto::DisputeGame& game, const proto::PinpointInput& ref,
+                      const std::vector<std::uint64_t>& blocks, const proto::TileInput& input, int i) {
+  const std::string which = "tile input " + std::to_string(i);
+  if (blocks.empty()) {
+    if (!input.block_root().empty() || input.siblings_size() > 0 || input.blocks_size() > 0 || input.proof_size() > 0) {
+      return Status::InvalidArgument(which + " is not read by the tile and must be empty");
+    }
+    return Status::Ok();
+  }
+  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(input.block_root(), which + " block_root"));
+  const std::vector<std::int64_t> dims(ref.source_shape().dims().begin(), ref.source_shape().dims().end());
+  POLNODE_RETURN_IF_ERROR(CheckAgreedLeaf(game, ref.leaf(), consensus::TensorHashFromBlockRoot(dims, root), input.siblings()));
+  if (input.blocks_size() != static_cast<int>(blocks.size())) {
+    return Status::InvalidArgument(which + " must give the " + std::to_string(blocks.size()) + " blocks the tile reads");
+  }
+  const BlockGrid grid = BlockGrid::Of(dims);
+  std::vector<std::pair<std::uint64_t, Hash256>> leaves;
+  leaves.reserve(blocks.size());
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const std::string& bytes = input.blocks(static_cast<int>(k));
+    if (bytes.size() != static_cast<std::size_t>(grid.BlockRect(blocks[k]).elements()) * sizeof(float)) {
+      return Status::InvalidArgument(which + " block " + std::to_string(blocks[k]) + " has the wrong size");
+    }
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    leaves.emplace_back(blocks[k], consensus::BlockLeafHash(values));
+  }
+  std::vector<Hash256> proof;
+  for (const std::string& s : input.proof()) {
+    POLNODE_ASSIGN_OR_RETURN(Hash256 h, HashField(s, which + " proof sibling"));
+    proof.push_back(h);
+  }
+  Result<Hash256> climbed = consensus::ClimbGameTreeMany(leaves, consensus::GameTreeDepth(grid.block_count()), proof);
+  if (!climbed.ok()) return Status::InvalidArgument(which + ": " + climbed.status().message());
+  if (*climbed != root) return Status::InvalidArgument(which + "'s blocks are not those of its agreed tensor");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -220,7 +207,73 @@ Result<Hash256> RefereeLeaf(const proto::TaskSpec& spec, const proto::DisputeGam
   if (d < s) return StateInputLeaf(spec, game, evidence);
   if (d == s || d == s + 1) return BatchInputLeaf(spec, game, evidence);
   if (d == n - 1) return StateAfterLeaf(spec, game, evidence);
-  return NodeOutputLeaf(spec, game, evidence);
+  return Status::Internal("an operator's output is ruled tile by tile");
+}
+
+Result<Hash256> RefereeTile(const proto::TaskSpec& spec, const proto::DisputeGame& game,
+                            const proto::RefereeMove& evidence) {
+  (void)spec;
+  proto::PinpointDescriptor descriptor;
+  if (!descriptor.ParseFromString(game.node_descriptor()) || !descriptor.has_node()) {
+    return Status::Internal("the game's node descriptor does not parse");
+  }
+  const proto::PinpointNode& node = descriptor.node();
+  const std::uint64_t step = game.first_step() + game.lo();
+  POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel, TileKernelOf(node, game.output(), step));
+  const BlockGrid out_grid = kernel.grid();
+  if (game.tile() >= out_grid.block_count()) {
+    // Padding beyond the output's blocks: its value is the all-zero hash, nothing to compute.
+    if (evidence.tile_inputs_size() > 0 || !evidence.lo_state().empty()) {
+      return Status::InvalidArgument("a padding block needs no evidence");
+    }
+    return Hash256{};
+  }
+  const TileBox box{game.tile(), game.chain_lo(), game.chain_hi()};
+  if (box.lo >= box.hi && kernel.units() > 0) return Status::Internal("the game's chain range is empty");
+  if (evidence.tile_inputs_size() != node.inputs_size()) {
+    return Status::InvalidArgument("tile_inputs must list each of the operator's " + std::to_string(node.inputs_size()) +
+                                   " inputs");
+  }
+  const std::vector<std::vector<std::uint64_t>> blocks = BoxBlocks(kernel, node, box);
+  std::vector<BlockSource> sources;
+  sources.reserve(blocks.size());
+  for (int i = 0; i < node.inputs_size(); ++i) {
+    POLNODE_RETURN_IF_ERROR(CheckTileInput(game, node.inputs(i), blocks[static_cast<std::size_t>(i)],
+                                           evidence.tile_inputs(i), i));
+    const std::vector<std::int64_t> dims(node.inputs(i).source_shape().dims().begin(),
+                                         node.inputs(i).source_shape().dims().end());
+    sources.emplace_back(BlockGrid::Of(dims), blocks[static_cast<std::size_t>(i)], evidence.tile_inputs(i));
+  }
+  std::vector<const kernels::TileSource*> in;
+  for (const BlockSource& s : sources) in.push_back(&s);
+  const GridRect rect = out_grid.BlockRect(box.tile);
+  std::vector<float> state;
+  if (box.lo == 0) {
+    if (!evidence.lo_state().empty()) return Status::InvalidArgument("lo_state must be empty at the chain's start");
+    state = kernel.Init(rect);
+  } else {
+    if (evidence.lo_state().size() != static_cast<std::size_t>(kernel.StateSize(rect)) * sizeof(float)) {
+      return Status::InvalidArgument("lo_state has the wrong size for the tile's chain state");
+    }
+    state.resize(static_cast<std::size_t>(kernel.StateSize(rect)));
+    std::memcpy(state.data(), evidence.lo_state().data(), evidence.lo_state().size());
+    if (ToBytes(consensus::ChainStateHash(box.lo, state)) != game.chain_lo_hash()) {
+      return Status::InvalidArgument("lo_state is not the agreed chain state");
+    }
+  }
+  POLNODE_RETURN_IF_ERROR(kernel.Advance(rect, in, static_cast<std::int64_t>(box.lo),
+                                         static_cast<std::int64_t>(box.hi), state));
+  Hash256 truth;
+  if (box.hi == static_cast<std::uint64_t>(kernel.units())) {
+    POLNODE_ASSIGN_OR_RETURN(std::vector<float> values, kernel.Finish(rect, in, state));
+    truth = consensus::BlockLeafHash(values);
+  } else {
+    truth = consensus::ChainStateHash(box.hi, state);
+  }
+  for (const BlockSource& s : sources) {
+    if (s.missing()) return Status::Internal("the tile kernel read an element outside the blocks it declared");
+  }
+  return truth;
 }
 
 }  // namespace polnode::contracts

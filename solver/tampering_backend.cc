@@ -25,17 +25,26 @@ Status TamperingBackend::Run(kernels::Op op, const kernels::OpAttrs& attrs,
     ++step_;
   }
   POLNODE_RETURN_IF_ERROR(inner_.Run(op, attrs, inputs, outputs));
-  if (step != target_.step || node != static_cast<std::size_t>(target_.node)) return Status::Ok();
-  const std::size_t k = static_cast<std::size_t>(target_.output);
-  if (k >= outputs.size() || outputs[k]->numel() == 0) {
-    return Status::Internal("tamper target output " + std::to_string(target_.output) + " does not exist");
+  if (step != target_.step) return Status::Ok();
+  auto flip = [&](std::size_t k, std::int64_t element) -> Status {
+    if (k >= outputs.size() || element < 0 || element >= outputs[k]->numel()) {
+      return Status::Internal("tamper target element " + std::to_string(element) + " of output " + std::to_string(k) +
+                              " does not exist");
+    }
+    float& x = outputs[k]->data()[element];
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits ^= std::uint32_t{1} << target_.bit;
+    std::memcpy(&x, &bits, sizeof bits);
+    return Status::Ok();
+  };
+  if (node == static_cast<std::size_t>(target_.node)) {
+    POLNODE_RETURN_IF_ERROR(flip(static_cast<std::size_t>(target_.output), target_.element));
+    ++tamper_count_;
   }
-  float& x = outputs[k]->data()[0];
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits ^= std::uint32_t{1} << target_.bit;
-  std::memcpy(&x, &bits, sizeof bits);
-  ++tamper_count_;
+  if (target_.also_node >= 0 && node == static_cast<std::size_t>(target_.also_node)) {
+    POLNODE_RETURN_IF_ERROR(flip(0, 0));
+  }
   return Status::Ok();
 }
 

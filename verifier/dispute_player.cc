@@ -170,10 +170,48 @@ Result<proto::DisputeMoveTx> DisputePlayer::GraphMove(const proto::Task& task, c
   return move;
 }
 
+Result<proto::DisputeMoveTx> DisputePlayer::TileMove(const proto::Task& task, const proto::DisputeGame& game,
+                                                     const proto::GameSide& side) {
+  POLNODE_ASSIGN_OR_RETURN(PinpointResponder * responder, GameResponder(task, game));
+  const std::int64_t steps = static_cast<std::int64_t>(game.lo());
+  POLNODE_ASSIGN_OR_RETURN(const consensus::TensorBlockTree* blocks, responder->OutputBlocks(steps, game.leaf()));
+  const bool first_round = side.block_root().empty();
+  // As in the graph descent, the ledger holds the party to what it posted: its leaf, then the
+  // block-tree node it revealed.
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 mine, first_round ? Result<consensus::Hash256>(blocks->tensor_hash())
+                                                                 : blocks->tree()->Node(game.tile_level(), game.tile()));
+  if (HashBytes(mine) != (first_round ? side.hash() : side.tile_hash())) {
+    return Status::FailedPrecondition("this party's output of leaf " + std::to_string(game.leaf()) +
+                                      " contradicts what it posted earlier in the game");
+  }
+  const std::uint32_t level = first_round ? blocks->tree()->depth() : game.tile_level();
+  POLNODE_ASSIGN_OR_RETURN(proto::TileMove tile,
+                           responder->AnswerTileMove(steps, game.leaf(), level, first_round ? 0 : game.tile(), first_round));
+  proto::DisputeMoveTx move = MoveFor(game);
+  *move.mutable_tile() = std::move(tile);
+  return move;
+}
+
+Result<proto::DisputeMoveTx> DisputePlayer::ChainMove(const proto::Task& task, const proto::DisputeGame& game) {
+  POLNODE_ASSIGN_OR_RETURN(PinpointResponder * responder, GameResponder(task, game));
+  const std::uint64_t mid = game.chain_lo() + (game.chain_hi() - game.chain_lo()) / 2;
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 hash,
+                           responder->ChainStateHashAt(static_cast<std::int64_t>(game.lo()), game.leaf(), game.tile(),
+                                                       static_cast<std::int64_t>(mid)));
+  proto::DisputeMoveTx move = MoveFor(game);
+  move.mutable_chain()->set_state_hash(HashBytes(hash));
+  return move;
+}
+
 Result<proto::DisputeMoveTx> DisputePlayer::RefereeMove(const proto::Task& task, const proto::DisputeGame& game) {
   POLNODE_ASSIGN_OR_RETURN(PinpointResponder * responder, GameResponder(task, game));
+  const std::int64_t steps = static_cast<std::int64_t>(game.lo());
   POLNODE_ASSIGN_OR_RETURN(proto::RefereeMove evidence,
-                           responder->RefereeEvidence(static_cast<std::int64_t>(game.lo()), game.leaf()));
+                           game.node_descriptor().empty()
+                               ? responder->RefereeEvidence(steps, game.leaf())
+                               : responder->TileEvidence(steps, game.leaf(), game.tile(),
+                                                         static_cast<std::int64_t>(game.chain_lo()),
+                                                         static_cast<std::int64_t>(game.chain_hi())));
   proto::DisputeMoveTx move = MoveFor(game);
   *move.mutable_referee() = std::move(evidence);
   return move;
@@ -199,6 +237,16 @@ Result<std::optional<proto::DisputeMoveTx>> DisputePlayer::NextMove(const proto:
     case proto::GAME_GRAPH: {
       if (side.moved()) return MaybeMove();
       POLNODE_ASSIGN_OR_RETURN(proto::DisputeMoveTx move, GraphMove(task, game, side));
+      return MaybeMove(std::move(move));
+    }
+    case proto::GAME_TILES: {
+      if (side.moved()) return MaybeMove();
+      POLNODE_ASSIGN_OR_RETURN(proto::DisputeMoveTx move, TileMove(task, game, side));
+      return MaybeMove(std::move(move));
+    }
+    case proto::GAME_CHAIN: {
+      if (side.moved()) return MaybeMove();
+      POLNODE_ASSIGN_OR_RETURN(proto::DisputeMoveTx move, ChainMove(task, game));
       return MaybeMove(std::move(move));
     }
     case proto::GAME_REFEREE: {

@@ -14,11 +14,6 @@ static_assert(std::endian::native == std::endian::little,
 
 std::string HashBytes(const consensus::Hash256& h) { return std::string(h.begin(), h.end()); }
 
-std::string TensorBytes(const kernels::Tensor& t) {
-  return std::string(reinterpret_cast<const char*>(t.data()),
-                     static_cast<std::size_t>(t.numel()) * sizeof(float));
-}
-
 std::string ProofBytes(const consensus::MerkleProof& proof) {
   const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(proof);
   return std::string(bytes.begin(), bytes.end());
@@ -26,11 +21,15 @@ std::string ProofBytes(const consensus::MerkleProof& proof) {
 
 // The path from leaf j to the subtree both parties agree on once the descent stands at leaf d.
 Status AddSiblings(const consensus::GameTree& tree, std::uint64_t j, std::uint64_t d,
-                   proto::RefereeInput& input) {
+                   google::protobuf::RepeatedPtrField<std::string>& out) {
   POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> siblings,
                            tree.Siblings(j, consensus::AgreedSubtreeHeight(j, d)));
-  for (const consensus::Hash256& s : siblings) input.add_siblings(HashBytes(s));
+  for (const consensus::Hash256& s : siblings) out.Add(HashBytes(s));
   return Status::Ok();
+}
+
+std::string FloatBytes(std::span<const float> values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size_bytes());
 }
 
 }  // namespace
@@ -115,8 +114,8 @@ Result<consensus::Hash256> PinpointResponder::StateHashAt(std::int64_t steps) {
   return solver::StateHash(working_);
 }
 
-Result<StepLeaves> PinpointResponder::RunObservedStep(int capture_node,
-                                                      std::vector<kernels::Tensor>* captured) {
+Result<StepLeaves> PinpointResponder::RunObservedStep(int capture_node, std::vector<kernels::Tensor>* captured,
+                                                      std::vector<kernels::Tensor>* outputs) {
   const solver::StepGraph& graph = stepper_.graph();
   const std::int64_t step = working_.step;
   if (capture_node < 0 && last_leaves_ && last_leaves_step_ == step) return *last_leaves_;
@@ -146,6 +145,10 @@ Result<StepLeaves> PinpointResponder::RunObservedStep(int capture_node,
   solver::NodeObserver observer = [&](const solver::StepNode& node,
                                       std::span<const kernels::Tensor* const> outs) -> Status {
     const std::uint64_t first = layout_.first_output_leaf(node.index);
+    if (target != nullptr && outputs != nullptr && node.index == target->index) {
+      outputs->clear();
+      for (const kernels::Tensor* o : outs) outputs->push_back(*o);
+    }
     for (std::size_t k = 0; k < outs.size(); ++k) {
       leaves[first + k] = solver::TensorHash(*outs[k]);
       if (target == nullptr || node.index >= target->index) continue;
@@ -229,25 +232,132 @@ Result<proto::RefereeMove> PinpointResponder::RefereeEvidence(std::int64_t steps
       for (std::uint64_t j : layout_.value_leaves()) {
         proto::RefereeInput& in = *move.add_inputs();
         in.set_hash(HashBytes(step.leaves[j]));
-        POLNODE_RETURN_IF_ERROR(AddSiblings(step.tree, j, leaf, in));
+        POLNODE_RETURN_IF_ERROR(AddSiblings(step.tree, j, leaf, *in.mutable_siblings()));
       }
       return move;
     }
-    case solver::LeafKind::kNodeOutput: {
-      POLNODE_RETURN_IF_ERROR(Advance(steps));
-      std::vector<kernels::Tensor> inputs;
-      POLNODE_ASSIGN_OR_RETURN(StepLeaves step, RunObservedStep(info.index, &inputs));
-      SetDescriptor(static_cast<std::size_t>(info.index), move);
-      const solver::StepNode& node = stepper_.graph().nodes[static_cast<std::size_t>(info.index)];
-      for (std::size_t j = 0; j < node.inputs.size(); ++j) {
-        proto::RefereeInput& in = *move.add_inputs();
-        in.set_tensor(TensorBytes(inputs[j]));
-        POLNODE_RETURN_IF_ERROR(AddSiblings(step.tree, layout_.LeafOf(node.inputs[j]), leaf, in));
-      }
-      return move;
-    }
+    case solver::LeafKind::kNodeOutput:
+      return Status::FailedPrecondition("leaf " + std::to_string(leaf) +
+                                        " is an operator's output, refereed tile by tile (TileEvidence)");
   }
   return Status::Internal("unknown leaf kind");
+}
+
+Result<PinpointResponder::CapturedNode*> PinpointResponder::Capture(std::int64_t steps, std::uint64_t leaf) {
+  POLNODE_RETURN_IF_ERROR(CheckStep(steps, true));
+  const solver::LeafInfo info = layout_.Describe(leaf);
+  if (info.kind != solver::LeafKind::kNodeOutput) {
+    return Status::InvalidArgument("leaf " + std::to_string(leaf) + " is not an operator's output");
+  }
+  const std::int64_t step = start_.step + steps;
+  if (captured_ && captured_->step == step && captured_->node == info.index) return captured_.get();
+  captured_.reset();
+  POLNODE_RETURN_IF_ERROR(Advance(steps));
+  auto captured = std::make_unique<CapturedNode>();
+  captured->step = step;
+  captured->node = info.index;
+  POLNODE_RETURN_IF_ERROR(RunObservedStep(info.index, &captured->inputs, &captured->outputs).status());
+  captured->input_trees.resize(captured->inputs.size());
+  captured->output_trees.resize(captured->outputs.size());
+  captured_ = std::move(captured);
+  return captured_.get();
+}
+
+Result<kernels::TileKernel> PinpointResponder::KernelOf(const CapturedNode& captured, std::uint64_t leaf) const {
+  const solver::StepGraph& graph = stepper_.graph();
+  const solver::StepNode& node = graph.nodes[static_cast<std::size_t>(captured.node)];
+  std::vector<kernels::Shape> shapes;
+  for (const solver::TensorRef& r : node.inputs) shapes.push_back(solver::RefShape(graph, r));
+  const int output = static_cast<int>(leaf - layout_.first_output_leaf(captured.node));
+  return kernels::TileKernel::Create(node.op, solver::AttrsForStep(node, captured.step), std::move(shapes), output);
+}
+
+Result<const consensus::TensorBlockTree*> PinpointResponder::OutputBlocks(std::int64_t steps, std::uint64_t leaf) {
+  POLNODE_ASSIGN_OR_RETURN(CapturedNode * captured, Capture(steps, leaf));
+  const std::size_t o = static_cast<std::size_t>(leaf - layout_.first_output_leaf(captured->node));
+  if (!captured->output_trees[o]) {
+    const kernels::Tensor& t = captured->outputs[o];
+    captured->output_trees[o].emplace(t.shape(), t.values());
+  }
+  return &*captured->output_trees[o];
+}
+
+Result<proto::TileMove> PinpointResponder::AnswerTileMove(std::int64_t steps, std::uint64_t leaf, std::uint32_t level,
+                                                          std::uint64_t index, bool first_round) {
+  POLNODE_ASSIGN_OR_RETURN(const consensus::TensorBlockTree* blocks, OutputBlocks(steps, leaf));
+  const consensus::GameTree& tree = *blocks->tree();  // operator outputs have elements
+  proto::TileMove move;
+  if (first_round) {
+    const std::size_t node = static_cast<std::size_t>(layout_.Describe(leaf).index);
+    move.set_node_descriptor(solver::DescriptorBytes(descriptors_[node]));
+    move.set_node_descriptor_proof(ProofBytes(graph_tree_.Prove(node).value()));
+    move.set_block_root(HashBytes(blocks->root()));
+    if (level != tree.depth() || index != 0) return Status::InvalidArgument("the first tile round is at the root");
+    if (tree.depth() == 0) return move;
+  }
+  if (level == 0 || level > tree.depth()) return Status::OutOfRange("no children below block-tree level " + std::to_string(level));
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 left, tree.Node(level - 1, 2 * index));
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 right, tree.Node(level - 1, 2 * index + 1));
+  move.set_left(HashBytes(left));
+  move.set_right(HashBytes(right));
+  return move;
+}
+
+Result<std::int64_t> PinpointResponder::ChainUnits(std::int64_t steps, std::uint64_t leaf) {
+  POLNODE_ASSIGN_OR_RETURN(CapturedNode * captured, Capture(steps, leaf));
+  POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel, KernelOf(*captured, leaf));
+  return kernel.units();
+}
+
+Result<consensus::Hash256> PinpointResponder::ChainStateHashAt(std::int64_t steps, std::uint64_t leaf,
+                                                               std::uint64_t tile, std::int64_t units) {
+  POLNODE_ASSIGN_OR_RETURN(CapturedNode * captured, Capture(steps, leaf));
+  POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel, KernelOf(*captured, leaf));
+  if (tile >= kernel.grid().block_count()) return Status::OutOfRange("the output has no block " + std::to_string(tile));
+  const GridRect rect = kernel.grid().BlockRect(tile);
+  std::vector<kernels::TensorSource> sources;
+  for (const kernels::Tensor& t : captured->inputs) sources.emplace_back(t);
+  std::vector<const kernels::TileSource*> in;
+  for (const kernels::TensorSource& src : sources) in.push_back(&src);
+  std::vector<float> state = kernel.Init(rect);
+  POLNODE_RETURN_IF_ERROR(kernel.Advance(rect, in, 0, units, state));
+  return consensus::ChainStateHash(static_cast<std::uint64_t>(units), state);
+}
+
+Result<proto::RefereeMove> PinpointResponder::TileEvidence(std::int64_t steps, std::uint64_t leaf, std::uint64_t tile,
+                                                           std::int64_t lo, std::int64_t hi) {
+  POLNODE_ASSIGN_OR_RETURN(StepLeaves step, LeavesOfStep(steps));
+  POLNODE_ASSIGN_OR_RETURN(CapturedNode * captured, Capture(steps, leaf));
+  POLNODE_ASSIGN_OR_RETURN(kernels::TileKernel kernel, KernelOf(*captured, leaf));
+  proto::RefereeMove move;
+  if (tile >= kernel.grid().block_count()) return move;  // padding: nothing to prove
+  if (lo < 0 || hi < lo || hi > kernel.units()) return Status::OutOfRange("the unit range lies outside the chain");
+  const GridRect rect = kernel.grid().BlockRect(tile);
+  const solver::StepNode& node = stepper_.graph().nodes[static_cast<std::size_t>(captured->node)];
+  for (std::size_t i = 0; i < captured->inputs.size(); ++i) {
+    proto::TileInput& input = *move.add_tile_inputs();
+    const kernels::Tensor& t = captured->inputs[i];
+    const BlockGrid grid = BlockGrid::Of(t.shape());
+    const std::vector<std::uint64_t> blocks = grid.BlocksOfRuns(kernel.Reads(rect, static_cast<int>(i), lo, hi));
+    if (blocks.empty()) continue;
+    if (!captured->input_trees[i]) captured->input_trees[i].emplace(t.shape(), t.values());
+    const consensus::TensorBlockTree& tree = *captured->input_trees[i];
+    input.set_block_root(HashBytes(tree.root()));
+    POLNODE_RETURN_IF_ERROR(AddSiblings(step.tree, layout_.LeafOf(node.inputs[i]), leaf, *input.mutable_siblings()));
+    for (std::uint64_t b : blocks) input.add_blocks(FloatBytes(consensus::BlockValues(t.shape(), t.values(), b)));
+    POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> proof, tree.tree()->MultiSiblings(blocks));
+    for (const consensus::Hash256& h : proof) input.add_proof(HashBytes(h));
+  }
+  if (lo > 0) {
+    std::vector<kernels::TensorSource> sources;
+    for (const kernels::Tensor& t : captured->inputs) sources.emplace_back(t);
+    std::vector<const kernels::TileSource*> in;
+    for (const kernels::TensorSource& src : sources) in.push_back(&src);
+    std::vector<float> state = kernel.Init(rect);
+    POLNODE_RETURN_IF_ERROR(kernel.Advance(rect, in, 0, lo, state));
+    move.set_lo_state(FloatBytes(state));
+  }
+  return move;
 }
 
 Result<proto::GraphMove> AnswerGraphMove(const consensus::GameTree& tree, std::uint32_t level,

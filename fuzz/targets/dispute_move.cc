@@ -2,7 +2,9 @@
 // ledger's mempool admission (Application::CheckTx) and re-executed by the auditor as the opening
 // move of a recorded game (contracts::AuditGame), which runs the move decoder and the opening's
 // Merkle-proof checks. Properties: never crashes; CheckTx fails only with the documented codes; a
-// move the auditor cannot apply is reported as a difference, never as an error.
+// move the auditor cannot apply is reported as a difference, never as an error. Seeds cover every
+// move kind: open, step, graph, tile (first round, with descriptor and block root), chain, and
+// referee evidence for a leaf and for a tile (blocks, multiproof, partial state).
 #include <string>
 #include <vector>
 
@@ -102,14 +104,44 @@ std::vector<Seed> Seeds() {
   graph.mutable_graph()->set_right(Filled('\x06'));
   graph.mutable_graph()->add_last_leaf_siblings(Filled('\x07'));
   proto::DisputeMoveTx referee = open;
-  referee.mutable_referee()->set_node_descriptor("\x0a\x02\x08\x01");
-  referee.mutable_referee()->add_inputs()->set_tensor(std::string(16, '\0'));
+  proto::PinpointDescriptor layout;
+  layout.mutable_state()->add_names("w");
+  layout.mutable_state()->add_value_leaves(5);
+  referee.mutable_referee()->set_node_descriptor(layout.SerializeAsString());
+  proto::RefereeInput* input = referee.mutable_referee()->add_inputs();
+  input->set_hash(Filled('\x08'));
+  input->add_siblings(Filled('\x09'));
+  proto::DisputeMoveTx tile = open;
+  proto::PinpointDescriptor add;
+  add.mutable_node()->set_name("add");
+  add.mutable_node()->set_op(3);  // kernels::Op::kBiasAdd
+  add.mutable_node()->add_outputs()->add_dims(70);
+  add.mutable_node()->set_first_output_leaf(10);
+  tile.mutable_tile()->set_node_descriptor(add.SerializeAsString());
+  tile.mutable_tile()->set_node_descriptor_proof(std::string("\x01") + std::string(16, '\0'));
+  tile.mutable_tile()->set_block_root(Filled('\x0a'));
+  tile.mutable_tile()->set_left(Filled('\x0b'));
+  tile.mutable_tile()->set_right(Filled('\x0c'));
+  proto::DisputeMoveTx chain = open;
+  chain.mutable_chain()->set_state_hash(Filled('\x0d'));
+  proto::DisputeMoveTx tile_referee = open;
+  proto::TileInput* tile_input = tile_referee.mutable_referee()->add_tile_inputs();
+  tile_input->set_block_root(Filled('\x0e'));
+  tile_input->add_siblings(Filled('\x0f'));
+  tile_input->add_blocks(std::string(64 * 4, '\x01'));
+  tile_input->add_blocks(std::string(16, '\x02'));
+  tile_input->add_proof(Filled('\x10'));
+  tile_referee.mutable_referee()->add_tile_inputs();  // an input the tile does not read
+  tile_referee.mutable_referee()->set_lo_state(std::string(8, '\x03'));
   const std::vector<std::uint8_t> open_bytes = Bytes(open);
   return {
       {"open", open_bytes},
       {"step", Bytes(step)},
       {"graph", Bytes(graph)},
+      {"tile", Bytes(tile)},
+      {"chain", Bytes(chain)},
       {"referee", Bytes(referee)},
+      {"referee-tile", Bytes(tile_referee)},
       {"truncated-open", {open_bytes.begin(), open_bytes.begin() + static_cast<long>(open_bytes.size() / 2)}},
   };
 }

@@ -104,18 +104,87 @@ TEST(GameTree, DescentFindsTheFirstDifferingLeaf) {
   }
 }
 
-// Known answers computed independently with Python's hashlib and struct (little-endian).
+// Known answers computed independently with Python's hashlib and struct (little-endian): the
+// version-3 tensor hash over 64 x 64 blocks (one block; two block rows; three blocks of a rank-1
+// tensor, padded to four), the state and batch hashes over it, and a chain state hash.
 TEST(PinpointHashes, KnownAnswers) {
   const std::vector<std::int64_t> dims = {2, 2};
   const std::vector<float> data = {1.0f, -2.0f, 0.5f, 0.0f};
   const Hash256 tensor = TensorHashOf(dims, data);
-  EXPECT_EQ(ToHex(tensor), "936b3f3d6e2602f7dd12d91b7d0aa877806a63f4a8cf607d9775aa14437fd2c7");
+  EXPECT_EQ(ToHex(tensor), "4159ee1838476dee84113ca270a432b23b31201d8cb6da31875dcc1730ab703b");
   const std::vector<std::string> names = {"w"};
   const std::vector<Hash256> hashes = {tensor};
   EXPECT_EQ(ToHex(StateHashFromTensorHashes(3, names, hashes)),
-            "f90efc7ed77a2910b4e01575da1a9976c9f28223b1596d628f8d6ca8fc7ab20e");
+            "0be2acd6fb04d6942a2557411e9644b481f88691d45c01f2da7bf31e474cee11");
   EXPECT_EQ(ToHex(BatchLeaf(tensor, Hash256{})),
-            "e1b0422bc8d829a738a34ccef53299289e1a2f3da953587a209cc65da002f9d4");
+            "45b89472558dfa78747712cb9edd206c6cb94142f507fd25a359a48d57d60e04");
+  std::vector<float> tall(65 * 3);
+  for (std::size_t i = 0; i < tall.size(); ++i) tall[i] = static_cast<float>(i) * 0.25f - 3.0f;
+  const std::vector<std::int64_t> tall_dims = {65, 3};
+  EXPECT_EQ(ToHex(TensorHashOf(tall_dims, tall)),
+            "6128e74caf5041675c953ce46f15c91061804c6d25273600fc81b9440e4e86c1");
+  std::vector<float> wide(130);
+  for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(i) * 0.5f;
+  const std::vector<std::int64_t> wide_dims = {130};
+  EXPECT_EQ(ToHex(TensorHashOf(wide_dims, wide)),
+            "b00697476608d13c4a6a240d54d3468a3b60940f99d4d67b55fec1d12c4ec155");
+  const std::vector<float> state = {1.5f, -0.0f};
+  EXPECT_EQ(ToHex(ChainStateHash(7, state)), "02942a1ed4882dc4b7b74b5ff2e78b7cce30aac10f9112e49eda2fe44c127a2b");
+}
+
+// A block tree proves any set of blocks together against the tensor hash; every forged value,
+// index or sibling fails.
+TEST(PinpointHashes, BlocksOfATensorAreProvenAgainstItsHash) {
+  const std::vector<std::int64_t> dims = {3, 70, 130};  // view [210, 130]: 4 x 3 blocks
+  std::vector<float> data(3 * 70 * 130);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 977) - 400.0f;
+  const TensorBlockTree tree(dims, data);
+  ASSERT_EQ(tree.grid().block_count(), 12u);
+  EXPECT_EQ(tree.tensor_hash(), TensorHashOf(dims, data));
+  EXPECT_EQ(TensorHashFromBlockRoot(dims, tree.root()), TensorHashOf(dims, data));
+  for (const std::vector<std::uint64_t>& pick :
+       std::vector<std::vector<std::uint64_t>>{{0}, {11}, {0, 1}, {1, 2, 5, 11}, {3, 4, 5, 6, 7, 8}}) {
+    std::vector<std::pair<std::uint64_t, Hash256>> leaves;
+    for (std::uint64_t b : pick) leaves.emplace_back(b, BlockLeafHash(BlockValues(dims, data, b)));
+    Result<std::vector<Hash256>> siblings = tree.tree()->MultiSiblings(pick);
+    ASSERT_TRUE(siblings.ok());
+    EXPECT_EQ(siblings->size(), MultiProofLength(pick, tree.tree()->depth()));
+    Result<Hash256> root = ClimbGameTreeMany(leaves, tree.tree()->depth(), *siblings);
+    ASSERT_TRUE(root.ok()) << root.status().ToString();
+    EXPECT_EQ(*root, tree.root());
+    // A changed value, a missing or extra sibling, or leaves out of order do not give the root.
+    std::vector<std::pair<std::uint64_t, Hash256>> forged = leaves;
+    forged[0].second[3] ^= 1;
+    EXPECT_NE(*ClimbGameTreeMany(forged, tree.tree()->depth(), *siblings), tree.root());
+    if (!siblings->empty()) {
+      std::vector<Hash256> fewer(siblings->begin(), siblings->end() - 1);
+      EXPECT_FALSE(ClimbGameTreeMany(leaves, tree.tree()->depth(), fewer).ok());
+      std::vector<Hash256> changed = *siblings;
+      changed.back()[0] ^= 1;
+      EXPECT_NE(*ClimbGameTreeMany(leaves, tree.tree()->depth(), changed), tree.root());
+    }
+    std::vector<Hash256> more = *siblings;
+    more.push_back(Hash256{});
+    EXPECT_FALSE(ClimbGameTreeMany(leaves, tree.tree()->depth(), more).ok());
+    if (leaves.size() > 1) {
+      std::swap(forged[0], forged[1]);
+      EXPECT_FALSE(ClimbGameTreeMany(forged, tree.tree()->depth(), *siblings).ok());
+    }
+  }
+  // Out-of-range and repeated indices are refused.
+  const std::vector<std::uint64_t> beyond = {16};
+  const std::vector<std::uint64_t> repeated = {2, 2};
+  EXPECT_FALSE(tree.tree()->MultiSiblings(beyond).ok());
+  EXPECT_FALSE(tree.tree()->MultiSiblings(repeated).ok());
+  // A single block's multiproof is its ordinary path.
+  const std::vector<std::uint64_t> one = {5};
+  EXPECT_EQ(*tree.tree()->MultiSiblings(one), *tree.tree()->Siblings(5, tree.tree()->depth()));
+  // A tensor without elements has no blocks and the all-zero root.
+  const std::vector<std::int64_t> empty_dims = {0, 4};
+  const TensorBlockTree empty(empty_dims, std::span<const float>());
+  EXPECT_EQ(empty.grid().block_count(), 0u);
+  EXPECT_EQ(empty.tree(), nullptr);
+  EXPECT_EQ(empty.root(), Hash256{});
 }
 
 TEST(PinpointHashes, EveryInputChangesTheHash) {

@@ -8,8 +8,10 @@
 #include "polnode/testing/chain_harness.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/pinpoint.h"
+#include "polnode/contracts/ruling.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/kernels/op.h"
+#include "polnode/kernels/tile.h"
 
 namespace polnode::contracts::testing {
 namespace {
@@ -40,58 +42,103 @@ std::string Serialized(const google::protobuf::MessageLite& m) {
   return out;
 }
 
-// Runs the two nodes; returns {add, relu} outputs.
-std::pair<kernels::Tensor, kernels::Tensor> RunStep(const WorldState& before, std::uint64_t step,
-                                                    const std::optional<Tamper>& tamper) {
+std::string FloatBytes(std::span<const float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes());
+}
+
+kernels::OpAttrs SgdAttrs() {
+  kernels::OpAttrs attrs;
+  attrs.lr = 0.01f;
+  attrs.momentum = 0.9f;
+  return attrs;
+}
+
+// Every value of one step: the state before it and the five node outputs (leaves 5..9).
+struct StepValues {
+  WorldState before;
+  std::vector<kernels::Tensor> outputs;  // add, relu, sum, b', v'
+
+  // The tensor at leaf j < 10 (0 w, 1 b, 2 v, 5.. outputs); leaves 3, 4 (batch) are not inputs.
+  const kernels::Tensor& Leaf(std::uint64_t j) const {
+    if (j == 0) return before.w;
+    if (j == 1) return before.b;
+    if (j == 2) return before.v;
+    return outputs[j - 5];
+  }
+};
+
+void Run(kernels::Op op, const kernels::OpAttrs& attrs, std::vector<const kernels::Tensor*> in,
+         std::vector<kernels::Tensor*> out) {
   std::unique_ptr<kernels::Backend> ref = kernels::MakeReferenceBackend();
-  kernels::Tensor add, relu;
-  const kernels::Tensor* in_add[] = {&before.w, &before.b};
-  kernels::Tensor* out_add[] = {&add};
-  if (!ref->Run(kernels::Op::kBiasAdd, {}, in_add, out_add).ok()) std::abort();
-  if (tamper && tamper->step == step && tamper->node == 0) add.data()[0] += 1.0f;
-  const kernels::Tensor* in_relu[] = {&add};
-  kernels::Tensor* out_relu[] = {&relu};
-  if (!ref->Run(kernels::Op::kRelu, {}, in_relu, out_relu).ok()) std::abort();
-  if (tamper && tamper->step == step && tamper->node == 1) relu.data()[0] += 1.0f;
-  return {std::move(add), std::move(relu)};
+  if (!ref->Run(op, attrs, in, out).ok()) std::abort();
+}
+
+StepValues RunStep(const WorldState& before, std::uint64_t step, const std::optional<Tamper>& tamper) {
+  StepValues v{before, std::vector<kernels::Tensor>(5)};
+  auto hit = [&](int node, int output) {
+    if (!tamper || tamper->step != step || tamper->node != node || tamper->output != output) return;
+    kernels::Tensor& t = v.outputs[static_cast<std::size_t>(node == 3 ? 3 + output : node)];
+    t.data()[tamper->element % t.numel()] += 1000.0f;
+  };
+  Run(kernels::Op::kBiasAdd, {}, {&before.w, &before.b}, {&v.outputs[0]});
+  hit(0, 0);
+  Run(kernels::Op::kRelu, {}, {&v.outputs[0]}, {&v.outputs[1]});
+  hit(1, 0);
+  Run(kernels::Op::kBiasGrad, {}, {&v.outputs[1]}, {&v.outputs[2]});
+  hit(2, 0);
+  Run(kernels::Op::kSgdMomentum, SgdAttrs(), {&before.b, &v.outputs[2], &before.v}, {&v.outputs[3], &v.outputs[4]});
+  hit(3, 0);
+  hit(3, 1);
+  return v;
 }
 
 }  // namespace
 
-
 GameWorld::GameWorld(std::uint64_t checkpoint_interval, std::uint64_t segments)
     : k_(checkpoint_interval), segments_(segments) {
-  proto::PinpointDescriptor add;
-  proto::PinpointNode* n0 = add.mutable_node();
-  n0->set_name("add");
-  n0->set_op(static_cast<std::uint32_t>(kernels::Op::kBiasAdd));
-  proto::PinpointInput* w = n0->add_inputs();
-  w->set_leaf(0);
-  SetShape(w->mutable_shape(), {2, 2});
-  SetShape(w->mutable_source_shape(), {2, 2});
-  proto::PinpointInput* b = n0->add_inputs();
-  b->set_leaf(1);
-  SetShape(b->mutable_shape(), {2});
-  SetShape(b->mutable_source_shape(), {2});
-  SetShape(n0->add_outputs(), {2, 2});
-  n0->set_first_output_leaf(4);
-  proto::PinpointDescriptor relu;
-  proto::PinpointNode* n1 = relu.mutable_node();
-  n1->set_name("relu");
-  n1->set_op(static_cast<std::uint32_t>(kernels::Op::kRelu));
-  proto::PinpointInput* x = n1->add_inputs();
-  x->set_leaf(4);
-  SetShape(x->mutable_shape(), {2, 2});
-  SetShape(x->mutable_source_shape(), {2, 2});
-  SetShape(n1->add_outputs(), {2, 2});
-  n1->set_first_output_leaf(5);
+  auto node = [&](const char* name, kernels::Op op, std::uint64_t first_output_leaf) {
+    proto::PinpointDescriptor d;
+    proto::PinpointNode* n = d.mutable_node();
+    n->set_name(name);
+    n->set_op(static_cast<std::uint32_t>(op));
+    n->set_first_output_leaf(first_output_leaf);
+    return d;
+  };
+  auto input = [](proto::PinpointNode* n, std::uint64_t leaf, std::initializer_list<std::int64_t> dims) {
+    proto::PinpointInput* in = n->add_inputs();
+    in->set_leaf(leaf);
+    SetShape(in->mutable_shape(), dims);
+    SetShape(in->mutable_source_shape(), dims);
+  };
+  proto::PinpointDescriptor add = node("add", kernels::Op::kBiasAdd, 5);
+  input(add.mutable_node(), 0, {kRows, kCols});
+  input(add.mutable_node(), 1, {kCols});
+  SetShape(add.mutable_node()->add_outputs(), {kRows, kCols});
+  proto::PinpointDescriptor relu = node("relu", kernels::Op::kRelu, 6);
+  input(relu.mutable_node(), 5, {kRows, kCols});
+  SetShape(relu.mutable_node()->add_outputs(), {kRows, kCols});
+  proto::PinpointDescriptor sum = node("sum", kernels::Op::kBiasGrad, 7);
+  input(sum.mutable_node(), 6, {kRows, kCols});
+  SetShape(sum.mutable_node()->add_outputs(), {kCols});
+  proto::PinpointDescriptor sgd = node("sgd", kernels::Op::kSgdMomentum, 8);
+  sgd.mutable_node()->set_lr(SgdAttrs().lr);
+  sgd.mutable_node()->set_momentum(SgdAttrs().momentum);
+  input(sgd.mutable_node(), 1, {kCols});
+  input(sgd.mutable_node(), 7, {kCols});
+  input(sgd.mutable_node(), 2, {kCols});
+  SetShape(sgd.mutable_node()->add_outputs(), {kCols});
+  SetShape(sgd.mutable_node()->add_outputs(), {kCols});
   proto::PinpointDescriptor layout;
-  layout.mutable_state()->add_names("w");
-  layout.mutable_state()->add_names("b");
-  layout.mutable_state()->add_value_leaves(5);
-  layout.mutable_state()->add_value_leaves(1);
-  descriptors_ = {add, relu, layout};
+  for (const char* name : {"w", "b", "v"}) layout.mutable_state()->add_names(name);
+  for (std::uint64_t leaf : {6, 8, 9}) layout.mutable_state()->add_value_leaves(leaf);
+  descriptors_ = {add, relu, sum, sgd, layout};
   for (const auto& d : descriptors_) descriptor_bytes_.push_back(Serialized(d));
+}
+
+proto::Params GameWorld::Params() {
+  proto::Params params = TestParams();
+  params.set_max_payload_bytes(48 << 10);
+  return params;
 }
 
 proto::TaskSpec GameWorld::Spec() const {
@@ -119,21 +166,21 @@ proto::TaskSpec GameWorld::Spec() const {
 }
 
 std::vector<WorldState> GameWorld::Trajectory(const std::optional<Tamper>& tamper) const {
-  WorldState s{*kernels::Tensor::FromValues({2, 2}, {0.5f, -1.0f, 2.0f, -3.0f}),
-               *kernels::Tensor::FromValues({2}, {0.25f, 0.75f})};
+  WorldState s{kernels::Tensor({kRows, kCols}), kernels::Tensor({kCols}), kernels::Tensor({kCols})};
+  for (std::int64_t i = 0; i < s.w.numel(); ++i) s.w.data()[i] = static_cast<float>((i * 37) % 101 - 50) / 25.0f;
+  for (std::int64_t i = 0; i < kCols; ++i) s.b.data()[i] = static_cast<float>((i * 13) % 11 - 5) / 10.0f;
   std::vector<WorldState> states = {s};
   for (std::uint64_t t = 0; t < total_steps(); ++t) {
-    auto [add, relu] = RunStep(s, t, tamper);
-    (void)add;
-    s.w = std::move(relu);
+    StepValues v = RunStep(s, t, tamper);
+    s = WorldState{std::move(v.outputs[1]), std::move(v.outputs[3]), std::move(v.outputs[4])};
     states.push_back(s);
   }
   return states;
 }
 
 Hash256 GameWorld::StateHash(const WorldState& state, std::uint64_t step) const {
-  const std::vector<std::string> names = {"w", "b"};
-  const std::vector<Hash256> hashes = {TensorHash(state.w), TensorHash(state.b)};
+  const std::vector<std::string> names = {"w", "b", "v"};
+  const std::vector<Hash256> hashes = {TensorHash(state.w), TensorHash(state.b), TensorHash(state.v)};
   return consensus::StateHashFromTensorHashes(step, names, hashes);
 }
 
@@ -157,11 +204,17 @@ std::string GameWorld::CheckpointProof(const std::vector<WorldState>& trajectory
 
 std::vector<Hash256> GameWorld::Leaves(const WorldState& before, std::uint64_t step,
                                        const std::optional<Tamper>& tamper) const {
-  auto [add, relu] = RunStep(before, step, tamper);
-  const WorldState after{relu, before.b};
-  return {TensorHash(before.w), TensorHash(before.b), TensorHash(Images(step)), TensorHash(Labels()),
-          TensorHash(add),      TensorHash(relu),     StateHash(after, step + 1)};
+  const StepValues v = RunStep(before, step, tamper);
+  const WorldState after{v.outputs[1], v.outputs[3], v.outputs[4]};
+  std::vector<Hash256> leaves = {TensorHash(before.w), TensorHash(before.b), TensorHash(before.v),
+                                 TensorHash(Images(step)), TensorHash(Labels())};
+  for (const kernels::Tensor& t : v.outputs) leaves.push_back(TensorHash(t));
+  leaves.push_back(StateHash(after, step + 1));
+  return leaves;
 }
+
+int GameWorld::NodeOfLeaf(std::uint64_t leaf) { return leaf >= 8 ? 3 : static_cast<int>(leaf) - 5; }
+int GameWorld::OutputOfLeaf(std::uint64_t leaf) { return leaf == 9 ? 1 : 0; }
 
 proto::RefereeMove GameWorld::Evidence(const WorldState& before, std::uint64_t step, std::uint64_t leaf,
                                        const consensus::GameTree& tree, const std::optional<Tamper>& tamper) const {
@@ -173,22 +226,9 @@ proto::RefereeMove GameWorld::Evidence(const WorldState& before, std::uint64_t s
     move.set_node_descriptor(descriptor_bytes_[index]);
     move.set_node_descriptor_proof(std::string(proof.begin(), proof.end()));
   };
-  auto add_input = [&](std::uint64_t input_leaf, const kernels::Tensor* tensor) {
-    proto::RefereeInput* input = move.add_inputs();
-    if (tensor != nullptr) {
-      input->set_tensor(std::string(reinterpret_cast<const char*>(tensor->data()),
-                                    static_cast<std::size_t>(tensor->numel()) * sizeof(float)));
-    } else {
-      input->set_hash(HashBytes(*tree.Node(0, input_leaf)));
-    }
-    const std::vector<Hash256> siblings = *tree.Siblings(input_leaf, consensus::AgreedSubtreeHeight(input_leaf, leaf));
-    for (const Hash256& s : siblings) input->add_siblings(HashBytes(s));
-  };
-  auto [add, relu] = RunStep(before, step, tamper);
   if (leaf < kStateTensors) {
-    descriptor_proof(2);
-    move.add_state_tensor_hashes(HashBytes(TensorHash(before.w)));
-    move.add_state_tensor_hashes(HashBytes(TensorHash(before.b)));
+    descriptor_proof(4);
+    for (const kernels::Tensor* t : {&before.w, &before.b, &before.v}) move.add_state_tensor_hashes(HashBytes(TensorHash(*t)));
   } else if (leaf < kStateTensors + 2) {
     std::vector<Hash256> batch_leaves;
     for (std::uint64_t t = 0; t < total_steps(); ++t) {
@@ -198,17 +238,116 @@ proto::RefereeMove GameWorld::Evidence(const WorldState& before, std::uint64_t s
     move.set_labels_hash(HashBytes(TensorHash(Labels())));
     const std::vector<std::uint8_t> proof = consensus::SerializeMerkleProof(*consensus::MerkleTree(batch_leaves).Prove(step));
     move.set_batch_proof(std::string(proof.begin(), proof.end()));
-  } else if (leaf == 4) {
-    descriptor_proof(0);
-    add_input(0, &before.w);
-    add_input(1, &before.b);
-  } else if (leaf == 5) {
-    descriptor_proof(1);
-    add_input(4, &add);
-  } else if (leaf == 6) {
-    descriptor_proof(2);
-    add_input(5, nullptr);
-    add_input(1, nullptr);
+  } else if (leaf == kLeaves - 1) {
+    descriptor_proof(4);
+    for (std::uint64_t j : {6, 8, 9}) {
+      proto::RefereeInput* input = move.add_inputs();
+      input->set_hash(HashBytes(*tree.Node(0, j)));
+      const std::vector<Hash256> siblings = *tree.Siblings(j, consensus::AgreedSubtreeHeight(j, leaf));
+      for (const Hash256& h : siblings) input->add_siblings(HashBytes(h));
+    }
+  }
+  (void)tamper;
+  return move;
+}
+
+std::uint32_t GameWorld::TileDepth(std::uint64_t leaf) const {
+  const proto::PinpointNode& n = Node(NodeOfLeaf(leaf));
+  const proto::PinpointShape& shape = n.outputs(OutputOfLeaf(leaf));
+  const std::vector<std::int64_t> dims(shape.dims().begin(), shape.dims().end());
+  return consensus::GameTreeDepth(BlockGrid::Of(dims).block_count());
+}
+
+GameWorld::HiddenInPadding GameWorld::HideInPadding(const WorldState& before, std::uint64_t step) const {
+  const StepValues v = RunStep(before, step, std::nullopt);
+  const kernels::Tensor& relu = v.outputs[1];
+  std::vector<Hash256> leaves = consensus::TensorBlockLeaves(relu.shape(), relu.values());
+  leaves.resize(std::uint64_t{1} << consensus::GameTreeDepth(leaves.size()), Hash256{});
+  leaves.back()[0] = 0x5A;  // a value nobody computes, where the honest tree has the all-zero hash
+  consensus::GameTree tree(leaves);
+  const Hash256 tensor = consensus::TensorHashFromBlockRoot(relu.shape(), tree.root());
+  const std::vector<std::string> names = {"w", "b", "v"};
+  const std::vector<Hash256> hashes = {tensor, TensorHash(v.outputs[3]), TensorHash(v.outputs[4])};
+  return {std::move(tree), tensor, consensus::StateHashFromTensorHashes(step + 1, names, hashes)};
+}
+
+proto::TileMove GameWorld::TileMoveFromTree(const consensus::GameTree& tree, std::uint64_t leaf, std::uint32_t level,
+                                            std::uint64_t index, bool first_round) const {
+  proto::TileMove move;
+  if (first_round) {
+    const int node = NodeOfLeaf(leaf);
+    std::vector<Hash256> hashes;
+    for (const std::string& bytes : descriptor_bytes_) hashes.push_back(consensus::Sha256(bytes));
+    const std::vector<std::uint8_t> proof =
+        consensus::SerializeMerkleProof(*consensus::MerkleTree(hashes).Prove(static_cast<std::uint64_t>(node)));
+    move.set_node_descriptor(descriptor_bytes_[static_cast<std::size_t>(node)]);
+    move.set_node_descriptor_proof(std::string(proof.begin(), proof.end()));
+    move.set_block_root(HashBytes(tree.root()));
+    if (tree.depth() == 0) return move;
+  }
+  move.set_left(HashBytes(*tree.Node(level - 1, 2 * index)));
+  move.set_right(HashBytes(*tree.Node(level - 1, 2 * index + 1)));
+  return move;
+}
+
+proto::TileMove GameWorld::TileMoveFor(const WorldState& before, std::uint64_t step, std::uint64_t leaf,
+                                       std::uint32_t level, std::uint64_t index, bool first_round,
+                                       const std::optional<Tamper>& tamper) const {
+  const StepValues v = RunStep(before, step, tamper);
+  const kernels::Tensor& out = v.Leaf(leaf);
+  const consensus::TensorBlockTree blocks(out.shape(), out.values());
+  return TileMoveFromTree(*blocks.tree(), leaf, level, index, first_round);
+}
+
+Hash256 GameWorld::ChainHash(const WorldState& before, std::uint64_t step, std::uint64_t leaf, std::uint64_t tile,
+                             std::uint64_t units, const std::optional<Tamper>& tamper) const {
+  const StepValues v = RunStep(before, step, tamper);
+  const proto::PinpointNode& node = Node(NodeOfLeaf(leaf));
+  Result<kernels::TileKernel> kernel = TileKernelOf(node, static_cast<std::uint32_t>(OutputOfLeaf(leaf)), step);
+  if (!kernel.ok()) std::abort();
+  std::vector<kernels::TensorSource> sources;
+  for (const proto::PinpointInput& in : node.inputs()) sources.emplace_back(v.Leaf(in.leaf()));
+  std::vector<const kernels::TileSource*> src;
+  for (const kernels::TensorSource& s : sources) src.push_back(&s);
+  const GridRect rect = kernel->grid().BlockRect(tile);
+  std::vector<float> state = kernel->Init(rect);
+  if (!kernel->Advance(rect, src, 0, static_cast<std::int64_t>(units), state).ok()) std::abort();
+  return consensus::ChainStateHash(units, state);
+}
+
+proto::RefereeMove GameWorld::TileEvidence(const WorldState& before, std::uint64_t step, std::uint64_t leaf,
+                                           std::uint64_t tile, std::uint64_t lo, std::uint64_t hi,
+                                           const consensus::GameTree& tree, const std::optional<Tamper>& tamper) const {
+  const StepValues v = RunStep(before, step, tamper);
+  const proto::PinpointNode& node = Node(NodeOfLeaf(leaf));
+  Result<kernels::TileKernel> kernel = TileKernelOf(node, static_cast<std::uint32_t>(OutputOfLeaf(leaf)), step);
+  if (!kernel.ok()) std::abort();
+  proto::RefereeMove move;
+  if (tile >= kernel->grid().block_count()) return move;
+  const std::vector<std::vector<std::uint64_t>> blocks = BoxBlocks(*kernel, node, {tile, lo, hi});
+  for (int i = 0; i < node.inputs_size(); ++i) {
+    proto::TileInput* input = move.add_tile_inputs();
+    const std::vector<std::uint64_t>& need = blocks[static_cast<std::size_t>(i)];
+    if (need.empty()) continue;
+    const std::uint64_t j = node.inputs(i).leaf();
+    const kernels::Tensor& t = v.Leaf(j);
+    const consensus::TensorBlockTree block_tree(t.shape(), t.values());
+    input->set_block_root(HashBytes(block_tree.root()));
+    const std::vector<Hash256> siblings = *tree.Siblings(j, consensus::AgreedSubtreeHeight(j, leaf));
+    for (const Hash256& h : siblings) input->add_siblings(HashBytes(h));
+    for (std::uint64_t b : need) input->add_blocks(FloatBytes(consensus::BlockValues(t.shape(), t.values(), b)));
+    const std::vector<Hash256> proof = *block_tree.tree()->MultiSiblings(need);
+    for (const Hash256& h : proof) input->add_proof(HashBytes(h));
+  }
+  if (lo > 0) {
+    std::vector<kernels::TensorSource> sources;
+    for (const proto::PinpointInput& in : node.inputs()) sources.emplace_back(v.Leaf(in.leaf()));
+    std::vector<const kernels::TileSource*> src;
+    for (const kernels::TensorSource& s : sources) src.push_back(&s);
+    const GridRect rect = kernel->grid().BlockRect(tile);
+    std::vector<float> state = kernel->Init(rect);
+    if (!kernel->Advance(rect, src, 0, static_cast<std::int64_t>(lo), state).ok()) std::abort();
+    move.set_lo_state(FloatBytes(state));
   }
   return move;
 }

@@ -5,11 +5,13 @@
 // honest party, settle the task as it deserves, and re-execute without differences in AuditGame.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <string>
 
 #include "polnode/consensus/game_tree.h"
+#include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
@@ -111,7 +113,9 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   EXPECT_EQ(game.winner(), Raw(honest)) << game.ruling();
   EXPECT_EQ(game.loser(), Raw(dishonest));
   EXPECT_EQ(game.challenger_won(), match.proof_wrong());
-  // The referee's value is the leaf an honest replay of the step computes.
+  // The leaf is the tampered operator's output, ruled tile by tile: the game descended the
+  // output's block tree to the block holding the tampered element, and the referee's value is
+  // that block as an honest replay of the step computes it.
   Result<solver::TrainState> start = match.proof().Loader()(game.segment());
   ASSERT_TRUE(start.ok()) << start.status().ToString();
   std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
@@ -120,16 +124,27 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   ASSERT_TRUE(replay.ok()) << replay.status().ToString();
   Result<verifier::StepLeaves> leaves = replay->LeavesOfStep(static_cast<std::int64_t>(game.lo()));
   ASSERT_TRUE(leaves.ok()) << leaves.status().ToString();
-  const consensus::Hash256& truth = leaves->leaves[game.leaf()];
+  Result<const consensus::TensorBlockTree*> blocks = replay->OutputBlocks(static_cast<std::int64_t>(game.lo()), game.leaf());
+  ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+  EXPECT_EQ((*blocks)->tensor_hash(), leaves->leaves[game.leaf()]);
+  EXPECT_EQ(game.tile(), (*blocks)->grid().BlockOf(0));
+  EXPECT_EQ(game.output(), static_cast<std::uint32_t>(c.output));
+  EXPECT_EQ(game.chain_hi(), game.chain_units()) << "the tiny models' tiles fit one ruling";
+  const consensus::Hash256 truth = *(*blocks)->tree()->Node(0, game.tile());
   EXPECT_EQ(game.true_leaf(), std::string(truth.begin(), truth.end()));
   const proto::GameSide& honest_side = match.proof_wrong() ? game.challenger() : game.defender();
   const proto::GameSide& dishonest_side = match.proof_wrong() ? game.defender() : game.challenger();
-  EXPECT_EQ(honest_side.hash(), game.true_leaf());
-  EXPECT_NE(dishonest_side.hash(), game.true_leaf());
-  // Moves: the opening, two per level-1 and per level-2 round, and the deciding referee move.
+  EXPECT_EQ(honest_side.hash(), std::string(leaves->leaves[game.leaf()].begin(), leaves->leaves[game.leaf()].end()));
+  EXPECT_EQ(honest_side.chain_hi_hash(), game.true_leaf());
+  EXPECT_NE(dishonest_side.chain_hi_hash(), game.true_leaf());
+  // Moves: the opening, two per level-1, per level-2 round (graph, tiles: one at least) and
+  // chain round (none here), and the deciding referee move.
   const int step_rounds = StepRounds(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(c.step % k));
   const int graph_rounds = static_cast<int>(consensus::GameTreeDepth(solver::StepLeafCount(graph)));
-  EXPECT_EQ(game.moves_size(), 1 + 2 * step_rounds + 2 * graph_rounds + 1);
+  const int tile_rounds = std::max(1, static_cast<int>(game.tile_depth()));
+  EXPECT_EQ(match.stats().tile_rounds, tile_rounds);
+  EXPECT_EQ(match.stats().chain_rounds, 0);
+  EXPECT_EQ(game.moves_size(), 1 + 2 * step_rounds + 2 * graph_rounds + 2 * tile_rounds + 1);
   EXPECT_EQ(game.moves(game.moves_size() - 1).signer(), Raw(dishonest))
       << "the dishonest party's own evidence convicts it";
 

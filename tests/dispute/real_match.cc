@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <span>
 #include <string>
 
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::dispute_testing {
@@ -24,12 +26,23 @@ PubKey KeyOf(const std::string& raw) {
 }  // namespace
 
 RealMatch::RealMatch(const solver::ImageDataset& data, MatchOptions options)
-    : data_(data), options_(std::move(options)), backend_(kernels::MakeReferenceBackend()) {}
+    : data_(data), options_(std::move(options)) {
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(options_.backend, 2);
+  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  backend_ = backend.ok() ? std::move(*backend) : kernels::MakeReferenceBackend();
+}
 
 void RealMatch::Setup() {
-  proof_ = ProveTask(options_.task, data_,
-                     proof_wrong() ? std::optional<solver::TamperSpec>(options_.tamper) : std::nullopt);
-  failed_ = FailedSegments(options_.task, data_, proof_);
+  if (options_.proof != nullptr) {
+    proof_ = options_.proof;
+    failed_ = options_.proof_failed_segments;
+  } else {
+    owned_proof_ = std::make_unique<Proof>(
+        ProveTask(options_.task, data_, proof_wrong() ? std::optional<solver::TamperSpec>(options_.tamper) : std::nullopt,
+                  backend_.get()));
+    proof_ = owned_proof_.get();
+    failed_ = FailedSegments(options_.task, data_, *proof_, backend_.get());
+  }
   const std::uint64_t tampered_segment =
       static_cast<std::uint64_t>(options_.tamper.step / options_.task.checkpoint_interval);
   if (proof_wrong()) {
@@ -39,7 +52,7 @@ void RealMatch::Setup() {
     ASSERT_TRUE(failed_.empty());
   }
   flow_.spec = LedgerSpec(options_.task, data_);
-  flow_.SetCheckpoints(proof_.manifest.checkpoint_hashes);
+  flow_.SetCheckpoints(proof_->manifest.checkpoint_hashes);
   flow_.RunToVerifying();
   const std::vector<PubKey> assigned = flow_.Assigned();
   ASSERT_EQ(assigned.size(), 2u);
@@ -83,8 +96,8 @@ verifier::PlayerContext RealMatch::ContextFor(const PubKey& key, bool honest) co
   context.data = &data_;
   context.backend = backend_.get();
   context.key = Raw(key);
-  context.checkpoint_hashes = proof_.manifest.checkpoint_hashes;
-  context.load_checkpoint = proof_.Loader();
+  context.checkpoint_hashes = proof_->manifest.checkpoint_hashes;
+  context.load_checkpoint = proof_->Loader();
   if (honest) {
     context.suspect_segments = failed_;
   } else {
@@ -128,9 +141,16 @@ void RealMatch::Play(int max_rounds) {
       if ((*move)->has_referee()) referee_moves_.emplace_back(party->key, **move);
       ++stats_.posted;
       stats_.posted_bytes += txs.back().payload.size();
+      stats_.max_move_bytes = std::max(stats_.max_move_bytes, txs.back().payload.size());
+      EXPECT_LE(txs.back().payload.size(), consensus::kMaxPayloadBytes) << "a move does not fit a transaction";
     }
     ASSERT_FALSE(txs.empty()) << "nobody moved in round " << game.round() << " (phase " << game.phase() << ")";
+    const auto started = std::chrono::steady_clock::now();
     const contracts::BlockResult result = flow_.chain.Block(txs);
+    const double block_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    if (game.phase() == proto::GAME_REFEREE) stats_.referee_ms = block_ms;
+    if (game.phase() == proto::GAME_TILES) ++stats_.tile_rounds;
+    if (game.phase() == proto::GAME_CHAIN) ++stats_.chain_rounds;
     ++stats_.rounds;
     ASSERT_EQ(result.tx_results.size(), txs.size());
     for (std::size_t i = 0; i < txs.size(); ++i) {
@@ -158,7 +178,8 @@ contracts::BlockResult RealMatch::Post(const std::vector<std::pair<PubKey, proto
 void RealMatch::Report(const char* name) const {
   std::cout << "[dispute] " << name << ": " << stats_.rounds << " rounds, " << stats_.recorded << " moves recorded ("
             << stats_.recorded_bytes << " bytes), " << stats_.posted << " posted (" << stats_.posted_bytes
-            << " bytes), referee move " << stats_.referee_bytes << " bytes\n";
+            << " bytes), referee move " << stats_.referee_bytes << " bytes, largest move " << stats_.max_move_bytes
+            << " bytes, " << stats_.tile_rounds << " tile and " << stats_.chain_rounds << " chain rounds\n";
   ::testing::Test::RecordProperty("rounds", stats_.rounds);
   ::testing::Test::RecordProperty("moves_recorded", stats_.recorded);
   ::testing::Test::RecordProperty("bytes_recorded", static_cast<int>(stats_.recorded_bytes));

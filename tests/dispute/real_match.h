@@ -35,6 +35,13 @@ struct MatchOptions {
   solver::TamperSpec tamper;
   /// Build both players afresh before every round, as daemons restarting between polls would.
   bool restart_players = false;
+  /// The backend the proof is trained and the players replay on ("reference" or "cpu"; the
+  /// bits are the same, the cpu backend is faster for the large models).
+  std::string backend = "reference";
+  /// A proof proven beforehand (it must outlive the match, and be honest or carry this tamper),
+  /// with the segments an honest replay finds wrong; else Setup proves and checks one.
+  const Proof* proof = nullptr;
+  std::vector<std::uint64_t> proof_failed_segments;
 };
 
 /// What the game cost on the ledger.
@@ -45,6 +52,10 @@ struct MatchStats {
   int recorded = 0;                // moves the game record holds
   std::size_t recorded_bytes = 0;  // their payloads
   std::size_t referee_bytes = 0;   // the deciding referee move's payload
+  std::size_t max_move_bytes = 0;  // the largest payload posted
+  int tile_rounds = 0;             // rounds inside the disputed operator's output
+  int chain_rounds = 0;            // rounds along the disputed tile's chain
+  double referee_ms = 0;           // the block that carried the deciding referee move
 };
 
 class RealMatch {
@@ -52,7 +63,7 @@ class RealMatch {
   /// `data` must outlive the match.
   RealMatch(const solver::ImageDataset& data, MatchOptions options);
 
-  /// Proves, submits, verifies, disputes and reveals: afterwards the game is opening.
+  /// Proves (unless the options hold a proof), submits, verifies, disputes and reveals: afterwards the game is opening.
   void Setup();
   /// Plays from where the game stands until it is decided, sending every move through the
   /// ledger. Fails the test when a player errs, a move is refused, or nobody moves.
@@ -75,7 +86,7 @@ class RealMatch {
   const MatchStats& stats() const { return stats_; }
   /// The referee moves Play sent, in order: the first decided the game, the second was refused.
   const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& referee_moves() const { return referee_moves_; }
-  const Proof& proof() const { return proof_; }
+  const Proof& proof() const { return *proof_; }
   /// Whether the proof is wrong (the solver cheated).
   bool proof_wrong() const { return options_.scenario != Scenario::kLazyVerifierRejectedHonest; }
   /// The segments an honest full replay finds wrong.
@@ -93,7 +104,8 @@ class RealMatch {
   MatchOptions options_;
   std::unique_ptr<kernels::Backend> backend_;
   contracts::testing::TaskFlow flow_;
-  Proof proof_;
+  std::unique_ptr<Proof> owned_proof_;
+  const Proof* proof_ = nullptr;
   std::vector<std::uint64_t> failed_;
   PubKey verifier_{};
   PubKey challenger_{};  // names the game: the disputed verifier or the whistleblower

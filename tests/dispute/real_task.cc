@@ -89,10 +89,12 @@ verifier::CheckpointLoader Proof::Loader() const {
 }
 
 Proof ProveTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                const std::optional<solver::TamperSpec>& tamper) {
+                const std::optional<solver::TamperSpec>& tamper, kernels::Backend* backend) {
   Proof proof;
   proof.dir = std::make_unique<polnode::testing::TempDir>("dispute-proof");
-  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
+  std::unique_ptr<kernels::Backend> owned;
+  if (backend == nullptr) owned = kernels::MakeReferenceBackend();
+  kernels::Backend* reference = backend != nullptr ? backend : owned.get();
   std::unique_ptr<solver::TamperingBackend> tampering;
   if (tamper) {
     tampering = std::make_unique<solver::TamperingBackend>(*reference, GraphOf(task, data).nodes.size(), *tamper);
@@ -115,8 +117,10 @@ Proof ProveTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
 }
 
 std::vector<std::uint64_t> FailedSegments(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                                          const Proof& proof) {
-  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
+                                          const Proof& proof, kernels::Backend* backend) {
+  std::unique_ptr<kernels::Backend> owned;
+  if (backend == nullptr) owned = kernels::MakeReferenceBackend();
+  kernels::Backend* reference = backend != nullptr ? backend : owned.get();
   verifier::VerifyOptions options;
   options.beacon = consensus::Sha256("dispute-suite");
   options.segments = task.steps / task.checkpoint_interval;

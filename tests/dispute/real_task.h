@@ -51,15 +51,16 @@ struct Proof {
   verifier::CheckpointLoader Loader() const;
 };
 
-/// Proves `task` on the reference backend; a cheating solver's proof goes through a
-/// TamperingBackend corrupting `tamper`. Signed with a fixed test key.
+/// Proves `task` on `backend` (the reference backend when null); a cheating solver's proof goes
+/// through a TamperingBackend corrupting `tamper`. Signed with a fixed test key.
 Proof ProveTask(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                const std::optional<solver::TamperSpec>& tamper);
+                const std::optional<solver::TamperSpec>& tamper, kernels::Backend* backend = nullptr);
 
-/// An honest check of every segment of `proof` (verifier::VerifyProof with Q = all segments):
-/// the segments whose replay failed, in order. Empty: the verdict is accept.
+/// An honest check of every segment of `proof` (verifier::VerifyProof with Q = all segments) on
+/// `backend` (the reference backend when null): the segments whose replay failed, in order.
+/// Empty: the verdict is accept.
 std::vector<std::uint64_t> FailedSegments(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                                          const Proof& proof);
+                                          const Proof& proof, kernels::Backend* backend = nullptr);
 
 }  // namespace polnode::dispute_testing
 

@@ -90,14 +90,14 @@ TEST(TrainStateTest, StateHashLayoutIsAsDocumented) {
   TrainState s;
   s.step = 2;
   s.tensors.push_back({"w", *kernels::Tensor::FromValues({2}, {1.0f, -2.0f})});
+  // Version 3: one 1 x 2 block, SHA-256(0x00 || its elements) is the block root (a one-leaf tree).
   // Strings rather than vector inserts: GCC 12 reports a false -Wstringop-overflow for the latter.
-  std::string tensor_bytes = "polnode.tensor.v1\n";
-  const char tensor_rest[] = {
-      1,      0,      0,      0,      2, 0, 0, 0, 0, 0, 0, 0,  // rank, dims
-      '\x00', '\x00', '\x80', '\x3f',                           // 1.0f
-      '\x00', '\x00', '\x00', '\xc0',                           // -2.0f
-  };
+  const char block[] = {'\x00', '\x00', '\x00', '\x80', '\x3f', '\x00', '\x00', '\x00', '\xc0'};  // 0x00, 1.0f, -2.0f
+  const consensus::Hash256 root = consensus::Sha256(std::string_view(block, sizeof block));
+  std::string tensor_bytes = "polnode.tensor.v3\n";
+  const char tensor_rest[] = {1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};  // rank, dims
   tensor_bytes.append(tensor_rest, sizeof tensor_rest);
+  tensor_bytes.append(reinterpret_cast<const char*>(root.data()), root.size());
   const consensus::Hash256 tensor_hash = consensus::Sha256(tensor_bytes);
   EXPECT_EQ(TensorHash(s.tensors[0].tensor), tensor_hash);
 

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/kernels/tile.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/testing/tiny_task.h"
 
@@ -58,41 +60,13 @@ TrainState StateAfter(const TaskSpec& task, const solver::ImageDataset& data, st
   return s;
 }
 
-// What the ledger checks for a node output leaf, done here with the evidence alone: the
-// descriptor is proven against the graph root, each input hashes (in its source shape) to a leaf
-// that climbs to the agreed subtree node of `agreed` (the honest tree: equal there in both trees),
-// and running the operator with the reference kernel gives the output hash it returns.
-Hash256 RefereeNodeOutput(const proto::RefereeMove& move, const Hash256& graph_root,
-                          const consensus::GameTree& agreed, std::uint64_t d, std::int64_t step) {
-  Result<consensus::MerkleProof> proof = consensus::ParseMerkleProof(Bytes(move.node_descriptor_proof()));
-  EXPECT_TRUE(proof.ok());
-  EXPECT_TRUE(
-      consensus::VerifyMerkleProof(graph_root, consensus::Sha256(move.node_descriptor()), *proof).ok());
-  proto::PinpointDescriptor descriptor;
-  EXPECT_TRUE(descriptor.ParseFromString(move.node_descriptor()));
-  EXPECT_TRUE(descriptor.has_node());
-  const proto::PinpointNode& node = descriptor.node();
-  EXPECT_GE(d, node.first_output_leaf());
-  EXPECT_LT(d, node.first_output_leaf() + static_cast<std::uint64_t>(node.outputs_size()));
-  EXPECT_EQ(move.inputs_size(), node.inputs_size());
+// The descriptor of the node writing leaf d, from the responder's descriptors.
+const proto::PinpointNode& NodeOf(const PinpointResponder& r, std::uint64_t d) {
+  return r.descriptors()[static_cast<std::size_t>(r.layout().Describe(d).index)].node();
+}
 
-  std::vector<kernels::Tensor> inputs;
-  for (int j = 0; j < node.inputs_size(); ++j) {
-    const proto::PinpointInput& in = node.inputs(j);
-    const std::string& bytes = move.inputs(j).tensor();
-    std::vector<float> values(bytes.size() / sizeof(float));
-    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-    const kernels::Shape source = FromProto(in.source_shape());
-    const Hash256 leaf = consensus::TensorHashOf(source, values);
-    const std::vector<Hash256> siblings = ToHashes(move.inputs(j).siblings());
-    const std::uint32_t height = consensus::AgreedSubtreeHeight(in.leaf(), d);
-    EXPECT_EQ(siblings.size(), height) << node.name() << " input " << j;
-    EXPECT_EQ(consensus::ClimbGameTree(leaf, in.leaf(), siblings), *agreed.Node(height, in.leaf() >> height))
-        << node.name() << " input " << j;
-    Result<kernels::Tensor> t = kernels::Tensor::FromValues(FromProto(in.shape()), std::move(values));
-    EXPECT_TRUE(t.ok()) << node.name() << " input " << j;
-    inputs.push_back(t.ok() ? std::move(*t) : kernels::Tensor());
-  }
+// The tile kernel of leaf d's output as the ledger builds it from the descriptor alone.
+kernels::TileKernel KernelOf(const proto::PinpointNode& node, std::uint64_t d, std::int64_t step) {
   kernels::OpAttrs attrs;
   attrs.lr = node.lr();
   attrs.momentum = node.momentum();
@@ -107,16 +81,93 @@ Hash256 RefereeNodeOutput(const proto::RefereeMove& move, const Hash256& graph_r
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, step + 1);
     attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, step + 1);
   }
-  std::vector<const kernels::Tensor*> in_ptrs;
-  for (const kernels::Tensor& t : inputs) in_ptrs.push_back(&t);
-  std::vector<kernels::Tensor> outputs(static_cast<std::size_t>(node.outputs_size()));
-  std::vector<kernels::Tensor*> out_ptrs;
-  for (kernels::Tensor& t : outputs) out_ptrs.push_back(&t);
-  auto reference = kernels::MakeReferenceBackend();
-  EXPECT_TRUE(reference->Run(op, attrs, in_ptrs, out_ptrs).ok()) << node.name();
-  const kernels::Tensor& out = outputs[d - node.first_output_leaf()];
-  EXPECT_EQ(out.shape(), FromProto(node.outputs(static_cast<int>(d - node.first_output_leaf()))));
-  return consensus::TensorHashOf(out.shape(), out.values());
+  std::vector<kernels::Shape> shapes;
+  for (const proto::PinpointInput& in : node.inputs()) shapes.push_back(FromProto(in.shape()));
+  Result<kernels::TileKernel> k =
+      kernels::TileKernel::Create(op, attrs, shapes, static_cast<int>(d - node.first_output_leaf()));
+  EXPECT_TRUE(k.ok()) << k.status().ToString();
+  return std::move(*k);
+}
+
+// A source over the posted blocks of one input.
+class PostedBlocks final : public kernels::TileSource {
+ public:
+  PostedBlocks(BlockGrid grid, std::vector<std::uint64_t> blocks, std::vector<std::vector<float>> values)
+      : grid_(grid), blocks_(std::move(blocks)), values_(std::move(values)) {}
+  float At(std::int64_t flat) const override {
+    const auto it = std::lower_bound(blocks_.begin(), blocks_.end(), grid_.BlockOf(flat));
+    if (it == blocks_.end() || *it != grid_.BlockOf(flat)) {
+      ADD_FAILURE() << "read outside the posted blocks";
+      return 0.0f;
+    }
+    return values_[static_cast<std::size_t>(it - blocks_.begin())][static_cast<std::size_t>(grid_.OffsetInBlock(flat))];
+  }
+
+ private:
+  BlockGrid grid_;
+  std::vector<std::uint64_t> blocks_;
+  std::vector<std::vector<float>> values_;
+};
+
+// What the ledger checks for a tile ruling over units [lo, hi) of block `tile` of leaf d, done
+// here with the evidence alone: each read input's block root, with the source dims, gives a leaf
+// that climbs to the agreed subtree node of `agreed` (the honest step tree: equal there in both
+// trees), its blocks are those the box reads and climb to the root, the posted state at lo (if
+// any) hashes to `lo_hash`; then the tile kernel gives the value returned: the chain state hash
+// after hi units, or the block leaf at the chain's end.
+Hash256 RefereeTileBox(const proto::RefereeMove& move, const proto::PinpointNode& node, const consensus::GameTree& agreed,
+                       std::uint64_t d, std::int64_t step, std::uint64_t tile, std::int64_t lo, std::int64_t hi,
+                       const Hash256& lo_hash) {
+  const kernels::TileKernel kernel = KernelOf(node, d, step);
+  const GridRect rect = kernel.grid().BlockRect(tile);
+  EXPECT_EQ(move.tile_inputs_size(), node.inputs_size());
+  std::vector<PostedBlocks> sources;
+  for (int j = 0; j < node.inputs_size() && j < move.tile_inputs_size(); ++j) {
+    const proto::PinpointInput& in = node.inputs(j);
+    const proto::TileInput& posted = move.tile_inputs(j);
+    const kernels::Shape source = FromProto(in.source_shape());
+    const BlockGrid grid = BlockGrid::Of(source);
+    const std::vector<std::uint64_t> blocks = grid.BlocksOfRuns(kernel.Reads(rect, j, lo, hi));
+    EXPECT_EQ(posted.blocks_size(), static_cast<int>(blocks.size())) << node.name() << " input " << j;
+    std::vector<std::vector<float>> values;
+    std::vector<std::pair<std::uint64_t, Hash256>> leaves;
+    for (int b = 0; b < posted.blocks_size() && b < static_cast<int>(blocks.size()); ++b) {
+      std::vector<float> v(posted.blocks(b).size() / sizeof(float));
+      std::memcpy(v.data(), posted.blocks(b).data(), v.size() * sizeof(float));
+      EXPECT_EQ(static_cast<std::int64_t>(v.size()), grid.BlockRect(blocks[static_cast<std::size_t>(b)]).elements());
+      leaves.emplace_back(blocks[static_cast<std::size_t>(b)], consensus::BlockLeafHash(v));
+      values.push_back(std::move(v));
+    }
+    if (!blocks.empty()) {
+      const Hash256 root = ToHash(posted.block_root());
+      const std::uint32_t height = consensus::AgreedSubtreeHeight(in.leaf(), d);
+      EXPECT_EQ(consensus::ClimbGameTree(consensus::TensorHashFromBlockRoot(source, root), in.leaf(),
+                                         ToHashes(posted.siblings())),
+                *agreed.Node(height, in.leaf() >> height))
+          << node.name() << " input " << j;
+      Result<Hash256> climbed =
+          consensus::ClimbGameTreeMany(leaves, consensus::GameTreeDepth(grid.block_count()), ToHashes(posted.proof()));
+      EXPECT_TRUE(climbed.ok() && *climbed == root) << node.name() << " input " << j;
+    } else {
+      EXPECT_EQ(posted.ByteSizeLong(), 0u);
+    }
+    sources.emplace_back(grid, blocks, std::move(values));
+  }
+  std::vector<const kernels::TileSource*> in;
+  for (const PostedBlocks& src : sources) in.push_back(&src);
+  std::vector<float> state = kernel.Init(rect);
+  if (lo > 0) {
+    EXPECT_EQ(move.lo_state().size(), state.size() * sizeof(float));
+    std::memcpy(state.data(), move.lo_state().data(), std::min(move.lo_state().size(), state.size() * sizeof(float)));
+    EXPECT_EQ(consensus::ChainStateHash(static_cast<std::uint64_t>(lo), state), lo_hash);
+  } else {
+    EXPECT_TRUE(move.lo_state().empty());
+  }
+  EXPECT_TRUE(kernel.Advance(rect, in, lo, hi, state).ok());
+  if (hi < kernel.units()) return consensus::ChainStateHash(static_cast<std::uint64_t>(hi), state);
+  Result<std::vector<float>> values = kernel.Finish(rect, in, state);
+  EXPECT_TRUE(values.ok());
+  return values.ok() ? consensus::BlockLeafHash(*values) : Hash256{};
 }
 
 // Descends both parties' trees as the ledger does (GraphMoves only) and returns the leaf it stops
@@ -234,12 +285,32 @@ TEST_F(PinpointResponderTest, TamperedPartyDivergesAtTheTamperedNode) {
   EXPECT_NE(h->leaves.back(), c->leaves.back());
   EXPECT_EQ(Descend(h->tree, c->tree), d);
 
-  // Level 3: both parties' evidence passes the checks and the operator gives the honest leaf.
-  Result<proto::RefereeMove> honest_move = honest.RefereeEvidence(2, d);
-  Result<proto::RefereeMove> cheat_move = cheater.RefereeEvidence(2, d);
+  // Inside the output: the block trees give the parties' leaves and first differ at block 0,
+  // where the tamper is.
+  Result<const consensus::TensorBlockTree*> hb = honest.OutputBlocks(2, d), cb = cheater.OutputBlocks(2, d);
+  ASSERT_TRUE(hb.ok() && cb.ok());
+  EXPECT_EQ((*hb)->tensor_hash(), h->leaves[d]);
+  EXPECT_EQ((*cb)->tensor_hash(), c->leaves[d]);
+  EXPECT_NE(*(*hb)->tree()->Node(0, 0), *(*cb)->tree()->Node(0, 0));
+  // Level 3: both parties' evidence passes the checks and the tile kernel gives the honest block.
+  const proto::PinpointNode& node = NodeOf(honest, d);
+  const std::int64_t units = *honest.ChainUnits(2, d);
+  Result<proto::RefereeMove> honest_move = honest.TileEvidence(2, d, 0, 0, units);
+  Result<proto::RefereeMove> cheat_move = cheater.TileEvidence(2, d, 0, 0, units);
   ASSERT_TRUE(honest_move.ok() && cheat_move.ok());
-  EXPECT_EQ(RefereeNodeOutput(*honest_move, honest.graph_root(), h->tree, d, 7), h->leaves[d]);
-  EXPECT_EQ(RefereeNodeOutput(*cheat_move, honest.graph_root(), c->tree, d, 7), h->leaves[d]);
+  EXPECT_EQ(RefereeTileBox(*honest_move, node, h->tree, d, 7, 0, 0, units, {}), *(*hb)->tree()->Node(0, 0));
+  EXPECT_EQ(RefereeTileBox(*cheat_move, node, c->tree, d, 7, 0, 0, units, {}), *(*hb)->tree()->Node(0, 0));
+  // The cheater's partial sums are the honest ones: its story goes wrong only at the output.
+  for (std::int64_t u = 0; u < units; ++u) EXPECT_EQ(*honest.ChainStateHashAt(2, d, 0, u), *cheater.ChainStateHashAt(2, d, 0, u));
+  // The first tile move proves the descriptor and names the block root.
+  Result<proto::TileMove> first = honest.AnswerTileMove(2, d, (*hb)->tree()->depth(), 0, true);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(ToHash(first->block_root()), (*hb)->root());
+  Result<consensus::MerkleProof> proof = consensus::ParseMerkleProof(Bytes(first->node_descriptor_proof()));
+  ASSERT_TRUE(proof.ok());
+  EXPECT_TRUE(consensus::VerifyMerkleProof(honest.graph_root(), consensus::Sha256(first->node_descriptor()), *proof).ok());
+  // A node output is never refereed as a whole.
+  EXPECT_EQ(honest.RefereeEvidence(2, d).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(PinpointResponderTest, CheatingSolverAndItsResponderTellTheSameStory) {
@@ -264,18 +335,44 @@ TEST_F(PinpointResponderTest, CheatingSolverAndItsResponderTellTheSameStory) {
   for (std::int64_t s = 5; s >= 0; --s) EXPECT_EQ(*responder.StateHashAt(s), forged_hashes[4 + s]) << s;
 }
 
-TEST_F(PinpointResponderTest, RefereeEvidenceForEveryNodeOutputReproducesTheLeaf) {
+// Every block of every node output, over its whole chain and split at the chain's midpoint (the
+// first half naming the partial sums, the second starting from them), reproduces the block.
+TEST_F(PinpointResponderTest, TileEvidenceForEveryBlockOfEveryNodeOutputReproducesIt) {
   const TaskSpec cnn = TinyCnnTask(data_);
   PinpointResponder r = Responder(cnn, 5);
   Result<StepLeaves> leaves = r.LeavesOfStep(1);
   ASSERT_TRUE(leaves.ok());
   const solver::StepLeafLayout& layout = r.layout();
+  int boxes = 0;
   for (std::uint64_t d = layout.labels_leaf() + 1; d + 1 < layout.leaf_count(); ++d) {
-    Result<proto::RefereeMove> move = r.RefereeEvidence(1, d);
-    ASSERT_TRUE(move.ok()) << d << ": " << move.status().ToString();
-    EXPECT_EQ(RefereeNodeOutput(*move, r.graph_root(), leaves->tree, d, 6), leaves->leaves[d])
-        << "leaf " << d;
+    SCOPED_TRACE("leaf " + std::to_string(d));
+    Result<const consensus::TensorBlockTree*> blocks = r.OutputBlocks(1, d);
+    ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+    EXPECT_EQ((*blocks)->tensor_hash(), leaves->leaves[d]);
+    const proto::PinpointNode& node = NodeOf(r, d);
+    const std::int64_t units = *r.ChainUnits(1, d);
+    for (std::uint64_t b = 0; b < (*blocks)->grid().block_count(); ++b) {
+      const Hash256 block = *(*blocks)->tree()->Node(0, b);
+      Result<proto::RefereeMove> whole = r.TileEvidence(1, d, b, 0, units);
+      ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+      EXPECT_EQ(RefereeTileBox(*whole, node, leaves->tree, d, 6, b, 0, units, {}), block);
+      ++boxes;
+      if (units < 2) continue;
+      const std::int64_t mid = units / 2;
+      const Hash256 at_mid = *r.ChainStateHashAt(1, d, b, mid);
+      Result<proto::RefereeMove> first = r.TileEvidence(1, d, b, 0, mid);
+      Result<proto::RefereeMove> second = r.TileEvidence(1, d, b, mid, units);
+      ASSERT_TRUE(first.ok() && second.ok());
+      EXPECT_EQ(RefereeTileBox(*first, node, leaves->tree, d, 6, b, 0, mid, {}), at_mid);
+      EXPECT_EQ(RefereeTileBox(*second, node, leaves->tree, d, 6, b, mid, units, at_mid), block);
+      boxes += 2;
+    }
+    // Padding beyond the output's blocks needs no evidence.
+    Result<proto::RefereeMove> pad = r.TileEvidence(1, d, (*blocks)->grid().block_count() + 1, 0, 0);
+    ASSERT_TRUE(pad.ok());
+    EXPECT_EQ(pad->ByteSizeLong(), 0u);
   }
+  EXPECT_GT(boxes, 30);
 }
 
 TEST_F(PinpointResponderTest, RefereeEvidenceForStateBatchAndLastLeaves) {

@@ -37,6 +37,19 @@ std::uint32_t AgreedSubtreeHeight(std::uint64_t j, std::uint64_t d);
 /// height siblings.size(). siblings[0] is the leaf's sibling, and so on up.
 Hash256 ClimbGameTree(const Hash256& leaf, std::uint64_t index, std::span<const Hash256> siblings);
 
+/// Multiproofs: many leaves of one tree proven together. For ascending distinct leaf indices the
+/// verifier climbs level by level, left to right: at each level a node whose sibling is also known
+/// pairs with it, and any other node takes its sibling from the proof. The proof lists those
+/// siblings in the order they are taken (level 0 first, ascending index within a level), so its
+/// length is a function of the indices and the depth (MultiProofLength).
+std::uint64_t MultiProofLength(std::span<const std::uint64_t> indices, std::uint32_t depth);
+
+/// The root of a depth-`depth` tree from `leaves` (index, value), ascending and distinct indices
+/// below 2^depth, and the multiproof `siblings`. kInvalidArgument when the indices are not
+/// ascending, distinct and in range, or the proof has another length than MultiProofLength.
+Result<Hash256> ClimbGameTreeMany(std::span<const std::pair<std::uint64_t, Hash256>> leaves, std::uint32_t depth,
+                                  std::span<const Hash256> siblings);
+
 /// A whole tree, kept for answering descent moves and proving leaves.
 class GameTree {
  public:
@@ -53,6 +66,10 @@ class GameTree {
   /// The siblings of leaf `index` from level 0 up to (excluding) level `height`, as
   /// ClimbGameTree takes them; kOutOfRange for index >= 2^depth or height > depth.
   Result<std::vector<Hash256>> Siblings(std::uint64_t index, std::uint32_t height) const;
+
+  /// The multiproof of leaves `indices` (ascending, distinct, below 2^depth), as
+  /// ClimbGameTreeMany takes it; kOutOfRange / kInvalidArgument otherwise.
+  Result<std::vector<Hash256>> MultiSiblings(std::span<const std::uint64_t> indices) const;
 
  private:
   std::uint64_t leaf_count_ = 0;

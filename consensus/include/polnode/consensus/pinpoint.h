@@ -2,8 +2,18 @@
 // (contracts/), the parties that answer moves (verifier/) and the trainer (solver/) compute the
 // same bytes. Everything is SHA-256 over the encoding.h conventions (little-endian integers).
 //
-// Tensor hash (names one tensor: a state tensor, a node output, a batch):
-//   SHA-256("polnode.tensor.v1\n" || U32 rank || rank x U64 dims || each element's IEEE-754 bits as U32)
+// Tensor hash, version 3 (names one tensor: a state tensor, a node output, a batch). The tensor is
+// cut into the 64 x 64 blocks of its block grid (base/block_grid.h: the 2-D view [product of all
+// dims but the last, last dim]); each block is a leaf of a game tree (game_tree.h: a perfect
+// binary tree, padded with the all-zero hash, inner nodes SHA-256(0x01 || left || right)):
+//   block leaf   = SHA-256(0x00 || the block's elements, row by row, IEEE-754 bits as U32)
+//   block root   = the root of the game tree over the block leaves in block order (the all-zero
+//                  hash for a tensor without elements)
+//   tensor hash  = SHA-256("polnode.tensor.v3\n" || U32 rank || rank x U64 dims || block root)
+// So a tensor named by its hash can be opened block by block: a slice is proven by the block root
+// (checked against the hash with the dims), the blocks that hold it and their Merkle paths, and a
+// disputed tensor can be descended to its first disputed block (DESIGN.md section 6, step 3).
+// (v1 was a flat SHA-256 over the elements, which only the whole tensor could be checked against.)
 //
 // State hash, version 2 (names a training state: checkpoints, proofs and level 1 of the game):
 //   SHA-256("polnode.state.v2\n" || U64 step || U32 count || per tensor, in state order:
@@ -14,19 +24,64 @@
 // Batch leaf (the task's batch root is MerkleRoot over the batch leaves of steps 0..total_steps-1,
 // the step with s completed steps being leaf s):
 //   SHA-256("polnode.batch.v1\n" || images tensor hash || labels tensor hash)
+//
+// Chain state (the partial sums of one output tile after `position` units of its operator's
+// evaluation chain, kernels/tile.h; the game bisects over them, contracts/dispute_game.h):
+//   SHA-256("polnode.chain.v1\n" || U64 position || U32 count || each value's bits as U32)
 #ifndef POLNODE_CONSENSUS_PINPOINT_H_
 #define POLNODE_CONSENSUS_PINPOINT_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "polnode/base/block_grid.h"
+#include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/sha256.h"
 
 namespace polnode::consensus {
 
-/// The tensor hash above. Precondition: the product of `dims` equals data.size().
+/// The block leaf above over one block's values (row by row).
+Hash256 BlockLeafHash(std::span<const float> block);
+
+/// The values of block `index` of a tensor of `dims` holding `data`, row by row. Preconditions:
+/// the product of `dims` equals data.size(); index < BlockGrid::Of(dims).block_count().
+std::vector<float> BlockValues(std::span<const std::int64_t> dims, std::span<const float> data, std::uint64_t index);
+
+/// The block leaves of a tensor, in block order (empty for a tensor without elements).
+/// Precondition: the product of `dims` equals data.size().
+std::vector<Hash256> TensorBlockLeaves(std::span<const std::int64_t> dims, std::span<const float> data);
+
+/// The block root of `leaves` (the all-zero hash when there are none).
+Hash256 BlockRootOf(std::span<const Hash256> leaves);
+
+/// The version-3 tensor hash from the dims and the block root.
+Hash256 TensorHashFromBlockRoot(std::span<const std::int64_t> dims, const Hash256& block_root);
+
+/// The version-3 tensor hash above. Precondition: the product of `dims` equals data.size().
 Hash256 TensorHashOf(std::span<const std::int64_t> dims, std::span<const float> data);
+
+/// A tensor's block tree, kept to answer descent moves and to prove blocks.
+class TensorBlockTree {
+ public:
+  /// Precondition: the product of `dims` equals data.size().
+  TensorBlockTree(std::span<const std::int64_t> dims, std::span<const float> data);
+
+  const BlockGrid& grid() const { return grid_; }
+  /// The block root and the tensor hash.
+  const Hash256& root() const { return root_; }
+  Hash256 tensor_hash() const { return TensorHashFromBlockRoot(dims_, root_); }
+  /// The tree over the block leaves; absent for a tensor without elements.
+  const GameTree* tree() const { return tree_ ? &*tree_ : nullptr; }
+
+ private:
+  std::vector<std::int64_t> dims_;
+  BlockGrid grid_;
+  std::optional<GameTree> tree_;
+  Hash256 root_{};
+};
 
 /// The version-2 state hash above from the state's step, tensor names and tensor hashes (the
 /// latter two of equal length).
@@ -35,6 +90,9 @@ Hash256 StateHashFromTensorHashes(std::uint64_t step, std::span<const std::strin
 
 /// The batch leaf above.
 Hash256 BatchLeaf(const Hash256& images_hash, const Hash256& labels_hash);
+
+/// The chain state hash above.
+Hash256 ChainStateHash(std::uint64_t position, std::span<const float> state);
 
 }  // namespace polnode::consensus
 

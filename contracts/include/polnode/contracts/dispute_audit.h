@@ -1,5 +1,6 @@
 // Auditing a dispute game (DESIGN.md section 6, "dispute replay"): re-execute every recorded move
-// of a game against the task it was played on, including the referee's operator on the CPU
+// of a game against the task it was played on (every level: steps, graph, the descent inside an
+// operator's output and its tile's chain), including the referee's tile of the operator on the CPU
 // reference kernel, and compare what that decides with what the ledger recorded.
 #ifndef POLNODE_CONTRACTS_DISPUTE_AUDIT_H_
 #define POLNODE_CONTRACTS_DISPUTE_AUDIT_H_
@@ -21,7 +22,8 @@ struct GameAudit {
   bool decided = false;  // the re-execution reached a decision
   proto::GameResult result = proto::GAME_RESULT_NONE;  // ... and this one
   std::string ruling;
-  /// The operator the referee ran, when the disputed leaf is an operator's output.
+  /// The operator whose output the game descended into (block tree, chain, referee's tile), when
+  /// the disputed leaf is an operator's output.
   std::optional<proto::PinpointNode> node;
   /// Every way the re-execution differs from the ledger's record; empty when they agree.
   std::vector<std::string> differences;

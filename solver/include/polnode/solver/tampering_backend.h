@@ -19,14 +19,19 @@
 
 namespace polnode::solver {
 
-/// Which value to corrupt: bit `bit` of element 0 of output `output` of node `node` in the step
-/// that starts from `step` completed steps. The default bit, the top mantissa bit, changes a
-/// normal number by up to half its magnitude, so the error reaches the state after the step.
+/// Which value to corrupt: bit `bit` of element `element` of output `output` of node `node` in
+/// the step that starts from `step` completed steps. The default bit, the top mantissa bit, changes
+/// a normal number by up to half its magnitude. Where that value might not reach the state after
+/// the step (the loss, or a gradient element a ReLU masks), `also_node` >= 0 corrupts the same bit
+/// of element 0 of output 0 of that later node of the step too, so the proof is wrong while the
+/// first wrong value is still the target.
 struct TamperSpec {
   std::int64_t step = 0;
   int node = 0;
   int output = 0;
   int bit = 22;
+  std::int64_t element = 0;
+  int also_node = -1;
 };
 
 class TamperingBackend final : public kernels::Backend {

@@ -64,8 +64,8 @@ Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes);
 consensus::Hash256 StateHash(const TrainState& state);
 
 /// SHA-256 naming one tensor (state tensors, per-node outputs in the pinpoint game):
-/// consensus::TensorHashOf, i.e. "polnode.tensor.v1\n", u32 rank, rank x u64 dimensions, the
-/// element bits as u32 (all little-endian).
+/// consensus::TensorHashOf, version 3: "polnode.tensor.v3\n", u32 rank, rank x u64 dimensions and
+/// the root of the Merkle tree over the tensor's 64 x 64 blocks (all little-endian).
 consensus::Hash256 TensorHash(const kernels::Tensor& tensor);
 
 /// TensorHash of each tensor of `state`, in state order.

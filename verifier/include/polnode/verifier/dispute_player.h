@@ -3,7 +3,8 @@
 // ledger; the rules it follows are contracts/dispute_game.h's, the answers PinpointResponder's.
 //
 // Everything a move depends on is read from the record (phase, round, segment, lo / hi, the
-// current tree node, the disputed leaf) and from the committed proof, so a daemon that restarts
+// current tree node, the disputed leaf, the block-tree node and tile inside an operator's output,
+// the tile's chain range) and from the committed proof, so a daemon that restarts
 // builds a new player and carries on where the ledger stands. What a player keeps between calls
 // is cache only: the result of the challenger's search for a wrong segment, and one responder
 // (the segment being played, rebuilt from its checkpoint when missing).
@@ -96,6 +97,9 @@ class DisputePlayer {
   Result<proto::DisputeMoveTx> StepMove(const proto::Task& task, const proto::DisputeGame& game);
   Result<proto::DisputeMoveTx> GraphMove(const proto::Task& task, const proto::DisputeGame& game,
                                          const proto::GameSide& side);
+  Result<proto::DisputeMoveTx> TileMove(const proto::Task& task, const proto::DisputeGame& game,
+                                        const proto::GameSide& side);
+  Result<proto::DisputeMoveTx> ChainMove(const proto::Task& task, const proto::DisputeGame& game);
   Result<proto::DisputeMoveTx> RefereeMove(const proto::Task& task, const proto::DisputeGame& game);
   // The responder of the game's segment, with the game's step range checked against it.
   Result<PinpointResponder*> GameResponder(const proto::Task& task, const proto::DisputeGame& game);
