@@ -33,8 +33,14 @@ const std::vector<std::int64_t>& Dims() {
   return dims;
 }
 
+// Every proof starts at the state the task fixes (the ledger checks checkpoint 0 at commit), so
+// checkpoint 0 is the same on every branch and for every task.
+std::vector<float> CheckpointValues(const std::string& task_key, std::uint32_t branch, std::uint64_t checkpoint) {
+  return checkpoint == 0 ? StateValues("initial", 0, 0) : StateValues(task_key, branch, checkpoint);
+}
+
 Hash256 LeafOf(const std::string& task_key, std::uint64_t k, std::uint32_t branch, std::uint64_t checkpoint) {
-  const std::vector<Hash256> hashes = {consensus::TensorHashOf(Dims(), StateValues(task_key, branch, checkpoint))};
+  const std::vector<Hash256> hashes = {consensus::TensorHashOf(Dims(), CheckpointValues(task_key, branch, checkpoint))};
   return consensus::StateHashFromTensorHashes(checkpoint * k, TensorNames(), hashes);
 }
 
@@ -48,6 +54,8 @@ std::vector<Hash256> Leaves(const std::string& task_key, std::uint64_t k, const 
 std::string Bytes(const Hash256& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
 
 }  // namespace
+
+Hash256 ProofModel::InitialStateHash(std::uint64_t k) { return LeafOf("", k, 0, 0); }
 
 ProofModel::ProofModel(std::string task_key, std::uint64_t k, std::vector<std::uint32_t> branches)
     : task_key_(std::move(task_key)),
@@ -73,7 +81,7 @@ ProofModel ProofModel::WithFinal(std::uint32_t branch) const {
 }
 
 std::vector<proto::PublishTx> ProofModel::Publication(const std::string& task_id, std::uint64_t checkpoint) const {
-  const std::vector<float> values = StateValues(task_key_, branches_[checkpoint], checkpoint);
+  const std::vector<float> values = CheckpointValues(task_key_, branches_[checkpoint], checkpoint);
   proto::PublishTx header;
   header.set_task_id(task_id);
   header.set_checkpoint(checkpoint);

@@ -36,6 +36,10 @@ class ProofModel {
   /// lies on `branches[c]` (S + 1 entries for S segments).
   ProofModel(std::string task_key, std::uint64_t k, std::vector<std::uint32_t> branches);
 
+  /// The state hash of checkpoint 0 of every proof with checkpoint interval `k`: the task's
+  /// initial state (TaskSpec.initial_state_hash).
+  static Hash256 InitialStateHash(std::uint64_t k);
+
   std::uint64_t segments() const { return branches_.size() - 1; }
   std::uint32_t branch(std::uint64_t checkpoint) const { return branches_[checkpoint]; }
   bool SegmentRight(std::uint64_t segment) const { return branches_[segment] == branches_[segment + 1]; }

@@ -62,6 +62,7 @@ proto::SubmitTaskTx Submission(const SimConfig& config, std::uint64_t index) {
   spec->set_batch_root(Tagged("batch", config.seed, ""));
   spec->set_step_leaf_count(kStateTensors + 4);
   spec->set_state_tensor_count(kStateTensors);
+  spec->set_initial_state_hash(Bytes(ProofModel::InitialStateHash(config.checkpoint_interval)));
   msg.set_spec_uri("sim://task/" + std::to_string(index));
   return msg;
 }
@@ -138,6 +139,12 @@ ProofModel World::HonestProof(const Round& round) const {
   return ProofModel(round.task_id, config_.checkpoint_interval, std::vector<std::uint32_t>(config_.segments + 1, 0));
 }
 
+ProofModel World::WithheldProof(const Round& round) const {
+  std::vector<std::uint32_t> branches(config_.segments + 1);
+  for (std::uint64_t c = 0; c < branches.size(); ++c) branches[c] = kGarbageBase + static_cast<std::uint32_t>(c);
+  return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
+}
+
 std::optional<ProofModel> World::CommittedProof(const Round& round) const {
   const std::uint64_t s = config_.segments;
   const SolverPlay play = SelfDealing() ? SolverPlay::kHonest : spec_.solver;
@@ -145,11 +152,7 @@ std::optional<ProofModel> World::CommittedProof(const Round& round) const {
     case SolverPlay::kWithhold:
       return std::nullopt;
     case SolverPlay::kForcedGarbage:
-      if (round.forced) {
-        std::vector<std::uint32_t> branches(s + 1);
-        for (std::uint64_t c = 0; c <= s; ++c) branches[c] = kGarbageBase + static_cast<std::uint32_t>(c);
-        return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
-      }
+      if (round.forced) return WithheldProof(round);
       break;
     case SolverPlay::kFake: {
       // The skipped segments: distinct, never the final one (every verifier replays it), drawn
@@ -419,7 +422,11 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
     Work(round, Claimer()).segments_trained = trained;
     proto::CommitProofTx commit;
     commit.set_task_id(round.task_id);
-    commit.set_proof_root(round.committed ? Bytes(round.committed->Root()) : Tagged("withheld", index, round.task_id));
+    // A withheld proof is a root whose checkpoint 0 opens (the ledger checks that much) and whose
+    // other checkpoints nobody can ever fetch.
+    const ProofModel committed = round.committed ? *round.committed : WithheldProof(round);
+    commit.set_proof_root(Bytes(committed.Root()));
+    commit.set_initial_proof(committed.PathOf(0));
     commit.set_proof_uri("sim://proof");
     POLNODE_RETURN_IF_ERROR(chain_.Block({MakeTx(Claimer(), contracts::payload::kCommitProof, commit)}));
     POLNODE_RETURN_IF_ERROR(chain_.AdvanceTo(chain_.height() + config_.params.beacon_delay()));

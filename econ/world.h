@@ -71,6 +71,8 @@ class World {
 
   ProofModel HonestProof(const Round& round) const;
   std::optional<ProofModel> CommittedProof(const Round& round) const;
+  /// The proof a withholding solver commits to: garbage past checkpoint 0, never served.
+  ProofModel WithheldProof(const Round& round) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Verdicts(Round& round, const proto::Task& task) const;
   [[nodiscard]] Result<std::optional<PendingTx>> Verdict(Round& round, const proto::VerifierSlot& slot) const;
   std::vector<PendingTx> Publications(const Round& round, const proto::Task& task) const;

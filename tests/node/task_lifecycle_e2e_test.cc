@@ -126,7 +126,9 @@ struct Snapshot {
 class TaskLifecycleE2ETest : public ::testing::Test {
  protected:
   static constexpr char kChain[] = "lifecycle-chain";
-  static constexpr std::uint64_t kPayment = 1'000'003;  // odd, so the cuts and shares leave remainders
+  // Odd, and at the genesis fee and cut rates neither the cut, the fee budget F nor its three shares
+  // come out even, so every rounding remainder shows.
+  static constexpr std::uint64_t kPayment = 1'000'037;
   static constexpr std::uint64_t kSolverStake = 2'000;
   static constexpr std::uint64_t kVerifierStake = 600;
 
