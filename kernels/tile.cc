@@ -103,6 +103,20 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
     case Op::kAdamW:
       if (s[0] != s[1] || s[0] != s[2] || s[0] != s[3]) return Bad(op, "W, G, M, V differ in shape");
       return std::vector<Shape>{s[0], s[0], s[0]};
+    case Op::kAdd:
+    case Op::kTransposeHeads:
+    case Op::kGelu:
+    case Op::kGeluGrad:
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad:
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+    case Op::kEmbedding:
+    case Op::kEmbeddingGrad:
+      return Bad(op, "has no tile kernel yet (see tile.h: the transformer's operators)");
   }
   return Bad(op, "unknown operator");
 }
@@ -380,6 +394,20 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kSgdMomentum:
     case Op::kAdamW:
       return TileRows(tile, out_cols);
+    case Op::kAdd:
+    case Op::kTransposeHeads:
+    case Op::kGelu:
+    case Op::kGeluGrad:
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad:
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+    case Op::kEmbedding:
+    case Op::kEmbeddingGrad:
+      break;  // Create refuses them: no kernel of theirs exists to read
   }
   return runs;
 }
@@ -714,6 +742,20 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
       for (const TileSource* src : in) inputs.push_back(Gather(*src, tile, out_cols));
       return RunReference(op_, attrs_, std::move(inputs), output_);
     }
+    case Op::kAdd:
+    case Op::kTransposeHeads:
+    case Op::kGelu:
+    case Op::kGeluGrad:
+    case Op::kLayerNorm:
+    case Op::kLayerNormGrad:
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
+    case Op::kEmbedding:
+    case Op::kEmbeddingGrad:
+      return Bad(op_, "has no tile kernel yet (see tile.h: the transformer's operators)");
   }
   return Bad(op_, "unknown operator");
 }

@@ -22,7 +22,7 @@
 #include <map>
 #include <sstream>
 
-#include "../solver/proof_test_util.h"
+#include "polnode/testing/tiny_task.h"
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/ruling.h"
