@@ -20,6 +20,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/ledger_api.h"
 #include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/ledger_json.h"
 #include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::fuzz {
@@ -146,15 +147,17 @@ std::vector<Seed> LedgerSeeds() {
   if (!tasks.ok() || tasks->tasks.size() != 1) std::abort();
   const std::string task_id = consensus::ToHex(tasks->tasks[0].id());
   const std::string games = get("/v1/tasks/" + task_id + "/games");
-  // No game is open on this chain; one recorded game shows the array's entry format.
-  proto::DisputeGame game;
+  // No game is open on this chain; one recorded game, written by the ledger's own renderer, shows
+  // the array's entry format.
+  Result<contracts::TaskGames> no_games = node::DecodeTaskGames(games);
+  if (!no_games.ok()) std::abort();
+  contracts::TaskGames one_game = *no_games;
+  proto::DisputeGame& game = one_game.games.emplace_back();
   game.set_task_id(tasks->tasks[0].id());
-  game.set_verifier(std::string(32, '\x55'));
+  game.mutable_challenger()->set_key(std::string(32, '\x55'));
+  game.mutable_defender()->set_key(tasks->tasks[0].submitter());
   game.set_round(3);
-  std::string games_with_one = games;
-  const std::size_t empty = games_with_one.rfind("[]");
-  if (empty == std::string::npos) std::abort();
-  games_with_one.replace(empty, 2, "[{\"round\":3,\"record\":\"" + consensus::ToHex(game.SerializeAsString()) + "\"}]");
+  const std::string games_with_one = node::TaskGamesJson(one_game);
   const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::ToHex(consensus::TxId(tx)); };
 
   return {
