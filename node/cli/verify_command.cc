@@ -57,6 +57,9 @@ void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solve
       .Field("task_source", task_source)
       .Field("merkle_root", consensus::ToHex(m.merkle_root))
       .Field("signed", v.is_signed)
+      // Who signed it: without --solver-pubkey any valid signature passes, so the caller compares
+      // this with the solver the ledger names.
+      .Field("signer", m.is_signed ? consensus::ToHex(m.solver_pubkey) : std::string())
       .Field("manifest_ok", v.manifest_ok)
       .Field("initial_state_ok", v.initial_state_ok)
       .Field("drawn_segments", v.drawn)

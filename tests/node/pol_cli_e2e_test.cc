@@ -61,12 +61,21 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   EXPECT_EQ(dflt.exit_code, 0) << dflt.err;
   EXPECT_NE(dflt.out.find("\"drawn_segments\":2"), std::string::npos) << dflt.out;
 
-  // --solver-pubkey: the signer must be that key.
-  ProcessResult keygen = Polnode({"keygen", "--out", "other.key", "--json"});
-  ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
-  const std::size_t at = keygen.out.find("\"public_key\":\"");
-  ASSERT_NE(at, std::string::npos) << keygen.out;
-  const std::string other_pubkey = keygen.out.substr(at + 14, 64);
+  // --solver-pubkey: the signer must be that key. Without it the verdict names the signer, for
+  // the caller to compare with the solver the ledger names.
+  const auto pubkey_of = [&](const std::string& key_file) {
+    ProcessResult keygen = Polnode({"keygen", "--out", key_file, "--json"});
+    EXPECT_EQ(keygen.exit_code, 0) << keygen.err;
+    const std::size_t at = keygen.out.find("\"public_key\":\"");
+    return at == std::string::npos ? std::string() : keygen.out.substr(at + 14, 64);
+  };
+  const std::string other_pubkey = pubkey_of("other.key");
+  ASSERT_EQ(other_pubkey.size(), 64u);
+  ProcessResult prove_other = Polnode({"prove", "--task", "task.toml", "--out", "proof-of-other", "--key", "other.key"});
+  ASSERT_EQ(prove_other.exit_code, 0) << prove_other.err;
+  ProcessResult named = Verify("proof-of-other", "b1");
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("\"signer\":\"" + other_pubkey + "\""), std::string::npos) << named.out;
   ProcessResult wrong = Polnode({"verify", "--proof", "proof", "--beacon", std::string(64, 'a'), "--solver-pubkey", other_pubkey});
   EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
   EXPECT_NE(wrong.out.find("\"accept\":false"), std::string::npos) << wrong.out;
