@@ -175,8 +175,15 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
 }  // namespace
 
 int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
+  constexpr std::string_view kUsage =
+      "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--challenger PUBKEY] [--json]\n"
+      "  replay: re-execute a task's dispute games as an auditor ('polnode dispute replay --help')\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+    io.out << kUsage;  // asked for: the usage is the answer, not an error
+    return kExitOk;
+  }
   if (args.empty() || args[0] != "replay") {
-    io.err << "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--challenger PUBKEY] [--json]\n";
+    io.err << kUsage;
     return kExitUsage;
   }
   FlagSet flags(std::string(kCommand),

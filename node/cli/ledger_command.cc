@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "flag_groups.h"
+#include "polnode/base/dir_lock.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -51,6 +52,8 @@ Status Serve(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before RocksDB, the server and the producer start their threads
 
   POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
+  // Before the chain store opens, so a second ledger on this home is told so, not RocksDB's lock error.
+  POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(flags.Get("home"), "ledger home"));
   if (flags.Given("listen")) home.config.listen = flags.Get("listen");
   if (flags.Given("block-interval-ms")) {
     POLNODE_ASSIGN_OR_RETURN(home.config.block_interval_ms, flags.GetInt("block-interval-ms", 1, 3600 * 1000));

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "polnode/base/dir_lock.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -198,6 +199,9 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
   std::error_code ec;
   std::filesystem::create_directories(options.home, ec);
   if (ec) return Status::IOError("cannot create " + options.home + ": " + ec.message());
+  // Held until the daemon returns: a second daemon on this home would claim and train the same
+  // tasks into the same folders.
+  POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(options.home, "role home"));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(options.home));
   POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(options.ledger_url));
   RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger));

@@ -113,12 +113,18 @@ TEST(CliTest, UnknownCommandFailsWithAGuidingSentenceAndEveryRoleIsListed) {
   EXPECT_NE(err.str().find("polnode --help"), std::string::npos);
   err.str("");
   EXPECT_EQ(RunCli({"--help"}, io), kExitOk);
-  for (const char* role : {"submitter", "solver", "verifier", "whistleblower", "ledger", "devnet", "status"}) {
+  for (const char* role :
+       {"submitter", "solver", "verifier", "whistleblower", "ledger", "devnet", "status", "dispute", "econ", "tx"}) {
     EXPECT_NE(out.str().find(std::string("\n  ") + role + " "), std::string::npos) << role << " is listed in --help";
     std::ostringstream role_out, role_err;
     Io role_io{role_out, role_err};
     EXPECT_EQ(RunCli({role, "--help"}, role_io), kExitOk) << role << " takes --help";
   }
+  // A command group without its subcommand still says how to go on, and fails.
+  std::ostringstream group_out, group_err;
+  Io group_io{group_out, group_err};
+  EXPECT_EQ(RunCli({"dispute"}, group_io), kExitUsage);
+  EXPECT_NE(group_err.str().find("polnode dispute replay TASK_ID"), std::string::npos) << group_err.str();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/tx_json.h"
+#include "polnode/testing/data_files.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/subprocess.h"
@@ -110,6 +112,45 @@ class LedgerE2ETest : public ::testing::Test {
   const consensus::SecretKey user_ = *consensus::SecretKey::Generate();
   const consensus::SecretKey bob_ = *consensus::SecretKey::Generate();
 };
+
+TEST_F(LedgerE2ETest, ASecondLedgerOnTheSameHomeIsRefusedByNameAndTheFirstKeepsServing) {
+  LedgerProcess ledger(home_);
+  ASSERT_TRUE(ledger.Start());
+  auto second = RunProcess({PolnodeBinary(), "ledger", "--home", home_, "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_NE(second.err.find("ledger home " + home_ + " is in use by another polnode process (pid "), std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.err.find("LOCK"), std::string::npos) << "RocksDB's own lock error leaked: " << second.err;
+  auto status = HttpCall(ledger.endpoint(), "GET", "/v1/status", "", "");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->status, 200);
+  // A crash releases the home: a ledger restarted after kill -9 starts.
+  ledger.Kill9();
+  ASSERT_TRUE(ledger.Start());
+}
+
+TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
+  LedgerProcess ledger(home_);
+  ASSERT_TRUE(ledger.Start());
+  const std::string role_home = dir_.File("verifier");
+  polnode::testing::DaemonProcess first;
+  ASSERT_TRUE(first.Start({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()},
+                          dir_.File("first.out"), dir_.File("first.err")));
+  // The key is created after the home is locked: once it exists, the first daemon holds the home.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(role_home + "/role.key") && first.Running() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(first.Running()) << polnode::testing::ReadFileText(dir_.File("first.err"));
+  auto second = RunProcess({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("role home " + role_home + " is in use by another polnode process (pid "),
+            std::string::npos)
+      << second.err;
+  EXPECT_TRUE(first.Running());
+  EXPECT_EQ(first.Terminate(), 0);
+}
 
 TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
   LedgerProcess ledger(home_);
