@@ -18,6 +18,18 @@ namespace {
 constexpr char kKeyFile[] = "role.key";
 constexpr char kDutyDir[] = "duties";
 
+// A duty's journal: "<tx id> [committed | failed <the ledger's reason>]\n".
+constexpr std::uint64_t kMaxJournalBytes = 4096;
+
+// `text` on one line of at most 1,000 bytes, as the journal keeps a failure's reason.
+std::string OneLine(std::string_view text) {
+  std::string out(text.substr(0, 1000));
+  for (char& c : out) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
 bool ValidDutyName(std::string_view name) {
   if (name.empty() || name.size() > 200) return false;
   for (char c : name) {
@@ -120,11 +132,24 @@ bool RoleContext::DutySent(std::string_view name) const {
   return std::filesystem::exists(DutyPath(name), ec);
 }
 
+std::string RoleContext::DutyFailure(std::string_view name) const {
+  if (!ValidDutyName(name)) return "";
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<std::vector<std::uint8_t>> journal = ReadWholeFile(DutyPath(name), kMaxJournalBytes);
+  if (!journal.ok()) return "";
+  std::string line(journal->begin(), journal->end());
+  const std::size_t at = line.find(" failed ");
+  if (at == std::string::npos) return "";
+  line = line.substr(at + 8);
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  return line;
+}
+
 Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view payload_type, std::string payload) {
   if (!ValidDutyName(name)) return Status::InvalidArgument("bad duty name '" + std::string(name) + "'");
   std::lock_guard<std::mutex> lock(mu_);
   const std::string path = DutyPath(name);
-  if (Result<std::vector<std::uint8_t>> journal = ReadWholeFile(path, 256); journal.ok()) {
+  if (Result<std::vector<std::uint8_t>> journal = ReadWholeFile(path, kMaxJournalBytes); journal.ok()) {
     const std::string line(journal->begin(), journal->end());
     const std::string id = line.substr(0, line.find_first_of(" \n"));
     if (line.find(" failed") != std::string::npos) return DutyState::kFailed;
@@ -137,7 +162,7 @@ Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view 
         metrics_.Add("txs_committed_total");
         return DutyState::kCommitted;
       case TxState::Kind::kFailed:
-        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " failed\n"));
+        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " failed " + OneLine(state.error) + "\n"));
         metrics_.Add("txs_failed_total");
         log_.Event("tx_failed", {{"duty", std::string(name)}, {"tx", id}, {"error", state.error}});
         return DutyState::kFailed;

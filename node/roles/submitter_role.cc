@@ -8,6 +8,7 @@
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/keys.h"
+#include "polnode/consensus/sha256.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/roles/submitter_model.h"
@@ -249,7 +250,12 @@ Status SubmitterRole::Submit(RoleContext& ctx) {
   for (std::size_t i = 0; i < tracked_.size(); ++i) {
     Tracked& t = tracked_[i];
     if (!t.ledger_id.empty() || t.failed) continue;
-    Result<DutyState> state = ctx.SendDuty("submit-" + t.task.document_hex, contracts::payload::kSubmitTask, t.payload);
+    // Named by what is sent, not only the document: a submission that failed on the ledger (too
+    // little balance, a window over the chain's maximum) can be retried with other terms, which is
+    // another transaction and another duty.
+    const std::string duty =
+        "submit-" + t.task.document_hex + "-" + consensus::ToHex(consensus::Sha256(t.payload)).substr(0, 16);
+    Result<DutyState> state = ctx.SendDuty(duty, contracts::payload::kSubmitTask, t.payload);
     if (!state.ok()) {
       const StatusCode code = state.status().code();
       // A 4xx refusal is the ledger saying no to this transaction as it stands (a window over
@@ -265,7 +271,8 @@ Status SubmitterRole::Submit(RoleContext& ctx) {
         ctx.log().Event("task_submitted", {{"document", t.task.document_hex}, {"file", t.task.file}});
         break;
       case DutyState::kFailed:
-        Fail(ctx, i, "the submission failed on the ledger (its reason is in the tx_failed event)");
+        Fail(ctx, i, "the submission failed on the ledger: " + ctx.DutyFailure(duty) +
+                         " (the fee is spent; run again with terms the ledger accepts, e.g. another --payment)");
         // Its fee left the balance at a height this role cannot tell: start the measuring afresh.
         last_reading_.reset();
         break;

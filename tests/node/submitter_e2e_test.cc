@@ -94,9 +94,10 @@ class SubmitterE2ETest : public ::testing::Test {
     client_ = std::make_unique<LedgerClient>(*client);
   }
 
-  ::testing::AssertionResult StartSubmitter(DaemonProcess& process, const std::string& out) {
+  ::testing::AssertionResult StartSubmitter(DaemonProcess& process, const std::string& out,
+                                            std::uint64_t payment = kPayment) {
     return process.Start({PolnodeBinary(), "submitter", "--home", home_, "--ledger", ledger_->url(), "--task",
-                          task_file_, "--payment", std::to_string(kPayment), "--claim-window",
+                          task_file_, "--payment", std::to_string(payment), "--claim-window",
                           std::to_string(kClaimWindow), "--poll-ms", "50", "--json"},
                          dir_.File(out), dir_.File("submitter.err"));
   }
@@ -230,6 +231,31 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   EXPECT_FALSE(Has(status.out, task_hex)) << status.out;
   status = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url(), "--json", "--all"});
   EXPECT_TRUE(Has(status.out, "\"status\":\"TASK_CANCELLED\",\"outcome\":\"OUTCOME_UNCLAIMED\"")) << status.out;
+  EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
+}
+
+TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedWithOtherTerms) {
+  ASSERT_NO_FATAL_FAILURE(StartLedger());
+  // More than the balance: the ledger takes the fee and fails the transaction.
+  DaemonProcess broke;
+  ASSERT_TRUE(StartSubmitter(broke, "broke.out", 2 * kFunds));
+  std::optional<int> exit = broke.Wait(60s);
+  ASSERT_TRUE(exit.has_value()) << "a submitter whose only task failed must finish: " << Out("broke.out") << Err();
+  const std::string failed = Out("broke.out");
+  EXPECT_TRUE(Has(failed, " task_failed ")) << failed;
+  EXPECT_TRUE(Has(failed, "the submission failed on the ledger: ")) << failed;
+  EXPECT_TRUE(Has(failed, "balance")) << "the ledger's reason is in the failure itself: " << failed;
+  EXPECT_TRUE(OwnTasks().empty());
+
+  // The same home, a payment the balance covers: a new submission, posted and found.
+  DaemonProcess retry;
+  ASSERT_TRUE(StartSubmitter(retry, "retry.out"));
+  ASSERT_TRUE(WaitFor([&] { return Has(Out("retry.out"), " task_found "); })) << Out("retry.out") << Err();
+  EXPECT_FALSE(Has(Out("retry.out"), " task_failed ")) << Out("retry.out");
+  const std::vector<proto::Task> own = OwnTasks();
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].spec().payment(), kPayment);
+  EXPECT_EQ(retry.Terminate(), 0) << Err();
   EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
 }
 

@@ -94,6 +94,9 @@ class RoleContext {
   [[nodiscard]] Result<DutyState> SendDuty(std::string_view name, std::string_view payload_type, std::string payload);
   /// Whether duty `name` was ever sent (journalled).
   bool DutySent(std::string_view name) const;
+  /// The ledger's reason for duty `name`'s transaction failing, as journalled when SendDuty first
+  /// returned kFailed for it; "" when it did not fail (or failed before reasons were journalled).
+  std::string DutyFailure(std::string_view name) const;
 
   /// Makes sure at least `amount` of `role` stake is free (bonded minus locked), staking the
   /// difference from the balance. Returns whether it is free now.
