@@ -314,6 +314,33 @@ const TxKind kKinds[] = {
      }},
 };
 
+// A stake the ledger would take but that can never do anything is refused before its fee is
+// spent: one that leaves the role's bonded stake below the smallest lock a task of that role
+// takes (the role is never drawn, can never claim or challenge), or one the balance cannot cover.
+Status CheckStakeUseful(const FlagSet& flags, const LedgerClient& ledger, std::string_view signer_raw) {
+  POLNODE_ASSIGN_OR_RETURN(proto::Role role, RoleFlag(flags));
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(flags, "amount"));
+  POLNODE_ASSIGN_OR_RETURN(proto::Params params, ledger.Params());
+  POLNODE_ASSIGN_OR_RETURN(proto::Account account, ledger.Account(signer_raw));
+  POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord stake, ledger.Stake(signer_raw, role));
+  const std::uint64_t minimum = role == proto::ROLE_SOLVER     ? params.min_stake_solver()
+                                : role == proto::ROLE_VERIFIER ? params.min_stake_verifier()
+                                                               : params.min_stake_whistleblower();
+  const std::string role_name = flags.Get("role");
+  if (amount > account.balance() || account.balance() - amount < params.tx_fee()) {
+    return Status::FailedPrecondition("the balance is " + std::to_string(account.balance()) + ": it cannot bond " +
+                                      std::to_string(amount) + " and pay the fee of " + std::to_string(params.tx_fee()) +
+                                      " (fund this key first)");
+  }
+  if (stake.bonded() + amount < minimum) {
+    return Status::FailedPrecondition(
+        "the " + role_name + " stake would be " + std::to_string(stake.bonded() + amount) + ", below min_stake_" +
+        role_name + " = " + std::to_string(minimum) + ": a " + role_name +
+        " with less is never given work; bond at least " + std::to_string(minimum - stake.bonded()));
+  }
+  return Status::Ok();
+}
+
 Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   std::string key_path = flags.Get("key");
   std::string ledger_url = flags.Get("ledger");
@@ -330,6 +357,11 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   const std::string signer = consensus::ToHex(key.PublicKey().bytes());
 
   POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags));
+  if (kind.payload_type == payload::kStake) {
+    const auto pub = key.PublicKey();
+    POLNODE_RETURN_IF_ERROR(CheckStakeUseful(
+        flags, ledger, std::string_view(reinterpret_cast<const char*>(pub.bytes().data()), pub.bytes().size())));
+  }
   std::optional<std::uint64_t> nonce;
   if (flags.Given("nonce")) {
     POLNODE_ASSIGN_OR_RETURN(nonce, Amount(flags, "nonce"));

@@ -152,6 +152,33 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   EXPECT_EQ(first.Terminate(), 0);
 }
 
+TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {
+  LedgerProcess ledger(home_);
+  ASSERT_TRUE(ledger.Start());
+  const auto stake = [&](const std::string& amount) {
+    return RunProcess({PolnodeBinary(), "tx", "stake", "--key", user_key_path_, "--ledger", ledger.url(), "--role",
+                       "verifier", "--amount", amount, "--wait"});
+  };
+  auto small = stake("10");
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.err.find("the verifier stake would be 10, below min_stake_verifier = 500"), std::string::npos)
+      << small.err;
+  EXPECT_NE(small.err.find("bond at least 500"), std::string::npos) << small.err;
+  auto broke = stake("5000000");
+  EXPECT_NE(broke.exit_code, 0);
+  EXPECT_NE(broke.err.find("fund this key first"), std::string::npos) << broke.err;
+  // Nothing was sent: the account's nonce is still 0 and its balance whole.
+  const std::string before = Account(ledger, user_);
+  EXPECT_NE(before.find("\"nonce\":0"), std::string::npos) << before;
+  EXPECT_NE(before.find("\"balance\":1000000"), std::string::npos) << before;
+
+  auto enough = stake("500");
+  EXPECT_EQ(enough.exit_code, 0) << enough.err;
+  // Topping up a stake already at the minimum is fine in any amount.
+  auto top_up = stake("1");
+  EXPECT_EQ(top_up.exit_code, 0) << top_up.err;
+}
+
 TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
   LedgerProcess ledger(home_);
   ASSERT_TRUE(ledger.Start());
