@@ -193,9 +193,29 @@ Result<bool> RoleContext::EnsureStake(proto::Role role, std::uint64_t amount) {
   POLNODE_ASSIGN_OR_RETURN(proto::StakeRecord stake, ledger_.Stake(pubkey_, role));
   const std::uint64_t free = stake.bonded() >= stake.locked() ? stake.bonded() - stake.locked() : 0;
   if (free >= amount) return true;
+  const std::uint64_t shortfall = amount - free;
+  POLNODE_ASSIGN_OR_RETURN(proto::Account account, ledger_.Account(pubkey_));
+  POLNODE_ASSIGN_OR_RETURN(proto::Params params, ledger_.Params());
+  if (account.balance() < shortfall || account.balance() - shortfall < params.tx_fee()) {
+    // Sending it would only fail on the ledger (and journal the duty as failed): say what is missing.
+    const std::uint64_t need = shortfall + params.tx_fee();
+    const std::string notice = std::to_string(static_cast<int>(role)) + "/" + std::to_string(need) + "/" +
+                               std::to_string(account.balance());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (notice != funding_notice_) {
+      funding_notice_ = notice;
+      log_.Event("needs_funds", {{"key", consensus::ToHex(pubkey_)},
+                                 {"role", proto::Role_Name(role)},
+                                 {"balance", std::to_string(account.balance())},
+                                 {"need", std::to_string(need)},
+                                 {"hint", "transfer at least " + std::to_string(need - account.balance()) +
+                                              " to this key ('polnode tx transfer --to KEY')"}});
+    }
+    return false;
+  }
   proto::StakeTx tx;
   tx.set_role(role);
-  tx.set_amount(amount - free);
+  tx.set_amount(shortfall);
   std::string payload;
   tx.SerializeToString(&payload);
   // Named by the bonded amount it tops up, so each shortfall is its own duty.

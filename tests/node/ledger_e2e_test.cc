@@ -149,7 +149,19 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
             std::string::npos)
       << second.err;
   EXPECT_TRUE(first.Running());
+  // Its key holds nothing: it says once what to fund, instead of failing every pass.
+  const auto out = [&] { return polnode::testing::ReadFileText(dir_.File("first.out")); };
+  while (out().find(" needs_funds ") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   EXPECT_EQ(first.Terminate(), 0);
+  const std::string log = out();
+  const std::size_t notice = log.find(" needs_funds ");
+  ASSERT_NE(notice, std::string::npos) << log;
+  EXPECT_EQ(log.find(" needs_funds ", notice + 1), std::string::npos) << "logged once per shortfall: " << log;
+  EXPECT_NE(log.find("role=ROLE_VERIFIER balance=0 need="), std::string::npos) << log;
+  EXPECT_NE(log.find("hint=\"transfer at least "), std::string::npos) << log;
+  EXPECT_EQ(log.find(" pass_error "), std::string::npos) << log;
 }
 
 TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {

@@ -99,7 +99,9 @@ class RoleContext {
   std::string DutyFailure(std::string_view name) const;
 
   /// Makes sure at least `amount` of `role` stake is free (bonded minus locked), staking the
-  /// difference from the balance. Returns whether it is free now.
+  /// difference from the balance. Returns whether it is free now. When the balance cannot pay the
+  /// difference and the fee, sends nothing and logs `needs_funds` (the key, the amount it needs)
+  /// once per shortfall, so an operator learns what to fund instead of watching failed passes.
   [[nodiscard]] Result<bool> EnsureStake(proto::Role role, std::uint64_t amount);
 
  private:
@@ -113,6 +115,7 @@ class RoleContext {
   EventLog log_;
   RoleMetrics metrics_;
   mutable std::mutex mu_;  // serialises sends (nonces) and the journal
+  std::string funding_notice_;  // the last needs_funds logged; guarded by mu_
   std::string http_url_;
 };
 
