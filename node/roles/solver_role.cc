@@ -174,6 +174,17 @@ Status SolverRole::Poll(RoleContext& ctx) {
   return Status::Ok();
 }
 
+Result<bool> SolverRole::AnyVerifierCouldTake(RoleContext& ctx, const proto::Task& task) const {
+  const std::uint64_t lock = contracts::TaskLock(params_, proto::ROLE_VERIFIER, task.spec().payment());
+  POLNODE_ASSIGN_OR_RETURN(std::vector<contracts::VerifierStake> verifiers, ctx.ledger().Verifiers());
+  for (const contracts::VerifierStake& v : verifiers) {
+    if (v.pubkey == ctx.pubkey() || v.pubkey == task.submitter()) continue;  // never drawn for it
+    const std::uint64_t free = v.stake.bonded() >= v.stake.locked() ? v.stake.bonded() - v.stake.locked() : 0;
+    if (free >= lock) return true;
+  }
+  return false;
+}
+
 Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::uint64_t height) {
   // Leave a margin: a claim landing after the claim deadline fails and only costs the fee.
   if (task.deadline() <= height + 2) return Status::Ok();
@@ -190,6 +201,18 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
     // Not retried: a document that is unreachable now is retried, anything else is final.
     if (usable.code() != StatusCode::kUnavailable) refused_[task.id()] = usable.ToString();
     ctx.log().Event("task_refused", {{"task", consensus::ToHex(task.id())}, {"reason", usable.ToString()}});
+    return Status::Ok();
+  }
+
+  // Training a task no verifier can take would end OUTCOME_NO_VERIFIERS, unpaid: wait (and say so,
+  // once per task) until some verifier other than this solver has the free stake its lock needs.
+  POLNODE_ASSIGN_OR_RETURN(bool checkable, AnyVerifierCouldTake(ctx, task));
+  if (!checkable) {
+    if (waiting_for_verifiers_.insert(task.id()).second) {
+      ctx.log().Event("claim_deferred", {{"task", consensus::ToHex(task.id())},
+                                         {"reason", "no staked verifier has the free stake this task's lock needs, so "
+                                                    "it would settle unverified and unpaid"}});
+    }
     return Status::Ok();
   }
 

@@ -100,6 +100,11 @@ Result<proto::StakeRecord> LedgerClient::Stake(std::string_view pubkey, proto::R
   return DecodeStake(body, role);
 }
 
+Result<std::vector<contracts::VerifierStake>> LedgerClient::Verifiers() const {
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/verifiers"));
+  return DecodeVerifiers(body);
+}
+
 // The pending nonce is read first: if a block commits between the two reads, the committed nonce
 // read second already includes those txs, so the larger value is never stale.
 Result<std::uint64_t> LedgerClient::NextNonce(std::string_view pubkey) const {

@@ -407,6 +407,37 @@ Result<proto::Account> DecodeAccount(std::string_view body) {
   return account;
 }
 
+// A stake object's three amounts.
+Result<proto::StakeRecord> StakeFields(const rapidjson::Value& object, const FieldPath& path) {
+  proto::StakeRecord stake;
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t bonded, UintField(object, path, "bonded"));
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t locked, UintField(object, path, "locked"));
+  POLNODE_ASSIGN_OR_RETURN(std::uint64_t unbonding, UintField(object, path, "unbonding"));
+  stake.set_bonded(bonded);
+  stake.set_locked(locked);
+  stake.set_unbonding(unbonding);
+  return stake;
+}
+
+Result<std::vector<contracts::VerifierStake>> DecodeVerifiers(std::string_view body) {
+  const FieldPath path{"/v1/verifiers", ""};
+  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
+  POLNODE_ASSIGN_OR_RETURN(const rapidjson::Value* entries, ArrayField(doc, path, "verifiers"));
+  std::vector<contracts::VerifierStake> out;
+  out.reserve(entries->Size());
+  for (rapidjson::SizeType i = 0; i < entries->Size(); ++i) {
+    const FieldPath entry = path.Nested("verifiers[" + std::to_string(i) + "]");
+    contracts::VerifierStake v;
+    POLNODE_ASSIGN_OR_RETURN(std::string hex, StringField((*entries)[i], entry, "pubkey"));
+    Result<std::vector<std::uint8_t>> raw = consensus::HexToBytes(hex);
+    if (!raw.ok() || raw->size() != 32) return Status::Corruption(entry.Name("pubkey") + " is not 64 hex characters");
+    v.pubkey.assign(raw->begin(), raw->end());
+    POLNODE_ASSIGN_OR_RETURN(v.stake, StakeFields((*entries)[i], entry));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 Result<proto::StakeRecord> DecodeStake(std::string_view body, proto::Role role) {
   const char* key = RoleKey(role);
   if (key == nullptr) return Status::InvalidArgument("the ledger reports no stakes for role " + std::to_string(role));
@@ -414,15 +445,7 @@ Result<proto::StakeRecord> DecodeStake(std::string_view body, proto::Role role) 
   POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
   POLNODE_ASSIGN_OR_RETURN(const rapidjson::Value* object, Member(doc, path, key));
   if (!object->IsObject()) return Status::Corruption(path.Name(key) + " is not an object");
-  const FieldPath nested = path.Nested(key);
-  proto::StakeRecord stake;
-  POLNODE_ASSIGN_OR_RETURN(std::uint64_t bonded, UintField(*object, nested, "bonded"));
-  POLNODE_ASSIGN_OR_RETURN(std::uint64_t locked, UintField(*object, nested, "locked"));
-  POLNODE_ASSIGN_OR_RETURN(std::uint64_t unbonding, UintField(*object, nested, "unbonding"));
-  stake.set_bonded(bonded);
-  stake.set_locked(locked);
-  stake.set_unbonding(unbonding);
-  return stake;
+  return StakeFields(*object, path.Nested(key));
 }
 
 Result<std::optional<std::uint64_t>> DecodePendingNonce(std::string_view body) {

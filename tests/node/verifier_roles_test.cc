@@ -30,6 +30,7 @@
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/solver/task_binding.h"
+#include "polnode/testing/data_files.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/roles/verifier_role.h"
@@ -339,6 +340,33 @@ class RolesTest : public ::testing::Test {
   std::unique_ptr<kernels::Backend> solver_backend_;
   std::unique_ptr<DisputeDuty> solver_duty_;
 };
+
+TEST_F(RolesTest, ASolverDoesNotClaimATaskNoVerifierCouldCheckUntilOneStakes) {
+  // A task whose data the solver daemon can load from disk.
+  std::filesystem::create_directories(dir_.File("data"));
+  ASSERT_TRUE(polnode::testing::WriteIdxDataset(dir_.File("data"), data_).ok());
+  solver::TaskSpec document = document_;
+  document.data_location = dir_.File("data");
+  Result<solver::ImageDataset> on_disk = solver::LoadTaskData(document);
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status().ToString();
+  proto::SubmitTaskTx submit;
+  *submit.mutable_spec() = *solver::LedgerSpecFor(document, *on_disk, solver::TaskTerms{kPayment, 1000, 1000});
+  submit.set_spec_uri(task_server_.AddDocument(document));
+  SendAndCommit(submitter_, contracts::payload::kSubmitTask, submit);
+
+  SolverOptions options;
+  options.backend = "reference";
+  AddDaemon(std::make_unique<SolverRole>(std::move(options)), "solver", solver_, "solver");
+  // No verifier is staked: the task would settle OUTCOME_NO_VERIFIERS with the solver unpaid.
+  int rounds = 0;
+  ASSERT_TRUE(RunUntil([&] { return ++rounds == 20; }, true));
+  EXPECT_EQ(TheTask().status(), proto::TASK_OPEN);
+
+  // A verifier stakes enough for the task's lock: the solver claims.
+  AddVerifier(honest_, false, "honest");
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_OPEN; }, true));
+  EXPECT_EQ(TheTask().solver(), RawPubKey(solver_));
+}
 
 TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAgain) {
   Daemon& verifier = AddVerifier(honest_, false, "honest");

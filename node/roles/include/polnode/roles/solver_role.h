@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,9 @@ class SolverRole final : public Role {
 
   [[nodiscard]] Status HandleOwnTask(RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status MaybeClaim(RoleContext& ctx, const proto::Task& task, std::uint64_t height);
+  // Whether some verifier the ledger could draw for `task` (neither this solver nor its submitter)
+  // has the free verifier stake the task's lock needs now.
+  [[nodiscard]] Result<bool> AnyVerifierCouldTake(RoleContext& ctx, const proto::Task& task) const;
   [[nodiscard]] Result<Claimed*> Restore(RoleContext& ctx, const proto::Task& task);
   [[nodiscard]] Status CommitProof(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
   // Sends the checkpoints the ledger asks for after unavailable verdicts (publication.h): a header
@@ -117,6 +121,7 @@ class SolverRole final : public Role {
   std::map<std::string, std::unique_ptr<Claimed>> claimed_;             // by raw task id
   std::map<std::string, std::unique_ptr<solver::ImageDataset>> data_;   // by data location
   std::map<std::string, std::string> refused_;                          // raw task id -> why not claimed
+  std::set<std::string> waiting_for_verifiers_;  // raw task ids whose claim_deferred was logged
   std::uint64_t claims_ = 0;
 };
 

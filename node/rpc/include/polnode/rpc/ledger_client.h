@@ -50,6 +50,8 @@ class LedgerClient {
   /// Balance and nonce; a never-seen account is all zeros.
   [[nodiscard]] Result<proto::Account> Account(std::string_view pubkey) const;
   [[nodiscard]] Result<proto::StakeRecord> Stake(std::string_view pubkey, proto::Role role) const;
+  /// GET /v1/verifiers: the verifier set and each member's verifier stake.
+  [[nodiscard]] Result<std::vector<contracts::VerifierStake>> Verifiers() const;
 
   /// The account's next nonce, counting its transactions still in the mempool.
   [[nodiscard]] Result<std::uint64_t> NextNonce(std::string_view pubkey) const;

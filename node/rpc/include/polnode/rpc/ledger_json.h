@@ -90,6 +90,8 @@ struct TxState {
 /// GET /v1/accounts/{pubkey}/stakes: bonded, locked and unbonding of the object named after `role`
 /// ("solver", "verifier", "whistleblower"); kInvalidArgument for another role.
 [[nodiscard]] Result<proto::StakeRecord> DecodeStake(std::string_view body, proto::Role role);
+/// GET /v1/verifiers: every member of the verifier set with its verifier stake.
+[[nodiscard]] Result<std::vector<contracts::VerifierStake>> DecodeVerifiers(std::string_view body);
 /// GET /v1/accounts/{pubkey}/pending: "next_nonce", nullopt when it is null (no pending txs).
 [[nodiscard]] Result<std::optional<std::uint64_t>> DecodePendingNonce(std::string_view body);
 /// POST /v1/tx: the "tx_id" string.
