@@ -51,7 +51,7 @@ using DecodeFn = Status (*)(std::string_view body);
 // The first input byte, modulo kSelectors: which decoder the rest of the input goes to.
 enum Selector : std::uint8_t {
   kInfo, kParams, kTask, kTaskPage, kGames, kAccount, kStakeSolver, kStakeVerifier, kStakeWhistleblower,
-  kPendingNonce, kTxId, kTxState, kRefusal404, kRefusal409, kRefusal422, kRefusal503, kSelectors,
+  kPendingNonce, kTxId, kTxState, kRefusal404, kRefusal409, kRefusal422, kRefusal503, kVerifiers, kSelectors,
 };
 
 // Indexed by Selector.
@@ -72,6 +72,7 @@ constexpr std::array<DecodeFn, kSelectors> kDecoders = {
     Refusal<409>,
     Refusal<422>,
     Refusal<503>,
+    [](std::string_view b) { return StatusOf(node::DecodeVerifiers(b)); },
 };
 static_assert(std::ranges::none_of(kDecoders, [](DecodeFn f) { return f == nullptr; }), "a Selector without a decoder");
 
@@ -158,6 +159,13 @@ std::vector<Seed> LedgerSeeds() {
   game.mutable_defender()->set_key(tasks->tasks[0].submitter());
   game.set_round(3);
   const std::string games_with_one = node::TaskGamesJson(one_game);
+  // No verifier is staked on this chain; one member, written by the ledger's renderer, shows the
+  // entry format.
+  contracts::VerifierStake member;
+  member.pubkey = std::string(32, '\x55');
+  member.stake.set_bonded(700);
+  member.stake.set_locked(200);
+  const std::string one_verifier = node::VerifiersJson({member});
   const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::ToHex(consensus::TxId(tx)); };
 
   return {
@@ -172,6 +180,8 @@ std::vector<Seed> LedgerSeeds() {
       {"stakes-solver", Input(kStakeSolver, get("/v1/accounts/" + account + "/stakes"))},
       {"stakes-verifier", Input(kStakeVerifier, get("/v1/accounts/" + stranger + "/stakes"))},
       {"stakes-whistleblower", Input(kStakeWhistleblower, get("/v1/accounts/" + account + "/stakes"))},
+      {"verifiers", Input(kVerifiers, get("/v1/verifiers"))},
+      {"verifiers-one", Input(kVerifiers, one_verifier)},
       {"pending", Input(kPendingNonce, get("/v1/accounts/" + account + "/pending"))},
       {"pending-none", Input(kPendingNonce, get("/v1/accounts/" + stranger + "/pending"))},
       {"post-tx", Input(kTxId, posted)},

@@ -11,6 +11,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/ledger_api.h"
 #include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/ledger_json.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
@@ -235,6 +236,24 @@ TEST(LedgerClientDecode, WrongTypesAndMissingFieldsNameTheField) {
   ExpectCorruptionNaming(DecodeTxState(R"({"status":"committed"})").status(), "height", "is missing");
   ExpectCorruptionNaming(DecodeTxState(R"({"status":"committed","height":1,"result":"failed"})").status(), "error",
                          "is missing");
+}
+
+TEST(LedgerClientDecode, VerifierSetRoundTripsAndABadMemberIsNamed) {
+  contracts::VerifierStake member;
+  member.pubkey = std::string(32, '\x07');
+  member.stake.set_bonded(900);
+  member.stake.set_locked(300);
+  member.stake.set_unbonding(5);
+  Result<std::vector<contracts::VerifierStake>> decoded = DecodeVerifiers(VerifiersJson({member, member}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_EQ(decoded->size(), 2u);
+  EXPECT_EQ((*decoded)[1].pubkey, member.pubkey);
+  EXPECT_TRUE(MessageDifferencer::Equals((*decoded)[1].stake, member.stake));
+  ExpectCorruptionNaming(DecodeVerifiers(R"({"verifiers":[{"pubkey":"ab","bonded":1,"locked":0,"unbonding":0}]})").status(),
+                         "verifiers[0].pubkey", "not 64 hex");
+  ExpectCorruptionNaming(DecodeVerifiers(R"({"verifiers":[{"pubkey":")" + std::string(64, 'a') + R"(","bonded":1}]})")
+                             .status(),
+                         "verifiers[0].locked", "is missing");
 }
 
 TEST(LedgerClientDecode, StakeOfARoleTheLedgerDoesNotReportIsInvalidArgument) {
