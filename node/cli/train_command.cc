@@ -2,7 +2,9 @@
 // deterministic engine and prints the state hash a proof of learning would name.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -135,6 +137,15 @@ void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver:
   out << "data set hash  " << s.dataset_hash_hex << "\n";
 }
 
+// The double nearest the shortest decimal that reads back as `value`: 0.05f is printed 0.05, not
+// as the double it widens to (0.05000000074505806), while parsing it as a float still gives `value`.
+double AsWritten(float value) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(std::begin(text), std::end(text), value);
+  if (ec != std::errc()) return static_cast<double>(value);
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
 void PrintJson(std::ostream& out, const solver::TrainConfig& c, const solver::TrainSummary& s,
                const std::string& backend, int threads) {
   JsonWriter w;
@@ -155,7 +166,7 @@ void PrintJson(std::ostream& out, const solver::TrainConfig& c, const solver::Tr
       .Field("threads", threads)
       .Field("model", c.model)
       .Field("optimizer", std::string(solver::OptimizerName(c.optimizer.kind)))
-      .Field("lr", static_cast<double>(c.optimizer.lr))
+      .Field("lr", AsWritten(c.optimizer.lr))
       .Field("batch", c.batch)
       .Field("seed", static_cast<std::uint64_t>(c.seed))
       .Field("dataset_hash", s.dataset_hash_hex)

@@ -42,6 +42,27 @@ class PolCliTest : public ::testing::Test {
   TempDir dir_;
 };
 
+TEST_F(PolCliTest, TrainPrintsTheSameStateHashOnEveryThreadCountAndItsTermsAsWritten) {
+  const auto train = [&](const std::string& threads) {
+    return Polnode({"train", "--data", "data", "--model", "mlp:16-8-3", "--steps", "4", "--batch", "4", "--backend", "cpu",
+                    "--threads", threads, "--json"});
+  };
+  ProcessResult one = train("1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ProcessResult two = train("2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto field = [](const std::string& json, const std::string& key) {
+    const std::size_t at = json.find("\"" + key + "\":");
+    if (at == std::string::npos) return std::string();
+    const std::size_t start = at + key.size() + 3;
+    return json.substr(start, json.find_first_of(",}", start) - start);
+  };
+  EXPECT_EQ(field(one.out, "state_hash").size(), 66u) << one.out;  // 64 hex in quotes
+  EXPECT_EQ(field(one.out, "state_hash"), field(two.out, "state_hash"));
+  // The float learning rate is printed as the decimal it was given, not the double it widens to.
+  EXPECT_EQ(field(one.out, "lr"), "0.05") << one.out;
+}
+
 TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
   ProcessResult prove = Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key", "--json"});
