@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
     {"devnet", "run the whole protocol on this machine: ledger, submitter, solvers, verifiers, whistleblower",
      RunDevnetCommand},
     {"status", "print a ledger's tasks and disputes in flight", RunStatusCommand},
+    {"account", "print an account's balance, stakes (bonded, locked, free) and every task it took part in",
+     RunAccountCommand},
     {"dispute", "'dispute replay TASK_ID': re-execute a task's dispute games and check the ledger's rulings",
      RunDisputeCommand},
     {"econ", "simulate every strategy over the real contracts and print its payoff against honest play",

@@ -189,6 +189,22 @@ TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {
   // Topping up a stake already at the minimum is fine in any amount.
   auto top_up = stake("1");
   EXPECT_EQ(top_up.exit_code, 0) << top_up.err;
+
+  // `polnode account` shows where the money went: two fees, 501 bonded as verifier stake.
+  auto account = RunProcess({PolnodeBinary(), "account", "--key", user_key_path_, "--ledger", ledger.url(), "--json"});
+  ASSERT_EQ(account.exit_code, 0) << account.err;
+  EXPECT_NE(account.out.find("\"balance\":999497,\"nonce\":2"), std::string::npos) << account.out;
+  EXPECT_NE(account.out.find("\"verifier\":{\"bonded\":501,\"locked\":0,\"free\":501,\"unbonding\":0}"),
+            std::string::npos)
+      << account.out;
+  EXPECT_NE(account.out.find("\"tasks\":[]"), std::string::npos) << account.out;
+  auto by_pubkey = RunProcess({PolnodeBinary(), "account", consensus::ToHex(user_.PublicKey().bytes()), "--ledger",
+                               ledger.url()});
+  ASSERT_EQ(by_pubkey.exit_code, 0) << by_pubkey.err;
+  EXPECT_NE(by_pubkey.out.find("balance 999497, nonce 2"), std::string::npos) << by_pubkey.out;
+  auto ambiguous = RunProcess({PolnodeBinary(), "account", consensus::ToHex(user_.PublicKey().bytes()), "--key",
+                               user_key_path_, "--ledger", ledger.url()});
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.err;
 }
 
 TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {

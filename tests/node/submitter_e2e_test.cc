@@ -255,6 +255,12 @@ TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedW
   const std::vector<proto::Task> own = OwnTasks();
   ASSERT_EQ(own.size(), 1u);
   EXPECT_EQ(own[0].spec().payment(), kPayment);
+  // The submitter's account lists the task it posted, from the role's home.
+  auto account = RunProcess({PolnodeBinary(), "account", "--home", home_, "--ledger", ledger_->url(), "--json"});
+  ASSERT_EQ(account.exit_code, 0) << account.err;
+  EXPECT_TRUE(Has(account.out, "{\"task_id\":\"" + consensus::ToHex(own[0].id()) +
+                                   "\",\"role\":\"submitter\",\"status\":\"TASK_OPEN\""))
+      << account.out;
   EXPECT_EQ(retry.Terminate(), 0) << Err();
   EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
 }

@@ -34,6 +34,7 @@ int RunVerifierCommand(const std::vector<std::string>& args, Io& io);
 int RunWhistleblowerCommand(const std::vector<std::string>& args, Io& io);
 int RunDevnetCommand(const std::vector<std::string>& args, Io& io);
 int RunStatusCommand(const std::vector<std::string>& args, Io& io);
+int RunAccountCommand(const std::vector<std::string>& args, Io& io);
 int RunEconCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace polnode::node
