@@ -4,6 +4,8 @@
 // the referee's operator on the CPU reference kernel) and prints the path and the ruling, saying
 // clearly where the re-execution differs from what the ledger recorded.
 
+#include <cctype>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -119,16 +121,52 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
 // The task, its params and its games: from a running ledger (--ledger: GET /v1/tasks/{id}/games), or
 // straight from a node home's stored chain (--home, read-only: works with the ledger stopped or
 // running, as verify-chain does).
-Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& task_hex) {
+// The full id (64 hex) of the one task whose id starts with `text`, which may be the whole id or
+// a prefix of at least 8 hex characters (the 16 that `status` and the devnet report print).
+// `page(start)` lists the tasks from sequence number `start`. kNotFound when no task matches,
+// kInvalidArgument when the text is not hex or matches several tasks.
+Result<std::string> ResolveTaskId(std::string text, const std::function<Result<contracts::TaskPage>(std::uint64_t)>& page) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool hex = !text.empty() && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex || text.size() > 64 || text.size() < 8) {
+    return Status::InvalidArgument("TASK_ID must be a task id (64 hex) or its first 8 or more hex characters, got '" +
+                                   text + "'");
+  }
+  std::vector<std::string> matches;
+  for (std::uint64_t start = 0;;) {
+    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage tasks, page(start));
+    for (const proto::Task& task : tasks.tasks) {
+      const std::string id = consensus::ToHex(task.id());
+      if (id.compare(0, text.size(), text) == 0) matches.push_back(id);
+    }
+    start += tasks.tasks.size();
+    if (tasks.tasks.empty() || start >= tasks.total) break;
+  }
+  if (matches.empty()) return Status::NotFound("no task id starts with " + text);
+  if (matches.size() > 1) {
+    return Status::InvalidArgument(text + " names " + std::to_string(matches.size()) + " tasks (" + matches[0] + ", " +
+                                   matches[1] + (matches.size() > 2 ? ", ..." : "") + "): give more of the id");
+  }
+  return matches[0];
+}
+
+Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& task_text) {
   if (flags.Given("ledger") == flags.Given("home")) return Status::InvalidArgument("give exactly one of --ledger URL and --home DIR");
   if (flags.Given("home")) {
-    POLNODE_ASSIGN_OR_RETURN(std::string task_id, RawFromHex(task_hex, "TASK_ID"));
     POLNODE_ASSIGN_OR_RETURN(NodeHome home, LoadNodeHome(flags.Get("home")));
     POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> store,
                              consensus::ChainStore::Open(home.DataDir(), consensus::ChainStoreOptions{.read_only = true}));
     const BlockState committed(*store);
+    POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskId(task_text, [&](std::uint64_t start) {
+                               return contracts::QueryTasks(committed, start, contracts::kMaxTasksPerPage);
+                             }));
+    POLNODE_ASSIGN_OR_RETURN(std::string task_id, RawFromHex(task_hex, "TASK_ID"));
     return contracts::QueryGames(committed, task_id);
   }
+  POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(flags.Get("ledger")));
+  POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskId(task_text, [&](std::uint64_t start) {
+                             return client.Tasks(start, contracts::kMaxTasksPerPage);
+                           }));
   POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(flags.Get("ledger")));
   POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(ledger, "GET", "/v1/tasks/" + task_hex + "/games"));
   if (r.status != 200) {
@@ -140,8 +178,8 @@ Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& 
 // Returns whether every game matched the ledger.
 Result<bool> Replay(const FlagSet& flags, Io& io) {
   if (flags.positional().size() != 1) return Status::InvalidArgument("give exactly one TASK_ID");
-  const std::string task_hex = flags.positional()[0];
-  POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames view, LoadGames(flags, task_hex));
+  POLNODE_ASSIGN_OR_RETURN(contracts::TaskGames view, LoadGames(flags, flags.positional()[0]));
+  const std::string task_hex = consensus::ToHex(view.task.id());
   const proto::Task& task = view.task;
   const proto::Params& params = view.params;
   const std::string only = flags.Get("challenger");
@@ -192,7 +230,7 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
                 "descent, and the referee's operator on the CPU reference kernel) and print the pinpointed "
                 "segment, step, operator, both parties' hashes, the recomputed hash and the ruling. Exits 3 when "
                 "the re-execution differs from the ledger's record.");
-  flags.Positional("TASK_ID", "the task id (64 hex)");
+  flags.Positional("TASK_ID", "the task id (64 hex), or its first 8 or more hex characters when they name one task");
   DeclareNodeHomeFlag(flags, false);
   DeclareLedgerFlag(flags, false);
   flags.Value("challenger", "PUBKEY", "only the game of this challenger: a rejecting verifier or a whistleblower (64 hex)");

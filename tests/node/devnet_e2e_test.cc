@@ -111,6 +111,19 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   replay.Parse(audit.out.c_str());
   ASSERT_FALSE(replay.HasParseError()) << audit.out;
   EXPECT_TRUE(replay["matches_ledger"].GetBool());
+  // The 16-hex prefix the report and `status` print names the task as well; too short a prefix,
+  // or one no task has, is refused by name.
+  const ProcessResult by_prefix =
+      RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task.substr(0, 16), "--home", home + "/ledger"});
+  EXPECT_EQ(by_prefix.exit_code, 0) << by_prefix.err;
+  EXPECT_NE(by_prefix.out.find("task " + cheat_task + ": "), std::string::npos) << by_prefix.out;
+  const ProcessResult too_short =
+      RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task.substr(0, 4), "--home", home + "/ledger"});
+  EXPECT_NE(too_short.err.find("first 8 or more hex characters"), std::string::npos) << too_short.err;
+  const std::string absent = std::string(cheat_task[0] == 'f' ? "0" : "f") + cheat_task.substr(1, 15);
+  const ProcessResult unknown =
+      RunProcess({PolnodeBinary(), "dispute", "replay", absent, "--home", home + "/ledger"});
+  EXPECT_NE(unknown.err.find("no task id starts with " + absent), std::string::npos) << unknown.err;
 }
 
 // The solver, the verifier and the ledger die mid-protocol: the honest solver (SIGKILL) once it
