@@ -18,6 +18,7 @@
 #include "polnode/contracts/locks.h"
 #include "polnode/kernels/op.h"
 #include "polnode/roles/role_runtime.h"
+#include "polnode/roles/solver_role.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
@@ -174,6 +175,13 @@ Status Devnet::SetUp() {
     POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, solver::ReadTaskFile(task_files_[0]));
     POLNODE_ASSIGN_OR_RETURN(std::string node, WeightUpdateNode(task, data));
     cheat = "step=" + std::to_string(o_.steps - o_.checkpoint_interval / 2 - 1) + ",node=" + node;
+  }
+  {
+    // A cheat the solver could never apply (a step past the task, a node the model lacks) is a
+    // usage error now, not an unsettled devnet when the timeout runs out.
+    POLNODE_ASSIGN_OR_RETURN(CheatSpec parsed, ParseCheatSpec(cheat));
+    POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec task, solver::ReadTaskFile(task_files_[0]));
+    POLNODE_RETURN_IF_ERROR(ResolveCheat(parsed, task, data).status());
   }
   std::string task_list;
   for (const std::string& f : task_files_) task_list += (task_list.empty() ? "" : ",") + f;

@@ -5,6 +5,7 @@
 #include <rapidjson/document.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "polnode/testing/ledger_process.h"
@@ -124,6 +125,18 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   const ProcessResult unknown =
       RunProcess({PolnodeBinary(), "dispute", "replay", absent, "--home", home + "/ledger"});
   EXPECT_NE(unknown.err.find("no task id starts with " + absent), std::string::npos) << unknown.err;
+}
+
+// A cheat the solver could never apply is refused before any process starts, instead of leaving
+// a task unsettled until the timeout.
+TEST(DevnetE2eTest, ACheatTheSolverCannotApplyIsAUsageError) {
+  TempDir dir;
+  for (const char* cheat : {"step=999,node=nope", "step=100000,node=0", "step=1"}) {
+    const ProcessResult run = RunProcess({PolnodeBinary(), "devnet", "--home", dir.File("devnet"), "--cheat", cheat});
+    EXPECT_EQ(run.exit_code, 2) << cheat << ": " << run.err;
+    EXPECT_NE(run.err.find("--cheat"), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.File("devnet") + "/ledger")) << "no ledger was started for " << cheat;
+  }
 }
 
 // The solver, the verifier and the ledger die mid-protocol: the honest solver (SIGKILL) once it
