@@ -1,7 +1,12 @@
 #include "flag_groups.h"
 
 #include <climits>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "polnode/base/file_util.h"
 
 namespace polnode::node {
 
@@ -47,11 +52,31 @@ void DeclareRoleFlags(FlagSet& flags) {
   flags.Value("poll-ms", "N", "milliseconds between passes over the ledger", "200");
 }
 
+namespace {
+
+// The address an earlier run of this role home served at (HOME/listen, which RunRoleDaemon
+// writes), if any.
+std::optional<std::string> PreviousListen(const std::string& home) {
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(home + "/" + kRoleListenFile, 256);
+  if (!bytes.ok()) return std::nullopt;
+  std::string listen(bytes->begin(), bytes->end());
+  while (!listen.empty() && (listen.back() == '\n' || listen.back() == '\r')) listen.pop_back();
+  if (listen.empty()) return std::nullopt;
+  return listen;
+}
+
+}  // namespace
+
 Result<RoleOptions> ReadRoleFlags(const FlagSet& flags) {
   RoleOptions options;
   options.home = flags.Get("home");
   options.ledger_url = flags.Get("ledger");
   options.listen = flags.Get("listen");
+  // Addresses on the ledger (a submitter's spec URIs, a solver's proof URIs) name where the role
+  // served: without --listen, a restart serves where the last run of this home did.
+  if (!flags.Given("listen")) {
+    if (std::optional<std::string> previous = PreviousListen(options.home)) options.listen = *previous;
+  }
   POLNODE_ASSIGN_OR_RETURN(std::int64_t poll_ms, flags.GetInt("poll-ms", 10, 60000));
   options.poll_interval = std::chrono::milliseconds(poll_ms);
   return options;

@@ -28,23 +28,9 @@ Result<std::vector<std::string>> TaskFiles(const std::string& list) {
   }
 }
 
-// The address an earlier run of this home served at (DIR/listen), if any.
-std::optional<std::string> PreviousListen(const std::string& home) {
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(home + "/listen", 256);
-  if (!bytes.ok()) return std::nullopt;
-  std::string listen(bytes->begin(), bytes->end());
-  while (!listen.empty() && (listen.back() == '\n' || listen.back() == '\r')) listen.pop_back();
-  if (listen.empty()) return std::nullopt;
-  return listen;
-}
-
 Status Run(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before the evaluation backend starts its threads
   POLNODE_ASSIGN_OR_RETURN(RoleOptions options, ReadRoleFlags(flags));
-  // The spec URIs on the ledger name this address: a restart keeps serving them there.
-  if (!flags.Given("listen")) {
-    if (std::optional<std::string> previous = PreviousListen(options.home)) options.listen = *previous;
-  }
   POLNODE_ASSIGN_OR_RETURN(std::int64_t payment, flags.GetInt("payment", 0, INT64_MAX));
   POLNODE_ASSIGN_OR_RETURN(solver::TaskTerms terms, ReadTaskTermsFlags(flags, static_cast<std::uint64_t>(payment)));
   POLNODE_ASSIGN_OR_RETURN(std::int64_t model_wait, flags.GetInt("model-wait-s", 0, 86400));

@@ -274,6 +274,9 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
           },
           [&ctx](int status) { ctx.metrics().Add("http_responses_" + std::to_string(status) + "_total"); }));
   ctx.set_http_url("http://" + host_port.first + ":" + std::to_string(server->port()));
+  // Kept for the next run of this home (ReadRoleFlags): URLs this role put on the ledger stay valid.
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(options.home + "/" + kRoleListenFile,
+                                              host_port.first + ":" + std::to_string(server->port()) + "\n"));
 
   if (json) {
     JsonWriter w;

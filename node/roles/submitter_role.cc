@@ -97,8 +97,6 @@ Status SubmitterRole::Start(RoleContext& ctx) {
     report_.tasks[i].spec_uri = tx.spec_uri();
     tracked_[i].payload = tx.SerializeAsString();
   }
-  const std::string listen = ctx.http_url().substr(std::string_view("http://").size());
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ctx.home() + "/listen", listen + "\n"));
   return WriteReport(ctx);
 }
 

@@ -162,6 +162,22 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   EXPECT_NE(log.find("role=ROLE_VERIFIER balance=0 need="), std::string::npos) << log;
   EXPECT_NE(log.find("hint=\"transfer at least "), std::string::npos) << log;
   EXPECT_EQ(log.find(" pass_error "), std::string::npos) << log;
+
+  // Restarted without --listen, it serves where its last run did (proof and spec URIs on the
+  // ledger name that address).
+  const std::string served = polnode::testing::ReadFileText(role_home + "/listen");
+  ASSERT_FALSE(served.empty());
+  polnode::testing::DaemonProcess again;
+  ASSERT_TRUE(again.Start({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()},
+                          dir_.File("again.out"), dir_.File("again.err")));
+  const auto again_out = [&] { return polnode::testing::ReadFileText(dir_.File("again.out")); };
+  while (again_out().find("serving") == std::string::npos && again.Running() &&
+         std::chrono::steady_clock::now() < deadline + std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(again_out().find("serving http://" + served.substr(0, served.size() - 1) + ","), std::string::npos)
+      << again_out() << " vs " << served;
+  EXPECT_EQ(again.Terminate(), 0);
 }
 
 TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {

@@ -64,6 +64,9 @@ enum class DutyState {
   kFailed,     // in a block, payload failed (never re-sent; the reason is logged once)
 };
 
+/// The file in a role's home that holds the HOST:PORT its last run served at.
+inline constexpr char kRoleListenFile[] = "listen";
+
 struct RoleOptions {
   std::string home;
   std::string ledger_url;
