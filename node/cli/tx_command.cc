@@ -16,6 +16,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
+#include "polnode/rpc/proof_http.h"
 #include "polnode/rpc/node_home.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
@@ -77,6 +78,22 @@ Result<std::string> Serialize(const google::protobuf::MessageLite& message) {
   std::string out;
   if (!message.SerializeToString(&out)) return Status::Internal("protobuf failed to serialize the payload");
   return out;
+}
+
+// What every solver does before claiming (solver_role MaybeClaim), done before the submission's
+// fee and escrow are spent: the document at `spec_uri` must be served, decode, and bind to `spec`.
+Status CheckServedDocument(const proto::TaskSpec& spec, const std::string& spec_uri) {
+  const auto refuse = [&](const Status& why) {
+    return Status::FailedPrecondition("--spec-uri " + spec_uri + ": a solver would refuse this task: " + why.ToString() +
+                                      " ('polnode submitter --task FILE' serves and posts a task document; "
+                                      "--unchecked-spec-uri posts anyway)");
+  };
+  Result<solver::TaskSpec> document = FetchTaskDocument(spec_uri);
+  if (!document.ok()) return refuse(document.status());
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*document);
+  if (!data.ok()) return refuse(data.status());
+  if (Status bound = solver::CheckSpecBinding(spec, *document, *data); !bound.ok()) return refuse(bound);
+  return Status::Ok();
 }
 
 // ---- the transaction kinds ------------------------------------------------------------------
@@ -150,7 +167,11 @@ const TxKind kKinds[] = {
                "is committed; only its SHA-256 is posted now. Keep it: a seed never revealed pays the solver unchecked");
        f.Value("payment", "AMOUNT", "escrowed payment", "", true);
        DeclareTaskTermsFlags(f);
-       f.Value("spec-uri", "URI", "where the full task spec document is served", "", true);
+       f.Value("spec-uri", "URI", "where the full task spec document is served (http://...; 'polnode submitter "
+               "--task FILE' serves it for you); it is fetched and checked against the spec before anything is paid",
+               "", true);
+       f.Bool("unchecked-spec-uri", "post without fetching --spec-uri first (solvers refuse the task until it serves "
+              "the document)");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::SubmitTaskTx tx;
@@ -166,6 +187,7 @@ const TxKind kKinds[] = {
          POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(f.Get("task")));
          POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadTaskData(document));
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_spec(), solver::LedgerSpecFor(document, data, terms));
+         if (!f.GetBool("unchecked-spec-uri")) POLNODE_RETURN_IF_ERROR(CheckServedDocument(tx.spec(), tx.spec_uri()));
          return Serialize(tx);
        }
        for (const char* name : {"model-spec", "dataset-hash", "hyperparameters-hash", "total-steps", "checkpoint-interval",
@@ -194,6 +216,7 @@ const TxKind kKinds[] = {
        spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
        POLNODE_ASSIGN_OR_RETURN(*spec->mutable_initial_state_hash(), Bytes32(f, "initial-state-hash"));
        spec->set_tolerant(f.GetBool("tolerant"));
+       if (!f.GetBool("unchecked-spec-uri")) POLNODE_RETURN_IF_ERROR(CheckServedDocument(*spec, tx.spec_uri()));
        return Serialize(tx);
      }},
     {"cancel-task", payload::kCancelTask, "withdraw your task while nobody has claimed it", DeclareTaskId,

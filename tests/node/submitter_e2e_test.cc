@@ -265,6 +265,52 @@ TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedW
   EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
 }
 
+TEST_F(SubmitterE2ETest, TxSubmitTaskRefusesASpecUriNoSolverCouldUseBeforeAnythingIsPaid) {
+  ASSERT_NO_FATAL_FAILURE(StartLedger());
+  const auto submit = [&](const std::string& spec_uri) {
+    return RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger", ledger_->url(),
+                       "--task", task_file_, "--payment", std::to_string(kPayment), "--spec-uri", spec_uri, "--wait"});
+  };
+  const auto nonce = [&] {
+    Result<proto::Account> account = client_->Account(RawFromHex(pubkey_, "key").value());
+    return account.ok() ? account->nonce() : ~std::uint64_t{0};
+  };
+  for (const std::string& uri : {std::string("file://") + task_file_, std::string("http://127.0.0.1:1/v1/specs/x")}) {
+    auto refused = submit(uri);
+    EXPECT_NE(refused.exit_code, 0) << uri;
+    EXPECT_TRUE(Has(refused.err, "a solver would refuse this task")) << refused.err;
+    EXPECT_TRUE(Has(refused.err, "polnode submitter --task FILE")) << refused.err;
+  }
+  EXPECT_EQ(nonce(), 0u) << "a refused submission sent nothing";
+
+  // A submitter daemon serving another document: a URI serving a document that is not this
+  // task's is refused too.
+  DaemonProcess daemon;
+  ASSERT_TRUE(StartSubmitter(daemon, "daemon.out"));
+  ASSERT_TRUE(WaitFor([&] { return Has(Out("daemon.out"), " task_found "); })) << Out("daemon.out") << Err();
+  const std::vector<proto::Task> own = OwnTasks();
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(daemon.Terminate(), 0) << Err();
+  solver::TaskSpec other = *solver::ReadTaskFile(task_file_);
+  other.seed += 1;
+  const std::string other_file = dir_.File("other.toml");
+  std::ofstream(other_file) << solver::testing::TinyTaskToml(other);
+  auto mismatch = RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
+                              ledger_->url(), "--task", other_file, "--payment", std::to_string(kPayment), "--spec-uri",
+                              own[0].spec_uri(), "--wait"});
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_TRUE(Has(mismatch.err, "a solver would refuse this task")) << mismatch.err;
+  const std::uint64_t after_daemon = nonce();
+
+  // --unchecked-spec-uri posts anyway (the other document: this one's task is still open).
+  auto unchecked = RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
+                               ledger_->url(), "--task", other_file, "--payment", std::to_string(kPayment),
+                               "--spec-uri", "file://" + other_file, "--unchecked-spec-uri", "--wait"});
+  EXPECT_EQ(unchecked.exit_code, 0) << unchecked.err;
+  EXPECT_EQ(nonce(), after_daemon + 1);
+  EXPECT_EQ(ledger_->Terminate(), 0) << ledger_->Log();
+}
+
 TEST_F(SubmitterE2ETest, TheSameDocumentTwiceIsRefused) {
   std::filesystem::copy_file(task_file_, dir_.File("copy.toml"));
   auto r = RunProcess({PolnodeBinary(), "submitter", "--home", dir_.File("home"), "--ledger", "http://127.0.0.1:1",

@@ -343,7 +343,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
                        {"--model-spec", spec.model_spec(), "--dataset-hash", Hex32('1'), "--hyperparameters-hash",
                         Hex32('2'), "--total-steps", "8", "--checkpoint-interval", "2", "--segments", "1", "--payment",
                         std::to_string(kPayment), "--claim-window", std::to_string(claim_window), "--training-window",
-                        std::to_string(training_window), "--spec-uri", "https://tasks.example/t.json", "--graph-root",
+                        std::to_string(training_window), "--spec-uri", "https://tasks.example/t.json", "--unchecked-spec-uri", "--graph-root",
                         Hex32('3'), "--batch-root", Hex32('4'), "--step-leaf-count", "8", "--state-tensor-count", "2",
                         "--initial-state-hash", kInitialState},
                        &tx_id));
