@@ -28,23 +28,22 @@ std::int64_t ArgMax(const float* row, std::int64_t n) {
   return best;
 }
 
-// Counts correct predictions over `count` samples starting at `first`, in one forward pass.
-Result<std::int64_t> CountCorrect(StepRunner& runner, const TrainState& state,
-                                  const ImageSplit& split, std::int64_t first, std::int64_t count,
-                                  kernels::Backend& backend, kernels::Tensor& images,
-                                  kernels::Tensor& labels) {
+// Classifies `count` samples starting at `first` in one forward pass: appends each one's predicted
+// class to result.predictions and counts the correct ones in result.correct.
+Status Classify(StepRunner& runner, const TrainState& state, const ImageSplit& split, std::int64_t first,
+                std::int64_t count, kernels::Backend& backend, kernels::Tensor& images, kernels::Tensor& labels,
+                EvalResult& result) {
   std::vector<std::uint32_t> indices(static_cast<std::size_t>(count));
   std::iota(indices.begin(), indices.end(), static_cast<std::uint32_t>(first));
   POLNODE_RETURN_IF_ERROR(GatherBatch(split, indices, runner.graph().images_shape, images, labels));
   POLNODE_ASSIGN_OR_RETURN(const kernels::Tensor* logits, runner.Forward(state, images, backend));
   const std::int64_t classes = logits->dim(1);
-  std::int64_t correct = 0;
   for (std::int64_t b = 0; b < count; ++b) {
-    if (ArgMax(logits->data() + b * classes, classes) ==
-        static_cast<std::int64_t>(labels.data()[b]))
-      ++correct;
+    const std::int64_t predicted = ArgMax(logits->data() + b * classes, classes);
+    result.predictions.push_back(static_cast<std::int32_t>(predicted));
+    if (predicted == static_cast<std::int64_t>(labels.data()[b])) ++result.correct;
   }
-  return correct;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -73,24 +72,21 @@ Result<EvalResult> Evaluate(const ModelSpec& model, const TrainState& state,
   batch = std::min(batch, split.count);
   EvalResult result;
   result.total = split.count;
+  result.predictions.reserve(static_cast<std::size_t>(split.count));
   kernels::Tensor images, labels;
   const std::int64_t full = split.count / batch;
   if (full > 0) {
     POLNODE_ASSIGN_OR_RETURN(StepGraph graph, BuildForwardGraph(model, batch));
     POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
     for (std::int64_t i = 0; i < full; ++i) {
-      POLNODE_ASSIGN_OR_RETURN(std::int64_t c, CountCorrect(runner, state, split, i * batch, batch,
-                                                            backend, images, labels));
-      result.correct += c;
+      POLNODE_RETURN_IF_ERROR(Classify(runner, state, split, i * batch, batch, backend, images, labels, result));
     }
   }
   const std::int64_t rest = split.count - full * batch;
   if (rest > 0) {
     POLNODE_ASSIGN_OR_RETURN(StepGraph graph, BuildForwardGraph(model, rest));
     POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
-    POLNODE_ASSIGN_OR_RETURN(std::int64_t c, CountCorrect(runner, state, split, full * batch, rest,
-                                                          backend, images, labels));
-    result.correct += c;
+    POLNODE_RETURN_IF_ERROR(Classify(runner, state, split, full * batch, rest, backend, images, labels, result));
   }
   return result;
 }

@@ -33,6 +33,8 @@ constexpr Command kCommands[] = {
     {"econ", "simulate every strategy over the real contracts and print its payoff against honest play",
      RunEconCommand},
     {"train", "train a model on Fashion-MNIST deterministically and print its state hash", RunTrainCommand},
+    {"evaluate", "evaluate a delivered model (a training state) on its task's test split; --predict N shows predictions",
+     RunEvaluateCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},
 };

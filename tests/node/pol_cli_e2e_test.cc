@@ -63,6 +63,45 @@ TEST_F(PolCliTest, TrainPrintsTheSameStateHashOnEveryThreadCountAndItsTermsAsWri
   EXPECT_EQ(field(one.out, "lr"), "0.05") << one.out;
 }
 
+TEST_F(PolCliTest, EvaluateUsesAProofsFinalStateAsAModelAndRefusesAnotherModelsState) {
+  ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  ProcessResult prove = Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key"});
+  ASSERT_EQ(prove.exit_code, 0) << prove.err;
+  const std::string wire = ReadFileText(dir_.File("proof/manifest.pb"));
+  Result<solver::ProofManifest> manifest =
+      solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  const std::string final_state = "proof/blobs/" + consensus::ToHex(manifest->checkpoint_blobs.back());
+
+  ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict", "3", "--json"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  // The state hash is the proof's last checkpoint, and every test sample is counted.
+  EXPECT_NE(eval.out.find("\"state_hash\":\"" + consensus::ToHex(manifest->checkpoint_hashes.back()) + "\""),
+            std::string::npos)
+      << eval.out;
+  const solver::ImageDataset data = solver::testing::TinyDataset();
+  EXPECT_NE(eval.out.find("\"test_total\":" + std::to_string(data.test.count) + ","), std::string::npos) << eval.out;
+  std::size_t shown = 0;
+  for (std::size_t at = eval.out.find("\"predicted\":"); at != std::string::npos;
+       at = eval.out.find("\"predicted\":", at + 1)) {
+    ++shown;
+  }
+  EXPECT_EQ(shown, 3u) << eval.out;
+  // The same bits on another backend.
+  ProcessResult reference = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict", "3",
+                                     "--json", "--backend", "reference"});
+  EXPECT_EQ(reference.out, eval.out);
+
+  // A state of another model is refused by name, not evaluated.
+  solver::TaskSpec other = solver::testing::TinyTask(data);
+  other.data_location = dir_.File("data");
+  other.model = "mlp:16-4-3";
+  std::ofstream(dir_.File("other.toml")) << solver::testing::TinyTaskToml(other);
+  ProcessResult wrong = Polnode({"evaluate", "--task", "other.toml", "--model", final_state});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.out << wrong.err;
+  EXPECT_NE(wrong.err.find("is not a state of mlp:16-4-3"), std::string::npos) << wrong.err;
+}
+
 TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
   ProcessResult prove = Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key", "--json"});

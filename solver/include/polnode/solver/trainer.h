@@ -53,6 +53,7 @@ class ProgressSink {
 struct EvalResult {
   std::int64_t correct = 0;
   std::int64_t total = 0;
+  std::vector<std::int32_t> predictions;  // each sample's predicted class, in split order
   double accuracy() const {
     return total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
   }
@@ -85,8 +86,9 @@ Result<TrainSummary> Train(const TrainConfig& config, kernels::Backend& backend,
 Result<TrainSummary> TrainOnData(const TrainConfig& config, const ImageDataset& data,
                                  kernels::Backend& backend, ProgressSink* sink);
 
-/// Classifies every sample of `split` with the parameters of `state` and counts the samples whose
-/// largest logit (first one on ties) is the label. Deterministic: forward passes of `batch`
+/// Classifies every sample of `split` with the parameters of `state`: each sample's prediction is
+/// its largest logit (the first one on ties), and the samples whose prediction is the label count
+/// as correct. Deterministic: forward passes of `batch`
 /// samples in order, then one pass over the remainder.
 Result<EvalResult> Evaluate(const ModelSpec& model, const TrainState& state,
                             const ImageSplit& split, kernels::Backend& backend, std::int64_t batch);
