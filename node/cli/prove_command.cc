@@ -31,6 +31,12 @@ int Prove(const FlagSet& flags, Io& io) {
   solver::ProveOptions options;
   options.out_dir = flags.Get("out");
   options.key = &*key;
+  // Progress on stderr, one line per durable checkpoint: stdout stays the result (one JSON object
+  // with --json), and a run stopped after a line resumes from that step.
+  const std::int64_t total_steps = task->steps;
+  options.on_checkpoint_saved = [&io, total_steps](std::int64_t step) {
+    io.err << "polnode prove: checkpoint at step " << step << " of " << total_steps << " saved\n" << std::flush;
+  };
   Result<solver::ProveResult> result = solver::Prove(*task, *data, *backend->backend, options);
   if (!result.ok()) return ReportError(io, kCommand, result.status());
   const solver::ProofManifest& m = result->manifest;

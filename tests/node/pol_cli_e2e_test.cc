@@ -67,6 +67,11 @@ TEST_F(PolCliTest, EvaluateUsesAProofsFinalStateAsAModelAndRefusesAnotherModelsS
   ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
   ProcessResult prove = Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key"});
   ASSERT_EQ(prove.exit_code, 0) << prove.err;
+  // Progress goes to stderr, one line per durable checkpoint, the last at the final step.
+  const solver::TaskSpec task = solver::testing::TinyTask(solver::testing::TinyDataset());
+  const std::string last = "polnode prove: checkpoint at step " + std::to_string(task.steps) + " of " +
+                           std::to_string(task.steps) + " saved\n";
+  EXPECT_TRUE(prove.err.ends_with(last)) << prove.err;
   const std::string wire = ReadFileText(dir_.File("proof/manifest.pb"));
   Result<solver::ProofManifest> manifest =
       solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
