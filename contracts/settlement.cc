@@ -123,9 +123,7 @@ Status SettleForcedSlots(ExecContext& ctx, proto::Task& task, const Shares& shar
     }
   }
   for (const proto::Challenge& challenge : task.challenges()) {
-    // The committed proof was wrong, so no challenger loses its lock; only one that reached the
-    // honest final state shares the jackpot.
-    if (challenge.vouched()) catchers.push_back(challenge.challenger());
+    catchers.push_back(challenge.challenger());
     POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
   }
   return Status::Ok();
@@ -191,12 +189,6 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
       // It claims the honest proof is wrong as well: the solver defends it in a game.
       slot.set_disputed(true);
     }
-  }
-  // A challenge is a catch only if its challenger replayed the final segment to the honest state:
-  // challenging whenever some verifier rejected, without replaying, finds forced rounds too.
-  for (proto::Challenge& challenge : *task.mutable_challenges()) {
-    challenge.set_vouched(task.spec().tolerant() ||
-                          challenge.final_digest() == ToBytes(FinalDigest(challenge.challenger(), msg.honest_final())));
   }
   return Status::Ok();
 }

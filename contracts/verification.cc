@@ -262,7 +262,6 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
   if (task.status() != proto::TASK_CHALLENGE) return Status::FailedPrecondition("the challenge window is not open");
   if (signer == task.solver()) {
     if (msg.verifier().empty()) return Status::InvalidArgument("the solver disputes a reject verdict: name its verifier");
-    if (!msg.final_digest().empty()) return Status::InvalidArgument("the solver's dispute carries no final_digest");
     proto::VerifierSlot* slot = FindLiveSlot(task, msg.verifier());
     if (slot == nullptr) return Status::NotFound("that key holds no verifier slot of this task");
     if (slot->verdict() != proto::VERDICT_REJECT) {
@@ -274,14 +273,6 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
   } else {
     if (!msg.verifier().empty()) {
       return Status::InvalidArgument("a whistleblower challenges the proof itself: leave verifier empty");
-    }
-    // Exact-mode challenges commit to the final state the challenger's replay reached, like
-    // verdicts do; tolerant replays have no bitwise final state to commit to.
-    if (task.spec().tolerant() ? !msg.final_digest().empty() : msg.final_digest().size() != 32) {
-      return Status::InvalidArgument(task.spec().tolerant()
-                                         ? "a challenge of a tolerant-mode task carries no final_digest"
-                                         : "final_digest must be 32 bytes (beacon.h FinalDigest of the challenger and "
-                                           "the final state its replay reached)");
     }
     if (signer == task.submitter()) return Status::PermissionDenied("the submitter cannot challenge its own task");
     for (const proto::VerifierSlot& slot : task.verifiers()) {
@@ -299,7 +290,6 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
     proto::Challenge* challenge = task.add_challenges();
     challenge->set_challenger(std::string(signer));
     challenge->set_lock(lock);
-    challenge->set_final_digest(msg.final_digest());
     ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"challenger", ToHex(signer)}, {"by", "whistleblower"}});
   }
   StoreTask(ctx.state, task);

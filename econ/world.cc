@@ -286,8 +286,6 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
         if (!round.committed->SegmentRight(s)) round.whistleblower_failures.push_back(s);
       }
       challenges = !round.whistleblower_failures.empty();
-      // Its replay of the final segment: what a forced round's catch is checked against.
-      challenge.set_final_digest(FinalDigestOf(cast_.whistleblower, round.committed->ReplayEnd(final_segment)));
       break;
     }
     case WhistleblowerPlay::kNeverChecks:
@@ -301,16 +299,9 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       });
       break;
   }
-  // A whistleblower that replayed nothing commits to no state it reached (all zeros).
-  if (challenge.final_digest().empty()) challenge.set_final_digest(FinalDigestOf(cast_.whistleblower, Hash256{}));
   if (challenges) txs.push_back(MakeTx(cast_.whistleblower, contracts::payload::kDispute, challenge));
-  // The owner knows its round is forced and, as the solver, its honest final state: its
-  // whistleblower key is a catcher at no cost.
-  if (SelfDealing() && round.forced && round.committed) {
-    proto::DisputeTx own = challenge;
-    own.set_final_digest(FinalDigestOf(cast_.owner_whistleblower, round.committed->ReplayEnd(final_segment)));
-    txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, own));
-  }
+  // The owner knows its round is forced: its whistleblower key is a catcher at no cost.
+  if (SelfDealing() && round.forced) txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, challenge));
   return txs;
 }
 

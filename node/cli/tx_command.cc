@@ -292,18 +292,12 @@ const TxKind kKinds[] = {
      [](FlagSet& f) {
        DeclareTaskId(f);
        f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
-       f.Value("final-digest", "HEX", "a whistleblower on an exact-mode task: FinalDigest of its key and the state "
-               "hash its replay of the final segment reached (64 hex); only a digest of the honest final state "
-               "makes the challenge of a forced round a catch");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::DisputeTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
        if (f.Given("verifier")) {
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
-       }
-       if (f.Given("final-digest")) {
-         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
        }
        return Serialize(tx);
      }},

@@ -7,7 +7,6 @@
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/hex.h"
-#include "polnode/contracts/beacon.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 
@@ -239,18 +238,6 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   }
   proto::DisputeTx tx;
   tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
-  // What its replay of the final segment reached (exact mode; all zeros when it could not replay
-  // it, as verdicts do): in a forced round the challenge is a catch only if that is the honest
-  // final state.
-  if (!task.spec().tolerant()) {
-    consensus::Hash256 digest{};
-    if (mine.final_state) {
-      const consensus::Hash256& reached = *mine.final_state;
-      digest = contracts::FinalDigest(ctx.pubkey(),
-                                      std::string_view(reinterpret_cast<const char*>(reached.data()), reached.size()));
-    }
-    tx.set_final_digest(std::string(digest.begin(), digest.end()));
-  }
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));
   if (state == DutyState::kCommitted || state == DutyState::kFailed) {
     pending_challenges_.erase(duty);

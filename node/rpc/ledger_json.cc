@@ -149,8 +149,6 @@ void WriteChallenge(JsonWriter& w, const proto::Challenge& challenge) {
       .Field("challenger", ToHex(challenge.challenger()))
       .Field("lock", challenge.lock())
       .Field("game_result", proto::GameResult_Name(challenge.game_result()))
-      .Field("final_digest", ToHex(challenge.final_digest()))
-      .Field("vouched", challenge.vouched())
       .EndObject();
 }
 

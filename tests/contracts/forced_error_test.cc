@@ -90,46 +90,6 @@ TEST(ForcedError, WhistleblowerCatchesLazyVerifiersButNobodyVouchesForTheHonestP
   EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 9'800);
 }
 
-// econ/README.md's copycat: a whistleblower that challenges whenever a verifier rejected, without
-// replaying, would catch every forced round. A catch now needs the final digest of a replay that
-// reached the honest final state; a challenger without it keeps its lock and earns nothing.
-TEST(ForcedError, AChallengeIsACatchOnlyWithTheDigestOfTheHonestFinalState) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);  // both lazy
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  const std::string honest = flow.replay_final;
-  flow.replay_final = Bytes32(0x01);  // what a copycat, which replayed nothing, can commit to
-  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
-  flow.replay_final = honest;
-  flow.AdvancePastDeadline();
-  const std::uint64_t wb = flow.chain.Balance(flow.whistleblower);
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  const proto::Task task = flow.task();
-  ASSERT_EQ(task.challenges_size(), 1);
-  EXPECT_FALSE(task.challenges(0).vouched());
-  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
-  // No catcher: the lazy verifiers' locks stay in the pool, the challenger's lock comes back.
-  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), wb);
-  EXPECT_EQ(flow.chain.Jackpot(), 1'200u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
-}
-
-TEST(ForcedError, AnExactModeChallengeWithoutAFinalDigestIsRefused) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, true).code, StatusCode::kOk);
-  proto::DisputeTx bare;
-  bare.set_task_id(flow.task_id);
-  const TxResult refused = flow.chain.Run(flow.whistleblower, payload::kDispute, bare);
-  EXPECT_EQ(refused.code, StatusCode::kInvalidArgument) << refused.log;
-  EXPECT_EQ(flow.task().challenges_size(), 0);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
-}
-
 // Review finding 4: a solver that knew its round was forced committed garbage, revealed a random
 // "honest" root and was paid in full. Now the verifiers' digests do not reach that root's final
 // state, so their rejects are claims against it, which the solver must win in a game.

@@ -137,7 +137,6 @@ class RandomTraffic {
           msg.set_verifier(Raw(SlotOr(task_id, signer)));
           return chain_.Tx(SolverOr(task_id, signer), payload::kDispute, msg);
         }
-        msg.set_final_digest(ToRaw(FinalDigest(Raw(signer), Pick(4) != 0 ? kHonestFinal : Bytes32(0x01))));
         return chain_.Tx(signer, payload::kDispute, msg);  // a whistleblower's challenge
       }
       case 9:

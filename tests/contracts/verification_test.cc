@@ -290,7 +290,6 @@ TEST(Dispute, WhistleblowerChallengesTheProofOnceAndLocksStake) {
   // All in one block: the challenge window is only 4 blocks long.
   proto::DisputeTx challenge;
   challenge.set_task_id(flow.task_id);
-  challenge.set_final_digest(std::string(32, '\x07'));
   proto::DisputeTx named = challenge;
   named.set_verifier(Raw(assigned[0]));
   BlockResult result = flow.chain.Block({

@@ -60,10 +60,7 @@ INSTANTIATE_TEST_SUITE_P(GenesisDefaults, DeviationLoses,
                                            Strategy::kSolverWithhold, Strategy::kSolverForcedGarbage,
                                            Strategy::kCollusion, Strategy::kSelfDealing,
                                            Strategy::kWhistleblowerNeverChecks,
-                                           Strategy::kWhistleblowerChallengesAll,
-                                           // Since a forced round's catch needs the final digest of
-                                           // a replay: copying rejects earns nothing.
-                                           Strategy::kWhistleblowerCopycat),
+                                           Strategy::kWhistleblowerChallengesAll),
                          TestName);
 
 class HonestRoleBreaksEven : public ::testing::TestWithParam<Strategy> {};
@@ -85,6 +82,9 @@ INSTANTIATE_TEST_SUITE_P(GenesisDefaults, HonestRoleBreaksEven,
 // tie, so the pin is at c = f.
 //   verifier-final-only: forced errors sit only in the final segment, which every verifier replays,
 //     so replaying just that one catches every forced error; the other segments are never tested.
+//   whistleblower-copycat: verdicts are public before the challenge window, and in an honest world
+//     only forced rounds draw rejects, so challenging exactly when a verifier rejected catches every
+//     forced error without a replay.
 //   sybil-verifier: stake-weighted selection without replacement gives one key at most one slot, so
 //     the same stake on three keys holds more slots (and earns more fees) than on one.
 class RuleChangeNeeded : public ::testing::TestWithParam<Strategy> {};
@@ -101,7 +101,8 @@ TEST_P(RuleChangeNeeded, TheDeviationGainsWhenWorkCostsSomething) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GenesisDefaults, RuleChangeNeeded,
-                         ::testing::Values(Strategy::kVerifierFinalOnly, Strategy::kSybilVerifier),
+                         ::testing::Values(Strategy::kVerifierFinalOnly, Strategy::kWhistleblowerCopycat,
+                                           Strategy::kSybilVerifier),
                          TestName);
 
 }  // namespace

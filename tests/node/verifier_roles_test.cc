@@ -567,10 +567,6 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
   EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
-  // The whistleblower daemon's challenge committed to the final state its replay reached, the
-  // honest one: a catch, not a copied reject.
-  ASSERT_EQ(task.challenges_size(), 1);
-  EXPECT_TRUE(task.challenges(0).vouched());
 }
 
 TEST(SelectedForCheckTest, IsDeterministicAndAuditsTheGivenShare) {

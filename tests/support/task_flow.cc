@@ -170,9 +170,6 @@ TxResult TaskFlow::Dispute(const PubKey& verifier) {
 TxResult TaskFlow::Challenge(const PubKey& challenger) {
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
-  // Committing, as verdicts do, to replay_final as the state its replay of the final segment reached.
-  const Hash256 digest = FinalDigest(Raw(challenger), replay_final);
-  msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return chain.Run(challenger, payload::kDispute, msg);
 }
 
