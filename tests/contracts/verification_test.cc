@@ -399,6 +399,39 @@ TEST(VerdictDeadline, AbsentVerifierIsReplacedWhileRoundsRemain) {
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 
+// Replacement slots are drawn like the first ones, by stake with replacement, among keys absent from
+// none of the task's slots: a key that answered may take the replacement slot too, one that was
+// absent may not, whatever stake it has left.
+TEST(VerdictDeadline, ReplacementsSkipAbsentKeysButNotKeysThatAnswered) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  params.set_verifier_lock_bps(1'000);  // a lock of 1,000 on 10,000: the third verifier's 500 covers none
+  TaskFlow flow(params);
+  const PubKey a = flow.verifiers[0];
+  const PubKey b = flow.verifiers[1];
+  for (const PubKey& v : {a, b}) {
+    ASSERT_EQ(flow.chain.Run(v, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500)).code, StatusCode::kOk);
+  }
+  flow.RunToVerifying(10'000);
+  ASSERT_EQ(flow.task().verifiers_size(), 2);
+  // Both hold one slot; both stake another lock, so both could take a replacement slot by stake.
+  for (const PubKey& v : {a, b}) {
+    ASSERT_EQ(flow.chain.Run(v, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 1'000)).code, StatusCode::kOk);
+  }
+  ASSERT_EQ(flow.Verdict(a, true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // b is absent
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  ASSERT_EQ(task.verifiers_size(), 3);
+  EXPECT_EQ(task.verification_round(), 2u);
+  EXPECT_EQ(task.verifiers(2).verifier(), Raw(a));
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, a).locked(), 2'000u);
+  const proto::StakeRecord absent = flow.chain.Stake(proto::ROLE_VERIFIER, b);
+  EXPECT_EQ(absent.bonded() - absent.locked(), 1'000u);  // a lock's worth free, yet not drawn
+  ASSERT_EQ(flow.SlotVerdict(2, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+}
+
 TEST(VerdictDeadline, NoVerdictAtAllCancelsWithRefunds) {
   TaskFlow flow;
   flow.RunToVerifying(10'000);
