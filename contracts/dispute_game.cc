@@ -40,8 +40,8 @@ struct Claim {
 };
 
 // Every claim the solver must defend its proof against, in play order: disputed rejects in slot
-// order (a key's at its first disputed slot), then (rounds that were not forced) whistleblower
-// challenges in arrival order.
+// order (a key's at its first disputed slot), then whistleblower challenges that are not catches
+// (all of them in a round that was not forced) in arrival order.
 std::vector<Claim> Claims(proto::Task& task) {
   std::vector<Claim> claims;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
@@ -53,8 +53,8 @@ std::vector<Claim> Claims(proto::Task& task) {
       claims.push_back({{&slot}, nullptr});
     }
   }
-  if (!task.forced_error()) {
-    for (proto::Challenge& challenge : *task.mutable_challenges()) claims.push_back({{}, &challenge});
+  for (proto::Challenge& challenge : *task.mutable_challenges()) {
+    if (!challenge.caught()) claims.push_back({{}, &challenge});
   }
   return claims;
 }

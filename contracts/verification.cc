@@ -308,6 +308,7 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
     proto::Challenge* challenge = task.add_challenges();
     challenge->set_challenger(std::string(signer));
     challenge->set_lock(lock);
+    challenge->set_final_digest(msg.final_digest());
     ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"challenger", ToHex(signer)}, {"by", "whistleblower"}});
   }
   StoreTask(ctx.state, task);

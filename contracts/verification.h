@@ -23,8 +23,11 @@
 // Challenges (TASK_CHALLENGE). The solver disputes reject verdicts it holds wrong (it then defends
 // its proof against each in a dispute game); a reject it leaves undisputed stands. A staked
 // whistleblower (not the submitter, not a verifier of the task) challenges the proof itself,
-// locking the task's whistleblower lock; it plays a game against the solver unless the round was
-// forced (then the proof was wrong by construction and the challenge is a catch).
+// locking the task's whistleblower lock and committing, like a verdict, to the final state its
+// replay of the final segment reached (beacon.h FinalDigest); it plays a game against the solver,
+// unless the round was forced and that digest matches the honest final state the solver reveals
+// (then the proof was wrong by construction and the challenge is a catch). A challenge copied from
+// public verdicts, without the replay, has no such digest: it must play, and cannot win.
 #ifndef POLNODE_CONTRACTS_VERIFICATION_H_
 #define POLNODE_CONTRACTS_VERIFICATION_H_
 

@@ -282,6 +282,11 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
   }
   proto::DisputeTx challenge;
   challenge.set_task_id(round.task_id);
+  // A challenge commits to the final state the whistleblower's replay reached; one that did not
+  // replay can only offer the proof's own final checkpoint (what a lazy accept offers).
+  const Hash256 nothing{};
+  challenge.set_final_digest(
+      FinalDigestOf(cast_.whistleblower, round.committed ? round.committed->Leaf(config_.segments) : nothing));
   bool challenges = false;
   switch (spec_.whistleblower) {
     case WhistleblowerPlay::kHonest: {
@@ -295,6 +300,7 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       for (std::uint64_t s : segments) {
         if (!round.committed->SegmentRight(s)) round.whistleblower_failures.push_back(s);
       }
+      challenge.set_final_digest(FinalDigestOf(cast_.whistleblower, round.committed->ReplayEnd(final_segment)));
       challenges = !round.whistleblower_failures.empty();
       break;
     }
@@ -310,8 +316,13 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       break;
   }
   if (challenges) txs.push_back(MakeTx(cast_.whistleblower, contracts::payload::kDispute, challenge));
-  // The owner knows its round is forced: its whistleblower key is a catcher at no cost.
-  if (SelfDealing() && round.forced) txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, challenge));
+  // The owner knows its round is forced, and the honest final state: its whistleblower key is a
+  // catcher at no cost.
+  if (SelfDealing() && round.forced) {
+    proto::DisputeTx own = challenge;
+    own.set_final_digest(FinalDigestOf(cast_.owner_whistleblower, round.committed->ReplayEnd(final_segment)));
+    txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, own));
+  }
   return txs;
 }
 
@@ -347,10 +358,8 @@ Result<std::optional<PendingTx>> World::GameMove(const Round& round, const proto
       challenger = slot.verifier();
     }
   }
-  if (challenger.empty() && !task.forced_error()) {
-    for (const proto::Challenge& c : task.challenges()) {
-      if (challenger.empty() && c.game_result() == proto::GAME_RESULT_NONE) challenger = c.challenger();
-    }
+  for (const proto::Challenge& c : task.challenges()) {
+    if (challenger.empty() && !c.caught() && c.game_result() == proto::GAME_RESULT_NONE) challenger = c.challenger();
   }
   if (challenger.empty()) return Status::Internal("a disputed task has no running game");
   POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, chain_.Game(round.task_id, challenger));

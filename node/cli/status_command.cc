@@ -126,6 +126,7 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     for (const proto::Challenge& c : t.challenges()) {
       w.BeginObject()
           .Field("challenger", consensus::ToHex(c.challenger()))
+          .Field("caught", c.caught())
           .Field("game_result", proto::GameResult_Name(c.game_result()))
           .EndObject();
     }

@@ -297,6 +297,8 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
        f.Value("slot", "N", "the solver, with --verifier: the index of the disputed slot among the task's verifiers");
+       f.Value("final-digest", "HEX", "a whistleblower: FinalDigest(your key, the final state your replay reached) "
+               "(64 hex; default 32 zero bytes, which catches no forced error)");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::DisputeTx tx;
@@ -305,9 +307,14 @@ const TxKind kKinds[] = {
          return Status::InvalidArgument("the solver names the disputed verdict by --verifier and --slot together");
        }
        if (f.Given("verifier")) {
+         if (f.Given("final-digest")) return Status::InvalidArgument("the solver's dispute carries no --final-digest");
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
          POLNODE_ASSIGN_OR_RETURN(std::int64_t slot, f.GetInt("slot", 0, UINT32_MAX));
          tx.set_slot(static_cast<std::uint32_t>(slot));
+       } else if (f.Given("final-digest")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
+       } else {
+         tx.set_final_digest(std::string(32, '\0'));
        }
        return Serialize(tx);
      }},

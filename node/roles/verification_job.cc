@@ -313,6 +313,15 @@ Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std
   return v;
 }
 
+std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict) {
+  consensus::Hash256 digest{};
+  if (verdict.final_state) {
+    digest = contracts::FinalDigest(
+        key, std::string_view(reinterpret_cast<const char*>(verdict.final_state->data()), verdict.final_state->size()));
+  }
+  return std::string(digest.begin(), digest.end());
+}
+
 proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
                               const SegmentsVerdict& verdict, const consensus::Hash256& report_hash) {
   proto::VerdictTx tx;
@@ -321,14 +330,7 @@ proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std:
   tx.set_verdict(verdict.verdict);
   tx.set_report_hash(std::string(report_hash.begin(), report_hash.end()));
   for (std::uint64_t s : verdict.failed_segments) tx.add_failed_segments(s);
-  if (verdict.verdict != proto::VERDICT_UNAVAILABLE) {
-    consensus::Hash256 digest{};
-    if (verdict.final_state) {
-      digest = contracts::FinalDigest(verifier, std::string_view(reinterpret_cast<const char*>(verdict.final_state->data()),
-                                                                 verdict.final_state->size()));
-    }
-    tx.set_final_digest(std::string(digest.begin(), digest.end()));
-  }
+  if (verdict.verdict != proto::VERDICT_UNAVAILABLE) tx.set_final_digest(FinalDigestOf(verifier, verdict));
   return tx;
 }
 

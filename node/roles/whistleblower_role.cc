@@ -225,6 +225,9 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   }
   proto::DisputeTx tx;
   tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
+  // Like a verdict, it commits to the final state its replay reached: in a forced round only a
+  // challenge whose digest matches the honest final state the solver reveals is a catch.
+  tx.set_final_digest(FinalDigestOf(ctx.pubkey(), mine));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));
   if (state == DutyState::kCommitted || state == DutyState::kFailed) {
     pending_challenges_.erase(duty);

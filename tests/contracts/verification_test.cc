@@ -459,23 +459,34 @@ TEST(Dispute, WhistleblowerChallengesTheProofOnceAndLocksStake) {
   EXPECT_EQ(flow.task().challenges(0).challenger(), Raw(flow.whistleblower));
   EXPECT_EQ(flow.task().challenges(0).lock(), 300u);
   // All in one block: the challenge window is only 4 blocks long.
+  EXPECT_EQ(flow.task().challenges(0).final_digest(), HashBytes(FinalDigest(Raw(flow.whistleblower), flow.replay_final)));
   proto::DisputeTx challenge;
   challenge.set_task_id(flow.task_id);
+  challenge.set_final_digest(Bytes32(0x33));
+  proto::DisputeTx undigested = challenge;
+  undigested.clear_final_digest();
   proto::DisputeTx named = challenge;
   named.set_verifier(Raw(assigned[0]));
+  proto::DisputeTx dispute = named;  // the solver's dispute names the verdict and nothing else
+  dispute.clear_final_digest();
   BlockResult result = flow.chain.Block({
       flow.chain.Tx(flow.whistleblower, payload::kDispute, challenge),  // again
       flow.chain.Tx(flow.outsider, payload::kDispute, challenge),       // no whistleblower stake
       flow.chain.Tx(assigned[1], payload::kDispute, challenge),         // a verifier of the task
       flow.chain.Tx(flow.submitter, payload::kDispute, challenge),      // the submitter
       flow.chain.Tx(flow.outsider, payload::kDispute, named),           // names a verdict
+      flow.chain.Tx(flow.outsider, payload::kDispute, undigested),      // no final digest
+      flow.chain.Tx(flow.solver, payload::kDispute, named),             // a dispute with a digest
+      flow.chain.Tx(flow.outsider, payload::kDispute, dispute),         // not the solver
   });
-  ASSERT_EQ(result.tx_results.size(), 5u);
-  EXPECT_EQ(result.tx_results[0].code, StatusCode::kAlreadyExists);
-  EXPECT_EQ(result.tx_results[1].code, StatusCode::kFailedPrecondition);
-  EXPECT_EQ(result.tx_results[2].code, StatusCode::kPermissionDenied);
-  EXPECT_EQ(result.tx_results[3].code, StatusCode::kPermissionDenied);
-  EXPECT_EQ(result.tx_results[4].code, StatusCode::kInvalidArgument);
+  const StatusCode want[] = {StatusCode::kAlreadyExists,   StatusCode::kFailedPrecondition,
+                             StatusCode::kPermissionDenied, StatusCode::kPermissionDenied,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument};
+  ASSERT_EQ(result.tx_results.size(), std::size(want));
+  for (std::size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
+  }
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 

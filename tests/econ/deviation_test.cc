@@ -2,9 +2,12 @@
 // deviation of polnode/econ/sweep.h loses against honest play, strictly, with the whole 95%
 // interval below zero, at payments 10^3, 10^6 and 10^9 and verification costs 0 and f (the whole
 // verifier fee); every honest role breaks even or gains. Splitting verifier stake over keys gains
-// nothing at all (SplittingVerifierStake). The deviations that no parameter can make lose are
-// pinned as gains in RuleChangeNeeded, each with the rule change econ/README.md proposes: when the
-// rules change, those tests fail and the strategy moves to DeviationLoses.
+// nothing at all (SplittingVerifierStake). The whistleblower that copies rejects instead of
+// replaying (whistleblower-copycat) loses since a challenge catches a forced error only with a
+// final digest that matches the honest final state (protocol version 4): without one it plays a
+// game over the honest proof and forfeits its lock. The deviation that no parameter can make lose
+// is pinned as a gain in RuleChangeNeeded, with the rule change econ/README.md proposes: when the
+// rules change, that test fails and the strategy moves to DeviationLoses.
 //
 // Fixed seeds make every run the same on every machine; each case runs 3 warm chains and 2 worlds of
 // 600 tasks per payment (about a second in a release build).
@@ -63,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(GenesisDefaults, DeviationLoses,
                                            Strategy::kSolverWithhold, Strategy::kSolverForcedGarbage,
                                            Strategy::kCollusion, Strategy::kSelfDealing,
                                            Strategy::kWhistleblowerNeverChecks,
-                                           Strategy::kWhistleblowerChallengesAll),
+                                           Strategy::kWhistleblowerChallengesAll,
+                                           Strategy::kWhistleblowerCopycat),
                          TestName);
 
 class HonestRoleBreaksEven : public ::testing::TestWithParam<Strategy> {};
@@ -102,14 +106,11 @@ TEST(SplittingVerifierStake, GainsNoSlotAndLosesTheReplaysOneKeyShares) {
   }
 }
 
-// No parameter makes these lose (econ/README.md, "What parameters cannot fix"): each gains exactly
-// the work it skips, since the rules cannot tell it from honest play. At c = 0 they skip nothing and
-// tie, so the pin is at c = f.
+// No parameter makes this lose (econ/README.md, "What parameters cannot fix"): it gains exactly the
+// work it skips, since the rules cannot tell it from honest play. At c = 0 it skips nothing and
+// ties, so the pin is at c = f.
 //   verifier-final-only: forced errors sit only in the final segment, which every verifier replays,
 //     so replaying just that one catches every forced error; the other segments are never tested.
-//   whistleblower-copycat: verdicts are public before the challenge window, and in an honest world
-//     only forced rounds draw rejects, so challenging exactly when a verifier rejected catches every
-//     forced error without a replay.
 class RuleChangeNeeded : public ::testing::TestWithParam<Strategy> {};
 
 TEST_P(RuleChangeNeeded, TheDeviationGainsWhenWorkCostsSomething) {
@@ -124,8 +125,7 @@ TEST_P(RuleChangeNeeded, TheDeviationGainsWhenWorkCostsSomething) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GenesisDefaults, RuleChangeNeeded,
-                         ::testing::Values(Strategy::kVerifierFinalOnly, Strategy::kWhistleblowerCopycat),
-                         TestName);
+                         ::testing::Values(Strategy::kVerifierFinalOnly), TestName);
 
 }  // namespace
 }  // namespace polnode::econ

@@ -642,6 +642,11 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_EQ(task.proof_root(), RawHash(honest_proof.manifest.merkle_root));
   EXPECT_TRUE(SlotOf(task, honest_)->vouched());
   EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
+  // The whistleblower's challenge committed to the final state its replay reached: the honest one.
+  ASSERT_EQ(task.challenges_size(), 1);
+  EXPECT_EQ(task.challenges(0).final_digest(),
+            RawHash(contracts::FinalDigest(RawPubKey(whistleblower_), RawHash(honest_proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_TRUE(task.challenges(0).caught());
   EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
 }

@@ -213,9 +213,13 @@ PubKey TaskFlow::KeyOfSlot(std::uint32_t slot) const {
   return key;
 }
 
-TxResult TaskFlow::Challenge(const PubKey& challenger) {
+TxResult TaskFlow::Challenge(const PubKey& challenger) { return ChallengeReaching(challenger, replay_final); }
+
+TxResult TaskFlow::ChallengeReaching(const PubKey& challenger, const std::string& final_state) {
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
+  const Hash256 digest = FinalDigest(Raw(challenger), final_state);
+  msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return chain.Run(challenger, payload::kDispute, msg);
 }
 

@@ -141,6 +141,11 @@ struct SegmentsVerdict {
 /// of them failed, else unavailable when one of them lacked a checkpoint, else accept.
 [[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
 
+/// What a verdict or a whistleblower's challenge by `key` (32 raw bytes) commits to: beacon.h
+/// FinalDigest(key, the final state `verdict` reached), or 32 zero bytes when it has none (tolerant
+/// tasks), 32 raw bytes.
+std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict);
+
 /// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on slot `slot` of
 /// `task_id`: the failed segments of a reject, and FinalDigest(verifier, final state) for accept
 /// and reject (32 zero bytes when there is no final state: tolerant tasks).

@@ -8,9 +8,11 @@
 //     replay of the union of their segments and the final one (verification_job.h);
 //   - in TASK_CHALLENGE, logs how each audited slot's verdict compares with its own for that
 //     slot's segments, and challenges the proof itself (DisputeTx without a verifier, as duty
-//     "challenge-<task hex>") when its replay shows a segment transition wrong, the one thing a
-//     dispute game can show: it is paid the solver's lock and the locks of the verifiers that
-//     accepted the disproven segment, or, in a forced round, a jackpot share;
+//     "challenge-<task hex>", committing to the final state its replay reached: beacon.h
+//     FinalDigest) when its replay shows a segment transition wrong, the one thing a dispute game
+//     can show: it is paid the solver's lock and the locks of the verifiers that accepted the
+//     disproven segment, or, in a forced round where its digest matches the honest final state
+//     the solver reveals, a jackpot share;
 //   - plays the game its challenge starts (dispute_duty.h) as the challenger;
 //   - when a task it challenged settles, logs the outcome and how its holdings (balance plus
 //     whistleblower stake) moved since just before its challenge. The holdings before the

@@ -79,8 +79,10 @@ class TaskFlow {
   TxResult Dispute(const PubKey& verifier);
   /// The key that holds slot `slot`.
   PubKey KeyOfSlot(std::uint32_t slot) const;
-  /// `challenger` (a whistleblower) challenges the committed proof.
+  /// `challenger` (a whistleblower) challenges the committed proof, with the digest of replay_final.
   TxResult Challenge(const PubKey& challenger);
+  /// The same, committing to `final_state` as the state its replay of the final segment reached.
+  TxResult ChallengeReaching(const PubKey& challenger, const std::string& final_state);
   /// Advances to the end of the current status's deadline.
   void AdvancePastDeadline();
   /// The solver reveals `secret` with `result_root` (a round that is not forced).
