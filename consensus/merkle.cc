@@ -80,7 +80,7 @@ std::uint32_t MerkleProofLength(std::uint64_t index, std::uint64_t count) {
   return length;
 }
 
-Result<Hash256> MerkleRootOfProof(const Hash256& leaf, const MerkleProof& proof) {
+Status VerifyMerkleProof(const Hash256& root, const Hash256& leaf, const MerkleProof& proof) {
   if (proof.leaf_count == 0) return Status::InvalidArgument("Merkle proof for an empty tree");
   if (proof.leaf_index >= proof.leaf_count) {
     return Status::InvalidArgument("Merkle proof index " + std::to_string(proof.leaf_index) +
@@ -98,12 +98,9 @@ Result<Hash256> MerkleRootOfProof(const Hash256& leaf, const MerkleProof& proof)
     const Hash256& sibling = proof.siblings[next_sibling++];
     node = (i % 2 == 0) ? MerkleNodeHash(node, sibling) : MerkleNodeHash(sibling, node);
   }
-  return RootFromTop(proof.leaf_count, &node);
-}
-
-Status VerifyMerkleProof(const Hash256& root, const Hash256& leaf, const MerkleProof& proof) {
-  POLNODE_ASSIGN_OR_RETURN(Hash256 reached, MerkleRootOfProof(leaf, proof));
-  if (reached != root) return Status::Corruption("Merkle proof does not lead to the expected root");
+  if (RootFromTop(proof.leaf_count, &node) != root) {
+    return Status::Corruption("Merkle proof does not lead to the expected root");
+  }
   return Status::Ok();
 }
 

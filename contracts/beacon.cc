@@ -72,30 +72,6 @@ bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::s
   return Leading64(w.Finalize()) % rate == 0;
 }
 
-std::vector<std::uint64_t> HiddenCheckpoints(std::string_view secret, std::string_view forced_seed,
-                                             std::string_view task_id, std::uint64_t segment_count) {
-  std::vector<std::uint64_t> hidden;
-  if (segment_count < 3) return hidden;
-  const std::uint64_t choices = segment_count - 2;
-  const std::uint64_t count = (choices + kHiddenCheckpointShare - 1) / kHiddenCheckpointShare;
-  // 2^64 mod choices: accepting only draws >= this leaves a range whose size is a multiple of it.
-  const std::uint64_t reject_below = (0 - choices) % choices;
-  for (std::uint64_t counter = 0; hidden.size() < count; ++counter) {
-    consensus::HashWriter w;
-    w.String("polnode/hidden-checkpoints/v1");
-    w.Bytes(Span(secret));
-    w.Bytes(Span(forced_seed));
-    w.Bytes(Span(task_id));
-    w.U64(counter);
-    const std::uint64_t x = Leading64(w.Finalize());
-    if (x < reject_below) continue;
-    const std::uint64_t checkpoint = 1 + x % choices;
-    if (std::find(hidden.begin(), hidden.end(), checkpoint) == hidden.end()) hidden.push_back(checkpoint);
-  }
-  std::sort(hidden.begin(), hidden.end());
-  return hidden;
-}
-
 Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root,
                       std::string_view submitter_seed) {
   consensus::HashWriter w;

@@ -141,19 +141,10 @@ Status CheckRules(const proto::RevealTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.secret(), "secret"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.result_root(), "result_root"));
-  // The forced-round fields are all present or all absent, and the hidden checkpoints come only
-  // with them.
-  if (msg.committed_final().empty() && msg.honest_final().empty() && msg.final_proof().empty()) {
-    if (msg.hidden_size() > 0) return Status::InvalidArgument("hidden checkpoints come with a forced round's fields");
-    return Status::Ok();
-  }
+  // The forced-round fields are all present or all absent.
+  if (msg.committed_final().empty() && msg.honest_final().empty() && msg.final_proof().empty()) return Status::Ok();
   POLNODE_RETURN_IF_ERROR(Check32(msg.committed_final(), "committed_final"));
-  POLNODE_RETURN_IF_ERROR(Check32(msg.honest_final(), "honest_final"));
-  for (const proto::HiddenCheckpointReveal& hidden : msg.hidden()) {
-    POLNODE_RETURN_IF_ERROR(Check32(hidden.committed(), "hidden committed"));
-    POLNODE_RETURN_IF_ERROR(Check32(hidden.honest(), "hidden honest"));
-  }
-  return Status::Ok();
+  return Check32(msg.honest_final(), "honest_final");
 }
 
 }  // namespace polnode::contracts

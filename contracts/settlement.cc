@@ -166,54 +166,9 @@ Status SettleSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, bo
   return Status::Ok();
 }
 
-// The committed root with each hidden checkpoint's honest hash in place of its committed one, one
-// after the other (each one's path is in the proof with those before it replaced, and serves both
-// hashes): where the final leaf's path climbs from the committed final leaf.
-Result<Hash256> ReplaceHiddenCheckpoints(const proto::RevealTx& msg, const std::vector<std::uint64_t>& hidden,
-                                         const Hash256& committed_root, std::uint64_t segments) {
-  if (msg.hidden_size() != static_cast<int>(hidden.size())) {
-    return Status::InvalidArgument("forced-error round: the task has " + std::to_string(hidden.size()) +
-                                   " hidden checkpoints, the reveal shows " + std::to_string(msg.hidden_size()));
-  }
-  Hash256 root = committed_root;
-  for (std::size_t i = 0; i < hidden.size(); ++i) {
-    const proto::HiddenCheckpointReveal& leaf = msg.hidden(static_cast<int>(i));
-    const std::string where = "forced-error round: hidden checkpoint " + std::to_string(hidden[i]);
-    POLNODE_ASSIGN_OR_RETURN(Hash256 committed, HashField(leaf.committed(), "hidden committed"));
-    POLNODE_ASSIGN_OR_RETURN(Hash256 honest, HashField(leaf.honest(), "hidden honest"));
-    POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, ProofField(leaf.proof(), "hidden proof"));
-    if (committed == honest) return Status::InvalidArgument(where + ": its honest hash must differ from the committed one");
-    if (path.leaf_index != hidden[i] || path.leaf_count != segments + 1 ||
-        !consensus::VerifyMerkleProof(root, committed, path).ok()) {
-      return Status::InvalidArgument(where + ": its proof must climb from the committed hash to the committed root "
-                                     "with the hidden checkpoints before it replaced");
-    }
-    POLNODE_ASSIGN_OR_RETURN(root, consensus::MerkleRootOfProof(honest, path));
-  }
-  return root;
-}
-
-// The segments of a slot's replay (its drawn segments and the final one) that a forced round's
-// committed proof gets wrong, ascending: the final one, and those ending at or starting from a
-// hidden checkpoint. What a verifier that replayed its slot names failed, and only that.
-std::vector<std::uint64_t> ForcedFailures(const proto::VerifierSlot& slot, const std::vector<std::uint64_t>& hidden,
-                                          std::uint64_t final_segment) {
-  std::vector<std::uint64_t> failed;
-  for (std::uint64_t s : slot.segments()) {
-    const bool touches = std::any_of(hidden.begin(), hidden.end(), [&](std::uint64_t h) { return s + 1 == h || s == h; });
-    if (touches) failed.push_back(s);
-  }
-  failed.push_back(final_segment);
-  std::sort(failed.begin(), failed.end());
-  failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
-  return failed;
-}
-
-// Checks a forced round's reveal and records who vouched for the honest proof and which challenges
-// caught the error. The honest proof differs from the committed one in its final leaf and its
-// hidden checkpoints (beacon.h HiddenCheckpoints): their paths turn the committed root into the
-// one the final leaf's path climbs to, from the committed final leaf, and to the honest root from
-// the honest final leaf.
+// Checks a forced round's reveal and records who vouched for the honest final state and which
+// challenges caught the error. The honest proof differs from the committed one only in its final
+// leaf: both roots come from one path.
 Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(Hash256 committed_final, HashField(msg.committed_final(), "committed_final"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 honest_final, HashField(msg.honest_final(), "honest_final"));
@@ -221,36 +176,25 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(Hash256 result_root, HashField(msg.result_root(), "result_root"));
   POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, ProofField(msg.final_proof(), "final_proof"));
   const std::uint64_t segments = SegmentCount(task.spec());
-  const std::vector<std::uint64_t> hidden = HiddenCheckpoints(msg.secret(), task.forced_seed(), task.id(), segments);
-  POLNODE_ASSIGN_OR_RETURN(Hash256 before_final, ReplaceHiddenCheckpoints(msg, hidden, committed_root, segments));
   if (committed_final == honest_final) {
     return Status::InvalidArgument("forced-error round: honest_final must differ from the committed final checkpoint");
   }
   if (path.leaf_index != segments || path.leaf_count != segments + 1 ||
-      !consensus::VerifyMerkleProof(before_final, committed_final, path).ok() ||
+      !consensus::VerifyMerkleProof(committed_root, committed_final, path).ok() ||
       !consensus::VerifyMerkleProof(result_root, honest_final, path).ok()) {
     return Status::InvalidArgument(
-        "forced-error round: the honest proof must be the committed one with only its final and hidden checkpoints "
-        "replaced");
+        "forced-error round: the honest proof must be the committed one with only its final checkpoint replaced");
   }
   task.set_forced_root(task.proof_root());
   task.set_proof_root(msg.result_root());
   task.set_honest_final(msg.honest_final());
-  for (std::size_t i = 0; i < hidden.size(); ++i) {
-    task.add_hidden_checkpoints(hidden[i]);
-    task.add_hidden_honest(msg.hidden(static_cast<int>(i)).honest());
-  }
   const std::uint64_t final_segment = segments - 1;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (!Live(slot) || slot.verdict() != proto::VERDICT_REJECT) continue;
-    // A catcher names exactly what its slot's replay finds wrong: a verifier that replayed only
-    // the final segment misses the hidden checkpoints whenever its drawn segments touch one.
-    const std::vector<std::uint64_t> expected = ForcedFailures(slot, hidden, final_segment);
-    const bool named = std::equal(slot.failed_segments().begin(), slot.failed_segments().end(), expected.begin(),
-                                  expected.end());
+    const bool only_final = slot.failed_segments_size() == 1 && slot.failed_segments(0) == final_segment;
     const bool reached = task.spec().tolerant() ||
                          slot.final_digest() == ToBytes(FinalDigest(slot.verifier(), msg.honest_final()));
-    if (named && reached) {
+    if (only_final && reached) {
       slot.set_vouched(true);
     } else {
       // It claims the honest proof is wrong as well: the solver defends it in a game.

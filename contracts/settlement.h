@@ -18,15 +18,11 @@
 //   include the disproven segment accepted a wrong transition it replayed: its lock goes to the
 //   disprover. A challenger that lost its own game pays the solver; one whose game was not needed
 //   is released.
-// Forced: the committed proof was deliberately wrong in its final checkpoint and, for tasks of 3
-//   or more segments, in hidden checkpoints (one in kHiddenCheckpointShare of checkpoints 1 to
-//   S - 2, beacon.h HiddenCheckpoints; RevealTx shows the honest ones, and from then on proof_root
-//   names the honest proof). Accepting verifiers accepted a forced error: their locks go to the
-//   jackpot. Rejecters whose failed segments are exactly the final one and those of their drawn
-//   segments that end at or start from a hidden checkpoint, and whose final digest matches the
-//   honest final state (any, for tolerant tasks), are catchers: paid, and they vouch for the honest
-//   proof. A verifier that replays only the final segment names the final one alone, so whenever
-//   its drawn segments touch a hidden checkpoint it is no catcher. Whistleblower challengers whose final
+// Forced: the committed proof was deliberately wrong in its final checkpoint (RevealTx shows the
+//   honest one, and from then on proof_root names the honest proof). Accepting verifiers accepted
+//   a forced error: their locks go to the jackpot. Rejecters whose only failed segment is the final
+//   one and whose final digest matches the honest final state (any, for tolerant tasks) are
+//   catchers: paid, and they vouch for the honest proof. Whistleblower challengers whose final
 //   digest matches the honest final state (any, for tolerant tasks) are catchers too (released).
 //   The jackpot pays min(pool * jackpot_payout_bps, payment * jackpot_payout_cap_bps) / 10000,
 //   split among the catchers. Other rejecters and challengers claim the honest proof is wrong too
@@ -48,11 +44,9 @@ namespace polnode::contracts {
 
 /// task/reveal: the solver reveals its secret while the task is revealing. The secret must hash to
 /// the claim's commitment. Not forced: result_root must equal the committed root and the forced
-/// fields be empty. Forced: each hidden checkpoint's committed and honest hashes (different)
-/// replace it through its siblings, one after the other from the committed root, and
-/// committed_final and honest_final (different) climb through final_proof's siblings (the final
-/// leaf) to the root that gives and to result_root; a task of fewer than 3 segments has none.
-/// Then the dispute games start (dispute_game.h) or the task settles.
+/// fields be empty. Forced: committed_final and honest_final (different) must climb through
+/// final_proof's siblings (the final leaf) to the committed root and to result_root. Then the
+/// dispute games start (dispute_game.h) or the task settles.
 [[nodiscard]] Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::RevealTx& msg);
 
 /// After the last dispute game (or when none is needed): pays out by the proof's standing as

@@ -74,9 +74,9 @@ Hash256 ProofModel::ReplayEnd(std::uint64_t segment) const {
   return LeafOf(task_key_, k_, branches_[segment], segment + 1);
 }
 
-ProofModel ProofModel::WithCheckpoint(std::uint64_t checkpoint, std::uint32_t branch) const {
+ProofModel ProofModel::WithFinal(std::uint32_t branch) const {
   std::vector<std::uint32_t> branches = branches_;
-  branches[checkpoint] = branch;
+  branches.back() = branch;
   return ProofModel(task_key_, k_, std::move(branches));
 }
 

@@ -11,7 +11,7 @@
 // Every checkpoint is a real training state: one tensor of kElements float32 values derived from
 // (task key, branch, index), whose version-2 state hash (consensus/pinpoint.h) is the Merkle leaf.
 // So dispute openings carry real Merkle proofs against the committed root, forced reveals real
-// final-leaf and hidden-leaf paths, and publications real tensors that the contracts hash and check.
+// final-leaf paths, and publications real tensors that the contracts hash and check.
 #ifndef POLNODE_ECON_PROOF_MODEL_H_
 #define POLNODE_ECON_PROOF_MODEL_H_
 
@@ -51,8 +51,8 @@ class ProofModel {
   /// The state an honest replay of segment `segment` from this proof's checkpoint reaches.
   Hash256 ReplayEnd(std::uint64_t segment) const;
 
-  /// This proof with checkpoint `checkpoint` (at most segments()) moved to `branch`.
-  ProofModel WithCheckpoint(std::uint64_t checkpoint, std::uint32_t branch) const;
+  /// This proof with its final checkpoint moved to `branch`.
+  ProofModel WithFinal(std::uint32_t branch) const;
 
   /// The task/publish transactions that put checkpoint `checkpoint` on the ledger: its header,
   /// then its chunks.

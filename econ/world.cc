@@ -10,10 +10,9 @@
 namespace polnode::econ {
 namespace {
 
-// Branches (proof_model.h) of the made-up states: a forced round's wrong final and hidden
-// checkpoints, a garbage trajectory's checkpoints, a random "honest" final state.
+// Branches (proof_model.h) of the made-up states: a forced round's wrong final checkpoint, a
+// garbage trajectory's checkpoints, a random "honest" final state.
 constexpr std::uint32_t kGarbageFinal = 0xF000'0000;
-constexpr std::uint32_t kGarbageHidden = 0xC000'0000;
 constexpr std::uint32_t kGarbageBase = 0xE000'0000;
 constexpr std::uint32_t kRandomFinal = 0xD000'0000;
 
@@ -150,7 +149,7 @@ ProofModel World::WithheldProof(const Round& round) const {
   return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
 }
 
-std::optional<ProofModel> World::TrainedProof(const Round& round) const {
+std::optional<ProofModel> World::CommittedProof(const Round& round) const {
   const std::uint64_t s = config_.segments;
   const SolverPlay play = SelfDealing() ? SolverPlay::kHonest : spec_.solver;
   switch (play) {
@@ -175,23 +174,14 @@ std::optional<ProofModel> World::TrainedProof(const Round& round) const {
         const bool made_up = std::find(skipped.begin(), skipped.end(), c - 1) != skipped.end();
         branches[c] = branches[c - 1] + (made_up ? 1 : 0);
       }
-      return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
+      ProofModel proof(round.task_id, config_.checkpoint_interval, std::move(branches));
+      return round.forced ? proof.WithFinal(kGarbageFinal) : proof;
     }
     case SolverPlay::kHonest:
       break;
   }
-  return HonestProof(round);
-}
-
-std::optional<ProofModel> World::CommittedProof(const Round& round) const {
-  std::optional<ProofModel> trained = TrainedProof(round);
-  const bool garbage = !SelfDealing() && spec_.solver == SolverPlay::kForcedGarbage;
-  if (!trained || !round.forced || garbage) return trained;
-  // A forced round falsifies the final checkpoint and the hidden ones (beacon.h HiddenCheckpoints).
-  ProofModel forced = trained->WithCheckpoint(config_.segments, kGarbageFinal);
-  // Each on a branch of its own: two adjacent hidden checkpoints are no segment of one trajectory.
-  for (std::uint64_t h : round.hidden) forced = forced.WithCheckpoint(h, kGarbageHidden + static_cast<std::uint32_t>(h));
-  return forced;
+  ProofModel honest = HonestProof(round);
+  return round.forced ? honest.WithFinal(kGarbageFinal) : honest;
 }
 
 Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Task& task, std::uint32_t index) const {
@@ -346,24 +336,14 @@ std::optional<PendingTx> World::Reveal(Round& round) const {
     msg.set_result_root(Bytes(round.committed->Root()));
     round.trial = round.committed;
   } else {
-    // The honest final state continues checkpoint S-1's trajectory, the hidden checkpoints are the
-    // trained ones, each shown on its path in the proof with those before it restored; garbage has
-    // nothing to continue and shows made-up states.
+    // The honest final state continues checkpoint S-1's trajectory; garbage has none to continue.
     const bool garbage = !SelfDealing() && spec_.solver == SolverPlay::kForcedGarbage;
     const std::uint32_t final_branch = garbage ? kRandomFinal : round.committed->branch(s - 1);
-    ProofModel restored = *round.committed;
-    for (std::uint64_t h : round.hidden) {
-      proto::HiddenCheckpointReveal* leaf = msg.add_hidden();
-      leaf->set_committed(Bytes(restored.Leaf(h)));
-      leaf->set_proof(restored.PathOf(h));
-      restored = restored.WithCheckpoint(h, garbage ? kRandomFinal : TrainedProof(round)->branch(h));
-      leaf->set_honest(Bytes(restored.Leaf(h)));
-    }
-    round.trial = restored.WithCheckpoint(s, final_branch);
+    round.trial = round.committed->WithFinal(final_branch);
     msg.set_result_root(Bytes(round.trial->Root()));
     msg.set_committed_final(Bytes(round.committed->Leaf(s)));
     msg.set_honest_final(Bytes(round.trial->Leaf(s)));
-    msg.set_final_proof(restored.PathOf(s));
+    msg.set_final_proof(round.committed->PathOf(s));
   }
   return MakeTx(Claimer(), contracts::payload::kReveal, msg);
 }
@@ -452,7 +432,6 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
   POLNODE_RETURN_IF_ERROR(chain_.AdvanceTo(task.claim_height() + config_.params.beacon_delay()));
   POLNODE_ASSIGN_OR_RETURN(task, chain_.Task(round.task_id));
   round.forced = contracts::IsForcedError(round.secret, task.forced_seed(), round.task_id, config_.params.forced_error_rate());
-  if (round.forced) round.hidden = contracts::HiddenCheckpoints(round.secret, task.forced_seed(), round.task_id, config_.segments);
 
   if (SelfDealing() && !round.forced) {
     POLNODE_RETURN_IF_ERROR(chain_.AdvanceTo(task.deadline()));  // abandoned: the commit deadline passes

@@ -52,7 +52,6 @@ class World {
     std::string task_id;
     std::string secret;
     bool forced = false;
-    std::vector<std::uint64_t> hidden;  // forced rounds: the hidden checkpoints (beacon.h HiddenCheckpoints)
     std::optional<ProofModel> committed;  // empty for a withheld proof
     std::optional<ProofModel> trial;      // the proof the games are about, once revealed
     // What each verifier key replayed (its failures are knowledge), over all the slots it holds.
@@ -73,9 +72,6 @@ class World {
   const PubKey& Claimer() const { return SelfDealing() ? cast_.owner_solver : cast_.solver; }
 
   ProofModel HonestProof(const Round& round) const;
-  /// The proof the solver's play trains (garbage for a forced round's garbage), before a forced
-  /// round's falsifications.
-  std::optional<ProofModel> TrainedProof(const Round& round) const;
   std::optional<ProofModel> CommittedProof(const Round& round) const;
   /// The proof a withholding solver commits to: garbage past checkpoint 0, never served.
   ProofModel WithheldProof(const Round& round) const;

@@ -160,12 +160,8 @@ std::vector<Seed> LedgerSeeds() {
   game.set_round(3);
   const std::string games_with_one = node::TaskGamesJson(one_game);
   // No task on this chain reached its verdicts; one with a verifier slot and a whistleblower's
-  // challenge that caught a forced error, and the round's hidden checkpoints, written by the
-  // ledger's renderer, shows their formats.
+  // challenge that caught a forced error, written by the ledger's renderer, shows their formats.
   proto::Task challenged = tasks->tasks[0];
-  challenged.set_forced_error(true);
-  challenged.add_hidden_checkpoints(2);
-  challenged.add_hidden_honest(std::string(32, '\x99'));
   proto::VerifierSlot* slot = challenged.add_verifiers();
   slot->set_verifier(std::string(32, '\x55'));
   slot->set_verdict(proto::VERDICT_REJECT);

@@ -61,34 +61,6 @@ Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string
   return out;
 }
 
-// --hidden: COMMITTED:HONEST:PROOF entries, comma-separated, into `tx`'s hidden checkpoints.
-Status HiddenList(std::string_view list, proto::RevealTx& tx) {
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    const std::string_view entry = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    std::string parts[3];
-    std::string_view rest = entry;
-    for (int i = 0; i < 3; ++i) {
-      const std::size_t colon = rest.find(':');
-      if ((i < 2) == (colon == std::string_view::npos)) {
-        return Status::InvalidArgument("--hidden: '" + std::string(entry) + "' is not COMMITTED:HONEST:PROOF");
-      }
-      Result<std::vector<std::uint8_t>> bytes = consensus::HexToBytes(rest.substr(0, colon));
-      if (!bytes.ok() || (i < 2 && bytes->size() != 32)) {
-        return Status::InvalidArgument("--hidden: '" + std::string(entry) + "' is not COMMITTED:HONEST:PROOF in hex");
-      }
-      parts[i].assign(bytes->begin(), bytes->end());
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    }
-    proto::HiddenCheckpointReveal* hidden = tx.add_hidden();
-    hidden->set_committed(std::move(parts[0]));
-    hidden->set_honest(std::move(parts[1]));
-    hidden->set_proof(std::move(parts[2]));
-  }
-  return Status::Ok();
-}
-
 Result<std::uint64_t> Amount(const FlagSet& flags, std::string_view name) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t v, flags.GetInt(name, 0, INT64_MAX));
   return static_cast<std::uint64_t>(v);
@@ -364,10 +336,7 @@ const TxKind kKinds[] = {
        f.Value("result-root", "HEX", "the proof root the submitter should use (64 hex)", "", true);
        f.Value("committed-final", "HEX", "forced rounds: the committed final checkpoint hash (64 hex)");
        f.Value("honest-final", "HEX", "forced rounds: the honest final checkpoint hash (64 hex)");
-       f.Value("final-proof", "HEX", "forced rounds: the final leaf's serialized Merkle proof in the honest proof");
-       f.Value("hidden", "LIST", "forced rounds: each hidden checkpoint (contracts beacon.h HiddenCheckpoints) in "
-               "ascending order as COMMITTED:HONEST:PROOF (64 hex, 64 hex, its serialized Merkle proof in the "
-               "committed proof with the ones before it replaced), comma-separated");
+       f.Value("final-proof", "HEX", "forced rounds: the final leaf's serialized Merkle proof");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::RevealTx tx;
@@ -381,7 +350,6 @@ const TxKind kKinds[] = {
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_honest_final(), Bytes32(f, "honest-final"));
        }
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_proof(), OptionalHex(f, "final-proof"));
-       POLNODE_RETURN_IF_ERROR(HiddenList(f.Get("hidden"), tx));
        return Serialize(tx);
      }},
 };

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/blob_store.h"
-#include "polnode/solver/pol_files.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/verifier/dispute_player.h"
 
@@ -20,7 +18,6 @@ struct DisputeDuty::State {
   std::optional<solver::BlobStore> store;
   std::optional<verifier::DisputePlayer> player;
   std::string prepared_root;  // the proof root the player was built for
-  std::optional<solver::ProofDir> honest;  // party.honest_proof_dir, opened for a forced round's games
 };
 
 DisputeDuty::DisputeDuty(DisputeParty party) : state_(std::make_unique<State>()) { state_->party = std::move(party); }
@@ -58,22 +55,8 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
   context.backend = s.party.backend;
   context.key = ctx.pubkey();
   context.checkpoint_hashes = s.manifest->checkpoint_hashes;
-  std::set<std::uint64_t> hidden;
   if (forced) {
     POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes.back(), Hash32(task.honest_final(), "honest_final"));
-    if (task.hidden_checkpoints_size() != task.hidden_honest_size()) {
-      return Status::FailedPrecondition("the task's hidden checkpoints and their honest hashes do not pair up");
-    }
-    for (int i = 0; i < task.hidden_checkpoints_size(); ++i) {
-      const std::uint64_t h = task.hidden_checkpoints(i);
-      if (h >= context.checkpoint_hashes.size()) return Status::FailedPrecondition("a hidden checkpoint past the proof");
-      POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes[h], Hash32(task.hidden_honest(i), "hidden_honest"));
-      hidden.insert(h);
-    }
-    if (!hidden.empty() && !s.party.honest_proof_dir.empty()) {
-      POLNODE_ASSIGN_OR_RETURN(solver::ProofDir honest, solver::OpenProofDir(s.party.honest_proof_dir));
-      s.honest.emplace(std::move(honest));
-    }
   }
   context.suspect_segments = s.party.suspect_segments;
   context.responder_options.tamper = s.party.tamper;
@@ -82,19 +65,8 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
   const proto::Task task_record = task;
   // A replay starts from a checkpoint of the committed proof (never the final one): from the
   // solver's server, or as the solver published it on the ledger.
-  context.load_checkpoint = [state, uri, ledger, task_record, hidden](std::uint64_t checkpoint) -> Result<solver::TrainState> {
+  context.load_checkpoint = [state, uri, ledger, task_record](std::uint64_t checkpoint) -> Result<solver::TrainState> {
     if (checkpoint >= state->manifest->checkpoint_blobs.size()) return Status::OutOfRange("no such checkpoint");
-    if (hidden.count(checkpoint) != 0) {
-      // A forced round's hidden checkpoint: the committed one is falsified; the honest state is
-      // the solver's own.
-      if (!state->honest) {
-        return Status::FailedPrecondition("checkpoint " + std::to_string(checkpoint) +
-                                          " is hidden: its honest state is the solver's, not served");
-      }
-      POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes,
-                               state->honest->store.Get(state->honest->manifest.checkpoint_blobs[checkpoint]));
-      return solver::DecodeState(bytes);
-    }
     const consensus::Hash256& blob = state->manifest->checkpoint_blobs[checkpoint];
     Status fetched = FetchBlob(uri, blob, *state->store);
     const auto& published = task_record.published();

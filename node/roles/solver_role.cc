@@ -331,9 +331,7 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   const bool forced = contracts::IsForcedError(claimed.secret, task.forced_seed(), task.id(), params_.forced_error_rate());
   consensus::Hash256 root = honest;
   if (forced) {
-    POLNODE_RETURN_IF_ERROR(MakeForcedErrorProof(claimed.dir + "/" + kHonestDir, claimed.dir + "/" + kForcedDir,
-                                                 HiddenOf(task, claimed), ctx.key())
-                                .status());
+    POLNODE_RETURN_IF_ERROR(MakeForcedErrorProof(claimed.dir + "/" + kHonestDir, claimed.dir + "/" + kForcedDir, ctx.key()).status());
     POLNODE_ASSIGN_OR_RETURN(root, proofs_.Add(claimed.dir + "/" + kForcedDir));
   }
   proto::CommitProofTx tx;
@@ -351,11 +349,6 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   }
   claimed.committed_root = root;
   return Status::Ok();
-}
-
-std::vector<std::uint64_t> SolverRole::HiddenOf(const proto::Task& task, const Claimed& claimed) {
-  const std::uint64_t segments = task.spec().total_steps() / std::max<std::uint64_t>(1, task.spec().checkpoint_interval());
-  return contracts::HiddenCheckpoints(claimed.secret, task.forced_seed(), task.id(), segments);
 }
 
 std::string SolverRole::CommittedDir(const Claimed& claimed, bool forced) {
@@ -484,9 +477,15 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       tx.set_secret(claimed->secret);
       tx.set_result_root(Raw(*claimed->honest_root));
       if (forced) {
-        // The honest proof is the committed one with the final and the hidden checkpoints replaced.
-        POLNODE_RETURN_IF_ERROR(
-            FillForcedReveal(CommittedDir(*claimed, false), CommittedDir(*claimed, true), HiddenOf(task, *claimed), tx));
+        // The honest proof is the committed one with the final checkpoint replaced: both share the
+        // final leaf's Merkle path.
+        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir committed, solver::OpenProofDir(CommittedDir(*claimed, true)));
+        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir honest, solver::OpenProofDir(CommittedDir(*claimed, false)));
+        const std::uint64_t final_index = committed.manifest.checkpoint_hashes.size() - 1;
+        tx.set_committed_final(Raw(committed.manifest.checkpoint_hashes.back()));
+        tx.set_honest_final(Raw(honest.manifest.checkpoint_hashes.back()));
+        POLNODE_ASSIGN_OR_RETURN(std::string path, CheckpointProof(CommittedDir(*claimed, true), final_index));
+        tx.set_final_proof(std::move(path));
       }
       POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("reveal-" + task_hex, contracts::payload::kReveal, Serialized(tx)));
       if (state == DutyState::kSent) ctx.log().Event("revealing", {{"task", task_hex}, {"forced", forced ? "true" : "false"}});
@@ -507,8 +506,6 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
         }
         party.cache_dir = ctx.home() + "/cache";
         party.ledger = &ctx.ledger();
-        // A forced round's games are over the honest proof, whose hidden checkpoints only it holds.
-        party.honest_proof_dir = CommittedDir(*claimed, false);
         claimed->disputes = std::make_unique<DisputeDuty>(std::move(party));
       }
       return claimed->disputes->Poll(ctx, task).status();

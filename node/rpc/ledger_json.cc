@@ -192,15 +192,6 @@ void WriteTask(JsonWriter& w, const proto::Task& task) {
   w.Key("publish_required").BeginArray();
   for (std::uint64_t c : task.publish_required()) w.Uint(c);
   w.EndArray();
-  // A forced round's hidden checkpoints with their honest hashes (after the reveal).
-  w.Key("hidden_checkpoints").BeginArray();
-  for (int i = 0; i < task.hidden_checkpoints_size(); ++i) {
-    w.BeginObject()
-        .Field("checkpoint", task.hidden_checkpoints(i))
-        .Field("honest", ToHex(i < task.hidden_honest_size() ? task.hidden_honest(i) : std::string()))
-        .EndObject();
-  }
-  w.EndArray();
   w.Key("spec");
   WriteSpec(w, task.spec());
   w.Key("verifiers").BeginArray();

@@ -165,25 +165,6 @@ TEST(MerkleTest, ProofOfAnotherLeafFails) {
   }
 }
 
-// A leaf's proof does not depend on the leaf, so it gives the root of the tree with that leaf
-// replaced (what a forced round's reveal uses to replace two checkpoints one after the other).
-TEST(MerkleTest, TheRootOfAProofIsTheRootWithThatLeafReplaced) {
-  for (std::uint64_t n = 1; n <= 17; ++n) {
-    const std::vector<Hash256> leaves = TestLeaves(n);
-    const MerkleTree tree(leaves);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const MerkleProof proof = *tree.Prove(i);
-      EXPECT_EQ(*MerkleRootOfProof(leaves[i], proof), tree.root()) << n << " leaves, leaf " << i;
-      std::vector<Hash256> replaced = leaves;
-      replaced[i] = TestLeaf(1000 + i);
-      EXPECT_EQ(*MerkleRootOfProof(replaced[i], proof), MerkleRoot(replaced)) << n << " leaves, leaf " << i;
-    }
-  }
-  MerkleProof outside = *MerkleTree(TestLeaves(4)).Prove(1);
-  outside.leaf_index = 4;
-  EXPECT_EQ(MerkleRootOfProof(TestLeaf(1), outside).status().code(), StatusCode::kInvalidArgument);
-}
-
 TEST(MerkleTest, MalformedProofsAreInvalidArgument) {
   const std::vector<Hash256> leaves = TestLeaves(6);
   const MerkleTree tree(leaves);

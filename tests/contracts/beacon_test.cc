@@ -63,37 +63,6 @@ TEST(IsForcedError, DependsOnTheSeedSoTheSolverCannotPrecompute) {
   EXPECT_GT(differ, 10);
 }
 
-// A forced round's hidden checkpoints: one in kHiddenCheckpointShare (at least one) of [1, S - 2]
-// (never the initial state, nor the start of the final segment), distinct and ascending, the same
-// for the same inputs, covering the range evenly and following the solver's secret; a task of
-// fewer than 3 segments has none.
-TEST(HiddenCheckpoints, InRangeDistinctDeterministicUniformAndSecret) {
-  EXPECT_TRUE(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 2).empty());
-  EXPECT_TRUE(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 0).empty());
-  EXPECT_EQ(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 3), std::vector<std::uint64_t>{1});  // the only choice
-  EXPECT_EQ(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 6).size(), 1u);    // 4 choices
-  EXPECT_EQ(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 7).size(), 2u);    // 5 choices
-  EXPECT_EQ(HiddenCheckpoints(Bytes32(1), Bytes32(2), Bytes32(3), 262).size(), 65u);  // 260 choices
-  std::vector<int> hits(17, 0);
-  int differ = 0;
-  for (int i = 0; i < 800; ++i) {
-    const std::string secret = Bytes32(static_cast<std::uint8_t>(i)) + std::to_string(i);
-    const std::vector<std::uint64_t> hidden = HiddenCheckpoints(secret, Bytes32(2), Bytes32(3), 16);
-    ASSERT_EQ(hidden.size(), 4u);  // ceil(14 / 4)
-    EXPECT_TRUE(std::is_sorted(hidden.begin(), hidden.end()));
-    EXPECT_EQ(std::set<std::uint64_t>(hidden.begin(), hidden.end()).size(), 4u);
-    for (std::uint64_t h : hidden) {
-      ASSERT_GE(h, 1u);
-      ASSERT_LE(h, 14u);
-      ++hits[h];
-    }
-    EXPECT_EQ(HiddenCheckpoints(secret, Bytes32(2), Bytes32(3), 16), hidden);
-    differ += HiddenCheckpoints(secret + "x", Bytes32(2), Bytes32(3), 16) != hidden ? 1 : 0;
-  }
-  for (std::uint64_t h = 1; h <= 14; ++h) EXPECT_GT(hits[h], 150) << h;  // mean 800 x 4 / 14 = 229
-  EXPECT_GT(differ, 780);
-}
-
 TEST(DrawSegments, DistinctSortedInRangeAndDeterministic) {
   const std::string beacon = Bytes32(0x42);
   const std::vector<std::uint64_t> a = DrawSegments(beacon, 1, 10, 4);

@@ -125,23 +125,7 @@ class RandomTraffic {
           msg.set_verdict(verdict < 7 ? proto::VERDICT_ACCEPT : verdict < 8 ? proto::VERDICT_REJECT : proto::VERDICT_UNAVAILABLE);
         }
         msg.set_report_hash(Bytes32(0xCC));
-        if (msg.verdict() == proto::VERDICT_REJECT) {
-          // The final segment and, in a forced round, the slot's drawn segments that touch the
-          // hidden checkpoint: what a diligent replay finds.
-          const std::vector<std::uint64_t> hidden =
-              forced ? HiddenCheckpoints(SecretOf(static_cast<std::uint8_t>(task.solver()[0])), task.forced_seed(),
-                                         task_id, 10)
-                     : std::vector<std::uint64_t>();
-          if (slot < static_cast<std::uint32_t>(task.verifiers_size())) {
-            for (std::uint64_t d : task.verifiers(static_cast<int>(slot)).segments()) {
-              const bool touches =
-                  std::any_of(hidden.begin(), hidden.end(), [&](std::uint64_t h) { return d + 1 == h || d == h; });
-              if (d != 9 && touches) msg.add_failed_segments(d);
-            }
-          }
-          std::sort(msg.mutable_failed_segments()->begin(), msg.mutable_failed_segments()->end());
-          msg.add_failed_segments(9);  // the final segment
-        }
+        if (msg.verdict() == proto::VERDICT_REJECT) msg.add_failed_segments(9);  // the final segment
         if (msg.verdict() != proto::VERDICT_UNAVAILABLE) {
           msg.set_final_digest(ToRaw(FinalDigest(Raw(verifier), Pick(4) != 0 ? kHonestFinal : Bytes32(0x01))));
         }
@@ -211,23 +195,15 @@ class RandomTraffic {
       msg.set_result_root(Pick(10) == 0 ? Bytes32(0xBB) : task.proof_root());
       return chain_.Tx(solver, payload::kReveal, msg);
     }
-    // The honest proof: the committed one with its hidden checkpoints and its final one replaced,
-    // each hidden one's path in the proof with those before it replaced.
+    // The honest proof: the committed one with its final checkpoint replaced.
     std::vector<Hash256> honest = checkpoints_.leaves();
-    for (std::uint64_t h : HiddenCheckpoints(secret, task.forced_seed(), task_id, 10)) {
-      proto::HiddenCheckpointReveal* leaf = msg.add_hidden();
-      leaf->set_committed(ToRaw(honest[h]));
-      const std::vector<std::uint8_t> hidden_path = consensus::SerializeMerkleProof(*consensus::MerkleTree(honest).Prove(h));
-      leaf->set_proof(std::string(hidden_path.begin(), hidden_path.end()));
-      for (std::uint8_t& b : honest[h]) b ^= 0xFF;
-      leaf->set_honest(ToRaw(honest[h]));
-    }
-    const std::vector<std::uint8_t> path = consensus::SerializeMerkleProof(*consensus::MerkleTree(honest).Prove(10));
-    msg.set_final_proof(std::string(path.begin(), path.end()));
     std::copy(kHonestFinal.begin(), kHonestFinal.end(), honest.back().begin());
     msg.set_result_root(ToRaw(consensus::MerkleRoot(honest)));
     msg.set_committed_final(ToRaw(checkpoints_.leaves().back()));
     msg.set_honest_final(kHonestFinal);
+    const std::vector<std::uint8_t> path =
+        consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints_.leaves()).Prove(10));
+    msg.set_final_proof(std::string(path.begin(), path.end()));
     return chain_.Tx(solver, payload::kReveal, msg);
   }
 

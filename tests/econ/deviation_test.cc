@@ -2,13 +2,12 @@
 // deviation of polnode/econ/sweep.h loses against honest play, strictly, with the whole 95%
 // interval below zero, at payments 10^3, 10^6 and 10^9 and verification costs 0 and f (the whole
 // verifier fee); every honest role breaks even or gains. Splitting verifier stake over keys gains
-// nothing at all (SplittingVerifierStake). Three deviations gained whatever the parameters until
-// protocol version 4 changed the rules (econ/README.md, "What parameters cannot fix"): the
-// whistleblower that copies rejects instead of replaying (whistleblower-copycat) loses since a
-// challenge catches a forced error only with a final digest that matches the honest final state;
-// the verifier that replays only the final segment (verifier-final-only) loses since a forced round
-// also falsifies hidden checkpoints, which its drawn segments touch more often than not, and then
-// it is no catcher; verifier stake split over keys, above.
+// nothing at all (SplittingVerifierStake). The whistleblower that copies rejects instead of
+// replaying (whistleblower-copycat) loses since a challenge catches a forced error only with a
+// final digest that matches the honest final state (protocol version 4): without one it plays a
+// game over the honest proof and forfeits its lock. The deviation that no parameter can make lose
+// is pinned as a gain in RuleChangeNeeded, with the rule change econ/README.md proposes: when the
+// rules change, that test fails and the strategy moves to DeviationLoses.
 //
 // Fixed seeds make every run the same on every machine; each case runs 3 warm chains and 2 worlds of
 // 600 tasks per payment (about a second in a release build).
@@ -68,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(GenesisDefaults, DeviationLoses,
                                            Strategy::kCollusion, Strategy::kSelfDealing,
                                            Strategy::kWhistleblowerNeverChecks,
                                            Strategy::kWhistleblowerChallengesAll,
-                                           Strategy::kWhistleblowerCopycat, Strategy::kVerifierFinalOnly),
+                                           Strategy::kWhistleblowerCopycat),
                          TestName);
 
 class HonestRoleBreaksEven : public ::testing::TestWithParam<Strategy> {};
@@ -106,6 +105,27 @@ TEST(SplittingVerifierStake, GainsNoSlotAndLosesTheReplaysOneKeyShares) {
     }
   }
 }
+
+// No parameter makes this lose (econ/README.md, "What parameters cannot fix"): it gains exactly the
+// work it skips, since the rules cannot tell it from honest play. At c = 0 it skips nothing and
+// ties, so the pin is at c = f.
+//   verifier-final-only: forced errors sit only in the final segment, which every verifier replays,
+//     so replaying just that one catches every forced error; the other segments are never tested.
+class RuleChangeNeeded : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(RuleChangeNeeded, TheDeviationGainsWhenWorkCostsSomething) {
+  Result<std::vector<Row>> rows = SweepOf(GetParam());
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const Row& row : *rows) {
+    if (row.cost_of_fee == 1.0) {
+      EXPECT_GT(row.payoff.low(), 0.0) << Describe(row);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GenesisDefaults, RuleChangeNeeded,
+                         ::testing::Values(Strategy::kVerifierFinalOnly), TestName);
 
 }  // namespace
 }  // namespace polnode::econ

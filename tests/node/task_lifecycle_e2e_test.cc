@@ -20,7 +20,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,7 +29,6 @@
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/rpc/http_client.h"
-#include "polnode/rpc/ledger_json.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
@@ -99,14 +97,6 @@ struct FakeProof {
     return consensus::ToHex(consensus::SerializeMerkleProof(*tree.Prove(checkpoint)));
   }
   std::string FinalHex() const { return consensus::ToHex(hashes.back()); }
-  // This proof with checkpoint `checkpoint` hashed as `hash`.
-  FakeProof With(std::uint64_t checkpoint, const consensus::Hash256& hash) const {
-    FakeProof other = *this;
-    other.hashes[checkpoint] = hash;
-    other.root = consensus::ToHex(consensus::MerkleTree(other.hashes).root());
-    other.initial_proof = other.ProofHex(0);
-    return other;
-  }
 };
 
 // A key made by `polnode keygen`.
@@ -396,13 +386,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
   // Claim with `secret`, wait for the forced-error seed, commit `proof`, wait for the beacon and
   // the assignment of all three verifiers.
   void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret, const FakeProof& proof) {
-    ClaimCommitAndAwaitAssignment(task, secret, [&](const proto::Task&) { return proof; });
-  }
-
-  // The same with the proof `proof_for` gives for the ledger's record of the claimed task once its
-  // forced-error seed is drawn (a forced round's proof depends on it).
-  void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret,
-                                     const std::function<FakeProof(const proto::Task&)>& proof_for) {
+    const std::string& proof_root = proof.root;
     ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", secret}));
     std::string t = Get("/v1/tasks/" + task);
     EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
@@ -410,10 +394,6 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     // The proof may only be committed once the seed exists (tasks.h ExecuteCommitProof).
     t = WaitTask(task, [](const rapidjson::Value& v) { return Bool(v, "forced_seed_drawn"); }, "forced seed drawn");
     ASSERT_EQ(Str(Json(t), "status"), "TASK_CLAIMED") << t;
-    Result<proto::Task> record = DecodeTask(t);
-    ASSERT_TRUE(record.ok()) << record.status().ToString();
-    const FakeProof proof = proof_for(*record);
-    const std::string& proof_root = proof.root;
     // A commitment whose checkpoint 0 is not the task's initial state is refused.
     const FakeProof elsewhere('x', std::nullopt);
     FakeProof wrong_start = elsewhere;
@@ -465,37 +445,16 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     return "";
   }
 
-  // What a replay of `verifier`'s slot of `task` finds failed when the final checkpoint and the
-  // checkpoints `hidden` are wrong: its drawn segments ending at or starting from one of `hidden`,
-  // and the final segment; comma-separated.
-  std::string FailedSegments(const std::string& task, const Actor& verifier, const std::vector<std::uint64_t>& hidden) const {
-    const std::string body = Get("/v1/tasks/" + task);
-    const rapidjson::Document d = Json(body);
-    const rapidjson::Value& slot = d["verifiers"][static_cast<rapidjson::SizeType>(std::stoul(SlotIndex(task, verifier)))];
-    std::set<std::uint64_t> failed = {kSegments - 1};
-    for (const rapidjson::Value& segment : slot["segments"].GetArray()) {
-      const std::uint64_t s = segment.GetUint64();
-      for (std::uint64_t h : hidden) {
-        if (s + 1 == h || s == h) failed.insert(s);
-      }
-    }
-    std::string list;
-    for (std::uint64_t s : failed) list += (list.empty() ? "" : ",") + std::to_string(s);
-    return list;
-  }
-
-  // One verdict per verifier (accept[i] for verifiers_[i]; a reject names what its replay finds
-  // failed when the final checkpoint and those `hidden` are wrong and, with `final_state`, commits
-  // to it); then the challenge window passes undisputed.
+  // One verdict per verifier (accept[i] for verifiers_[i]; a reject names the final segment and,
+  // with `final_state`, commits to it); then the challenge window passes undisputed.
   void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept,
-                               std::optional<std::string> final_state = std::nullopt,
-                               const std::vector<std::uint64_t>& hidden = {}) {
+                               std::optional<std::string> final_state = std::nullopt) {
     ASSERT_EQ(accept.size(), verifiers_.size());
     for (std::size_t i = 0; i < verifiers_.size(); ++i) {
       std::vector<std::string> args = {"--task",        task, "--slot", SlotIndex(task, verifiers_[i]), "--verdict",
                                        accept[i] ? "accept" : "reject", "--report-hash",
                                        Hex32('a' + static_cast<char>(i))};
-      if (!accept[i]) args.insert(args.end(), {"--failed-segments", FailedSegments(task, verifiers_[i], hidden)});
+      if (!accept[i]) args.insert(args.end(), {"--failed-segments", std::to_string(kSegments - 1)});
       if (final_state) {
         const std::array<std::uint8_t, 32> key = Unhex(verifiers_[i].pubkey);
         const std::array<std::uint8_t, 32> state = Unhex(*final_state);
@@ -714,30 +673,18 @@ TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsLeavesItsProofUnprovenAndPays
 
 // forced_error_rate 1 makes every round forced (beacon.h IsForcedError: x % 1 == 0), so the
 // forced-error settlement runs deterministically. The solver commits a proof whose final checkpoint
-// it altered, and its hidden checkpoint (contracts beacon.h HiddenCheckpoints); two verifiers
-// reject what their replays find wrong, committing to the honest final state (they replayed it),
-// one accepts. At the reveal the solver shows the honest hidden and final checkpoints on their
-// Merkle paths.
+// it altered; two verifiers reject the final segment committing to the honest final state (they
+// replayed it), one accepts. At the reveal the solver shows the honest final checkpoint on the
+// committed final leaf's Merkle path.
 TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysTheCatchersThatVouchedAndSlashesTheAccepter) {
   ASSERT_NO_FATAL_FAILURE(StartChain({{"forced_error_rate", 1}}));
   const Snapshot before = Take();
   const std::string task = SubmitTask(600, 600);
   ASSERT_FALSE(HasFailure());
   const FakeProof honest('h');
-  std::vector<std::uint64_t> hidden;
-  FakeProof committed = honest.With(kSegments, consensus::Sha256("the altered final checkpoint"));
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, [&](const proto::Task& record) {
-    const std::array<std::uint8_t, 32> secret = Unhex(kSecret);
-    hidden = contracts::HiddenCheckpoints(std::string_view(reinterpret_cast<const char*>(secret.data()), 32),
-                                          record.forced_seed(), record.id(), kSegments);
-    for (std::uint64_t h : hidden) committed = committed.With(h, consensus::Sha256("altered " + std::to_string(h)));
-    return committed;
-  }));
-  ASSERT_EQ(hidden.size(), 1u);  // ceil(2 / 4) of checkpoints 1..2
-  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}, honest.FinalHex(), hidden));
-  // The hidden checkpoint on its path in the committed proof; the final one's in the honest proof.
-  const std::string hidden_arg = consensus::ToHex(committed.hashes[hidden[0]]) + ":" +
-                                 consensus::ToHex(honest.hashes[hidden[0]]) + ":" + committed.ProofHex(hidden[0]);
+  const FakeProof committed('h', consensus::Sha256("the altered final checkpoint"));
+  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, committed));
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}, honest.FinalHex()));
 
   // A forced round's reveal must name the honest proof, not the committed one.
   std::string wrong;
@@ -749,20 +696,13 @@ TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysTheCatchersThatVouchedAndSlashe
   ASSERT_TRUE(SendTx(solver_, "reveal",
                      {"--task", task, "--secret", kSecret, "--result-root", other.root, "--committed-final",
                       committed.FinalHex(), "--honest-final", other.FinalHex(), "--final-proof",
-                      other.ProofHex(kSegments), "--hidden", hidden_arg},
-                     &wrong, /*wait=*/false));
-  EXPECT_FALSE(AwaitTxOk(wrong));
-  // Nor one that leaves the hidden checkpoint as committed.
-  ASSERT_TRUE(SendTx(solver_, "reveal",
-                     {"--task", task, "--secret", kSecret, "--result-root", honest.With(hidden[0], committed.hashes[hidden[0]]).root,
-                      "--committed-final", committed.FinalHex(), "--honest-final", honest.FinalHex(), "--final-proof",
                       committed.ProofHex(kSegments)},
                      &wrong, /*wait=*/false));
   EXPECT_FALSE(AwaitTxOk(wrong));
   ASSERT_TRUE(SendTx(solver_, "reveal",
                      {"--task", task, "--secret", kSecret, "--result-root", honest.root, "--committed-final",
                       committed.FinalHex(), "--honest-final", honest.FinalHex(), "--final-proof",
-                      honest.ProofHex(kSegments), "--hidden", hidden_arg}));
+                      committed.ProofHex(kSegments)}));
 
   const std::string t = Get("/v1/tasks/" + task);
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_FORCED_ERROR");
@@ -778,8 +718,8 @@ TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysTheCatchersThatVouchedAndSlashe
       std::min(BpsOf(pool, Param("jackpot_payout_bps")), BpsOf(kPayment, Param("jackpot_payout_cap_bps")));
   const std::uint64_t catcher_share = payout / 2;
   EXPECT_EQ(Jackpot(), pool - 2 * catcher_share);
-  // The solver followed the rules: paid E - F, lock released (claim, 2 commits, 4 reveals in fees).
-  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 7 * fee);
+  // The solver followed the rules: paid E - F, lock released (claim, 2 commits, 3 reveals in fees).
+  EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 6 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
   // Rejecters: share + jackpot share; the accepter: nothing, its lock slashed.

@@ -234,12 +234,6 @@ class RolesTest : public ::testing::Test {
   // there), then produces blocks until the ledger has assigned verifiers. The roles are polled
   // throughout, so they stake first.
   void SubmitClaimAndCommit(const std::string& proof_dir) {
-    SubmitClaimAndCommit([&](const proto::Task&) { return proof_dir; });
-  }
-
-  // The same with the proof directory `proof_for` gives for the claimed task once its forced-error
-  // seed is drawn (a forced round's proof depends on it).
-  void SubmitClaimAndCommit(const std::function<std::string(const proto::Task&)>& proof_for) {
     ASSERT_TRUE(RunUntil(
         [&] {
           for (const Daemon& d : daemons_) {
@@ -266,7 +260,6 @@ class RolesTest : public ::testing::Test {
     SendAndCommit(solver_, contracts::payload::kClaimTask, claim);
     ASSERT_TRUE(RunUntil([&] { return !TheTask().forced_seed().empty(); }, true));
 
-    const std::string proof_dir = proof_for(TheTask());
     Result<solver::ProofDir> proof = solver::OpenProofDir(proof_dir);
     ASSERT_TRUE(proof.ok()) << proof.status().ToString();
     proto::CommitProofTx commit;
@@ -604,12 +597,11 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   EXPECT_EQ(TheTask().outcome(), proto::OUTCOME_ACCEPTED);
 }
 
-// A forced round: the solver commits a proof whose final checkpoint and hidden checkpoints it
-// altered on purpose. The honest verifier rejects the final segment and those of its segments that
-// touch a hidden checkpoint, and its verdict commits to the honest final state; the lazy verifier
-// accepts. At the reveal the solver shows the honest checkpoints: the honest verifier vouched for
-// them and is a catcher, the whistleblower's challenge catches it too, the lazy verifier's lock
-// goes to the jackpot, and the solver is paid for the honest proof.
+// A forced round: the solver commits a proof whose final checkpoint it altered on purpose. The
+// honest verifier rejects the final segment and its verdict commits to the honest final state;
+// the lazy verifier accepts. At the reveal the solver shows the honest final checkpoint: the
+// honest verifier vouched for it and is a catcher, the whistleblower's challenge catches it too,
+// the lazy verifier's lock goes to the jackpot, and the solver is paid for the honest proof.
 TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCostsTheLazyOne) {
   RestartLedger(1);
   AddVerifier(honest_, false, "honest");
@@ -617,17 +609,12 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   Daemon& whistleblower = AddWhistleblower(whistleblower_);
   const testing::TinyProof honest_proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   polnode::testing::TempDir forced_dir("roles-forced");
+  Result<consensus::Hash256> forced_root =
+      MakeForcedErrorProof(honest_proof.dir->path(), forced_dir.path(), solver_);
+  ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   SolverDefends(std::nullopt);
-  std::vector<std::uint64_t> hidden;
-  SubmitClaimAndCommit([&](const proto::Task& task) {
-    hidden = contracts::HiddenCheckpoints(secret_, task.forced_seed(), task.id(), 8);
-    Result<consensus::Hash256> forced_root =
-        MakeForcedErrorProof(honest_proof.dir->path(), forced_dir.path(), hidden, solver_);
-    EXPECT_TRUE(forced_root.ok()) << forced_root.status().ToString();
-    return forced_dir.path();
-  });
+  SubmitClaimAndCommit(forced_dir.path());
   ASSERT_TRUE(contracts::IsForcedError(secret_, TheTask().forced_seed(), TheTask().id(), params_.forced_error_rate()));
-  ASSERT_EQ(hidden.size(), 2u);  // ceil(6 / 4) of checkpoints 1..6
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
   proto::Task task = TheTask();
@@ -640,9 +627,13 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
 
+  Result<solver::ProofDir> forced = solver::OpenProofDir(forced_dir.path());
+  ASSERT_TRUE(forced.ok());
   proto::RevealTx reveal = PlainReveal();
   reveal.set_result_root(RawHash(honest_proof.manifest.merkle_root));
-  ASSERT_TRUE(FillForcedReveal(honest_proof.dir->path(), forced_dir.path(), hidden, reveal).ok());
+  reveal.set_committed_final(RawHash(forced->manifest.checkpoint_hashes[8]));
+  reveal.set_honest_final(RawHash(honest_proof.manifest.checkpoint_hashes[8]));
+  reveal.set_final_proof(MerkleProofOf(forced->manifest, 8));
   Reveal(reveal);
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
   task = TheTask();
@@ -651,7 +642,6 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_EQ(task.proof_root(), RawHash(honest_proof.manifest.merkle_root));
   EXPECT_TRUE(SlotOf(task, honest_)->vouched());
   EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
-  EXPECT_EQ(std::vector<std::uint64_t>(task.hidden_checkpoints().begin(), task.hidden_checkpoints().end()), hidden);
   // The whistleblower's challenge committed to the final state its replay reached: the honest one.
   ASSERT_EQ(task.challenges_size(), 1);
   EXPECT_EQ(task.challenges(0).final_digest(),

@@ -70,18 +70,6 @@ void TaskFlow::Claim() {
 
 void TaskFlow::Commit() {
   chain.AdvanceTo(task().claim_height() + chain.params().beacon_delay());
-  // A forced round's committed proof also falsifies its hidden checkpoint, known from the seed.
-  const proto::Task claimed = task();
-  if (!checkpoints.empty() && IsForcedError(secret, claimed.forced_seed(), task_id, chain.params().forced_error_rate())) {
-    hidden = HiddenCheckpoints(secret, claimed.forced_seed(), task_id, Segments());
-    std::vector<Hash256> leaves = checkpoints;
-    honest_hidden.clear();
-    for (std::uint64_t h : hidden) {
-      honest_hidden.push_back(leaves[h]);
-      for (std::uint8_t& b : leaves[h]) b ^= 0xFF;
-    }
-    SetCheckpoints(std::move(leaves));
-  }
   proto::CommitProofTx msg;
   msg.set_task_id(task_id);
   msg.set_proof_root(proof_root);
@@ -135,19 +123,12 @@ void TaskFlow::SetCheckpoints(std::vector<Hash256> leaves) {
   proof_root.assign(reinterpret_cast<const char*>(root.data()), root.size());
 }
 
-std::vector<Hash256> TaskFlow::WithHiddenRestored(std::size_t count) const {
-  std::vector<Hash256> leaves = checkpoints;
-  for (std::size_t i = 0; i < std::min(count, hidden.size()); ++i) leaves[hidden[i]] = honest_hidden[i];
-  return leaves;
-}
-
 std::string TaskFlow::RootWithFinal(const std::string& final_hash) const {
-  std::vector<Hash256> leaves = WithHiddenRestored();
+  std::vector<Hash256> leaves = checkpoints;
   std::copy(final_hash.begin(), final_hash.end(), leaves.back().begin());
   const Hash256 root = consensus::MerkleRoot(leaves);
   return {reinterpret_cast<const char*>(root.data()), root.size()};
 }
-
 
 namespace {
 
@@ -188,25 +169,8 @@ std::uint32_t OpenSlot(const proto::Task& task, const PubKey& verifier) {
 
 }  // namespace
 
-std::vector<std::uint64_t> TaskFlow::DiligentFailures(const PubKey& verifier) const {
-  std::vector<std::uint64_t> failed;
-  const proto::Task current = task();
-  const std::uint32_t slot = OpenSlot(current, verifier);
-  if (slot < static_cast<std::uint32_t>(current.verifiers_size())) {
-    for (std::uint64_t s : current.verifiers(static_cast<int>(slot)).segments()) {
-      if (std::any_of(hidden.begin(), hidden.end(), [&](std::uint64_t h) { return s + 1 == h || s == h; })) {
-        failed.push_back(s);
-      }
-    }
-  }
-  failed.push_back(FinalSegment());
-  std::sort(failed.begin(), failed.end());
-  failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
-  return failed;
-}
-
 TxResult TaskFlow::Verdict(const PubKey& verifier, bool accept) {
-  if (!accept) return Reject(verifier, DiligentFailures(verifier));
+  if (!accept) return Reject(verifier, {FinalSegment()});
   return chain.Run(verifier, payload::kVerdict,
                    VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_ACCEPT, {}, replay_final));
 }
@@ -269,7 +233,7 @@ TxResult TaskFlow::Reveal(const std::string& result_root) {
   return chain.Run(solver, payload::kReveal, msg);
 }
 
-proto::RevealTx TaskFlow::ForcedReveal(const std::string& honest_final) const {
+TxResult TaskFlow::RevealForced(const std::string& honest_final) {
   EXPECT_FALSE(checkpoints.empty()) << "RevealForced needs SetCheckpoints";
   proto::RevealTx msg;
   msg.set_task_id(task_id);
@@ -278,23 +242,10 @@ proto::RevealTx TaskFlow::ForcedReveal(const std::string& honest_final) const {
   const Hash256& committed = checkpoints.back();
   msg.set_committed_final(std::string(reinterpret_cast<const char*>(committed.data()), committed.size()));
   msg.set_honest_final(honest_final);
-  // The final leaf's path in the honest proof; the hidden leaf's in the committed one.
-  const consensus::MerkleProof path = *consensus::MerkleTree(WithHiddenRestored()).Prove(checkpoints.size() - 1);
+  const consensus::MerkleProof path = *consensus::MerkleTree(checkpoints).Prove(checkpoints.size() - 1);
   const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(path);
   msg.set_final_proof(std::string(bytes.begin(), bytes.end()));
-  for (std::size_t i = 0; i < hidden.size(); ++i) {
-    proto::HiddenCheckpointReveal* leaf = msg.add_hidden();
-    leaf->set_committed(HashBytes(checkpoints[hidden[i]]));
-    leaf->set_honest(HashBytes(honest_hidden[i]));
-    const std::vector<std::uint8_t> hidden_path =
-        consensus::SerializeMerkleProof(*consensus::MerkleTree(WithHiddenRestored(i)).Prove(hidden[i]));
-    leaf->set_proof(std::string(hidden_path.begin(), hidden_path.end()));
-  }
-  return msg;
-}
-
-TxResult TaskFlow::RevealForced(const std::string& honest_final) {
-  return chain.Run(solver, payload::kReveal, ForcedReveal(honest_final));
+  return chain.Run(solver, payload::kReveal, msg);
 }
 
 }  // namespace polnode::contracts::testing

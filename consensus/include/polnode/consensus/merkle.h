@@ -56,12 +56,6 @@ struct MerkleProof {
 /// tree). Precondition: index < count; returns 0 otherwise. Never more than 64.
 std::uint32_t MerkleProofLength(std::uint64_t index, std::uint64_t count);
 
-/// The root of the `proof.leaf_count`-leaf tree that has `leaf` at `proof.leaf_index` and the
-/// proof's siblings along its path: what replacing one leaf of a tree gives, from the proof of that
-/// leaf in the tree (the siblings do not depend on the leaf). kInvalidArgument for a malformed
-/// proof, as VerifyMerkleProof.
-[[nodiscard]] Result<Hash256> MerkleRootOfProof(const Hash256& leaf, const MerkleProof& proof);
-
 /// Checks that `leaf` is leaf `proof.leaf_index` of the `proof.leaf_count`-leaf tree whose root is
 /// `root`. Returns ok, or kInvalidArgument for a malformed proof (count 0, index >= count, wrong
 /// number of siblings), or kCorruption when the path does not lead to `root` (wrong leaf, index,

@@ -1,9 +1,9 @@
 // Names and randomness of the protocol, as pure functions so that solvers, verifiers and auditors
 // compute exactly what the ledger computed:
 //   - a task's spec hash and id;
-//   - the forced-error seed (block randomness drawn after the claim), the forced-error flag and a
-//     forced round's hidden checkpoints, which also depend on the solver's committed secret, so
-//     only the solver knows them before the reveal and no one (solver included) can choose them;
+//   - the forced-error seed (block randomness drawn after the claim) and the forced-error flag,
+//     which also depends on the solver's committed secret, so only the solver knows it before the
+//     reveal and no one (solver included) can choose it;
 //   - the segment beacon (block randomness drawn after the proof commitment), the draws of the
 //     stake-weighted verifier assignment and the segments each verifier slot replays;
 //   - the digest a verdict gives of the verifier's replayed final state.
@@ -40,20 +40,6 @@ Hash256 ForcedSeed(const Hash256& block_randomness, std::string_view task_id);
 /// Whether the round is a forced error: H(secret, seed, task id) read as a big-endian uint64 is
 /// divisible by `rate` (probability ~1/rate). Never forced when rate is 0.
 bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::string_view task_id, std::uint64_t rate);
-
-/// One in this many of the checkpoints a forced round may hide is hidden (at least one).
-inline constexpr std::uint64_t kHiddenCheckpointShare = 4;
-
-/// The hidden checkpoints of a forced round, ascending: besides the final checkpoint, the solver
-/// falsifies these, ceil((segment_count - 2) / kHiddenCheckpointShare) distinct checkpoints drawn
-/// uniformly (rejection sampling) from [1, segment_count - 2] by H(secret, forced seed, task id),
-/// so no one but the solver knows them before the reveal. Checkpoint 0 is the task's initial state
-/// and checkpoint segment_count - 1 starts the final segment, whose replay the final digest commits
-/// to, so neither is drawn; none for tasks of fewer than 3 segments. Segment h - 1 ends at a hidden
-/// checkpoint h and segment h starts from it: a verifier whose drawn segments include one must name
-/// it failed, which replaying only the final segment cannot tell.
-std::vector<std::uint64_t> HiddenCheckpoints(std::string_view secret, std::string_view forced_seed,
-                                             std::string_view task_id, std::uint64_t segment_count);
 
 /// The segment beacon, from the randomness of a block after the proof commitment and the
 /// submitter's revealed seed (empty when it committed none).

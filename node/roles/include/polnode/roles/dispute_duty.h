@@ -42,10 +42,6 @@ struct DisputeParty {
   /// Reads checkpoints the solver published on the ledger, for those its server does not hand
   /// over (outlives the duty; null: the server only).
   const LedgerClient* ledger = nullptr;
-  /// The solver's own honest proof (a proof directory): a forced round's games are over the honest
-  /// proof, whose hidden checkpoints (task.hidden_checkpoints) the committed proof falsified, so
-  /// their states come from here. Empty for challengers, who cannot replay from them.
-  std::string honest_proof_dir;
 };
 
 class DisputeDuty {
@@ -59,8 +55,7 @@ class DisputeDuty {
   /// unresolved game it plays, as duty "move-<task 16 hex>-<challenger 16 hex>-<round>". The
   /// committed proof's manifest and blobs are fetched from task.proof_uri on first need and checked
   /// against the committed root (task.forced_root after a forced round's reveal, whose games are
-  /// over the honest proof: the committed checkpoints with task.honest_final last and the hidden
-  /// checkpoints' task.hidden_honest, their states from honest_proof_dir). Returns the
+  /// over the honest proof: the committed checkpoints with task.honest_final last). Returns the
   /// number of moves sent in this pass. kUnavailable when the ledger cannot be reached,
   /// kFailedPrecondition when the proof server cannot.
   [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);

@@ -104,9 +104,6 @@ class SolverRole final : public Role {
   [[nodiscard]] Status Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed, bool forced);
   // The directory of the proof committed (forced: the forced-error variant).
   static std::string CommittedDir(const Claimed& claimed, bool forced);
-  // A forced round's hidden checkpoints (contracts beacon.h HiddenCheckpoints), from the claim's
-  // secret and the task's drawn forced seed.
-  static std::vector<std::uint64_t> HiddenOf(const proto::Task& task, const Claimed& claimed);
   // consensus::SerializeMerkleProof of `checkpoint` in the proof at `dir`.
   [[nodiscard]] static Result<std::string> CheckpointProof(const std::string& dir, std::uint64_t checkpoint);
   [[nodiscard]] Result<const solver::ImageDataset*> Data(const solver::TaskSpec& document);

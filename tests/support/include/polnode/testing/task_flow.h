@@ -3,7 +3,6 @@
 #ifndef POLNODE_TESTING_TASK_FLOW_H_
 #define POLNODE_TESTING_TASK_FLOW_H_
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,10 +44,6 @@ class TaskFlow {
   Chain chain;
   std::string task_id;
   std::vector<Hash256> checkpoints;  // the committed proof's leaves
-  /// Forced rounds (from Commit): the hidden checkpoints (beacon.h HiddenCheckpoints), which Commit
-  /// falsified in `checkpoints`, and their honest hashes.
-  std::vector<std::uint64_t> hidden;
-  std::vector<Hash256> honest_hidden;
 
   /// Submits a task paying `payment`; expects success.
   void Submit(std::uint64_t payment = 10'000);
@@ -56,8 +51,7 @@ class TaskFlow {
   TxResult RevealSeed(const std::string& revealed);
   /// The solver claims with the commitment to `secret`; expects success.
   void Claim();
-  /// Waits for the forced-error seed, then commits `proof_root`; expects success. In a forced round
-  /// it first falsifies the hidden checkpoints of `checkpoints` (when set), as a solver must.
+  /// Waits for the forced-error seed, then commits `proof_root`; expects success.
   void Commit();
   /// Waits for the segment beacon (verifiers assigned).
   void AwaitAssignment();
@@ -73,12 +67,9 @@ class TaskFlow {
   std::uint64_t FinalSegment() const { return Segments() - 1; }
   /// Builds the committed proof over `leaves` (Segments() + 1 checkpoint hashes): proof_root.
   void SetCheckpoints(std::vector<Hash256> leaves);
-  /// An accept, or a reject naming DiligentFailures, with the digest of replay_final, on
+  /// An accept, or a reject naming the final segment, with the digest of replay_final, on
   /// `verifier`'s first slot that awaits a verdict (its first slot when none does).
   TxResult Verdict(const PubKey& verifier, bool accept);
-  /// What a replay of that slot of `verifier` finds failed when the final checkpoint is wrong: the
-  /// final segment and, in a forced round, the drawn segments touching a hidden checkpoint.
-  std::vector<std::uint64_t> DiligentFailures(const PubKey& verifier) const;
   /// A reject naming `failed` (the digest of replay_final), on the slot Verdict picks.
   TxResult Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed);
   TxResult Unavailable(const PubKey& verifier);
@@ -97,15 +88,10 @@ class TaskFlow {
   /// The solver reveals `secret` with `result_root` (a round that is not forced).
   TxResult Reveal(const std::string& result_root);
   /// The solver reveals a forced round: the honest proof is the committed one (SetCheckpoints)
-  /// with its final checkpoint replaced by `honest_final` and its hidden checkpoints restored.
+  /// with its final checkpoint replaced by `honest_final`.
   TxResult RevealForced(const std::string& honest_final);
-  /// The RevealTx RevealForced sends.
-  proto::RevealTx ForcedReveal(const std::string& honest_final) const;
-  /// The root of the committed proof with its final checkpoint replaced by `final_hash` and its
-  /// hidden checkpoints (forced rounds) restored: the honest proof's.
+  /// The root of the committed proof with its final checkpoint replaced by `final_hash`.
   std::string RootWithFinal(const std::string& final_hash) const;
-  /// The committed leaves with the first `count` hidden checkpoints (forced rounds) restored.
-  std::vector<Hash256> WithHiddenRestored(std::size_t count = SIZE_MAX) const;
 
   proto::Task task() const { return chain.Task(task_id); }
 };
