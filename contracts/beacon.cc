@@ -94,17 +94,14 @@ std::uint64_t SelectionDraw(std::string_view segment_beacon, std::uint32_t round
   return Leading64(w.Finalize());
 }
 
-std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> weights, std::size_t count,
+std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> capacities, std::size_t count,
                                             std::string_view segment_beacon, std::uint32_t round,
                                             std::uint32_t first_slot) {
-  std::vector<std::size_t> remaining;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] > 0) remaining.push_back(i);
-  }
+  std::vector<std::uint64_t> left(capacities.begin(), capacities.end());
+  std::uint64_t range = 0;
+  for (std::uint64_t c : left) range += c;
   std::vector<std::size_t> picked;
-  while (picked.size() < count && !remaining.empty()) {
-    std::uint64_t range = 0;
-    for (std::size_t i : remaining) range += weights[i];
+  while (picked.size() < count && range > 0) {
     // 2^64 mod range: accepting only draws >= this leaves a range whose size is a multiple of it.
     const std::uint64_t reject_below = (0 - range) % range;
     const std::uint32_t slot = first_slot + static_cast<std::uint32_t>(picked.size());
@@ -115,13 +112,12 @@ std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> weigh
       point = x % range;
       break;
     }
+    // The candidate whose cumulative interval holds the point: range > point, so one does.
     std::size_t at = 0;
-    for (std::uint64_t below = 0; at + 1 < remaining.size(); ++at) {
-      below += weights[remaining[at]];
-      if (point < below) break;
-    }
-    picked.push_back(remaining[at]);
-    remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(at));
+    for (std::uint64_t below = left[0]; point >= below;) below += left[++at];
+    picked.push_back(at);
+    --left[at];
+    --range;
   }
   return picked;
 }
@@ -134,7 +130,7 @@ Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash
   return w.Finalize();
 }
 
-std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::string_view verifier,
+std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::uint32_t slot,
                                         std::uint64_t segment_count, std::uint32_t q) {
   std::vector<std::uint64_t> drawn;
   if (q == 0 || q > segment_count) return drawn;
@@ -142,9 +138,9 @@ std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::st
   const std::uint64_t reject_below = (0 - segment_count) % segment_count;
   for (std::uint64_t counter = 0; drawn.size() < q; ++counter) {
     consensus::HashWriter w;
-    w.String("polnode/segments/v1");
+    w.String("polnode/segments/v2");
     w.Bytes(Span(segment_beacon));
-    w.Bytes(Span(verifier));
+    w.U32(slot);
     w.U64(counter);
     const std::uint64_t x = Leading64(w.Finalize());
     if (x < reject_below) continue;

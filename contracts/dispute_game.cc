@@ -1,5 +1,6 @@
 #include "dispute_game.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,28 +23,38 @@ namespace {
 
 using consensus::Hash256;
 
-// The claim a game decides: a rejecting verifier's slot or a whistleblower's challenge.
+// The claim a game decides: the disputed reject slots of one verifier key, or a whistleblower's
+// challenge. A key drawn for several slots of a task plays one game for all its disputed rejects
+// (the game is between the key and the solver over the same proof), and its result is each
+// slot's result, so every slot is paid or slashed on its own.
 struct Claim {
-  proto::VerifierSlot* slot = nullptr;
+  std::vector<proto::VerifierSlot*> slots;
   proto::Challenge* challenge = nullptr;
-  explicit operator bool() const { return slot != nullptr || challenge != nullptr; }
-  const std::string& key() const { return slot != nullptr ? slot->verifier() : challenge->challenger(); }
-  proto::GameResult result() const { return slot != nullptr ? slot->game_result() : challenge->game_result(); }
+  explicit operator bool() const { return !slots.empty() || challenge != nullptr; }
+  const std::string& key() const { return !slots.empty() ? slots.front()->verifier() : challenge->challenger(); }
+  proto::GameResult result() const { return !slots.empty() ? slots.front()->game_result() : challenge->game_result(); }
   void set_result(proto::GameResult r) const {
-    if (slot != nullptr) slot->set_game_result(r);
+    for (proto::VerifierSlot* slot : slots) slot->set_game_result(r);
     if (challenge != nullptr) challenge->set_game_result(r);
   }
 };
 
 // Every claim the solver must defend its proof against, in play order: disputed rejects in slot
-// order, then (rounds that were not forced) whistleblower challenges in arrival order.
+// order (a key's at its first disputed slot), then whistleblower challenges that are not catches
+// (all of them in a round that was not forced) in arrival order.
 std::vector<Claim> Claims(proto::Task& task) {
   std::vector<Claim> claims;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (!slot.absent() && slot.verdict() == proto::VERDICT_REJECT && slot.disputed()) claims.push_back({&slot, nullptr});
+    if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || !slot.disputed()) continue;
+    auto same_key = std::find_if(claims.begin(), claims.end(), [&](const Claim& c) { return c.key() == slot.verifier(); });
+    if (same_key != claims.end()) {
+      same_key->slots.push_back(&slot);
+    } else {
+      claims.push_back({{&slot}, nullptr});
+    }
   }
-  if (!task.forced_error()) {
-    for (proto::Challenge& challenge : *task.mutable_challenges()) claims.push_back({nullptr, &challenge});
+  for (proto::Challenge& challenge : *task.mutable_challenges()) {
+    if (!challenge.caught()) claims.push_back({{}, &challenge});
   }
   return claims;
 }
@@ -440,7 +451,7 @@ Status StartGamesOrSettle(ExecContext& ctx, proto::Task& task) {
       ctx.Emit("task_disputed", {{"task", ToHex(task.id())}});
     }
     POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game,
-                             NewGame(ctx, task, claim.key(), claim.slot != nullptr, task.proof_root()));
+                             NewGame(ctx, task, claim.key(), !claim.slots.empty(), task.proof_root()));
     StoreGame(ctx.state, game);
     StoreTask(ctx.state, task);
     ctx.Emit("game_started", {{"task", ToHex(task.id())},

@@ -1,7 +1,8 @@
 // The pinpoint dispute game (DESIGN.md section 6) on the ledger. The solver defends its own proof
 // in every game about it; one game per claim against the proof, played one after another: the
-// reject verdicts the solver disputed (slot order), then, unless the round was forced, the
-// whistleblowers' challenges (arrival order). A game that finds the proof wrong ends the series:
+// reject verdicts the solver disputed (slot order; a key that holds several disputed reject slots
+// plays one game for all of them, whose result is each slot's), then the whistleblowers' challenges
+// (arrival order) but those that caught a forced round's error (settlement.h). A game that finds the proof wrong ends the series:
 // the remaining claims stand without a game (GAME_NOT_PLAYED).
 //
 // Parties. The challenger (the rejecting verifier or the whistleblower) says the proof is wrong at

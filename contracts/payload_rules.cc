@@ -115,7 +115,10 @@ Status CheckRules(const proto::VerdictTx& msg) {
 
 Status CheckRules(const proto::DisputeTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
-  if (msg.verifier().empty()) return Status::Ok();  // a whistleblower's challenge of the proof
+  // A whistleblower's challenge commits to its replay's final state; the solver's dispute of a
+  // reject names the verdict and nothing else.
+  if (msg.verifier().empty()) return Check32(msg.final_digest(), "final_digest");
+  if (!msg.final_digest().empty()) return Status::InvalidArgument("the solver's dispute carries no final_digest");
   return Check32(msg.verifier(), "verifier");
 }
 

@@ -63,10 +63,7 @@ Result<TaskGames> QueryGames(const StateStore& state, std::string_view task_id) 
   POLNODE_ASSIGN_OR_RETURN(out.task, LoadTask(state, task_id));
   POLNODE_ASSIGN_OR_RETURN(out.params, LoadParams(state));
   // Games are stored by challenger: rejecting verifiers in slot order, then whistleblowers.
-  std::vector<std::string> challengers;
-  for (const proto::VerifierSlot& slot : out.task.verifiers()) challengers.push_back(slot.verifier());
-  for (const proto::Challenge& challenge : out.task.challenges()) challengers.push_back(challenge.challenger());
-  for (const std::string& challenger : challengers) {
+  for (const std::string& challenger : GameChallengers(out.task)) {
     Result<proto::DisputeGame> game = LoadGame(state, task_id, challenger);
     if (!game.ok() && game.status().code() == StatusCode::kNotFound) continue;
     if (!game.ok()) return game.status();

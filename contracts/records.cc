@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "keys.h"
@@ -144,6 +145,17 @@ Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view ta
 
 void StoreGame(StateStore& state, const proto::DisputeGame& game) {
   state.Put(GameKey(game.task_id(), game.challenger().key()), EncodeRecord(game));
+}
+
+std::vector<std::string> GameChallengers(const proto::Task& task) {
+  std::vector<std::string> challengers;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (std::find(challengers.begin(), challengers.end(), slot.verifier()) == challengers.end()) {
+      challengers.push_back(slot.verifier());
+    }
+  }
+  for (const proto::Challenge& challenge : task.challenges()) challengers.push_back(challenge.challenger());
+  return challengers;
 }
 
 Result<std::optional<std::string>> LoadSpecOwner(const StateStore& state, std::string_view spec_hash) {

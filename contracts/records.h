@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
@@ -57,6 +58,10 @@ void StoreDueList(StateStore& state, std::uint64_t height, const proto::DueList&
 /// The game `challenger` plays against the solver of task `task_id`; kNotFound when there is none.
 Result<proto::DisputeGame> LoadGame(const StateStore& state, std::string_view task_id, std::string_view challenger);
 void StoreGame(StateStore& state, const proto::DisputeGame& game);
+/// Every key that may play a game of `task` (games are stored by challenger), each once: its
+/// verifiers in slot order (a key drawn for several slots plays one game for all), then its
+/// whistleblowers in arrival order.
+std::vector<std::string> GameChallengers(const proto::Task& task);
 
 /// The task that holds `spec_hash` (raw 32 bytes), or nullopt.
 Result<std::optional<std::string>> LoadSpecOwner(const StateStore& state, std::string_view spec_hash);

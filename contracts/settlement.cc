@@ -108,6 +108,18 @@ Status SettleRejectClaim(ExecContext& ctx, proto::Task& task, const proto::Verif
   return SlashLoser(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(), result);
 }
 
+// Releases or slashes one whistleblower whose challenge is a claim against the proof on trial: one
+// that won its game shares the solver's lock, one whose game was not needed is released.
+Status SettleChallengeClaim(ExecContext& ctx, const proto::Task& task, const proto::Challenge& challenge,
+                            std::vector<std::string>& right) {
+  if (!RightByResult(challenge.game_result())) {
+    return SlashLoser(ctx, task, proto::ROLE_WHISTLEBLOWER, challenge.challenger(), challenge.lock(),
+                      challenge.game_result());
+  }
+  if (challenge.game_result() != proto::GAME_NOT_PLAYED) right.push_back(challenge.challenger());
+  return ReleaseChallenger(ctx, challenge);
+}
+
 Status SettleForcedSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, std::vector<std::string>& right,
                          std::vector<std::string>& catchers) {
   for (const proto::VerifierSlot& slot : task.verifiers()) {
@@ -123,8 +135,12 @@ Status SettleForcedSlots(ExecContext& ctx, proto::Task& task, const Shares& shar
     }
   }
   for (const proto::Challenge& challenge : task.challenges()) {
-    catchers.push_back(challenge.challenger());
-    POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
+    if (challenge.caught()) {
+      catchers.push_back(challenge.challenger());
+      POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
+    } else {
+      POLNODE_RETURN_IF_ERROR(SettleChallengeClaim(ctx, task, challenge, right));
+    }
   }
   return Status::Ok();
 }
@@ -145,19 +161,14 @@ Status SettleSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, bo
     }
   }
   for (const proto::Challenge& challenge : task.challenges()) {
-    if (RightByResult(challenge.game_result())) {
-      if (challenge.game_result() != proto::GAME_NOT_PLAYED) right.push_back(challenge.challenger());
-      POLNODE_RETURN_IF_ERROR(ReleaseChallenger(ctx, challenge));
-    } else {
-      POLNODE_RETURN_IF_ERROR(SlashLoser(ctx, task, proto::ROLE_WHISTLEBLOWER, challenge.challenger(),
-                                         challenge.lock(), challenge.game_result()));
-    }
+    POLNODE_RETURN_IF_ERROR(SettleChallengeClaim(ctx, task, challenge, right));
   }
   return Status::Ok();
 }
 
-// Checks a forced round's reveal and records who vouched for the honest final state. The honest
-// proof differs from the committed one only in its final leaf: both roots come from one path.
+// Checks a forced round's reveal and records who vouched for the honest final state and which
+// challenges caught the error. The honest proof differs from the committed one only in its final
+// leaf: both roots come from one path.
 Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(Hash256 committed_final, HashField(msg.committed_final(), "committed_final"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 honest_final, HashField(msg.honest_final(), "honest_final"));
@@ -189,6 +200,13 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
       // It claims the honest proof is wrong as well: the solver defends it in a game.
       slot.set_disputed(true);
     }
+  }
+  // A challenge catches the forced error only with the work to show for it, as a vouching verdict:
+  // its replay of the final segment reached the honest final state. One copied from the public
+  // verdicts claims the honest proof wrong as well and plays a game over it.
+  for (proto::Challenge& challenge : *task.mutable_challenges()) {
+    challenge.set_caught(task.spec().tolerant() ||
+                         challenge.final_digest() == ToBytes(FinalDigest(challenge.challenger(), msg.honest_final())));
   }
   return Status::Ok();
 }

@@ -22,10 +22,12 @@
 //   honest one, and from then on proof_root names the honest proof). Accepting verifiers accepted
 //   a forced error: their locks go to the jackpot. Rejecters whose only failed segment is the final
 //   one and whose final digest matches the honest final state (any, for tolerant tasks) are
-//   catchers: paid, and they vouch for the honest proof. Whistleblower challengers are catchers
-//   too. The jackpot pays min(pool * jackpot_payout_bps, payment * jackpot_payout_cap_bps) / 10000,
-//   split among the catchers. Other rejecters claim the honest proof is wrong too and play dispute
-//   games over it against the solver. The solver is paid only when the honest proof is upheld and
+//   catchers: paid, and they vouch for the honest proof. Whistleblower challengers whose final
+//   digest matches the honest final state (any, for tolerant tasks) are catchers too (released).
+//   The jackpot pays min(pool * jackpot_payout_bps, payment * jackpot_payout_cap_bps) / 10000,
+//   split among the catchers. Other rejecters and challengers claim the honest proof is wrong too
+//   and play dispute games over it against the solver: a challenger that loses pays the solver
+//   its lock, so challenging on someone else's reject without replaying costs a lock. The solver is paid only when the honest proof is upheld and
 //   vouched for (OUTCOME_FORCED_ERROR); upheld but vouched for by nobody it is released unpaid
 //   (OUTCOME_FORCED_UNVERIFIED); disproven or unproven it is REJECTED as above. So a solver that
 //   knows its round is forced gains nothing by committing garbage.

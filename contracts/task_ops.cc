@@ -102,10 +102,7 @@ Status CloseTask(ExecContext& ctx, proto::Task& task, proto::TaskStatus status, 
 
 Status OnPrune(ExecContext& ctx, proto::Task& task) {
   if (task.pruned() || task.settle_height() == 0) return Status::Ok();
-  std::vector<std::string> challengers;
-  for (const proto::VerifierSlot& slot : task.verifiers()) challengers.push_back(slot.verifier());
-  for (const proto::Challenge& challenge : task.challenges()) challengers.push_back(challenge.challenger());
-  for (const std::string& challenger : challengers) {
+  for (const std::string& challenger : GameChallengers(task)) {
     auto game = LoadGame(ctx.state, task.id(), challenger);
     if (!game.ok() && game.status().code() == StatusCode::kNotFound) continue;
     POLNODE_RETURN_IF_ERROR(game.status());

@@ -22,62 +22,73 @@ namespace {
 
 struct Candidate {
   std::string key;
-  std::uint64_t weight = 0;  // free verifier stake
+  std::uint64_t capacity = 0;  // how many of the task's verifier locks its free stake covers
 };
 
-// The verifiers that may take a new slot of `task`: staked, neither its solver nor its submitter,
-// holding no slot of it yet (absent ones included), with free stake for the lock. In key order.
+// The verifiers that may take new slots of `task`: staked, neither its solver nor its submitter,
+// not absent from one of its slots, with free stake for at least one lock. In key order. A key
+// that already holds live slots of the task may take more: slots follow stake, not keys.
 Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const proto::Task& task, std::uint64_t lock) {
   POLNODE_ASSIGN_OR_RETURN(proto::VerifierSet set, LoadVerifierSet(ctx.state));
-  std::set<std::string> taken;
-  for (const proto::VerifierSlot& slot : task.verifiers()) taken.insert(slot.verifier());
+  std::set<std::string> absent;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.absent()) absent.insert(slot.verifier());
+  }
   std::vector<Candidate> eligible;
   for (const std::string& verifier : set.pubkeys()) {
-    if (verifier == task.solver() || verifier == task.submitter() || taken.count(verifier) != 0) continue;
+    if (verifier == task.solver() || verifier == task.submitter() || absent.count(verifier) != 0) continue;
     POLNODE_ASSIGN_OR_RETURN(std::uint64_t free, FreeStake(ctx.state, proto::ROLE_VERIFIER, verifier));
     if (free < lock) continue;
-    eligible.push_back({verifier, free});
+    eligible.push_back({verifier, free / lock});
   }
   return eligible;
 }
 
 // Assigns up to `count` new slots for verification round `round`, with a beacon from this block's
-// randomness (unknown when the proof root or the previous round's verdicts were posted). Returns
-// how many slots were assigned.
+// randomness (unknown when the proof root or the previous round's verdicts were posted). Each slot
+// is drawn by free stake with replacement (beacon.h StakeWeightedPicks), so stake split over
+// several keys holds no more slots than on one key; a key drawn for several slots locks one lock
+// per slot and replays each slot's own segments. Returns how many slots were assigned.
 Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t count, std::uint32_t round) {
   const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root(), task.submitter_seed());
   if (round == 1) task.set_segment_beacon(ToBytes(beacon));
   const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_VERIFIER, task.spec().payment());
   POLNODE_ASSIGN_OR_RETURN(std::vector<Candidate> eligible, EligibleVerifiers(ctx, task, lock));
-  std::vector<std::uint64_t> weights;
-  for (const Candidate& c : eligible) weights.push_back(c.weight);
-  std::vector<std::string> picked;
-  for (std::size_t i : StakeWeightedPicks(weights, count, ToBytes(beacon), round,
-                                          static_cast<std::uint32_t>(task.verifiers_size()))) {
-    picked.push_back(eligible[i].key);
-  }
+  std::vector<std::uint64_t> capacities;
+  for (const Candidate& c : eligible) capacities.push_back(c.capacity);
   const std::uint64_t segments = SegmentCount(task.spec());
-  for (const std::string& verifier : picked) {
+  const std::vector<std::size_t> picks = StakeWeightedPicks(capacities, count, ToBytes(beacon), round,
+                                                            static_cast<std::uint32_t>(task.verifiers_size()));
+  for (std::size_t i : picks) {
+    const std::string& verifier = eligible[i].key;
     POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_VERIFIER, verifier, lock));
+    const std::uint32_t index = static_cast<std::uint32_t>(task.verifiers_size());
     proto::VerifierSlot* slot = task.add_verifiers();
     slot->set_verifier(verifier);
     slot->set_lock(lock);
-    for (std::uint64_t s : DrawSegments(ToBytes(beacon), verifier, segments, task.spec().segments_per_verification())) {
+    for (std::uint64_t s : DrawSegments(ToBytes(beacon), index, segments, task.spec().segments_per_verification())) {
       slot->add_segments(s);
     }
-    ctx.Emit("verifier_assigned",
-             {{"task", ToHex(task.id())}, {"verifier", ToHex(verifier)}, {"round", std::to_string(round)}});
+    ctx.Emit("verifier_assigned", {{"task", ToHex(task.id())},
+                                   {"verifier", ToHex(verifier)},
+                                   {"slot", std::to_string(index)},
+                                   {"round", std::to_string(round)}});
   }
   task.set_verification_round(round);
-  return picked.size();
+  return picks.size();
 }
 
-// The slot of `verifier` in the task that still counts (not absent), or nullptr.
-proto::VerifierSlot* FindLiveSlot(proto::Task& task, std::string_view verifier) {
-  for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (slot.verifier() == verifier && !slot.absent()) return &slot;
+// Slot `index` of the task when `key` holds it and it still counts (not absent); else why not.
+Result<proto::VerifierSlot*> LiveSlotOf(proto::Task& task, std::uint32_t index, std::string_view key) {
+  if (index >= static_cast<std::uint32_t>(task.verifiers_size())) {
+    return Status::NotFound("the task has no verifier slot " + std::to_string(index));
   }
-  return nullptr;
+  proto::VerifierSlot* slot = task.mutable_verifiers(static_cast<int>(index));
+  if (slot->verifier() != key) {
+    return Status::PermissionDenied("verifier slot " + std::to_string(index) + " is held by another key");
+  }
+  if (slot->absent()) return Status::PermissionDenied("verifier slot " + std::to_string(index) + " was absent");
+  return slot;
 }
 
 // Checks a reject's failed segments: strictly ascending, each drawn for the slot or the final one.
@@ -159,9 +170,11 @@ Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
 Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg) {
   POLNODE_ASSIGN_OR_RETURN(proto::Task task, LoadTask(ctx.state, msg.task_id()));
   if (task.status() != proto::TASK_VERIFYING) return Status::FailedPrecondition("the task is not awaiting verdicts");
-  proto::VerifierSlot* slot = FindLiveSlot(task, signer);
-  if (slot == nullptr) return Status::PermissionDenied("the signer holds no open verifier slot of this task");
-  if (slot->verdict() != proto::VERDICT_NONE) return Status::AlreadyExists("this verifier already gave its verdict");
+  Result<proto::VerifierSlot*> held = LiveSlotOf(task, msg.slot(), signer);
+  // Not holding the slot is the signer's lack of permission, whatever the index names.
+  if (!held.ok()) return Status::PermissionDenied(held.status().message());
+  proto::VerifierSlot* slot = *held;
+  if (slot->verdict() != proto::VERDICT_NONE) return Status::AlreadyExists("this slot already has its verdict");
   switch (msg.verdict()) {
     case proto::VERDICT_UNAVAILABLE:
       if (slot->published()) {
@@ -190,6 +203,7 @@ Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::Ve
   slot->set_final_digest(msg.final_digest());
   ctx.Emit("verdict", {{"task", ToHex(task.id())},
                        {"verifier", ToHex(signer)},
+                       {"slot", std::to_string(msg.slot())},
                        {"verdict", std::string(VerdictName(msg.verdict()))}});
   if (AllLiveSlotsAnswered(task)) return EndVerification(ctx, task);
   StoreTask(ctx.state, task);
@@ -262,14 +276,18 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
   if (task.status() != proto::TASK_CHALLENGE) return Status::FailedPrecondition("the challenge window is not open");
   if (signer == task.solver()) {
     if (msg.verifier().empty()) return Status::InvalidArgument("the solver disputes a reject verdict: name its verifier");
-    proto::VerifierSlot* slot = FindLiveSlot(task, msg.verifier());
-    if (slot == nullptr) return Status::NotFound("that key holds no verifier slot of this task");
+    Result<proto::VerifierSlot*> held = LiveSlotOf(task, msg.slot(), msg.verifier());
+    if (!held.ok()) return Status::NotFound(held.status().message());
+    proto::VerifierSlot* slot = *held;
     if (slot->verdict() != proto::VERDICT_REJECT) {
       return Status::FailedPrecondition("the solver may only dispute a reject verdict");
     }
     if (slot->disputed()) return Status::AlreadyExists("that verdict is already disputed");
     slot->set_disputed(true);
-    ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"verifier", ToHex(msg.verifier())}, {"by", "solver"}});
+    ctx.Emit("dispute", {{"task", ToHex(task.id())},
+                         {"verifier", ToHex(msg.verifier())},
+                         {"slot", std::to_string(msg.slot())},
+                         {"by", "solver"}});
   } else {
     if (!msg.verifier().empty()) {
       return Status::InvalidArgument("a whistleblower challenges the proof itself: leave verifier empty");
@@ -290,6 +308,7 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
     proto::Challenge* challenge = task.add_challenges();
     challenge->set_challenger(std::string(signer));
     challenge->set_lock(lock);
+    challenge->set_final_digest(msg.final_digest());
     ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"challenger", ToHex(signer)}, {"by", "whistleblower"}});
   }
   StoreTask(ctx.state, task);

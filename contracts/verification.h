@@ -1,10 +1,16 @@
 // Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, absent
 // verifiers and their replacement, and the challenges raised in the challenge window.
 //
-// Verdicts. An assigned verifier replays the segments its slot names (drawn for it from the round's
-// beacon) plus the final segment, and posts accept, reject (naming the failed segments) or
-// unavailable (it could not get the proof's data). Accept and reject carry a digest of the state
-// its replay of the final segment reached (beacon.h FinalDigest), which a forced round checks.
+// Slots. Each verifier slot is drawn by free stake with replacement (beacon.h StakeWeightedPicks):
+// a key drawn for several slots of one task holds each, locks one lock per slot and replays each
+// slot's own segments, so stake split over several keys holds exactly as many slots as the same
+// stake on one key. The slot, not the key, is the unit of verdicts, disputes and settlement.
+//
+// Verdicts. An assigned verifier replays the segments its slot names (drawn for the slot from the
+// round's beacon) plus the final segment, and posts accept, reject (naming the failed segments) or
+// unavailable (it could not get the proof's data), one per slot. Accept and reject carry a digest
+// of the state its replay of the final segment reached (beacon.h FinalDigest), which a forced round
+// checks.
 //
 // Absent verifiers. At the verdict deadline a slot without a verdict loses its lock to the jackpot
 // and is replaced by a fresh verifier (params.max_verification_rounds rounds at most), so a verifier
@@ -17,8 +23,11 @@
 // Challenges (TASK_CHALLENGE). The solver disputes reject verdicts it holds wrong (it then defends
 // its proof against each in a dispute game); a reject it leaves undisputed stands. A staked
 // whistleblower (not the submitter, not a verifier of the task) challenges the proof itself,
-// locking the task's whistleblower lock; it plays a game against the solver unless the round was
-// forced (then the proof was wrong by construction and the challenge is a catch).
+// locking the task's whistleblower lock and committing, like a verdict, to the final state its
+// replay of the final segment reached (beacon.h FinalDigest); it plays a game against the solver,
+// unless the round was forced and that digest matches the honest final state the solver reveals
+// (then the proof was wrong by construction and the challenge is a catch). A challenge copied from
+// public verdicts, without the replay, has no such digest: it must play, and cannot win.
 #ifndef POLNODE_CONTRACTS_VERIFICATION_H_
 #define POLNODE_CONTRACTS_VERIFICATION_H_
 
@@ -38,9 +47,10 @@ std::uint64_t SegmentCount(const proto::TaskSpec& spec);
 std::string_view VerdictName(proto::Verdict verdict);
 
 /// DUE_SEGMENT_BEACON: draws the round-1 beacon from this block's randomness and assigns
-/// params.verifiers_per_task verifiers, stake-weighted without replacement among the eligible
-/// (staked, neither solver nor submitter, free stake for the lock staking.h TaskLock); each slot
-/// records its drawn segments and lock. The jackpot cut leaves the escrow. With no eligible
+/// params.verifiers_per_task slots, each drawn by free stake with replacement among the eligible
+/// (staked, neither solver nor submitter, free stake for the lock staking.h TaskLock; a key is
+/// drawn again while its free stake covers another lock); each slot records its drawn segments
+/// and lock. The jackpot cut leaves the escrow. With no eligible
 /// verifier the task is cancelled: escrow refunded in full, solver lock released.
 [[nodiscard]] Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task);
 
@@ -52,15 +62,16 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// settles OUTCOME_NO_SEED (settlement.h).
 [[nodiscard]] Status ExecuteRevealSeed(ExecContext& ctx, std::string_view signer, const proto::SeedRevealTx& msg);
 
-/// task/verdict: the verdict of a live (not absent) slot, once, while verifying. kPermissionDenied
-/// for a signer without such a slot, kInvalidArgument for a reject whose failed segments are not
+/// task/verdict: the verdict of live (not absent) slot msg.slot, once, while verifying.
+/// kPermissionDenied when the signer does not hold that slot (or it was absent), kInvalidArgument for a reject whose failed segments are not
 /// strictly ascending segments of the slot (or the final one), a missing digest, or an unavailable
 /// verdict with segments or digest; kFailedPrecondition for unavailable on a published slot. When
 /// every live slot has answered, verification ends at once.
 [[nodiscard]] Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg);
 
 /// DUE_VERDICT_DEADLINE: slots without a verdict are absent (lock slashed to the jackpot) and,
-/// while rounds remain, replaced with a new verify window. Then verification ends: no verdict at all
+/// while rounds remain, replaced with a new verify window (by keys that were absent from none of
+/// the task's slots). Then verification ends: no verdict at all
 /// settles OUTCOME_UNVERIFIED (settlement.h), unavailable verdicts start the publication, anything
 /// else opens the challenge window.
 [[nodiscard]] Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task);
@@ -69,9 +80,10 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// and the task verifies again for params.verify_window blocks. Stores the task.
 [[nodiscard]] Status ReopenVerification(ExecContext& ctx, proto::Task& task);
 
-/// task/dispute: the solver disputes a reject verdict, or a whistleblower challenges the proof
-/// (see the file comment). Errors: kFailedPrecondition outside the challenge window or for a
-/// non-reject verdict, kNotFound for an unknown verifier, kAlreadyExists for a repeat,
+/// task/dispute: the solver disputes the reject verdict of slot msg.slot (held by msg.verifier), or
+/// a whistleblower challenges the proof (see the file comment). Errors: kFailedPrecondition outside
+/// the challenge window or for a non-reject verdict, kNotFound for a slot that msg.verifier does
+/// not hold (or that was absent), kAlreadyExists for a repeat,
 /// kPermissionDenied for the submitter or a verifier of the task, kResourceExhausted beyond
 /// params.max_challengers, and LockStake's errors.
 [[nodiscard]] Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::DisputeTx& msg);

@@ -16,6 +16,10 @@ constexpr std::uint32_t kGarbageFinal = 0xF000'0000;
 constexpr std::uint32_t kGarbageBase = 0xE000'0000;
 constexpr std::uint32_t kRandomFinal = 0xD000'0000;
 
+// The slot index the honest whistleblower draws its own segments for (beacon.h DrawSegments): no
+// task has that many slots, so the draw is independent of every verifier's.
+constexpr std::uint32_t kWhistleblowerDraw = 0xFFFF'FFFF;
+
 // Blocks after which a task that has not closed is a simulator bug (every window is tens of blocks).
 constexpr std::uint64_t kMaxTaskBlocks = 20'000;
 
@@ -180,19 +184,21 @@ std::optional<ProofModel> World::CommittedProof(const Round& round) const {
   return round.forced ? honest.WithFinal(kGarbageFinal) : honest;
 }
 
-Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::VerifierSlot& slot) const {
+Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Task& task, std::uint32_t index) const {
+  const proto::VerifierSlot& slot = task.verifiers(static_cast<int>(index));
   const PubKey key = KeyOf(slot.verifier());
   VerifierPlay play = key == cast_.verifiers[0] ? spec_.verifier : VerifierPlay::kHonest;
   if (play == VerifierPlay::kFalseUnavailable && slot.published()) play = VerifierPlay::kHonest;
   const std::uint64_t final_segment = config_.segments - 1;
   proto::VerdictTx msg;
   msg.set_task_id(round.task_id);
+  msg.set_slot(index);
   msg.set_report_hash(Tagged("report", config_.seed, slot.verifier()));
   const Hash256 nothing{};
   auto replay = [&](std::set<std::uint64_t> segments) {
-    PartyTask& work = Work(round, key);
-    work.segments_replayed += segments.size();
-    round.replayed_by.insert(slot.verifier());
+    // A key drawn for several slots replays a segment they share (the final one at least) once.
+    std::set<std::uint64_t>& done = round.replayed[slot.verifier()];
+    for (std::uint64_t s : segments) Work(round, key).segments_replayed += done.insert(s).second ? 1 : 0;
     for (std::uint64_t s : segments) {
       if (!round.committed->SegmentRight(s)) msg.add_failed_segments(s);
     }
@@ -235,9 +241,10 @@ Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Verif
 
 Result<std::vector<PendingTx>> World::Verdicts(Round& round, const proto::Task& task) const {
   std::vector<PendingTx> txs;
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
+  for (int i = 0; i < task.verifiers_size(); ++i) {
+    const proto::VerifierSlot& slot = task.verifiers(i);
     if (slot.absent() || slot.verdict() != proto::VERDICT_NONE) continue;
-    POLNODE_ASSIGN_OR_RETURN(std::optional<PendingTx> tx, Verdict(round, slot));
+    POLNODE_ASSIGN_OR_RETURN(std::optional<PendingTx> tx, Verdict(round, task, static_cast<std::uint32_t>(i)));
     if (tx) txs.push_back(std::move(*tx));
   }
   return txs;
@@ -260,7 +267,8 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
   // The solver disputes the rejects it holds wrong: those naming no segment its proof got wrong.
   // In a forced round it disputes none: the reveal itself sorts catchers from wrong rejecters.
   if (!round.forced) {
-    for (const proto::VerifierSlot& slot : task.verifiers()) {
+    for (int i = 0; i < task.verifiers_size(); ++i) {
+      const proto::VerifierSlot& slot = task.verifiers(i);
       if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || slot.disputed()) continue;
       const bool right = round.committed && std::any_of(slot.failed_segments().begin(), slot.failed_segments().end(),
                                                          [&](std::uint64_t s) { return !round.committed->SegmentRight(s); });
@@ -268,23 +276,31 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       proto::DisputeTx msg;
       msg.set_task_id(round.task_id);
       msg.set_verifier(slot.verifier());
+      msg.set_slot(static_cast<std::uint32_t>(i));
       txs.push_back(MakeTx(Claimer(), contracts::payload::kDispute, msg));
     }
   }
   proto::DisputeTx challenge;
   challenge.set_task_id(round.task_id);
+  // A challenge commits to the final state the whistleblower's replay reached; one that did not
+  // replay can only offer the proof's own final checkpoint (what a lazy accept offers).
+  const Hash256 nothing{};
+  challenge.set_final_digest(
+      FinalDigestOf(cast_.whistleblower, round.committed ? round.committed->Leaf(config_.segments) : nothing));
   bool challenges = false;
   switch (spec_.whistleblower) {
     case WhistleblowerPlay::kHonest: {
       if (!round.committed) break;  // nothing served to check
+      // A draw of its own, independent of every slot's: the index no slot holds.
       const std::vector<std::uint64_t> drawn = contracts::DrawSegments(
-          task.segment_beacon(), Raw(cast_.whistleblower), config_.segments, config_.segments_per_verification);
+          task.segment_beacon(), kWhistleblowerDraw, config_.segments, config_.segments_per_verification);
       std::set<std::uint64_t> segments(drawn.begin(), drawn.end());
       segments.insert(final_segment);
       Work(round, cast_.whistleblower).segments_replayed += segments.size();
       for (std::uint64_t s : segments) {
         if (!round.committed->SegmentRight(s)) round.whistleblower_failures.push_back(s);
       }
+      challenge.set_final_digest(FinalDigestOf(cast_.whistleblower, round.committed->ReplayEnd(final_segment)));
       challenges = !round.whistleblower_failures.empty();
       break;
     }
@@ -300,8 +316,13 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       break;
   }
   if (challenges) txs.push_back(MakeTx(cast_.whistleblower, contracts::payload::kDispute, challenge));
-  // The owner knows its round is forced: its whistleblower key is a catcher at no cost.
-  if (SelfDealing() && round.forced) txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, challenge));
+  // The owner knows its round is forced, and the honest final state: its whistleblower key is a
+  // catcher at no cost.
+  if (SelfDealing() && round.forced) {
+    proto::DisputeTx own = challenge;
+    own.set_final_digest(FinalDigestOf(cast_.owner_whistleblower, round.committed->ReplayEnd(final_segment)));
+    txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, own));
+  }
   return txs;
 }
 
@@ -337,10 +358,8 @@ Result<std::optional<PendingTx>> World::GameMove(const Round& round, const proto
       challenger = slot.verifier();
     }
   }
-  if (challenger.empty() && !task.forced_error()) {
-    for (const proto::Challenge& c : task.challenges()) {
-      if (challenger.empty() && c.game_result() == proto::GAME_RESULT_NONE) challenger = c.challenger();
-    }
+  for (const proto::Challenge& c : task.challenges()) {
+    if (challenger.empty() && !c.caught() && c.game_result() == proto::GAME_RESULT_NONE) challenger = c.challenger();
   }
   if (challenger.empty()) return Status::Internal("a disputed task has no running game");
   POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, chain_.Game(round.task_id, challenger));
@@ -349,9 +368,12 @@ Result<std::optional<PendingTx>> World::GameMove(const Round& round, const proto
   std::vector<std::uint64_t> known;
   if (challenger == Raw(cast_.whistleblower)) {
     known = round.whistleblower_failures;
-  } else if (round.replayed_by.count(challenger) != 0) {
+  } else if (round.replayed.count(challenger) != 0) {
+    // One game stands for all of the key's disputed rejects: it knows every failure they name.
     for (const proto::VerifierSlot& slot : task.verifiers()) {
-      if (slot.verifier() == challenger && !slot.absent()) known.assign(slot.failed_segments().begin(), slot.failed_segments().end());
+      if (slot.verifier() == challenger && !slot.absent()) {
+        known.insert(known.end(), slot.failed_segments().begin(), slot.failed_segments().end());
+      }
     }
   }
   const ProofModel& trial = *round.trial;

@@ -4,6 +4,7 @@
 #define POLNODE_ECON_WORLD_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -53,7 +54,8 @@ class World {
     bool forced = false;
     std::optional<ProofModel> committed;  // empty for a withheld proof
     std::optional<ProofModel> trial;      // the proof the games are about, once revealed
-    std::set<std::string> replayed_by;    // verifiers that replayed (their failures are knowledge)
+    // What each verifier key replayed (its failures are knowledge), over all the slots it holds.
+    std::map<std::string, std::set<std::uint64_t>> replayed;
     std::vector<std::uint64_t> whistleblower_failures;
     bool challenged = false;
     bool revealed = false;
@@ -74,7 +76,8 @@ class World {
   /// The proof a withholding solver commits to: garbage past checkpoint 0, never served.
   ProofModel WithheldProof(const Round& round) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Verdicts(Round& round, const proto::Task& task) const;
-  [[nodiscard]] Result<std::optional<PendingTx>> Verdict(Round& round, const proto::VerifierSlot& slot) const;
+  /// The verdict on slot `index` of `task`, or nothing for an absent verifier.
+  [[nodiscard]] Result<std::optional<PendingTx>> Verdict(Round& round, const proto::Task& task, std::uint32_t index) const;
   std::vector<PendingTx> Publications(const Round& round, const proto::Task& task) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Challenges(Round& round, const proto::Task& task) const;
   std::optional<PendingTx> Reveal(Round& round) const;

@@ -159,6 +159,23 @@ std::vector<Seed> LedgerSeeds() {
   game.mutable_defender()->set_key(tasks->tasks[0].submitter());
   game.set_round(3);
   const std::string games_with_one = node::TaskGamesJson(one_game);
+  // No task on this chain reached its verdicts; one with a verifier slot and a whistleblower's
+  // challenge that caught a forced error, written by the ledger's renderer, shows their formats.
+  proto::Task challenged = tasks->tasks[0];
+  proto::VerifierSlot* slot = challenged.add_verifiers();
+  slot->set_verifier(std::string(32, '\x55'));
+  slot->set_verdict(proto::VERDICT_REJECT);
+  slot->set_lock(500);
+  slot->add_segments(3);
+  slot->add_failed_segments(7);
+  slot->set_final_digest(std::string(32, '\x66'));
+  slot->set_vouched(true);
+  proto::Challenge* challenge = challenged.add_challenges();
+  challenge->set_challenger(std::string(32, '\x77'));
+  challenge->set_lock(300);
+  challenge->set_final_digest(std::string(32, '\x88'));
+  challenge->set_caught(true);
+  const std::string task_challenged = node::TaskJson(challenged);
   // No verifier is staked on this chain; one member, written by the ledger's renderer, shows the
   // entry format.
   contracts::VerifierStake member;
@@ -172,6 +189,7 @@ std::vector<Seed> LedgerSeeds() {
       {"status", Input(kInfo, get("/v1/status"))},
       {"params", Input(kParams, get("/v1/params"))},
       {"task", Input(kTask, get("/v1/tasks/" + task_id))},
+      {"task-challenged", Input(kTask, task_challenged)},
       {"tasks", Input(kTaskPage, page)},
       {"tasks-empty", Input(kTaskPage, get("/v1/tasks?start=5"))},
       {"games", Input(kGames, games)},

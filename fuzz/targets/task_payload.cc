@@ -254,6 +254,7 @@ std::vector<Seed> Seeds() {
   seed.set_seed(std::string(32, 'z'));
   proto::DisputeTx challenge;
   challenge.set_task_id(task_id);
+  challenge.set_final_digest(std::string(32, '\x44'));  // a whistleblower commits to its replay's final state
   proto::VerdictTx verdict;
   verdict.set_task_id(task_id);
   verdict.set_verdict(proto::VERDICT_REJECT);

@@ -110,8 +110,10 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
         .EndObject()
         .Key("verifiers")
         .BeginArray();
-    for (const proto::VerifierSlot& slot : t.verifiers()) {
+    for (int i = 0; i < t.verifiers_size(); ++i) {
+      const proto::VerifierSlot& slot = t.verifiers(i);
       w.BeginObject()
+          .Field("slot", static_cast<std::int64_t>(i))
           .Field("verifier", consensus::ToHex(slot.verifier()))
           .Field("verdict", proto::Verdict_Name(slot.verdict()))
           .Field("absent", slot.absent())
@@ -124,6 +126,7 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     for (const proto::Challenge& c : t.challenges()) {
       w.BeginObject()
           .Field("challenger", consensus::ToHex(c.challenger()))
+          .Field("caught", c.caught())
           .Field("game_result", proto::GameResult_Name(c.game_result()))
           .EndObject();
     }

@@ -257,6 +257,8 @@ const TxKind kKinds[] = {
     {"verdict", payload::kVerdict, "post your verdict as an assigned verifier",
      [](FlagSet& f) {
        DeclareTaskId(f);
+       f.Value("slot", "N", "the slot this verdict answers: its index among the task's verifiers (polnode status "
+               "TASK --json lists them; a key drawn for several slots posts one verdict per slot)", "", true);
        f.Value("verdict", "WORD", "accept, reject or unavailable (the proof's data could not be had)", "", true);
        f.Value("failed-segments", "LIST", "reject: the segments whose replay failed, comma-separated ascending", "");
        f.Value("final-digest", "HEX", "accept and reject: FinalDigest(your key, the final state your replay reached) "
@@ -266,6 +268,8 @@ const TxKind kKinds[] = {
      [](const FlagSet& f) -> Result<std::string> {
        proto::VerdictTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       POLNODE_ASSIGN_OR_RETURN(std::int64_t slot, f.GetInt("slot", 0, UINT32_MAX));
+       tx.set_slot(static_cast<std::uint32_t>(slot));
        const std::string word = f.Get("verdict");
        if (word == "accept") {
          tx.set_verdict(proto::VERDICT_ACCEPT);
@@ -292,12 +296,25 @@ const TxKind kKinds[] = {
      [](FlagSet& f) {
        DeclareTaskId(f);
        f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
+       f.Value("slot", "N", "the solver, with --verifier: the index of the disputed slot among the task's verifiers");
+       f.Value("final-digest", "HEX", "a whistleblower: FinalDigest(your key, the final state your replay reached) "
+               "(64 hex; default 32 zero bytes, which catches no forced error)");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::DisputeTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       if (f.Given("verifier") != f.Given("slot")) {
+         return Status::InvalidArgument("the solver names the disputed verdict by --verifier and --slot together");
+       }
        if (f.Given("verifier")) {
+         if (f.Given("final-digest")) return Status::InvalidArgument("the solver's dispute carries no --final-digest");
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
+         POLNODE_ASSIGN_OR_RETURN(std::int64_t slot, f.GetInt("slot", 0, UINT32_MAX));
+         tx.set_slot(static_cast<std::uint32_t>(slot));
+       } else if (f.Given("final-digest")) {
+         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
+       } else {
+         tx.set_final_digest(std::string(32, '\0'));
        }
        return Serialize(tx);
      }},

@@ -33,7 +33,7 @@ int RunVerifierCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(kName,
                 "Run a verifier: keep verifier stake bonded, replay the segments the ledger assigns this key on "
                 "every committed proof it is drawn for (plus the final segment), post the verdict with the hash "
-                "of its report (HOME/reports/<task>.json), and play the dispute games over its verdicts. Logs "
+                "of its report (HOME/reports/<task>-<slot>.json), and play the dispute games over its verdicts. Logs "
                 "one line per event; serves /metrics.");
   DeclareRoleFlags(flags);
   flags.Bool("lazy", "accept every assigned proof at once without checking it, and answer no dispute (the "

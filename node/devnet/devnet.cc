@@ -31,6 +31,8 @@ namespace polnode::node {
 namespace {
 
 constexpr std::int64_t kGenesisBalance = 10'000'000;
+// Verifier slots of each task (see Devnet's params).
+constexpr std::uint32_t kSlotsPerTask = 9;
 
 // One process of the devnet.
 struct Member {
@@ -219,7 +221,10 @@ Status Devnet::SetUp() {
   }
   // Windows sized for 100 ms blocks on a small machine that also trains and replays.
   proto::Params& p = ledger_home.params;
-  p.set_verifiers_per_task(2);
+  // Slots are drawn by stake with replacement (contracts/verification.h), so a verifier holds a
+  // slot of a task for sure only when the task has more slots than any one verifier has locks:
+  // both verifiers keep 8 locks free and each task has 9 slots (below).
+  p.set_verifiers_per_task(kSlotsPerTask);
   p.set_forced_error_rate(o_.forced_error_rate);
   p.set_verify_window(600);
   p.set_challenge_window(150);
@@ -228,9 +233,11 @@ Status Devnet::SetUp() {
   p.set_max_training_window(100'000);
   p.set_publish_window(600);
   p.set_seed_reveal_window(300);
-  // Locks grow with the payment (contracts/locks.h): the verifiers keep enough free stake for
-  // four assignments at once, so both are assigned to every task.
-  const std::uint64_t verifier_stake = 4 * contracts::TaskLock(p, proto::ROLE_VERIFIER, o_.payment);
+  // Locks grow with the payment (contracts/locks.h). Each verifier keeps kSlotsPerTask - 1 locks
+  // free, so both hold slots of every task; a second task drawn before they top up the first's
+  // locks again (the tasks run side by side) still finds both unless the first took all 8 locks
+  // of one of them (2 x 8 / C(16, 9) = 0.14%).
+  const std::uint64_t verifier_stake = (kSlotsPerTask - 1) * contracts::TaskLock(p, proto::ROLE_VERIFIER, o_.payment);
   for (Member& m : members_) {
     if (m.role != "verifier") continue;
     m.extra_flags.insert(m.extra_flags.end(), {"--stake", std::to_string(verifier_stake)});

@@ -453,15 +453,19 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       if (forced) return Status::Ok();
       // A reject left undisputed stands and leaves the proof unproven: the solver defends its proof
       // against every one (a cheater bluffs, hoping the verifier cannot play its game).
-      for (const proto::VerifierSlot& slot : task.verifiers()) {
+      // Slot by slot: a key drawn for several slots gave a verdict on each.
+      for (int i = 0; i < task.verifiers_size(); ++i) {
+        const proto::VerifierSlot& slot = task.verifiers(i);
         if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || slot.disputed()) continue;
         proto::DisputeTx tx;
         tx.set_task_id(task.id());
         tx.set_verifier(slot.verifier());
-        POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("dispute-" + task_hex + "-" + consensus::ToHex(slot.verifier()),
+        tx.set_slot(static_cast<std::uint32_t>(i));
+        POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("dispute-" + task_hex + "-" + std::to_string(i),
                                                                contracts::payload::kDispute, Serialized(tx)));
         if (state == DutyState::kSent) {
-          ctx.log().Event("disputing", {{"task", task_hex}, {"verifier", consensus::ToHex(slot.verifier())}});
+          ctx.log().Event("disputing",
+                          {{"task", task_hex}, {"slot", std::to_string(i)}, {"verifier", consensus::ToHex(slot.verifier())}});
           ctx.metrics().Add("disputes_total");
         }
       }

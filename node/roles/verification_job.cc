@@ -249,11 +249,26 @@ Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache) {
   return std::move(*binding.bound);
 }
 
-std::vector<std::int64_t> SlotSegments(const proto::Task& task, std::string_view verifier) {
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.verifier() == verifier) return std::vector<std::int64_t>(slot.segments().begin(), slot.segments().end());
+std::vector<std::uint32_t> SlotsOf(const proto::Task& task, std::string_view verifier) {
+  std::vector<std::uint32_t> slots;
+  for (int i = 0; i < task.verifiers_size(); ++i) {
+    if (task.verifiers(i).verifier() == verifier) slots.push_back(static_cast<std::uint32_t>(i));
   }
-  return {};
+  return slots;
+}
+
+std::vector<std::int64_t> SlotSegments(const proto::VerifierSlot& slot) {
+  return std::vector<std::int64_t>(slot.segments().begin(), slot.segments().end());
+}
+
+std::vector<std::int64_t> SegmentsOfSlots(const proto::Task& task, const std::vector<std::uint32_t>& slots) {
+  std::vector<std::int64_t> all;
+  for (std::uint32_t i : slots) {
+    for (std::int64_t s : SlotSegments(task.verifiers(static_cast<int>(i)))) all.push_back(s);
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
 }
 
 Result<ProofCheck> CheckCommittedProof(const CheckRequest& request) {
@@ -298,21 +313,24 @@ Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std
   return v;
 }
 
-proto::VerdictTx VerdictTxFor(std::string_view task_id, std::string_view verifier, const SegmentsVerdict& verdict,
-                              const consensus::Hash256& report_hash) {
+std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict) {
+  consensus::Hash256 digest{};
+  if (verdict.final_state) {
+    digest = contracts::FinalDigest(
+        key, std::string_view(reinterpret_cast<const char*>(verdict.final_state->data()), verdict.final_state->size()));
+  }
+  return std::string(digest.begin(), digest.end());
+}
+
+proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
+                              const SegmentsVerdict& verdict, const consensus::Hash256& report_hash) {
   proto::VerdictTx tx;
   tx.set_task_id(std::string(task_id));
+  tx.set_slot(slot);
   tx.set_verdict(verdict.verdict);
   tx.set_report_hash(std::string(report_hash.begin(), report_hash.end()));
   for (std::uint64_t s : verdict.failed_segments) tx.add_failed_segments(s);
-  if (verdict.verdict != proto::VERDICT_UNAVAILABLE) {
-    consensus::Hash256 digest{};
-    if (verdict.final_state) {
-      digest = contracts::FinalDigest(verifier, std::string_view(reinterpret_cast<const char*>(verdict.final_state->data()),
-                                                                 verdict.final_state->size()));
-    }
-    tx.set_final_digest(std::string(digest.begin(), digest.end()));
-  }
+  if (verdict.verdict != proto::VERDICT_UNAVAILABLE) tx.set_final_digest(FinalDigestOf(verifier, verdict));
   return tx;
 }
 

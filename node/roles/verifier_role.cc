@@ -25,11 +25,20 @@ std::string JoinSegments(const std::vector<std::int64_t>& segments) {
   return out;
 }
 
-const proto::VerifierSlot* SlotOf(const proto::Task& task, std::string_view key) {
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.verifier() == key) return &slot;
+// The slots of `task` that `key` holds and that await its verdict: live, none given yet.
+std::vector<std::uint32_t> OpenSlots(const proto::Task& task, std::string_view key) {
+  std::vector<std::uint32_t> open;
+  for (std::uint32_t i : SlotsOf(task, key)) {
+    const proto::VerifierSlot& slot = task.verifiers(static_cast<int>(i));
+    if (!slot.absent() && slot.verdict() == proto::VERDICT_NONE) open.push_back(i);
   }
-  return nullptr;
+  return open;
+}
+
+std::string JoinSlots(const std::vector<std::uint32_t>& slots) {
+  std::string out;
+  for (std::uint32_t i : slots) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
 }
 
 std::string VerdictWord(proto::Verdict verdict) {
@@ -42,23 +51,26 @@ std::string VerdictWord(proto::Verdict verdict) {
 }
 
 // The fields every report starts with: the verdict, then what it is about.
-void ReportHeader(JsonWriter& w, const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
+void ReportHeader(JsonWriter& w, const proto::Task& task, std::uint32_t slot, std::string_view verifier,
+                  const SegmentsVerdict& verdict) {
   w.BeginObject()
       .Field("verdict", VerdictWord(verdict.verdict))
       .Field("reason", verdict.reason)
       .Field("task", consensus::ToHex(task.id()))
+      .Field("slot", static_cast<std::uint64_t>(slot))
       .Field("verifier", consensus::ToHex(verifier))
       .Field("solver", consensus::ToHex(task.solver()))
       .Field("proof_root", consensus::ToHex(task.proof_root()))
       .Field("segment_beacon", consensus::ToHex(task.segment_beacon()));
 }
 
-// The evidence behind a checked verdict. Only what the replay determines goes in (no times, no
+// The evidence behind a checked verdict on one slot: the whole replay it was read from (one replay
+// answers every slot the key held open). Only what the replay determines goes in (no times, no
 // cache statistics), so a rerun of the same check writes the same bytes.
-std::string ReportJson(const proto::Task& task, std::string_view verifier, std::string_view backend,
+std::string ReportJson(const proto::Task& task, std::uint32_t slot, std::string_view verifier, std::string_view backend,
                        const ProofCheck& check, const SegmentsVerdict& verdict) {
   JsonWriter w;
-  ReportHeader(w, task, verifier, verdict);
+  ReportHeader(w, task, slot, verifier, verdict);
   w.Field("backend", backend).Field("data_fault", check.data_fault);
   if (check.thresholds) {
     // Tolerant mode: the profiled thresholds the distances were judged by.
@@ -82,9 +94,10 @@ std::string ReportJson(const proto::Task& task, std::string_view verifier, std::
 }
 
 // A lazy verifier's report: it says that nothing was checked.
-std::string LazyReportJson(const proto::Task& task, std::string_view verifier, const SegmentsVerdict& verdict) {
+std::string LazyReportJson(const proto::Task& task, std::uint32_t slot, std::string_view verifier,
+                           const SegmentsVerdict& verdict) {
   JsonWriter w;
-  ReportHeader(w, task, verifier, verdict);
+  ReportHeader(w, task, slot, verifier, verdict);
   w.EndObject();
   return w.str();
 }
@@ -97,16 +110,16 @@ VerifierRole::~VerifierRole() { Stop(); }
 
 void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
 
-std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task) const {
+std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const {
   // A slot reopened after the solver published its checkpoints gets a second verdict, from the
   // ledger's copy: its own report.
-  const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
-  const bool published = slot != nullptr && slot->published();
-  return ctx.home() + "/reports/" + consensus::ToHex(task.id()) + (published ? "-published" : "") + ".json";
+  const bool published = task.verifiers(static_cast<int>(slot)).published();
+  return ctx.home() + "/reports/" + consensus::ToHex(task.id()) + "-" + std::to_string(slot) +
+         (published ? "-published" : "") + ".json";
 }
 
-std::string VerifierRole::VerdictPath(const RoleContext& ctx, const proto::Task& task) const {
-  std::string path = ReportPath(ctx, task);
+std::string VerifierRole::VerdictPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const {
+  std::string path = ReportPath(ctx, task, slot);
   return path.replace(path.size() - std::string_view(".json").size(), std::string::npos, ".verdict");
 }
 
@@ -124,21 +137,23 @@ Status VerifierRole::Poll(RoleContext& ctx) {
   ctx.metrics().Set("staked", staked ? 1 : 0);
   POLNODE_RETURN_IF_ERROR(Collect(ctx));
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
-    const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
-    if (slot == nullptr) return Status::Ok();
+    const std::vector<std::uint32_t> mine = SlotsOf(task, ctx.pubkey());
+    if (mine.empty()) return Status::Ok();
     if (task.status() != proto::TASK_VERIFYING) {
       failures_.erase(task.id());
       reasons_.erase(task.id());
       assigned_.erase(task.id());
     }
     if (task.status() != proto::TASK_DISPUTED) disputes_.erase(task.id());
-    if (task.status() == proto::TASK_VERIFYING && slot->verdict() == proto::VERDICT_NONE) {
-      return HandleAssigned(ctx, task);
+    if (task.status() == proto::TASK_VERIFYING) {
+      const std::vector<std::uint32_t> open = OpenSlots(task, ctx.pubkey());
+      return open.empty() ? Status::Ok() : HandleAssigned(ctx, task, open);
     }
-    if (task.status() == proto::TASK_DISPUTED && slot->disputed() && slot->verdict() == proto::VERDICT_REJECT &&
-        !options_.lazy) {
-      return PlayDisputes(ctx, task);
-    }
+    const bool disputed = std::any_of(mine.begin(), mine.end(), [&](std::uint32_t i) {
+      const proto::VerifierSlot& slot = task.verifiers(static_cast<int>(i));
+      return slot.disputed() && slot.verdict() == proto::VERDICT_REJECT;
+    });
+    if (task.status() == proto::TASK_DISPUTED && disputed && !options_.lazy) return PlayDisputes(ctx, task);
     return Status::Ok();
   });
 }
@@ -146,6 +161,7 @@ Status VerifierRole::Poll(RoleContext& ctx) {
 Status VerifierRole::Collect(RoleContext& ctx) {
   if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return Status::Ok();
   const proto::Task task = running_->task;
+  const std::vector<std::uint32_t> slots = running_->slots;
   Result<ProofCheck> check = running_->result.get();
   running_.reset();
   const std::string id = task.id();
@@ -165,54 +181,72 @@ Status VerifierRole::Collect(RoleContext& ctx) {
   ctx.metrics().Add("blobs_fetched_total", static_cast<double>(check->blobs_fetched));
   ctx.metrics().Add("published_loaded_total", static_cast<double>(check->published_loaded));
   ctx.metrics().Add("segments_replayed_total", static_cast<double>(check->evidence.size()));
-  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict verdict, VerdictOn(*check, SlotSegments(task, ctx.pubkey())));
-  reasons_[id] = verdict.reason;
-  return SaveVerdict(ctx, task, ReportJson(task, ctx.pubkey(), backend_->name(), *check, verdict), verdict);
+  // One replay answers every slot it was run for, each by its own segments.
+  for (std::uint32_t i : slots) {
+    POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict verdict, VerdictOn(*check, SlotSegments(task.verifiers(static_cast<int>(i)))));
+    reasons_[id][i] = verdict.reason;
+    POLNODE_RETURN_IF_ERROR(
+        SaveVerdict(ctx, task, i, ReportJson(task, i, ctx.pubkey(), backend_->name(), *check, verdict), verdict));
+  }
+  return Status::Ok();
 }
 
-Status VerifierRole::SaveVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report,
-                                 const SegmentsVerdict& verdict) {
+Status VerifierRole::SaveVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,
+                                 const std::string& report, const SegmentsVerdict& verdict) {
   std::error_code ec;
   std::filesystem::create_directories(ctx.home() + "/reports", ec);
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ReportPath(ctx, task), report));
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(ReportPath(ctx, task, slot), report));
   // The transaction is kept beside its report, so a restarted verifier posts the same verdict.
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), ctx.pubkey(), verdict, consensus::Sha256(report));
-  return WriteFileAtomically(VerdictPath(ctx, task), tx.SerializeAsString());
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), slot, ctx.pubkey(), verdict, consensus::Sha256(report));
+  return WriteFileAtomically(VerdictPath(ctx, task, slot), tx.SerializeAsString());
 }
 
-Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task) {
+Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task, const std::vector<std::uint32_t>& open) {
   const std::string& id = task.id();
-  const std::vector<std::int64_t> segments = SlotSegments(task, ctx.pubkey());
   if (assigned_.insert(id).second) {
-    ctx.metrics().Add("assignments_total");
-    ctx.log().Event("assigned", {{"task", consensus::ToHex(id)}, {"segments", JoinSegments(segments)}});
+    ctx.metrics().Add("assignments_total", static_cast<double>(open.size()));
+    ctx.log().Event("assigned", {{"task", consensus::ToHex(id)},
+                                 {"slots", JoinSlots(open)},
+                                 {"segments", JoinSegments(SegmentsOfSlots(task, open))}});
   }
-  Result<std::vector<std::uint8_t>> saved = ReadWholeFile(VerdictPath(ctx, task), kMaxVerdictBytes);
-  if (saved.ok()) {
-    proto::VerdictTx tx;
-    if (!tx.ParseFromArray(saved->data(), static_cast<int>(saved->size())) || tx.task_id() != id) {
-      return Status::Corruption(VerdictPath(ctx, task) + " does not hold this task's verdict");
+  // Slots whose verdict is saved on disk are posted from it; the others need a check.
+  std::vector<std::uint32_t> unchecked;
+  for (std::uint32_t i : open) {
+    Result<std::vector<std::uint8_t>> saved = ReadWholeFile(VerdictPath(ctx, task, i), kMaxVerdictBytes);
+    if (saved.ok()) {
+      proto::VerdictTx tx;
+      if (!tx.ParseFromArray(saved->data(), static_cast<int>(saved->size())) || tx.task_id() != id || tx.slot() != i) {
+        return Status::Corruption(VerdictPath(ctx, task, i) + " does not hold this slot's verdict");
+      }
+      POLNODE_RETURN_IF_ERROR(PostVerdict(ctx, task, i, tx));
+      continue;
     }
-    return PostVerdict(ctx, task, tx);
+    if (saved.status().code() != StatusCode::kNotFound) return saved.status();
+    unchecked.push_back(i);
   }
-  if (saved.status().code() != StatusCode::kNotFound) return saved.status();
+  if (unchecked.empty()) return Status::Ok();
   if (options_.lazy) {
-    reasons_[id] = kLazyReason;
     SegmentsVerdict accept;
     accept.verdict = proto::VERDICT_ACCEPT;
     accept.reason = kLazyReason;
-    POLNODE_RETURN_IF_ERROR(SaveVerdict(ctx, task, LazyReportJson(task, ctx.pubkey(), accept), accept));
-    return HandleAssigned(ctx, task);
+    for (std::uint32_t i : unchecked) {
+      reasons_[id][i] = kLazyReason;
+      POLNODE_RETURN_IF_ERROR(SaveVerdict(ctx, task, i, LazyReportJson(task, i, ctx.pubkey(), accept), accept));
+    }
+    return HandleAssigned(ctx, task, open);
   }
   if (running_) return Status::Ok();  // one check at a time; this task waits its turn
   auto failed = failures_.find(id);
   if (failed != failures_.end() && std::chrono::steady_clock::now() < failed->second.retry_at) return Status::Ok();
-  StartCheck(ctx, task, segments);
+  StartCheck(ctx, task, std::move(unchecked));
   return Status::Ok();
 }
 
-void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::int64_t> segments) {
-  ctx.log().Event("verifying", {{"task", consensus::ToHex(task.id())}, {"segments", JoinSegments(segments)}});
+void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::uint32_t> slots) {
+  // One replay of the union of the slots' segments (and the final one, replayed once) answers all.
+  std::vector<std::int64_t> segments = SegmentsOfSlots(task, slots);
+  ctx.log().Event("verifying",
+                  {{"task", consensus::ToHex(task.id())}, {"slots", JoinSlots(slots)}, {"segments", JoinSegments(segments)}});
   CheckRequest request;
   request.task = task;
   request.segments = std::move(segments);
@@ -220,25 +254,30 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   request.data = &data_;
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
-  running_.emplace(Running{task, std::async(std::launch::async, [request = std::move(request)] {
+  running_.emplace(Running{task, std::move(slots), std::async(std::launch::async, [request = std::move(request)] {
                              return CheckCommittedProof(request);
                            })});
 }
 
-Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, const proto::VerdictTx& tx) {
-  const std::string round = SlotOf(task, ctx.pubkey())->published() ? "-published" : "";
-  const std::string duty = "verdict-" + consensus::ToHex(task.id()) + round;
+Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,
+                                 const proto::VerdictTx& tx) {
+  const std::string round = task.verifiers(static_cast<int>(slot)).published() ? "-published" : "";
+  const std::string duty = "verdict-" + consensus::ToHex(task.id()) + "-" + std::to_string(slot) + round;
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
   if (state != DutyState::kSent) return Status::Ok();
   const std::string word = VerdictWord(tx.verdict());
   ctx.metrics().Add("verdicts_" + word + "_total");
-  auto reason = reasons_.find(task.id());
+  std::string reason = "see the report";
+  if (auto task_reasons = reasons_.find(task.id()); task_reasons != reasons_.end()) {
+    if (auto r = task_reasons->second.find(slot); r != task_reasons->second.end()) reason = r->second;
+  }
   std::string failed;
   for (std::uint64_t s : tx.failed_segments()) failed += (failed.empty() ? "" : ",") + std::to_string(s);
   ctx.log().Event("verdict", {{"task", consensus::ToHex(task.id())},
+                              {"slot", std::to_string(slot)},
                               {"verdict", word},
                               {"failed", failed},
-                              {"reason", reason != reasons_.end() ? reason->second : "see the report"},
+                              {"reason", reason},
                               {"report", consensus::ToHex(tx.report_hash())}});
   return Status::Ok();
 }
@@ -251,9 +290,17 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
     party.document = std::move(bound.document);
     party.data = bound.data;
     party.backend = dispute_backend_.get();
-    // The challenger of a reject looks first where this verifier's own replay looked.
-    const proto::VerifierSlot* slot = SlotOf(task, ctx.pubkey());
-    party.suspect_segments.assign(slot->failed_segments().begin(), slot->failed_segments().end());
+    // The challenger of a reject looks first where this verifier's own replays looked: one game
+    // stands for every disputed reject slot the key holds.
+    for (std::uint32_t i : SlotsOf(task, ctx.pubkey())) {
+      const proto::VerifierSlot& slot = task.verifiers(static_cast<int>(i));
+      if (!slot.disputed() || slot.verdict() != proto::VERDICT_REJECT) continue;
+      for (std::uint64_t s : slot.failed_segments()) {
+        if (std::find(party.suspect_segments.begin(), party.suspect_segments.end(), s) == party.suspect_segments.end()) {
+          party.suspect_segments.push_back(s);
+        }
+      }
+    }
     party.cache_dir = ctx.home() + "/cache";
     party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));

@@ -32,17 +32,6 @@ const char* VerdictName(proto::Verdict verdict) {
   }
 }
 
-// The union of the segments the given verifiers replay, ascending.
-std::vector<std::int64_t> UnionOfSegments(const proto::Task& task, const std::vector<std::string>& verifiers) {
-  std::vector<std::int64_t> all;
-  for (const std::string& verifier : verifiers) {
-    for (std::int64_t s : SlotSegments(task, verifier)) all.push_back(s);
-  }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
-}
-
 // What the whistleblower owns on the ledger: its balance and its whistleblower stake. Disputes
 // move money between the two (a dispute locks stake, a top-up bonds more), so only their sum
 // shows what a task's disputes earned or cost.
@@ -60,11 +49,11 @@ Result<Holdings> HoldingsOf(const RoleContext& ctx) {
 
 }  // namespace
 
-bool SelectedForCheck(std::string_view task_id, std::string_view verifier, std::string_view self, double share) {
+bool SelectedForCheck(std::string_view task_id, std::uint32_t slot, std::string_view self, double share) {
   consensus::HashWriter w;
-  w.String("polnode/whistleblower-audit/v1");
+  w.String("polnode/whistleblower-audit/v2");
   w.String(task_id);
-  w.String(verifier);
+  w.U32(slot);
   w.String(self);
   const consensus::Hash256 h = w.Finalize();
   std::uint64_t word = 0;
@@ -112,7 +101,7 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
     // Neither a task's solver nor its submitter nor one of its verifiers may challenge its proof.
     if (task.solver() == ctx.pubkey() || task.submitter() == ctx.pubkey()) return Status::Ok();
-    if (!SlotSegments(task, ctx.pubkey()).empty()) return Status::Ok();
+    if (!SlotsOf(task, ctx.pubkey()).empty()) return Status::Ok();
     if (task.status() != proto::TASK_VERIFYING && task.status() != proto::TASK_PUBLISHING &&
         task.status() != proto::TASK_CHALLENGE) {
       pending_challenges_.erase("challenge-" + consensus::ToHex(task.id()));
@@ -164,29 +153,26 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   auto it = audits_.find(task.id());
   if (it == audits_.end()) {
     TaskAudit audit;
-    for (const proto::VerifierSlot& slot : task.verifiers()) {
-      if (slot.verifier() == ctx.pubkey()) continue;  // nobody disputes their own verdict
-      if (SelectedForCheck(task.id(), slot.verifier(), ctx.pubkey(), options_.check_share)) {
-        audit.verifiers.push_back(slot.verifier());
-      }
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(task.verifiers_size()); ++i) {
+      if (SelectedForCheck(task.id(), i, ctx.pubkey(), options_.check_share)) audit.slots.push_back(i);
     }
     it = audits_.emplace(task.id(), std::move(audit)).first;
   }
   TaskAudit& audit = it->second;
   // A check from before the solver published checkpoints may have lacked some; it runs again.
   if (audit.check && audit.published_seen != task.published_size()) audit.check.reset();
-  if (audit.verifiers.empty() || audit.check || running_) return Status::Ok();
+  if (audit.slots.empty() || audit.check || running_) return Status::Ok();
   if (!audit.error.empty() && std::chrono::steady_clock::now() < audit.retry_at) return Status::Ok();
   CheckRequest request;
   request.task = task;
-  request.segments = UnionOfSegments(task, audit.verifiers);
+  request.segments = SegmentsOfSlots(task, audit.slots);
   request.cache_dir = ctx.home() + "/cache";
   request.data = &data_;
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
   audit.published_seen = task.published_size();
   ctx.log().Event("auditing", {{"task", consensus::ToHex(task.id())},
-                               {"verifiers", std::to_string(audit.verifiers.size())},
+                               {"slots", std::to_string(audit.slots.size())},
                                {"segments", JoinSegments(request.segments)}});
   running_.emplace(Running{task.id(), std::async(std::launch::async, [request = std::move(request)] {
                              return CheckCommittedProof(request);
@@ -195,26 +181,27 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
 }
 
 Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, TaskAudit& audit) {
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
+  for (std::uint32_t i : audit.slots) {
+    const proto::VerifierSlot& slot = task.verifiers(static_cast<int>(i));
     if (slot.absent() || slot.verdict() == proto::VERDICT_NONE) continue;
-    if (std::find(audit.verifiers.begin(), audit.verifiers.end(), slot.verifier()) == audit.verifiers.end()) continue;
-    if (!audit.compared.insert(slot.verifier()).second) continue;
-    POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, SlotSegments(task, slot.verifier())));
+    if (!audit.compared.insert(i).second) continue;
+    POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, SlotSegments(slot)));
     const bool agree = mine.verdict == slot.verdict();
     ctx.metrics().Add("checks_total");
     if (!agree) ctx.metrics().Add("disagreements_total");
     ctx.log().Event("checked", {{"task", consensus::ToHex(task.id())},
+                                {"slot", std::to_string(i)},
                                 {"verifier", consensus::ToHex(slot.verifier())},
                                 {"result", agree ? "agree" : "disagree"},
                                 {"theirs", VerdictName(slot.verdict())},
                                 {"mine", VerdictName(mine.verdict)},
                                 {"reason", mine.reason}});
   }
-  // The whistleblower challenges the proof itself when its replay of the audited verifiers'
-  // segments (and the final one) shows a transition wrong: the one thing a game can show. An
-  // accepting verifier whose own segments include the one the game disproves loses its lock to
+  // The whistleblower challenges the proof itself when its replay of the audited slots' segments
+  // (and the final one) shows a transition wrong: the one thing a game can show. An accepting
+  // verifier whose slot's segments include the one the game disproves loses that slot's lock to
   // the whistleblower; in a forced round the challenge catches the forced error.
-  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, UnionOfSegments(task, audit.verifiers)));
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, SegmentsOfSlots(task, audit.slots)));
   if (mine.verdict != proto::VERDICT_REJECT) return Status::Ok();
   audit.suspects = mine.failed_segments;
   return Challenge(ctx, task, mine);
@@ -238,6 +225,9 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   }
   proto::DisputeTx tx;
   tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
+  // Like a verdict, it commits to the final state its replay reached: in a forced round only a
+  // challenge whose digest matches the honest final state the solver reveals is a catch.
+  tx.set_final_digest(FinalDigestOf(ctx.pubkey(), mine));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));
   if (state == DutyState::kCommitted || state == DutyState::kFailed) {
     pending_challenges_.erase(duty);

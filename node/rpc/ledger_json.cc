@@ -148,6 +148,8 @@ void WriteChallenge(JsonWriter& w, const proto::Challenge& challenge) {
   w.BeginObject()
       .Field("challenger", ToHex(challenge.challenger()))
       .Field("lock", challenge.lock())
+      .Field("final_digest", ToHex(challenge.final_digest()))
+      .Field("caught", challenge.caught())
       .Field("game_result", proto::GameResult_Name(challenge.game_result()))
       .EndObject();
 }

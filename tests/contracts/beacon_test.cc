@@ -65,30 +65,36 @@ TEST(IsForcedError, DependsOnTheSeedSoTheSolverCannotPrecompute) {
 
 TEST(DrawSegments, DistinctSortedInRangeAndDeterministic) {
   const std::string beacon = Bytes32(0x42);
-  const std::vector<std::uint64_t> a = DrawSegments(beacon, Raw(Key(1)), 10, 4);
+  const std::vector<std::uint64_t> a = DrawSegments(beacon, 1, 10, 4);
   ASSERT_EQ(a.size(), 4u);
   EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
   EXPECT_EQ(std::set<std::uint64_t>(a.begin(), a.end()).size(), 4u);
   for (std::uint64_t index : a) EXPECT_LT(index, 10u);
-  EXPECT_EQ(DrawSegments(beacon, Raw(Key(1)), 10, 4), a);
-  EXPECT_EQ(DrawSegments(beacon, Raw(Key(1)), 5, 5), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
-  EXPECT_TRUE(DrawSegments(beacon, Raw(Key(1)), 3, 4).empty());
-  EXPECT_TRUE(DrawSegments(beacon, Raw(Key(1)), 3, 0).empty());
+  EXPECT_EQ(DrawSegments(beacon, 1, 10, 4), a);
+  EXPECT_EQ(DrawSegments(beacon, 1, 5, 5), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(DrawSegments(beacon, 1, 3, 4).empty());
+  EXPECT_TRUE(DrawSegments(beacon, 1, 3, 0).empty());
 }
 
-TEST(DrawSegments, VerifiersCheckDifferentSegmentsAndCoverageIsUniform) {
+// Segments are drawn per slot, so two slots one key was drawn for check different segments.
+TEST(DrawSegments, SlotsCheckDifferentSegmentsAndCoverageIsUniform) {
   std::vector<int> hits(10, 0);
   int identical = 0;
-  for (int v = 0; v < 500; ++v) {
-    const auto mine = DrawSegments(Bytes32(7), Raw(Key(static_cast<std::uint8_t>(v))) + std::to_string(v), 10, 1);
-    const auto other =
-        DrawSegments(Bytes32(7), Raw(Key(static_cast<std::uint8_t>(v))) + "x" + std::to_string(v), 10, 1);
+  for (std::uint32_t slot = 0; slot < 500; ++slot) {
+    const auto mine = DrawSegments(Bytes32(7), slot, 10, 1);
+    const auto next = DrawSegments(Bytes32(7), slot + 1000, 10, 1);
     ASSERT_EQ(mine.size(), 1u);
     ++hits[mine[0]];
-    if (mine == other) ++identical;
+    if (mine == next) ++identical;
   }
   for (int h : hits) EXPECT_GT(h, 20);  // mean 50
   EXPECT_LT(identical, 100);            // ~1 in 10 by chance
+  // Another beacon, another draw for the same slot.
+  int same_slot_same_draw = 0;
+  for (std::uint32_t slot = 0; slot < 100; ++slot) {
+    same_slot_same_draw += DrawSegments(Bytes32(7), slot, 10, 3) == DrawSegments(Bytes32(8), slot, 10, 3) ? 1 : 0;
+  }
+  EXPECT_LT(same_slot_same_draw, 10);  // 1 in 120 by chance
 }
 
 }  // namespace

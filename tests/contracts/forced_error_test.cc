@@ -79,6 +79,8 @@ TEST(ForcedError, WhistleblowerCatchesLazyVerifiersButNobodyVouchesForTheHonestP
   // No verifier replayed the final segment, so nothing shows the honest proof is honest.
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  // Its replay reached the honest final state: a catch.
+  EXPECT_TRUE(task.challenges(0).caught());
   // The lazy verifiers' 1,000 joins the pool (1,200); half of it goes to the only catcher.
   EXPECT_EQ(flow.chain.Balance(flow.whistleblower), wb + 600);
   EXPECT_EQ(flow.chain.Jackpot(), 600u);
@@ -88,6 +90,82 @@ TEST(ForcedError, WhistleblowerCatchesLazyVerifiersButNobodyVouchesForTheHonestP
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 1'000u);
   EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 9'800);
+}
+
+// Issue 15's copycat whistleblower (econ/README.md): verdicts are public in the challenge window and
+// in an honest world only forced rounds draw rejects, so challenging whenever a verifier rejected
+// caught every forced error without a replay. A challenge now commits to the final state its
+// replay reached, and only one that reached the honest final state is a catch; one without claims
+// the honest proof is wrong too, plays a game over it, cannot open it, and pays the solver its lock.
+TEST(ForcedError, OnlyAChallengeThatReachedTheHonestFinalStateCatches) {
+  TaskFlow flow(ForcedParams());
+  Prepare(flow);
+  const PubKey replayer = flow.outsider;
+  ASSERT_EQ(flow.chain.Run(replayer, payload::kStake, [] {
+    proto::StakeTx stake;
+    stake.set_role(proto::ROLE_WHISTLEBLOWER);
+    stake.set_amount(300);
+    return stake;
+  }()).code, StatusCode::kOk);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> assigned = flow.Assigned();
+  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);  // diligent: vouches
+  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);   // lazy
+  // The copycat saw the reject and offers the committed proof's own final checkpoint; the other
+  // whistleblower replayed the final segment.
+  const std::string committed_final = HashBytes(flow.checkpoints.back());
+  ASSERT_EQ(flow.ChallengeReaching(flow.whistleblower, committed_final).code, StatusCode::kOk);
+  ASSERT_EQ(flow.ChallengeReaching(replayer, kHonestFinal).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  const std::uint64_t copycat = flow.chain.Balance(flow.whistleblower);
+  const std::uint64_t catcher = flow.chain.Balance(replayer);
+  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
+  EXPECT_FALSE(task.challenges(0).caught());
+  EXPECT_TRUE(task.challenges(1).caught());
+  Result<std::optional<std::string>> bytes =
+      flow.chain.state().Get("game/" + consensus::ToHex(task.id()) + "/" + consensus::ToHex(flow.whistleblower));
+  ASSERT_TRUE(bytes.ok() && bytes->has_value());
+  proto::DisputeGame game;
+  ASSERT_TRUE(game.ParseFromString(**bytes));
+  EXPECT_EQ(game.proof_root(), flow.RootWithFinal(kHonestFinal));  // the game is over the honest proof
+  EXPECT_FALSE(game.challenger_is_verifier());
+  // With nothing wrong to show, the copycat never opens and forfeits.
+  flow.chain.AdvanceTo(flow.chain.height() + 10);
+  task = flow.task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_EQ(task.challenges(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(task.challenges(1).game_result(), proto::GAME_RESULT_NONE);
+  // Catchers: the diligent verifier and the replaying whistleblower share half of the pool (200
+  // cut + the lazy verifier's 500): 175 each. The copycat's 300 goes to the solver.
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 175);
+  EXPECT_EQ(flow.chain.Balance(replayer), catcher + 175);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, replayer).locked(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), copycat);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 0u);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820 + 300);
+  EXPECT_EQ(flow.chain.Jackpot(), 350u);
+}
+
+// Tolerant tasks have no exact final state to commit to (verdicts give 32 zero bytes): any digest
+// catches, as any rejecting verifier's vouches.
+TEST(ForcedError, InATolerantTaskAnyChallengeCatches) {
+  TaskFlow flow(ForcedParams());
+  Prepare(flow);
+  flow.spec = TaskSubmission(10'000).spec();
+  flow.spec->set_tolerant(true);
+  flow.spec->set_initial_state_hash(HashBytes(flow.checkpoints[0]));
+  flow.RunToVerifying(10'000);
+  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, true).code, StatusCode::kOk);
+  ASSERT_EQ(flow.ChallengeReaching(flow.whistleblower, std::string(32, '\0')).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  EXPECT_TRUE(task.challenges(0).caught());
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
 }
 
 // Review finding 4: a solver that knew its round was forced committed garbage, revealed a random

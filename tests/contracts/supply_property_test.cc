@@ -108,9 +108,10 @@ class RandomTraffic {
         return chain_.Tx(SolverOr(task_id, signer), payload::kCommitProof, msg);
       }
       case 7: {
-        const PubKey verifier = SlotOr(task_id, signer);
+        const auto [verifier, slot] = SlotOr(task_id, signer);
         proto::VerdictTx msg;
         msg.set_task_id(task_id);
+        msg.set_slot(slot);
         // Mostly what a diligent verifier says (a forced round's committed proof fails its final
         // segment), otherwise anything.
         const proto::Task task = chain_.Task(task_id);
@@ -134,7 +135,9 @@ class RandomTraffic {
         proto::DisputeTx msg;
         msg.set_task_id(task_id);
         if (Pick(2) == 0) {
-          msg.set_verifier(Raw(SlotOr(task_id, signer)));
+          const auto [verifier, slot] = SlotOr(task_id, signer);
+          msg.set_verifier(Raw(verifier));
+          msg.set_slot(slot);
           return chain_.Tx(SolverOr(task_id, signer), payload::kDispute, msg);
         }
         return chain_.Tx(signer, payload::kDispute, msg);  // a whistleblower's challenge
@@ -171,10 +174,13 @@ class RandomTraffic {
     return task.solver().size() == 32 && Pick(5) != 0 ? ToKey(task.solver()) : fallback;
   }
 
-  PubKey SlotOr(const std::string& task_id, const PubKey& fallback) {
+  // A verifier slot of the task and the key that holds it (most of the time), else `fallback` with
+  // any slot index.
+  std::pair<PubKey, std::uint32_t> SlotOr(const std::string& task_id, const PubKey& fallback) {
     const proto::Task task = chain_.Task(task_id);
-    if (task.verifiers_size() == 0 || Pick(5) == 0) return fallback;
-    return ToKey(task.verifiers(static_cast<int>(Pick(static_cast<std::uint64_t>(task.verifiers_size())))).verifier());
+    if (task.verifiers_size() == 0 || Pick(5) == 0) return {fallback, static_cast<std::uint32_t>(Pick(4))};
+    const std::uint32_t slot = static_cast<std::uint32_t>(Pick(static_cast<std::uint64_t>(task.verifiers_size())));
+    return {ToKey(task.verifiers(static_cast<int>(slot)).verifier()), slot};
   }
 
   VerifiedTx RevealFor(const std::string& task_id, const PubKey& fallback) {

@@ -8,6 +8,7 @@
 
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/queries.h"
 #include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
@@ -32,9 +33,10 @@ TEST(SegmentBeacon, AssignsDistinctVerifiersWithTheirOwnSegmentsAndLocksThem) {
   EXPECT_EQ(task.verification_round(), 1u);
   const std::vector<PubKey> assigned = flow.Assigned();
   EXPECT_NE(assigned[0], assigned[1]);
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
+  for (int i = 0; i < task.verifiers_size(); ++i) {
+    const proto::VerifierSlot& slot = task.verifiers(i);
     EXPECT_EQ(slot.lock(), 500u);
-    const std::vector<std::uint64_t> want = DrawSegments(task.segment_beacon(), slot.verifier(), 10, 2);
+    const std::vector<std::uint64_t> want = DrawSegments(task.segment_beacon(), static_cast<std::uint32_t>(i), 10, 2);
     EXPECT_EQ(std::vector<std::uint64_t>(slot.segments().begin(), slot.segments().end()), want);
   }
   for (const PubKey& v : assigned) EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, v).locked(), 500u);
@@ -46,34 +48,170 @@ TEST(SegmentBeacon, AssignsDistinctVerifiersWithTheirOwnSegmentsAndLocksThem) {
 }
 
 // Issue 15: selection ignored stake, so extra keys at the minimum stake were cheap Sybils. Picks
-// now follow stake, and splitting a stake over several keys buys no extra chance.
-TEST(StakeWeightedPicks, FollowStakeAndSplittingStakeBuysNothing) {
-  const std::vector<std::uint64_t> weights = {1'000, 3'000, 0, 1'000};
+// follow stake (in whole locks), with replacement: a key is picked again while its stake covers
+// another lock, never more often than it does.
+TEST(StakeWeightedPicks, FollowStakeWithReplacementUpToEachCandidatesLocks) {
+  const std::vector<std::uint64_t> capacities = {1, 3, 0, 1};
   std::map<std::size_t, int> first_pick;
+  int repeated = 0;
   constexpr int kDraws = 20'000;
   for (int i = 0; i < kDraws; ++i) {
     const std::string beacon = std::string(reinterpret_cast<const char*>(&i), sizeof i);
-    const std::vector<std::size_t> picks = StakeWeightedPicks(weights, 2, beacon, 1, 0);
-    ASSERT_EQ(picks.size(), 2u);
-    EXPECT_NE(picks[0], picks[1]);
-    EXPECT_NE(picks[0], 2u);  // zero weight: never
-    EXPECT_NE(picks[1], 2u);
+    const std::vector<std::size_t> picks = StakeWeightedPicks(capacities, 3, beacon, 1, 0);
+    ASSERT_EQ(picks.size(), 3u);
+    std::map<std::size_t, std::uint64_t> count;
+    for (std::size_t p : picks) ++count[p];
+    for (const auto& [candidate, n] : count) EXPECT_LE(n, capacities[candidate]) << candidate;  // zero: never
+    repeated += count[1] >= 2 ? 1 : 0;
     ++first_pick[picks[0]];
   }
   // Expected 4,000 / 12,000 / 4,000; a deviation of 300 is > 5 standard deviations.
   EXPECT_NEAR(first_pick[0], kDraws / 5, 300);
   EXPECT_NEAR(first_pick[1], kDraws * 3 / 5, 300);
   EXPECT_NEAR(first_pick[3], kDraws / 5, 300);
-  // One key with 3,000 against the same 3,000 split over three Sybil keys of 1,000.
-  const std::vector<std::uint64_t> sybils = {3'000, 1'000, 1'000, 1'000};
-  int honest_first = 0;
+  // Candidate 1 holds 2 or 3 of the 3 slots with probability (C(3, 2) x 2 + 1) / C(5, 3) = 7/10.
+  EXPECT_NEAR(repeated, kDraws * 7 / 10, 400);
+  // More picks than locks: each lock once.
+  EXPECT_EQ(StakeWeightedPicks(capacities, 9, "x", 1, 0).size(), 5u);
+  EXPECT_TRUE(StakeWeightedPicks(std::vector<std::uint64_t>{0, 0}, 2, "x", 1, 0).empty());
+}
+
+// Issue 15's Sybil verifier (econ/README.md): without replacement one key held at most one slot,
+// so the same stake on three keys held more slots than on one. Now three locks on one key and one
+// lock on each of three neighbouring keys hold exactly the same slots, beacon by beacon.
+TEST(StakeWeightedPicks, SplittingStakeOverKeysBuysNoSlot) {
+  const std::vector<std::uint64_t> one_key = {3, 2, 1};
+  const std::vector<std::uint64_t> three_keys = {1, 1, 1, 2, 1};
+  double slots = 0;
+  constexpr int kDraws = 5'000;
   for (int i = 0; i < kDraws; ++i) {
     const std::string beacon = "sybil" + std::to_string(i);
-    if (StakeWeightedPicks(sybils, 1, beacon, 1, 0)[0] == 0) ++honest_first;
+    const std::vector<std::size_t> a = StakeWeightedPicks(one_key, 3, beacon, 1, 0);
+    const std::vector<std::size_t> b = StakeWeightedPicks(three_keys, 3, beacon, 1, 0);
+    ASSERT_EQ(a.size(), 3u);
+    ASSERT_EQ(b.size(), 3u);
+    for (std::size_t k = 0; k < 3; ++k) {
+      // The split keys are candidates 0..2 of `three_keys`; the others move up by two.
+      EXPECT_EQ(a[k] == 0, b[k] <= 2) << beacon;
+      if (a[k] != 0) {
+        EXPECT_EQ(b[k], a[k] + 2) << beacon;
+      }
+      slots += a[k] == 0 ? 1 : 0;
+    }
   }
-  EXPECT_NEAR(honest_first, kDraws / 2, 400);
-  // More picks than candidates: each once.
-  EXPECT_EQ(StakeWeightedPicks(weights, 9, "x", 1, 0).size(), 3u);
+  // Expected slots of the 3-lock stake: 3 x 3 / 6.
+  EXPECT_NEAR(slots / kDraws, 1.5, 0.05);
+}
+
+// A task whose two slots the first verifier holds: its 2,000 of stake covers two locks of 1,000
+// (10% of 10,000), the others' 500 none.
+struct TwoSlotFlow {
+  TwoSlotFlow() : flow([] {
+          proto::Params params = TestParams();
+          params.set_verifier_lock_bps(1'000);
+          return params;
+        }()) {
+    EXPECT_EQ(flow.chain.Run(big, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 1'500)).code, StatusCode::kOk);
+    flow.RunToVerifying(10'000);
+  }
+  TaskFlow flow;
+  const PubKey big = flow.verifiers[0];
+};
+
+// A key whose stake covers several locks holds several slots of one task: one lock and one draw of
+// segments per slot, one verdict per slot, and a fee per slot whose verdict agrees.
+TEST(SegmentBeacon, AKeyDrawnTwiceHoldsTwoSlotsEachWithItsLockSegmentsVerdictAndFee) {
+  TwoSlotFlow two;
+  TaskFlow& flow = two.flow;
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.verifiers_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(task.verifiers(i).verifier(), Raw(two.big));
+    EXPECT_EQ(task.verifiers(i).lock(), 1'000u);
+    const std::vector<std::uint64_t> want = DrawSegments(task.segment_beacon(), static_cast<std::uint32_t>(i), 10, 2);
+    EXPECT_EQ(std::vector<std::uint64_t>(task.verifiers(i).segments().begin(), task.verifiers(i).segments().end()), want);
+  }
+  EXPECT_NE(std::vector<std::uint64_t>(task.verifiers(0).segments().begin(), task.verifiers(0).segments().end()),
+            std::vector<std::uint64_t>(task.verifiers(1).segments().begin(), task.verifiers(1).segments().end()));
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, two.big).locked(), 2'000u);
+
+  const std::uint64_t balance = flow.chain.Balance(two.big);
+  ASSERT_EQ(flow.SlotVerdict(0, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  EXPECT_EQ(flow.SlotVerdict(0, proto::VERDICT_ACCEPT).code, StatusCode::kAlreadyExists);
+  // Slot 1 still waits for its own verdict; no other key may give it, and no slot past the last.
+  EXPECT_EQ(flow.task().status(), proto::TASK_VERIFYING);
+  proto::VerdictTx other;
+  other.set_task_id(flow.task_id);
+  other.set_slot(1);
+  other.set_verdict(proto::VERDICT_ACCEPT);
+  other.set_report_hash(Bytes32(0xCC));
+  other.set_final_digest(HashBytes(FinalDigest(Raw(flow.verifiers[1]), flow.replay_final)));
+  EXPECT_EQ(flow.chain.Run(flow.verifiers[1], payload::kVerdict, other).code, StatusCode::kPermissionDenied);
+  other.set_slot(2);
+  other.set_final_digest(HashBytes(FinalDigest(Raw(two.big), flow.replay_final)));
+  EXPECT_EQ(flow.chain.Run(two.big, payload::kVerdict, other).code, StatusCode::kPermissionDenied);
+  ASSERT_EQ(flow.SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  task = flow.task();
+  ASSERT_EQ(task.outcome(), proto::OUTCOME_ACCEPTED);
+  // Escrow 9,800 after the 2% cut, fee budget 980: 490 per slot, both slots its; 4 txs' fees.
+  EXPECT_EQ(flow.chain.Balance(two.big), balance + 2 * 490 - 4);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, two.big).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, two.big).bonded(), 2'000u);
+}
+
+// The solver disputes reject verdicts slot by slot; a key that holds two disputed rejects plays one
+// game for both, and the game's result settles each slot: a challenger that cannot open loses
+// both locks to the solver.
+TEST(Dispute, TheSolverDisputesSlotBySlotAndOneGameSettlesEachOfAKeysSlots) {
+  TwoSlotFlow two;
+  TaskFlow& flow = two.flow;
+  ASSERT_EQ(flow.SlotVerdict(0, proto::VERDICT_REJECT, {flow.FinalSegment()}).code, StatusCode::kOk);
+  ASSERT_EQ(flow.SlotVerdict(1, proto::VERDICT_REJECT, {flow.FinalSegment()}).code, StatusCode::kOk);
+  ASSERT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  // All in one block: the challenge window is only 4 blocks long.
+  const auto dispute = [&](const PubKey& verifier, std::uint32_t slot) {
+    proto::DisputeTx msg;
+    msg.set_task_id(flow.task_id);
+    msg.set_verifier(Raw(verifier));
+    msg.set_slot(slot);
+    return flow.chain.Tx(flow.solver, payload::kDispute, msg);
+  };
+  const BlockResult result = flow.chain.Block({
+      dispute(two.big, 0),
+      dispute(flow.verifiers[1], 1),  // the slot is not that key's
+      dispute(two.big, 2),            // no such slot
+      dispute(two.big, 1),
+      dispute(two.big, 1),            // again
+  });
+  const StatusCode want[] = {StatusCode::kOk, StatusCode::kNotFound, StatusCode::kNotFound, StatusCode::kOk,
+                             StatusCode::kAlreadyExists};
+  ASSERT_EQ(result.tx_results.size(), std::size(want));
+  for (std::size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
+  }
+  EXPECT_TRUE(flow.task().verifiers(0).disputed());
+  EXPECT_TRUE(flow.task().verifiers(1).disputed());
+  flow.AdvancePastDeadline();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  ASSERT_EQ(flow.task().status(), proto::TASK_DISPUTED);
+  Result<TaskGames> games = QueryGames(flow.chain.state(), flow.task_id);
+  ASSERT_TRUE(games.ok());
+  ASSERT_EQ(games->games.size(), 1u);
+  EXPECT_EQ(games->games[0].challenger().key(), Raw(two.big));
+  flow.chain.AdvanceTo(games->games[0].deadline());  // the challenger never opens
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(task.verifiers(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(task.verifiers(1).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, two.big).bonded(), 0u);
+  // The solver's pay (9,800 - 980) and both slots' locks; the reveal's fee.
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 8'820 + 2 * 1'000 - 1);
+  EXPECT_EQ(QueryGames(flow.chain.state(), flow.task_id)->games.size(), 1u);
 }
 
 // Issue 15 finding 5: the producer knows its own future randomness (a VRF), so a solver it colludes
@@ -261,6 +399,39 @@ TEST(VerdictDeadline, AbsentVerifierIsReplacedWhileRoundsRemain) {
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 
+// Replacement slots are drawn like the first ones, by stake with replacement, among keys absent from
+// none of the task's slots: a key that answered may take the replacement slot too, one that was
+// absent may not, whatever stake it has left.
+TEST(VerdictDeadline, ReplacementsSkipAbsentKeysButNotKeysThatAnswered) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  params.set_verifier_lock_bps(1'000);  // a lock of 1,000 on 10,000: the third verifier's 500 covers none
+  TaskFlow flow(params);
+  const PubKey a = flow.verifiers[0];
+  const PubKey b = flow.verifiers[1];
+  for (const PubKey& v : {a, b}) {
+    ASSERT_EQ(flow.chain.Run(v, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500)).code, StatusCode::kOk);
+  }
+  flow.RunToVerifying(10'000);
+  ASSERT_EQ(flow.task().verifiers_size(), 2);
+  // Both hold one slot; both stake another lock, so both could take a replacement slot by stake.
+  for (const PubKey& v : {a, b}) {
+    ASSERT_EQ(flow.chain.Run(v, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 1'000)).code, StatusCode::kOk);
+  }
+  ASSERT_EQ(flow.Verdict(a, true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // b is absent
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  ASSERT_EQ(task.verifiers_size(), 3);
+  EXPECT_EQ(task.verification_round(), 2u);
+  EXPECT_EQ(task.verifiers(2).verifier(), Raw(a));
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, a).locked(), 2'000u);
+  const proto::StakeRecord absent = flow.chain.Stake(proto::ROLE_VERIFIER, b);
+  EXPECT_EQ(absent.bonded() - absent.locked(), 1'000u);  // a lock's worth free, yet not drawn
+  ASSERT_EQ(flow.SlotVerdict(2, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+}
+
 TEST(VerdictDeadline, NoVerdictAtAllCancelsWithRefunds) {
   TaskFlow flow;
   flow.RunToVerifying(10'000);
@@ -288,23 +459,34 @@ TEST(Dispute, WhistleblowerChallengesTheProofOnceAndLocksStake) {
   EXPECT_EQ(flow.task().challenges(0).challenger(), Raw(flow.whistleblower));
   EXPECT_EQ(flow.task().challenges(0).lock(), 300u);
   // All in one block: the challenge window is only 4 blocks long.
+  EXPECT_EQ(flow.task().challenges(0).final_digest(), HashBytes(FinalDigest(Raw(flow.whistleblower), flow.replay_final)));
   proto::DisputeTx challenge;
   challenge.set_task_id(flow.task_id);
+  challenge.set_final_digest(Bytes32(0x33));
+  proto::DisputeTx undigested = challenge;
+  undigested.clear_final_digest();
   proto::DisputeTx named = challenge;
   named.set_verifier(Raw(assigned[0]));
+  proto::DisputeTx dispute = named;  // the solver's dispute names the verdict and nothing else
+  dispute.clear_final_digest();
   BlockResult result = flow.chain.Block({
       flow.chain.Tx(flow.whistleblower, payload::kDispute, challenge),  // again
       flow.chain.Tx(flow.outsider, payload::kDispute, challenge),       // no whistleblower stake
       flow.chain.Tx(assigned[1], payload::kDispute, challenge),         // a verifier of the task
       flow.chain.Tx(flow.submitter, payload::kDispute, challenge),      // the submitter
       flow.chain.Tx(flow.outsider, payload::kDispute, named),           // names a verdict
+      flow.chain.Tx(flow.outsider, payload::kDispute, undigested),      // no final digest
+      flow.chain.Tx(flow.solver, payload::kDispute, named),             // a dispute with a digest
+      flow.chain.Tx(flow.outsider, payload::kDispute, dispute),         // not the solver
   });
-  ASSERT_EQ(result.tx_results.size(), 5u);
-  EXPECT_EQ(result.tx_results[0].code, StatusCode::kAlreadyExists);
-  EXPECT_EQ(result.tx_results[1].code, StatusCode::kFailedPrecondition);
-  EXPECT_EQ(result.tx_results[2].code, StatusCode::kPermissionDenied);
-  EXPECT_EQ(result.tx_results[3].code, StatusCode::kPermissionDenied);
-  EXPECT_EQ(result.tx_results[4].code, StatusCode::kInvalidArgument);
+  const StatusCode want[] = {StatusCode::kAlreadyExists,   StatusCode::kFailedPrecondition,
+                             StatusCode::kPermissionDenied, StatusCode::kPermissionDenied,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument};
+  ASSERT_EQ(result.tx_results.size(), std::size(want));
+  for (std::size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
+  }
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
 }
 

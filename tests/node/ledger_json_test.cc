@@ -43,6 +43,19 @@ TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
   ASSERT_TRUE(IsOk(task));
   EXPECT_EQ(TaskJson(*task), task_json);
 
+  // A verifier slot and a whistleblower's challenge: its final digest and whether it caught a
+  // forced error (a challenge without the honest final state's digest is no catch).
+  const std::string challenged_json = LedgerAnswer("task-challenged");
+  Result<proto::Task> challenged = DecodeTask(challenged_json);
+  ASSERT_TRUE(IsOk(challenged));
+  EXPECT_EQ(TaskJson(*challenged), challenged_json);
+  ASSERT_EQ(challenged->challenges_size(), 1);
+  EXPECT_TRUE(challenged->challenges(0).caught());
+  EXPECT_NE(challenged_json.find(R"("final_digest":")" + consensus::ToHex(challenged->challenges(0).final_digest()) +
+                                 R"(","caught":true)"),
+            std::string::npos)
+      << challenged_json;
+
   for (const char* seed : {"tasks", "tasks-empty"}) {
     const std::string page_json = LedgerAnswer(seed);
     Result<contracts::TaskPage> page = DecodeTaskPage(page_json);

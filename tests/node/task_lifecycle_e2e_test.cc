@@ -432,13 +432,27 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     }
   }
 
+  // The index of `verifier`'s slot of `task` (each test verifier stakes one lock: at most one slot).
+  std::string SlotIndex(const std::string& task, const Actor& verifier) const {
+    const std::string body = Get("/v1/tasks/" + task);
+    const rapidjson::Document d = Json(body);
+    EXPECT_TRUE(d.HasMember("verifiers") && d["verifiers"].IsArray()) << body;
+    if (!d.HasMember("verifiers") || !d["verifiers"].IsArray()) return "";
+    for (rapidjson::SizeType i = 0; i < d["verifiers"].Size(); ++i) {
+      if (Str(d["verifiers"][i], "verifier") == verifier.pubkey) return std::to_string(i);
+    }
+    ADD_FAILURE() << verifier.name << " holds no slot: " << body;
+    return "";
+  }
+
   // One verdict per verifier (accept[i] for verifiers_[i]; a reject names the final segment and,
   // with `final_state`, commits to it); then the challenge window passes undisputed.
   void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept,
                                std::optional<std::string> final_state = std::nullopt) {
     ASSERT_EQ(accept.size(), verifiers_.size());
     for (std::size_t i = 0; i < verifiers_.size(); ++i) {
-      std::vector<std::string> args = {"--task", task, "--verdict", accept[i] ? "accept" : "reject", "--report-hash",
+      std::vector<std::string> args = {"--task",        task, "--slot", SlotIndex(task, verifiers_[i]), "--verdict",
+                                       accept[i] ? "accept" : "reject", "--report-hash",
                                        Hex32('a' + static_cast<char>(i))};
       if (!accept[i]) args.insert(args.end(), {"--failed-segments", std::to_string(kSegments - 1)});
       if (final_state) {
@@ -633,7 +647,9 @@ TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsLeavesItsProofUnprovenAndPays
   ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, proof));
   // The reveal window (3 blocks) may pass before this test sees TASK_REVEALING, so wait for the end.
   for (std::size_t i = 0; i < verifiers_.size(); ++i) {
-    ASSERT_TRUE(SendTx(verifiers_[i], "verdict", {"--task", task, "--verdict", "accept", "--report-hash", Hex32('a')}));
+    ASSERT_TRUE(SendTx(verifiers_[i], "verdict",
+                       {"--task", task, "--slot", SlotIndex(task, verifiers_[i]), "--verdict", "accept", "--report-hash",
+                        Hex32('a')}));
   }
   const std::string t = WaitStatus(task, "TASK_SETTLED");
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_NO_REVEAL");

@@ -84,15 +84,23 @@ class VerificationJobTest : public ::testing::Test {
 
 TEST_F(VerificationJobTest, SlotSegmentsAreTheLedgersDraw) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  const proto::Task task = TaskFor(proof);
-  EXPECT_EQ(SlotSegments(task, RawPubKey(verifier_)), std::vector<std::int64_t>(kSlotSegments.begin(), kSlotSegments.end()));
-  EXPECT_TRUE(SlotSegments(task, RawPubKey(solver_)).empty());
+  proto::Task task = TaskFor(proof);
+  EXPECT_EQ(SlotsOf(task, RawPubKey(verifier_)), std::vector<std::uint32_t>{0});
+  EXPECT_TRUE(SlotsOf(task, RawPubKey(solver_)).empty());
+  EXPECT_EQ(SlotSegments(task.verifiers(0)), std::vector<std::int64_t>(kSlotSegments.begin(), kSlotSegments.end()));
+  // A key drawn for a second slot holds both; one replay covers the union of their segments.
+  proto::VerifierSlot* second = task.add_verifiers();
+  second->set_verifier(RawPubKey(verifier_));
+  for (std::uint64_t s : {1, 5}) second->add_segments(s);
+  EXPECT_EQ(SlotsOf(task, RawPubKey(verifier_)), (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(SegmentsOfSlots(task, {0, 1}), (std::vector<std::int64_t>{1, 2, 5}));
+  EXPECT_EQ(SegmentsOfSlots(task, {1}), (std::vector<std::int64_t>{1, 5}));
 }
 
 TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItReplays) {
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   const proto::Task task = TaskFor(proof);
-  const std::vector<std::int64_t> segments = SlotSegments(task, RawPubKey(verifier_));
+  const std::vector<std::int64_t> segments = SlotSegments(task.verifiers(0));
   Result<ProofCheck> check = Check(task, segments);
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   EXPECT_EQ(check->data_fault, "");
@@ -104,7 +112,7 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   // The verdict commits to the final state its replay reached: here the proof's own final state.
   ASSERT_TRUE(verdict->final_state.has_value());
   EXPECT_EQ(*verdict->final_state, proof.manifest.checkpoint_hashes[8]);
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_EQ(tx.verdict(), proto::VERDICT_ACCEPT);
   EXPECT_EQ(tx.final_digest(), RawHash(contracts::FinalDigest(RawPubKey(verifier_), RawHash(proof.manifest.checkpoint_hashes[8]))));
   EXPECT_EQ(tx.failed_segments_size(), 0);
@@ -142,7 +150,7 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
   EXPECT_FALSE(verdict->final_state.has_value());
-  EXPECT_EQ(VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
+  EXPECT_EQ(VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
             std::string(32, '\0'));
   ASSERT_TRUE(check->thresholds.has_value());
   EXPECT_EQ(check->thresholds->l1, 0.0);
@@ -181,7 +189,8 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
     EXPECT_EQ(e.ok, e.segment != kForged) << "segment " << e.segment << ": " << e.reason;
   }
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{kForged});
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), 3, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  EXPECT_EQ(tx.slot(), 3u);  // the slot it answers
   EXPECT_EQ(tx.verdict(), proto::VERDICT_REJECT);
   ASSERT_EQ(tx.failed_segments_size(), 1);
   EXPECT_EQ(tx.failed_segments(0), static_cast<std::uint64_t>(kForged));
@@ -226,7 +235,7 @@ TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWit
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_UNAVAILABLE);
   EXPECT_NE(verdict->reason.find("neither served nor published"), std::string::npos) << verdict->reason;
-  const proto::VerdictTx tx = VerdictTxFor(task.id(), RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_TRUE(tx.final_digest().empty()) << "an unavailable verdict commits to no final state";
 }
 

@@ -57,6 +57,7 @@ struct Daemon {
   std::unique_ptr<Role> role;
   std::unique_ptr<RoleContext> ctx;
   std::string home;
+  std::uint64_t stake = 0;  // the free stake it keeps bonded in its role
 };
 
 class RolesTest : public ::testing::Test {
@@ -123,23 +124,30 @@ class RolesTest : public ::testing::Test {
     };
   }
 
-  // The free stake a verifier keeps: enough for four assignments of kPayment.
-  std::uint64_t VerifierStake() const { return 4 * contracts::TaskLock(params_, proto::ROLE_VERIFIER, kPayment); }
+  // The free stake a verifier keeps: `locks` task locks of kPayment. Slots are drawn by stake with
+  // replacement, so one lock holds at most one slot of the task; more may hold several.
+  std::uint64_t VerifierStake(std::uint64_t locks = 1) const {
+    return locks * contracts::TaskLock(params_, proto::ROLE_VERIFIER, kPayment);
+  }
 
-  Daemon& AddVerifier(const consensus::SecretKey& key, bool lazy, const std::string& name) {
+  Daemon& AddVerifier(const consensus::SecretKey& key, bool lazy, const std::string& name, std::uint64_t locks = 1) {
     VerifierOptions options;
     options.lazy = lazy;
-    options.stake = VerifierStake();
+    options.stake = VerifierStake(locks);
     options.backend = "reference";
     options.loader = TinyLoader();
-    return AddDaemon(std::make_unique<VerifierRole>(std::move(options)), "verifier", key, name);
+    Daemon& d = AddDaemon(std::make_unique<VerifierRole>(std::move(options)), "verifier", key, name);
+    d.stake = VerifierStake(locks);
+    return d;
   }
 
   Daemon& AddWhistleblower(const consensus::SecretKey& key) {
     WhistleblowerOptions options;
     options.backend = "reference";
     options.loader = TinyLoader();
-    return AddDaemon(std::make_unique<WhistleblowerRole>(std::move(options)), "whistleblower", key, "whistleblower");
+    Daemon& d = AddDaemon(std::make_unique<WhistleblowerRole>(std::move(options)), "whistleblower", key, "whistleblower");
+    d.stake = 2 * params_.min_stake_whistleblower();
+    return d;
   }
 
   Daemon& AddDaemon(std::unique_ptr<Role> role, const std::string& role_name, const consensus::SecretKey& key,
@@ -215,6 +223,13 @@ class RolesTest : public ::testing::Test {
     return nullptr;
   }
 
+  // The index of `key`'s first slot, as report file names spell it.
+  static std::string SlotIndex(const proto::Task& task, const consensus::SecretKey& key) {
+    const std::vector<std::uint32_t> slots = SlotsOf(task, RawPubKey(key));
+    EXPECT_FALSE(slots.empty());
+    return slots.empty() ? "none" : std::to_string(slots[0]);
+  }
+
   // Submits the tiny task, claims it as solver_ and commits the proof in `proof_dir` (served from
   // there), then produces blocks until the ledger has assigned verifiers. The roles are polled
   // throughout, so they stake first.
@@ -222,10 +237,8 @@ class RolesTest : public ::testing::Test {
     ASSERT_TRUE(RunUntil(
         [&] {
           for (const Daemon& d : daemons_) {
-            const bool verifier = d.ctx->role() == "verifier";
-            const std::uint64_t needed = verifier ? VerifierStake() : 2 * params_.min_stake_whistleblower();
-            const proto::Role role = verifier ? proto::ROLE_VERIFIER : proto::ROLE_WHISTLEBLOWER;
-            if (Bonded(d.ctx->key(), role) < needed) return false;
+            const proto::Role role = d.ctx->role() == "verifier" ? proto::ROLE_VERIFIER : proto::ROLE_WHISTLEBLOWER;
+            if (Bonded(d.ctx->key(), role) < d.stake) return false;
           }
           return true;
         },
@@ -289,12 +302,17 @@ class RolesTest : public ::testing::Test {
     });
   }
 
-  // The solver disputes the reject verdict of `verifier` within the challenge window.
+  // The solver disputes the reject verdict of each of `verifier`'s slots within the challenge window.
   void DisputeReject(const consensus::SecretKey& verifier) {
-    proto::DisputeTx dispute;
-    dispute.set_task_id(TheTask().id());
-    dispute.set_verifier(RawPubKey(verifier));
-    SendAndCommit(solver_, contracts::payload::kDispute, dispute);
+    const proto::Task task = TheTask();
+    for (std::uint32_t slot : SlotsOf(task, RawPubKey(verifier))) {
+      if (task.verifiers(static_cast<int>(slot)).verdict() != proto::VERDICT_REJECT) continue;
+      proto::DisputeTx dispute;
+      dispute.set_task_id(task.id());
+      dispute.set_verifier(RawPubKey(verifier));
+      dispute.set_slot(slot);
+      SendAndCommit(solver_, contracts::payload::kDispute, dispute);
+    }
   }
 
   void Reveal(const proto::RevealTx& reveal) { SendAndCommit(solver_, contracts::payload::kReveal, reveal); }
@@ -373,7 +391,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   SubmitClaimAndCommit(proof.dir->path());
   const std::string task_hex = consensus::ToHex(TheTask().id());
-  const std::string report_path = verifier.home + "/reports/" + task_hex + ".json";
+  const std::string report_path = verifier.home + "/reports/" + task_hex + "-" + SlotIndex(TheTask(), honest_) + ".json";
 
   // Poll without producing blocks until the verdict waits in the mempool.
   const auto deadline = std::chrono::steady_clock::now() + 60s;
@@ -437,7 +455,7 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
                                        SlotOf(task, honest_)->failed_segments().end()),
             std::vector<std::uint64_t>{7});
   EXPECT_EQ(SlotOf(task, lazy_)->verdict(), proto::VERDICT_ACCEPT);
-  EXPECT_NE(ReadFile(lazy.home + "/reports/" + task_hex + ".json").find("lazy"), std::string::npos);
+  EXPECT_NE(ReadFile(lazy.home + "/reports/" + task_hex + "-" + SlotIndex(task, lazy_) + ".json").find("lazy"), std::string::npos);
   EXPECT_EQ(lazy.ctx->metrics().Get("verifications_total"), 0);
   const std::uint64_t lazy_before = Wealth(lazy_);
   const std::uint64_t honest_before = Wealth(honest_);
@@ -473,6 +491,65 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
   ASSERT_TRUE(RunUntil([&] { return whistleblower.ctx->metrics().Get("settled_total") > 0; }, false));
   EXPECT_FALSE(std::filesystem::exists(whistleblower.home + "/watch/" + task_hex));
+}
+
+// Slots are drawn by stake with replacement: a verifier whose stake covers three locks, alone,
+// holds all three slots of the task. It replays once (the union of the slots' segments and the
+// final one) and posts one verdict per slot, each naming its slot, with its own report; the solver
+// disputes every reject and one game (the key against the solver) decides all three slots.
+TEST_F(RolesTest, AVerifierHoldingSeveralSlotsReplaysOnceAndAnswersEachSlot) {
+  Daemon& verifier = AddVerifier(honest_, false, "honest", 3);
+  const solver::TamperSpec cheat{37, 3, 0, 22};
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, cheat);
+  SolverDefends(cheat);
+  SubmitClaimAndCommit(proof.dir->path());
+  proto::Task task = TheTask();
+  ASSERT_EQ(task.verifiers_size(), 3);
+  EXPECT_EQ(SlotsOf(task, RawPubKey(honest_)), (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_EQ(Locked(honest_, proto::ROLE_VERIFIER), 3 * contracts::TaskLock(params_, proto::ROLE_VERIFIER, kPayment));
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verifications_total"), 1);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_reject_total"), 3);
+  const std::string task_hex = consensus::ToHex(task.id());
+  for (int i = 0; i < 3; ++i) {
+    const proto::VerifierSlot& slot = task.verifiers(i);
+    EXPECT_EQ(slot.verdict(), proto::VERDICT_REJECT) << i;
+    // Its own segments and the final one, where the cheat is.
+    EXPECT_EQ(std::vector<std::uint64_t>(slot.failed_segments().begin(), slot.failed_segments().end()),
+              std::vector<std::uint64_t>{7})
+        << i;
+    const std::string report = ReadFile(verifier.home + "/reports/" + task_hex + "-" + std::to_string(i) + ".json");
+    EXPECT_NE(report.find("\"slot\":" + std::to_string(i) + ","), std::string::npos) << report;
+    EXPECT_EQ(slot.report_hash(), RawHash(consensus::Sha256(report))) << i;
+  }
+  const std::uint64_t before = Wealth(honest_);
+  const double sent_before = verifier.ctx->metrics().Get("txs_sent_total");
+
+  DisputeReject(honest_);
+  task = TheTask();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(task.verifiers(i).disputed()) << i;
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  Reveal(PlainReveal());
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  task = TheTask();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(task.verifiers(i).game_result(), proto::GAME_CHALLENGER_WON) << i;
+  Result<contracts::TaskGames> games = client_->Games(task.id());
+  ASSERT_TRUE(games.ok());
+  ASSERT_EQ(games->games.size(), 1u);
+  EXPECT_FALSE(games->games[0].true_leaf().empty()) << "the referee ruled: " << games->games[0].ruling();
+  // Paid per slot: three verifier fees and three shares of the solver's lock, less the fees of the
+  // game's moves it sent.
+  const std::uint64_t escrow = kPayment - kPayment * params_.jackpot_cut_bps() / 10'000;
+  const std::uint64_t fee = escrow * params_.verifier_fee_bps() / 10'000 / params_.verifiers_per_task();
+  const std::uint64_t sent = static_cast<std::uint64_t>(verifier.ctx->metrics().Get("txs_sent_total") - sent_before);
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(Wealth(honest_), before + 3 * fee + 3 * (task.solver_lock() / 3) - sent * params_.tx_fee());
+  EXPECT_EQ(Locked(honest_, proto::ROLE_VERIFIER), 0u);
 }
 
 // Data availability is the solver's burden: a solver whose server stops handing out checkpoints
@@ -513,7 +590,7 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_ACCEPT);
   EXPECT_GE(verifier.ctx->metrics().Get("published_loaded_total"), static_cast<double>(required.size()));
   const std::string report =
-      ReadFile(verifier.home + "/reports/" + consensus::ToHex(task.id()) + "-published.json");
+      ReadFile(verifier.home + "/reports/" + consensus::ToHex(task.id()) + "-" + SlotIndex(task, honest_) + "-published.json");
   EXPECT_EQ(report.rfind(R"({"verdict":"accept")", 0), 0u) << report;
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
   Reveal(PlainReveal());
@@ -565,6 +642,11 @@ TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   EXPECT_EQ(task.proof_root(), RawHash(honest_proof.manifest.merkle_root));
   EXPECT_TRUE(SlotOf(task, honest_)->vouched());
   EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
+  // The whistleblower's challenge committed to the final state its replay reached: the honest one.
+  ASSERT_EQ(task.challenges_size(), 1);
+  EXPECT_EQ(task.challenges(0).final_digest(),
+            RawHash(contracts::FinalDigest(RawPubKey(whistleblower_), RawHash(honest_proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_TRUE(task.challenges(0).caught());
   EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
 }
@@ -573,12 +655,11 @@ TEST(SelectedForCheckTest, IsDeterministicAndAuditsTheGivenShare) {
   const std::string task(32, 't');
   const std::string self(32, 'w');
   int chosen = 0;
-  for (int i = 0; i < 1000; ++i) {
-    const std::string verifier = RawHash(consensus::Sha256("verifier " + std::to_string(i)));
-    EXPECT_TRUE(SelectedForCheck(task, verifier, self, 1.0));
-    EXPECT_FALSE(SelectedForCheck(task, verifier, self, 0.0));
-    const bool half = SelectedForCheck(task, verifier, self, 0.5);
-    EXPECT_EQ(SelectedForCheck(task, verifier, self, 0.5), half);
+  for (std::uint32_t slot = 0; slot < 1000; ++slot) {
+    EXPECT_TRUE(SelectedForCheck(task, slot, self, 1.0));
+    EXPECT_FALSE(SelectedForCheck(task, slot, self, 0.0));
+    const bool half = SelectedForCheck(task, slot, self, 0.5);
+    EXPECT_EQ(SelectedForCheck(task, slot, self, 0.5), half);
     chosen += half ? 1 : 0;
   }
   // 1000 fair coin flips: ~16 standard deviations of room each side.
@@ -586,9 +667,8 @@ TEST(SelectedForCheckTest, IsDeterministicAndAuditsTheGivenShare) {
   EXPECT_LT(chosen, 750);
   // Another whistleblower audits other verdicts.
   int same = 0;
-  for (int i = 0; i < 200; ++i) {
-    const std::string verifier = RawHash(consensus::Sha256("verifier " + std::to_string(i)));
-    same += SelectedForCheck(task, verifier, self, 0.5) == SelectedForCheck(task, verifier, std::string(32, 'x'), 0.5);
+  for (std::uint32_t slot = 0; slot < 200; ++slot) {
+    same += SelectedForCheck(task, slot, self, 0.5) == SelectedForCheck(task, slot, std::string(32, 'x'), 0.5);
   }
   EXPECT_LT(same, 150);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
@@ -131,10 +132,12 @@ std::string TaskFlow::RootWithFinal(const std::string& final_hash) const {
 
 namespace {
 
-proto::VerdictTx VerdictMsg(const std::string& task_id, const PubKey& verifier, proto::Verdict verdict,
-                            const std::vector<std::uint64_t>& failed, const std::string& replay_final) {
+proto::VerdictTx VerdictMsg(const std::string& task_id, std::uint32_t slot, const PubKey& verifier,
+                            proto::Verdict verdict, const std::vector<std::uint64_t>& failed,
+                            const std::string& replay_final) {
   proto::VerdictTx msg;
   msg.set_task_id(task_id);
+  msg.set_slot(slot);
   msg.set_verdict(verdict);
   msg.set_report_hash(Bytes32(0xCC));
   for (std::uint64_t s : failed) msg.add_failed_segments(s);
@@ -145,31 +148,78 @@ proto::VerdictTx VerdictMsg(const std::string& task_id, const PubKey& verifier, 
   return msg;
 }
 
+// The first slot of `verifier` in `task` that `wanted` accepts, else its first slot, else 0 (which
+// it does not hold: the ledger refuses what names it).
+template <typename Wanted>
+std::uint32_t SlotFor(const proto::Task& task, const PubKey& verifier, Wanted wanted) {
+  std::optional<std::uint32_t> any;
+  for (int i = 0; i < task.verifiers_size(); ++i) {
+    if (task.verifiers(i).verifier() != Raw(verifier)) continue;
+    if (wanted(task.verifiers(i))) return static_cast<std::uint32_t>(i);
+    if (!any) any = static_cast<std::uint32_t>(i);
+  }
+  return any.value_or(0);
+}
+
+std::uint32_t OpenSlot(const proto::Task& task, const PubKey& verifier) {
+  return SlotFor(task, verifier, [](const proto::VerifierSlot& s) {
+    return !s.absent() && s.verdict() == proto::VERDICT_NONE;
+  });
+}
+
 }  // namespace
 
 TxResult TaskFlow::Verdict(const PubKey& verifier, bool accept) {
   if (!accept) return Reject(verifier, {FinalSegment()});
-  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_ACCEPT, {}, replay_final));
+  return chain.Run(verifier, payload::kVerdict,
+                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_ACCEPT, {}, replay_final));
 }
 
 TxResult TaskFlow::Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed) {
-  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_REJECT, failed, replay_final));
+  return chain.Run(verifier, payload::kVerdict,
+                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_REJECT, failed, replay_final));
 }
 
 TxResult TaskFlow::Unavailable(const PubKey& verifier) {
-  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, verifier, proto::VERDICT_UNAVAILABLE, {}, ""));
+  return chain.Run(verifier, payload::kVerdict,
+                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_UNAVAILABLE, {}, ""));
+}
+
+TxResult TaskFlow::SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed) {
+  const PubKey verifier = KeyOfSlot(slot);
+  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, slot, verifier, verdict, failed, replay_final));
 }
 
 TxResult TaskFlow::Dispute(const PubKey& verifier) {
+  const std::uint32_t slot = SlotFor(task(), verifier, [](const proto::VerifierSlot& s) {
+    return !s.absent() && s.verdict() == proto::VERDICT_REJECT && !s.disputed();
+  });
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
   msg.set_verifier(Raw(verifier));
+  msg.set_slot(slot);
   return chain.Run(solver, payload::kDispute, msg);
 }
 
-TxResult TaskFlow::Challenge(const PubKey& challenger) {
+PubKey TaskFlow::KeyOfSlot(std::uint32_t slot) const {
+  const proto::Task current = task();
+  PubKey key{};
+  if (slot >= static_cast<std::uint32_t>(current.verifiers_size())) {
+    ADD_FAILURE() << "the task has no slot " << slot;
+    return key;
+  }
+  const std::string& raw = current.verifiers(static_cast<int>(slot)).verifier();
+  std::copy(raw.begin(), raw.end(), key.begin());
+  return key;
+}
+
+TxResult TaskFlow::Challenge(const PubKey& challenger) { return ChallengeReaching(challenger, replay_final); }
+
+TxResult TaskFlow::ChallengeReaching(const PubKey& challenger, const std::string& final_state) {
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
+  const Hash256 digest = FinalDigest(Raw(challenger), final_state);
+  msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return chain.Run(challenger, payload::kDispute, msg);
 }
 

@@ -5,7 +5,7 @@
 //     which also depends on the solver's committed secret, so only the solver knows it before the
 //     reveal and no one (solver included) can choose it;
 //   - the segment beacon (block randomness drawn after the proof commitment), the draws of the
-//     stake-weighted verifier assignment and the segments each verifier replays;
+//     stake-weighted verifier assignment and the segments each verifier slot replays;
 //   - the digest a verdict gives of the verifier's replayed final state.
 // Every hash starts with a versioned domain string (encoding.h) so no two purposes collide.
 #ifndef POLNODE_CONTRACTS_BEACON_H_
@@ -47,26 +47,34 @@ Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id,
                       std::string_view submitter_seed);
 
 /// The `counter`-th uniform 64-bit draw for filling verifier slot `slot` in assignment round
-/// `round` of a task: verification.h turns it into a stake-weighted pick (a point in the total
-/// free stake of the eligible verifiers, rejection-sampled so there is no modulo bias).
+/// `round` of a task: StakeWeightedPicks turns it into a stake-weighted pick (a point in the
+/// eligible verifiers' free stake counted in task locks, rejection-sampled so there is no modulo
+/// bias).
 std::uint64_t SelectionDraw(std::string_view segment_beacon, std::uint32_t round, std::uint32_t slot,
                             std::uint64_t counter);
-/// Up to `count` distinct indices into `weights`, drawn without replacement, each pick with
-/// probability weights[i] / (sum of the weights not yet picked): a uniform point in that sum from
-/// SelectionDraw(beacon, round, first_slot + pick number, counter) with rejection sampling (no
-/// modulo bias), located in the cumulative weights in index order. Zero weights are never picked.
-/// Precondition: the weights sum to at most 2^64 - 1 (they are parts of the supply).
-std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> weights, std::size_t count,
+/// Up to `count` picks of indices into `capacities` (how many task locks each candidate's free
+/// stake covers), one per slot, with replacement: each pick is index i with probability
+/// capacities[i] / (the sum of the capacities left), from a uniform point in that sum
+/// (SelectionDraw(beacon, round, first_slot + pick number, counter), rejection-sampled: no
+/// modulo bias) located in the cumulative capacities in index order, and takes one lock of i's
+/// capacity, so a candidate is picked again while its stake covers another lock. The picks are
+/// draws without replacement of lock-sized units of stake: a candidate's expected number of picks
+/// is count x capacities[i] / sum, and how its stake is split over keys only matters through the
+/// locks the parts cover (splitting never adds any). Fewer than `count` picks only when the
+/// capacities run out. Precondition: the capacities sum to at most 2^64 - 1 (they count parts of
+/// the supply).
+std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> capacities, std::size_t count,
                                             std::string_view segment_beacon, std::uint32_t round,
                                             std::uint32_t first_slot);
 /// What a verdict's final_digest commits to: H(verifier key, the state hash the verifier's replay
 /// of the final segment reached). Keyed by the verifier so that one verifier cannot copy another's.
 Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash);
 
-/// The `q` distinct segment indices in [0, segment_count) that `verifier` replays, ascending,
-/// drawn uniformly (rejection sampling, no modulo bias) from the beacon and the verifier key, so
-/// different verifiers check different segments. Empty if q == 0 or q > segment_count.
-std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::string_view verifier,
+/// The `q` distinct segment indices in [0, segment_count) that verifier slot `slot` (its index in
+/// the task's verifier list) replays, ascending, drawn uniformly (rejection sampling, no modulo
+/// bias) from the beacon and the slot index, so different slots check different segments, also
+/// two slots one key was drawn for. Empty if q == 0 or q > segment_count.
+std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::uint32_t slot,
                                         std::uint64_t segment_count, std::uint32_t q);
 
 }  // namespace polnode::contracts

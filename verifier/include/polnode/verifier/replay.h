@@ -58,8 +58,8 @@ struct VerifyOptions {
   /// segments_per_check), capped at the number of segments. Must be >= 1.
   std::int64_t segments = 1;
   /// When non-empty, exactly these segments are replayed, in this order, instead of a beacon draw
-  /// (then `beacon` and `segments` are unused): the segments the ledger assigned this verifier
-  /// (contracts::DrawSegments), so that what it checks is what it answers for in a dispute. The
+  /// (then `beacon` and `segments` are unused): the segments the ledger assigned this verifier's
+  /// slots (contracts::DrawSegments), so that what it checks is what it answers for in a dispute. The
   /// final segment is added when absent, as always. Each must be in [0, segment count) and
   /// appear once: kInvalidArgument otherwise.
   std::vector<std::int64_t> explicit_segments;

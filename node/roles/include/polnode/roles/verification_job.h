@@ -6,8 +6,8 @@
 // into a blob cache (or reads those the solver published on the ledger), and replays the segments
 // of interest plus the final one.
 //
-// A verifier replays its slot's segments; a whistleblower the union of the segments of the
-// verifiers it audits. Both read verdicts with the same code: one replay (CheckCommittedProof),
+// A verifier replays the union of its slots' segments (a key may hold several slots of a task);
+// a whistleblower the union of the segments of the slots it audits. Both read verdicts with the same code: one replay (CheckCommittedProof),
 // then VerdictOn for a set of segments.
 #ifndef POLNODE_ROLES_VERIFICATION_JOB_H_
 #define POLNODE_ROLES_VERIFICATION_JOB_H_
@@ -66,10 +66,18 @@ struct BoundTask {
 /// or does not bind to the ledger's spec.
 [[nodiscard]] Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache);
 
-/// The segments the ledger assigned `verifier` (32 raw key bytes) on `task` (its slot's segments,
-/// ascending; the final segment, which every verifier replays, is not among them unless drawn).
-/// Empty when the key holds no slot.
-std::vector<std::int64_t> SlotSegments(const proto::Task& task, std::string_view verifier);
+/// The indices in task.verifiers of the slots `verifier` (32 raw key bytes) holds, ascending: slots
+/// are drawn by stake with replacement, so a key may hold several of one task. Absent slots
+/// included; empty when the key holds none.
+std::vector<std::uint32_t> SlotsOf(const proto::Task& task, std::string_view verifier);
+
+/// The segments the ledger drew for `slot`, ascending (the final segment, which every slot's
+/// verifier replays, is not among them unless drawn).
+std::vector<std::int64_t> SlotSegments(const proto::VerifierSlot& slot);
+
+/// The union of the segments of task.verifiers' slots `slots`, ascending: what one replay for all
+/// of them covers (plus the final segment, which CheckCommittedProof adds).
+std::vector<std::int64_t> SegmentsOfSlots(const proto::Task& task, const std::vector<std::uint32_t>& slots);
 
 /// What one check of a committed proof found.
 struct ProofCheck {
@@ -133,11 +141,16 @@ struct SegmentsVerdict {
 /// of them failed, else unavailable when one of them lacked a checkpoint, else accept.
 [[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
 
-/// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on `task_id`:
-/// the failed segments of a reject, and FinalDigest(verifier, final state) for accept and reject
-/// (32 zero bytes when there is no final state: tolerant tasks).
-proto::VerdictTx VerdictTxFor(std::string_view task_id, std::string_view verifier, const SegmentsVerdict& verdict,
-                              const consensus::Hash256& report_hash);
+/// What a verdict or a whistleblower's challenge by `key` (32 raw bytes) commits to: beacon.h
+/// FinalDigest(key, the final state `verdict` reached), or 32 zero bytes when it has none (tolerant
+/// tasks), 32 raw bytes.
+std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict);
+
+/// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on slot `slot` of
+/// `task_id`: the failed segments of a reject, and FinalDigest(verifier, final state) for accept
+/// and reject (32 zero bytes when there is no final state: tolerant tasks).
+proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
+                              const SegmentsVerdict& verdict, const consensus::Hash256& report_hash);
 
 /// Pages through the ledger's tasks pass after pass, skipping the tasks before the first one
 /// that was still open (not settled or cancelled) in the previous pass: closed tasks never

@@ -1,15 +1,17 @@
 // `polnode verifier`: the daemon of an assigned verifier (DESIGN.md section 5, docs/protocol.md).
 // Each pass over the ledger it
 //   - keeps its verifier stake bonded (by default enough for four assignments at once);
-//   - for every task in TASK_VERIFYING with a slot for its key and no verdict yet, checks the
-//     committed proof on a worker thread, one task at a time (verification_job.h: its slot's
-//     segments plus the final one, from the solver's server or, once the solver published them,
-//     from the ledger), writes the evidence to DIR/reports/<task hex>[-published].json and the
-//     VerdictTx beside it (.verdict), and posts the VerdictTx: accept, reject naming the failed
-//     segments, or unavailable when the proof's data could not be had; accept and reject commit
-//     to the final state the replay reached (beacon.h FinalDigest);
-//   - challenges the solver's proof in the games over its disputed reject verdicts
-//     (dispute_duty.h) while a task is TASK_DISPUTED.
+//   - for every task in TASK_VERIFYING with slots for its key and no verdict yet (slots are drawn
+//     by stake with replacement, so a key may hold several of one task), checks the committed
+//     proof on a worker thread, one task at a time (verification_job.h: one replay of the union of
+//     those slots' segments plus the final one, from the solver's server or, once the solver
+//     published them, from the ledger), and for each slot writes the evidence to
+//     DIR/reports/<task hex>-<slot>[-published].json and the VerdictTx beside it (.verdict), and
+//     posts the VerdictTx naming the slot: accept, reject naming the slot's failed segments, or
+//     unavailable when the proof's data could not be had; accept and reject commit to the final
+//     state the replay reached (beacon.h FinalDigest);
+//   - challenges the solver's proof in the game over its disputed reject verdicts (one game per
+//     key, dispute_duty.h) while a task is TASK_DISPUTED.
 // Restarts: a verdict saved on disk is posted from it (the journal keeps it from being posted
 // twice), and a check that was cut short simply runs again.
 //
@@ -26,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/dispute_duty.h"
@@ -53,7 +56,8 @@ class VerifierRole final : public Role {
  private:
   // A check running on the worker thread.
   struct Running {
-    proto::Task task;  // as it stood when the check started
+    proto::Task task;                  // as it stood when the check started
+    std::vector<std::uint32_t> slots;  // the slots the check answers
     std::future<Result<ProofCheck>> result;
   };
   // A check that failed on this verifier's side, retried no sooner than `retry_at`.
@@ -63,14 +67,16 @@ class VerifierRole final : public Role {
   };
 
   [[nodiscard]] Status Collect(RoleContext& ctx);
-  [[nodiscard]] Status HandleAssigned(RoleContext& ctx, const proto::Task& task);
-  [[nodiscard]] Status SaveVerdict(RoleContext& ctx, const proto::Task& task, const std::string& report,
-                                   const SegmentsVerdict& verdict);
-  [[nodiscard]] Status PostVerdict(RoleContext& ctx, const proto::Task& task, const proto::VerdictTx& tx);
-  void StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::int64_t> segments);
+  /// `open`: the key's slots of `task` that await a verdict.
+  [[nodiscard]] Status HandleAssigned(RoleContext& ctx, const proto::Task& task, const std::vector<std::uint32_t>& open);
+  [[nodiscard]] Status SaveVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,
+                                   const std::string& report, const SegmentsVerdict& verdict);
+  [[nodiscard]] Status PostVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,
+                                   const proto::VerdictTx& tx);
+  void StartCheck(RoleContext& ctx, const proto::Task& task, std::vector<std::uint32_t> slots);
   [[nodiscard]] Status PlayDisputes(RoleContext& ctx, const proto::Task& task);
-  std::string ReportPath(const RoleContext& ctx, const proto::Task& task) const;
-  std::string VerdictPath(const RoleContext& ctx, const proto::Task& task) const;
+  std::string ReportPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const;
+  std::string VerdictPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const;
 
   VerifierOptions options_;
   DataCache data_;
@@ -81,7 +87,7 @@ class VerifierRole final : public Role {
   TaskScan scan_;
   std::optional<Running> running_;
   std::map<std::string, Failure> failures_;                     // by raw task id
-  std::map<std::string, std::string> reasons_;                  // raw task id -> verdict reason
+  std::map<std::string, std::map<std::uint32_t, std::string>> reasons_;  // raw task id -> slot -> verdict reason
   std::set<std::string> assigned_;                              // raw task ids logged as assigned
   std::map<std::string, std::unique_ptr<DisputeDuty>> disputes_;  // by raw task id
 };

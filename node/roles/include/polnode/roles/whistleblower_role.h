@@ -3,14 +3,16 @@
 //   - keeps its whistleblower stake bonded (by default enough for two challenges at once);
 //   - for every task whose verifiers are assigned (TASK_VERIFYING or TASK_PUBLISHING, so the work
 //     is done before the challenge window opens, or TASK_CHALLENGE) and of which it is neither
-//     solver, submitter nor verifier, picks the verifiers it audits, deterministically
+//     solver, submitter nor verifier, picks the verifier slots it audits, deterministically
 //     (SelectedForCheck: a --check-share of them), and re-does their work on a worker thread: one
-//     replay of the union of their slots' segments and the final one (verification_job.h);
-//   - in TASK_CHALLENGE, logs how each audited verdict compares with its own for that verifier's
-//     segments, and challenges the proof itself (DisputeTx without a verifier, as duty
-//     "challenge-<task hex>") when its replay shows a segment transition wrong, the one thing a
-//     dispute game can show: it is paid the solver's lock and the locks of the verifiers that
-//     accepted the disproven segment, or, in a forced round, a jackpot share;
+//     replay of the union of their segments and the final one (verification_job.h);
+//   - in TASK_CHALLENGE, logs how each audited slot's verdict compares with its own for that
+//     slot's segments, and challenges the proof itself (DisputeTx without a verifier, as duty
+//     "challenge-<task hex>", committing to the final state its replay reached: beacon.h
+//     FinalDigest) when its replay shows a segment transition wrong, the one thing a dispute game
+//     can show: it is paid the solver's lock and the locks of the verifiers that accepted the
+//     disproven segment, or, in a forced round where its digest matches the honest final state
+//     the solver reveals, a jackpot share;
 //   - plays the game its challenge starts (dispute_duty.h) as the challenger;
 //   - when a task it challenged settles, logs the outcome and how its holdings (balance plus
 //     whistleblower stake) moved since just before its challenge. The holdings before the
@@ -44,10 +46,11 @@ struct WhistleblowerOptions {
   DataCache::Loader loader;  // a task document's data (solver::LoadTaskData in the daemon)
 };
 
-/// Whether whistleblower `self` audits `verifier`'s verdict on task `task_id` (raw bytes each):
-/// SHA-256(task id, verifier, self) read as a fraction in [0, 1) is below `share`. Everyone can
-/// recompute it, no one can steer it, and different whistleblowers audit different verdicts.
-bool SelectedForCheck(std::string_view task_id, std::string_view verifier, std::string_view self, double share);
+/// Whether whistleblower `self` audits the verdict of verifier slot `slot` (its index in the task's
+/// verifier list) of task `task_id` (raw bytes each): SHA-256(task id, slot, self) read as a
+/// fraction in [0, 1) is below `share`. Everyone can recompute it, no one can steer it (not the
+/// verifier by its choice of key either), and different whistleblowers audit different verdicts.
+bool SelectedForCheck(std::string_view task_id, std::uint32_t slot, std::string_view self, double share);
 
 class WhistleblowerRole final : public Role {
  public:
@@ -60,11 +63,11 @@ class WhistleblowerRole final : public Role {
  private:
   // What the whistleblower knows about one task it audits.
   struct TaskAudit {
-    std::vector<std::string> verifiers;  // the audited verifiers (raw keys), in slot order
+    std::vector<std::uint32_t> slots;    // the audited verifier slots, ascending
     std::optional<ProofCheck> check;     // once the replay is done
     std::string error;                   // the last failed attempt's error
     std::chrono::steady_clock::time_point retry_at;
-    std::set<std::string> compared;      // verifiers whose verdict was compared ("checked" logged)
+    std::set<std::uint32_t> compared;    // slots whose verdict was compared ("checked" logged)
     int published_seen = 0;              // the task's published checkpoints when the check started
     std::vector<std::uint64_t> suspects;  // the segments its replay found wrong
   };

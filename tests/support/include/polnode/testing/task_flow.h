@@ -67,15 +67,22 @@ class TaskFlow {
   std::uint64_t FinalSegment() const { return Segments() - 1; }
   /// Builds the committed proof over `leaves` (Segments() + 1 checkpoint hashes): proof_root.
   void SetCheckpoints(std::vector<Hash256> leaves);
-  /// An accept, or a reject naming the final segment, with the digest of replay_final.
+  /// An accept, or a reject naming the final segment, with the digest of replay_final, on
+  /// `verifier`'s first slot that awaits a verdict (its first slot when none does).
   TxResult Verdict(const PubKey& verifier, bool accept);
-  /// A reject naming `failed` (the digest of replay_final).
+  /// A reject naming `failed` (the digest of replay_final), on the slot Verdict picks.
   TxResult Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed);
   TxResult Unavailable(const PubKey& verifier);
-  /// The solver disputes `verifier`'s reject verdict.
+  /// `verdict` naming `failed` on slot `slot`, by the key that holds it (the digest of replay_final).
+  TxResult SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed = {});
+  /// The solver disputes `verifier`'s first undisputed reject verdict.
   TxResult Dispute(const PubKey& verifier);
-  /// `challenger` (a whistleblower) challenges the committed proof.
+  /// The key that holds slot `slot`.
+  PubKey KeyOfSlot(std::uint32_t slot) const;
+  /// `challenger` (a whistleblower) challenges the committed proof, with the digest of replay_final.
   TxResult Challenge(const PubKey& challenger);
+  /// The same, committing to `final_state` as the state its replay of the final segment reached.
+  TxResult ChallengeReaching(const PubKey& challenger, const std::string& final_state);
   /// Advances to the end of the current status's deadline.
   void AdvancePastDeadline();
   /// The solver reveals `secret` with `result_root` (a round that is not forced).
