@@ -287,7 +287,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
   claimed.done = false;
   const std::string task_hex = consensus::ToHex(task.id());
   claimed.worker = std::make_unique<std::thread>([this, &ctx, &claimed, task_hex] {
-    const auto started = std::chrono::steady_clock::now();
+    const Clock::TimePoint started = ctx.clock().Now();
     Status status = [&]() -> Status {
       POLNODE_ASSIGN_OR_RETURN(const solver::ImageDataset* data, Data(claimed.document));
       kernels::Backend* backend = backend_.get();
@@ -309,7 +309,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
         prove.on_start = [&tamper](std::int64_t first_step) { tamper->Seek(first_step); };
       }
       POLNODE_ASSIGN_OR_RETURN(solver::ProveResult result, solver::Prove(claimed.document, *data, *backend, prove));
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double seconds = std::chrono::duration<double>(ctx.clock().Now() - started).count();
       ctx.metrics().Add("training_seconds_total", seconds);
       ctx.metrics().Add("steps_trained_total", static_cast<double>(claimed.document.steps - result.resumed_from_step));
       ctx.log().Event("trained", {{"task", task_hex},
