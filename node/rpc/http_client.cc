@@ -162,10 +162,18 @@ Result<HttpResponse> HttpCall(const HttpEndpoint& endpoint, std::string_view met
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxResponseBody);
+  const Status too_large = Status::ResourceExhausted("response from http://" + where + " is too large");
+  ioc.restart();
+  http::async_read_header(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+  ioc.run();
+  if (ec == http::error::body_limit) return too_large;
+  if (ec) return fail("read response from", ec);
+  // Beast 1.74 loses its own Content-Length check when the body arrives with the header.
+  if (const auto length = parser.content_length(); length && *length > kMaxResponseBody) return too_large;
   ioc.restart();
   http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
   ioc.run();
-  if (ec == http::error::body_limit) return Status::ResourceExhausted("response from http://" + where + " is too large");
+  if (ec == http::error::body_limit) return too_large;
   if (ec) return fail("read response from", ec);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -185,8 +193,14 @@ Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, st
   const std::uint64_t limit = std::min(max_bytes, policy.max_bytes());
   std::string current(uri);
   for (int redirects = 0;; ++redirects) {
-    POLNODE_ASSIGN_OR_RETURN(FetchUri parsed, ParseFetchUri(current));
-    POLNODE_RETURN_IF_ERROR(policy.CheckScheme(parsed).WithContext("GET " + current));
+    // A refusal after a redirect names the URI the ledger gave too, so the log shows whose it was.
+    const auto hop = [&](const Status& s) {
+      return redirects == 0 ? s : s.WithContext("redirected from " + std::string(uri));
+    };
+    Result<FetchUri> parsed_or = ParseFetchUri(current);
+    if (!parsed_or.ok()) return hop(parsed_or.status());
+    const FetchUri parsed = std::move(parsed_or).value();
+    if (Status scheme = policy.CheckScheme(parsed); !scheme.ok()) return hop(scheme.WithContext("GET " + current));
     asio::io_context ioc;
     beast::error_code ec;
     tcp::resolver resolver(ioc);
@@ -205,9 +219,9 @@ Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, st
       }
     }
     if (allowed.empty()) {
-      return Status::PermissionDenied("GET " + current + ": the fetch policy refuses " + parsed.host + ":" +
-                                      std::to_string(parsed.port) + ", at " + refused + " (fetch.allow = \"" +
-                                      policy.allow_text() + "\")");
+      return hop(Status::PermissionDenied("GET " + current + ": the fetch policy refuses " + parsed.host + ":" +
+                                          std::to_string(parsed.port) + ", at " + refused + " (fetch.allow = \"" +
+                                          policy.allow_text() + "\")"));
     }
     POLNODE_ASSIGN_OR_RETURN(Answer answer, GetOnce(parsed, current, allowed, limit, timeout));
     if (answer.status == 200) return std::move(answer.body);
@@ -219,7 +233,7 @@ Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, st
                                       " redirects (fetch.max_redirects)");
     }
     Result<std::string> next = RedirectTarget(parsed, answer.location);
-    if (!next.ok()) return next.status().WithContext("GET " + current);
+    if (!next.ok()) return hop(next.status().WithContext("GET " + current));
     current = std::move(*next);
   }
 }

@@ -355,6 +355,10 @@ TEST(FetchGetTest, ARedirectMustPassThePolicyToo) {
     EXPECT_EQ(body.status().code(), StatusCode::kPermissionDenied) << path << ": " << body.status().ToString();
   }
   EXPECT_EQ(server.connections(), 4) << "only the first hop of each reached a server";
+  Result<std::string> refused = FetchGet(loopback, server.Url("/to-metadata"), 1 << 20, 10s);
+  EXPECT_NE(refused.status().message().find("169.254.169.254 (private)"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().ToString().find("redirected from " + server.Url("/to-metadata")), std::string::npos)
+      << refused.status().ToString();
 
   Result<std::string> body = FetchGet(loopback, server.Url("/same-origin"), 1 << 20, 10s);
   ASSERT_TRUE(body.ok()) << body.status().ToString();
