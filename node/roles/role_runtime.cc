@@ -109,11 +109,7 @@ void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std
 
 RoleContext::RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger,
                          FetchPolicy fetch)
-    : role_(role),
-      home_(std::move(home)),
-      key_(std::move(key)),
-      ledger_(std::move(ledger)),
-      fetch_(std::move(fetch)),
+    : role_(role), home_(std::move(home)), key_(std::move(key)), ledger_(std::move(ledger)), fetch_(std::move(fetch)),
       log_(std::move(role)) {
   const auto& pub = key_.PublicKey().bytes();
   pubkey_.assign(reinterpret_cast<const char*>(pub.data()), pub.size());

@@ -10,8 +10,8 @@
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
-#include "polnode/rpc/fetch_policy.h"
 #include "polnode/roles/submitter_report.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
 
