@@ -45,7 +45,10 @@ void DeclareProofDirFlag(FlagSet& flags, bool required) {
 }
 
 void DeclareRoleFlags(FlagSet& flags) {
-  flags.Value("home", "DIR", "the role's home: its key (role.key, created on first start), journal and files", "", true);
+  flags.Value("home", "DIR",
+              "the role's home: its key (role.key, created on first start), settings (role.toml, optional), journal "
+              "and files",
+              "", true);
   DeclareLedgerFlag(flags, true);
   flags.Value("listen", "HOST:PORT", "where this role serves /metrics and its own routes (port 0: any free port)",
               "127.0.0.1:0");
@@ -79,6 +82,7 @@ Result<RoleOptions> ReadRoleFlags(const FlagSet& flags) {
   }
   POLNODE_ASSIGN_OR_RETURN(std::int64_t poll_ms, flags.GetInt("poll-ms", 10, 60000));
   options.poll_interval = std::chrono::milliseconds(poll_ms);
+  POLNODE_ASSIGN_OR_RETURN(options.fetch, FetchPolicy::Load(options.home + "/" + kRoleConfigFile));
   return options;
 }
 

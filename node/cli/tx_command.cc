@@ -88,7 +88,12 @@ Status CheckServedDocument(const proto::TaskSpec& spec, const std::string& spec_
                                       " ('polnode submitter --task FILE' serves and posts a task document; "
                                       "--unchecked-spec-uri posts anyway)");
   };
-  Result<solver::TaskSpec> document = FetchTaskDocument(spec_uri);
+  // The submitter names this URI itself: any host a solver might be allowed to reach is worth
+  // checking (a solver's own fetch policy decides later whether it fetches from there).
+  Result<FetchPolicy> any_host = FetchPolicy::Make("http", "public,private,loopback", FetchPolicy::kDefaultMaxBytes,
+                                                   FetchPolicy::kDefaultMaxRedirects);
+  if (!any_host.ok()) return any_host.status();
+  Result<solver::TaskSpec> document = FetchTaskDocument(*any_host, spec_uri);
   if (!document.ok()) return refuse(document.status());
   Result<solver::ImageDataset> data = solver::LoadTaskData(*document);
   if (!data.ok()) return refuse(data.status());

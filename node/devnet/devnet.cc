@@ -229,8 +229,13 @@ Status Devnet::SetUp() {
 
   NodeHomeSpec ledger_home;
   ledger_home.chain_id = "polnode-devnet";
+  // Every party of the devnet serves on loopback, which the default fetch policy refuses: each
+  // role home gets a role.toml that allows loopback (and nothing else).
+  POLNODE_ASSIGN_OR_RETURN(FetchPolicy loopback, FetchPolicy::Make("http", "loopback", FetchPolicy::kDefaultMaxBytes,
+                                                                   FetchPolicy::kDefaultMaxRedirects));
   for (Member& m : members_) {
     std::filesystem::create_directories(o_.home + "/" + m.name, ec);
+    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(o_.home + "/" + m.name + "/" + kRoleConfigFile, loopback.ConfigText()));
     POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(o_.home + "/" + m.name));
     const auto& pub = key.PublicKey().bytes();
     m.pubkey.assign(reinterpret_cast<const char*>(pub.data()), pub.size());

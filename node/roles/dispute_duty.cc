@@ -45,7 +45,7 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
                            Hash32(forced ? task.forced_root() : task.proof_root(), "the committed proof root"));
   const std::string uri(task.proof_uri());
   // An unreachable proof server is not the ledger going away: report it as this pass's error.
-  Result<solver::ProofManifest> manifest = FetchManifest(uri, committed);
+  Result<solver::ProofManifest> manifest = FetchManifest(ctx.fetch_policy(), uri, committed);
   if (!manifest.ok()) return Status::FailedPrecondition("cannot fetch the disputed proof: " + manifest.status().ToString());
   s.manifest = std::move(*manifest);
   POLNODE_ASSIGN_OR_RETURN(s.store, solver::BlobStore::Open(s.party.cache_dir + "/blobs"));
@@ -65,10 +65,11 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
   const proto::Task task_record = task;
   // A replay starts from a checkpoint of the committed proof (never the final one): from the
   // solver's server, or as the solver published it on the ledger.
-  context.load_checkpoint = [state, uri, ledger, task_record](std::uint64_t checkpoint) -> Result<solver::TrainState> {
+  context.load_checkpoint = [state, uri, ledger, task_record, fetch = ctx.fetch_policy()](
+                                std::uint64_t checkpoint) -> Result<solver::TrainState> {
     if (checkpoint >= state->manifest->checkpoint_blobs.size()) return Status::OutOfRange("no such checkpoint");
     const consensus::Hash256& blob = state->manifest->checkpoint_blobs[checkpoint];
-    Status fetched = FetchBlob(uri, blob, *state->store);
+    Status fetched = FetchBlob(fetch, uri, blob, *state->store);
     const auto& published = task_record.published();
     if (!fetched.ok() && ledger != nullptr &&
         std::find(published.begin(), published.end(), checkpoint) != published.end()) {

@@ -107,11 +107,12 @@ void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std
 // ---- context --------------------------------------------------------------------------------
 
 RoleContext::RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger,
-                         Clock& clock)
+                         FetchPolicy fetch, Clock& clock)
     : role_(role),
       home_(std::move(home)),
       key_(std::move(key)),
       ledger_(std::move(ledger)),
+      fetch_(std::move(fetch)),
       clock_(clock),
       log_(std::move(role), clock) {
   const auto& pub = key_.PublicKey().bytes();
@@ -254,7 +255,7 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
   POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(options.home, "role home"));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(options.home));
   POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(options.ledger_url));
-  RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger), clock);
+  RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger), options.fetch, clock);
 
   POLNODE_ASSIGN_OR_RETURN(auto host_port, HostPort(options.listen));
   HttpServerOptions server_options;

@@ -188,7 +188,7 @@ Result<bool> SolverRole::AnyVerifierCouldTake(RoleContext& ctx, const proto::Tas
 Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::uint64_t height) {
   // Leave a margin: a claim landing after the claim deadline fails and only costs the fee.
   if (task.deadline() <= height + 2) return Status::Ok();
-  Result<solver::TaskSpec> document = FetchTaskDocument(std::string(task.spec_uri()));
+  Result<solver::TaskSpec> document = FetchTaskDocument(ctx.fetch_policy(), std::string(task.spec_uri()));
   Status usable = document.status();
   const solver::ImageDataset* data = nullptr;
   if (usable.ok()) {

@@ -34,19 +34,19 @@ Result<std::string> ResultProofUri(const std::string& proof_uri, const std::stri
   return proof_uri.substr(0, slash + 1) + consensus::ToHex(result_root);
 }
 
-Result<DeliveredModel> FetchTrainedModel(const std::string& home, const proto::Task& task,
+Result<DeliveredModel> FetchTrainedModel(const FetchPolicy& policy, const std::string& home, const proto::Task& task,
                                          const solver::TaskSpec& document, const solver::ImageDataset& data,
                                          kernels::Backend& backend) {
   if (task.result_root().empty()) return Status::FailedPrecondition("the task has no result root");
   POLNODE_ASSIGN_OR_RETURN(std::string uri, ResultProofUri(task.proof_uri(), task.result_root()));
-  POLNODE_ASSIGN_OR_RETURN(solver::ProofManifest manifest, FetchManifest(uri, HashOf(task.result_root())));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofManifest manifest, FetchManifest(policy, uri, HashOf(task.result_root())));
   if (manifest.task_id != solver::TaskId(document) || manifest.steps != document.steps ||
       manifest.checkpoint_interval != document.checkpoint_interval || manifest.checkpoint_blobs.empty()) {
     return Status::Corruption("the proof at " + uri + " is not a proof of this task's document");
   }
   POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store, solver::BlobStore::Open(home + "/blobs"));
   const consensus::Hash256& blob = manifest.checkpoint_blobs.back();
-  POLNODE_RETURN_IF_ERROR(FetchBlob(uri, blob, store));
+  POLNODE_RETURN_IF_ERROR(FetchBlob(policy, uri, blob, store));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(blob));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
   const consensus::Hash256 state_hash = solver::StateHash(state);

@@ -393,7 +393,8 @@ Status SubmitterRole::DeliverModels(RoleContext& ctx) {
     const Clock::TimePoint now = ctx.clock().Now();
     const bool first_try = !t.first_model_try;
     if (first_try) t.first_model_try = now;
-    Result<DeliveredModel> model = FetchTrainedModel(ctx.home(), t.record, t.task.document, *t.task.data, *backend_);
+    Result<DeliveredModel> model =
+        FetchTrainedModel(ctx.fetch_policy(), ctx.home(), t.record, t.task.document, *t.task.data, *backend_);
     if (model.ok()) {
       r.model = std::move(model).value();
       POLNODE_RETURN_IF_ERROR(SaveTaskFacts(ctx.home(), r.task_id, TaskFacts{r.refund, r.model}));

@@ -54,8 +54,8 @@ struct Binding {
   std::string fault;
 };
 
-Result<Binding> TryBind(const proto::Task& task, DataCache& cache) {
-  Result<solver::TaskSpec> document = FetchTaskDocument(task.spec_uri());
+Result<Binding> TryBind(const FetchPolicy& fetch, const proto::Task& task, DataCache& cache) {
+  Result<solver::TaskSpec> document = FetchTaskDocument(fetch, task.spec_uri());
   if (!document.ok()) {
     if (document.status().code() == StatusCode::kUnavailable) return document.status();
     return Binding{std::nullopt, document.status().ToString()};
@@ -86,7 +86,8 @@ class CheckpointSource {
     if (manifest_) {
       const consensus::Hash256& blob = manifest_->checkpoint_blobs[static_cast<std::size_t>(index)];
       if (!store_->Contains(blob)) {
-        const Status fetched = WithRetries(*request_.clock, [&] { return FetchBlob(request_.task.proof_uri(), blob, *store_); });
+        const Status fetched =
+            WithRetries(*request_.clock, [&] { return FetchBlob(request_.fetch, request_.task.proof_uri(), blob, *store_); });
         if (fetched.ok()) ++blobs_fetched_;
       }
       Result<solver::TrainState> state = verifier::LoadCheckpoint(*manifest_, *store_, layout_, index);
@@ -128,14 +129,15 @@ class CheckpointSource {
 
 // The manifest at proof_uri when it is the committed proof's, fits the task and is signed by the
 // task's solver; else std::nullopt with `why`.
-std::optional<solver::ProofManifest> UsableManifest(const proto::Task& task, const solver::TaskSpec& document,
-                                                    Clock& clock, std::string& why) {
+std::optional<solver::ProofManifest> UsableManifest(const FetchPolicy& fetch, const proto::Task& task,
+                                                    const solver::TaskSpec& document, Clock& clock, std::string& why) {
   Result<consensus::Hash256> root = Hash32(task.proof_root(), "the committed proof root");
   if (!root.ok()) {
     why = root.status().ToString();
     return std::nullopt;
   }
-  Result<solver::ProofManifest> manifest = WithRetries(clock, [&] { return FetchManifest(task.proof_uri(), *root); });
+  Result<solver::ProofManifest> manifest =
+      WithRetries(clock, [&] { return FetchManifest(fetch, task.proof_uri(), *root); });
   Status usable = manifest.status();
   if (usable.ok()) usable = verifier::CheckManifestAgainstTask(*manifest, document);
   if (usable.ok() && (!manifest->is_signed || std::string_view(reinterpret_cast<const char*>(manifest->solver_pubkey.data()),
@@ -170,7 +172,7 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   if (std::find(check.segments.begin(), check.segments.end(), final_segment) == check.segments.end()) {
     check.segments.push_back(final_segment);
   }
-  POLNODE_ASSIGN_OR_RETURN(Binding binding, TryBind(task, *request.data));
+  POLNODE_ASSIGN_OR_RETURN(Binding binding, TryBind(request.fetch, task, *request.data));
   if (!binding.bound) {
     // Without the task document nothing can be replayed, from the server or from the ledger.
     check.data_fault = "task document: " + binding.fault;
@@ -187,7 +189,7 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   const solver::TrainState layout = stepper.Initial();
   POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store, solver::BlobStore::Open(request.cache_dir + "/blobs"));
   CheckpointSource source(request, layout, bound.document.checkpoint_interval);
-  source.UseServer(UsableManifest(task, bound.document, *request.clock, check.data_fault), &store);
+  source.UseServer(UsableManifest(request.fetch, task, bound.document, *request.clock, check.data_fault), &store);
 
   verifier::Thresholds thresholds;
   if (bound.document.mode == solver::ReproMode::kTolerant) {
@@ -242,8 +244,8 @@ Result<const solver::ImageDataset*> DataCache::Get(const solver::TaskSpec& docum
   return it->second.get();
 }
 
-Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache) {
-  POLNODE_ASSIGN_OR_RETURN(Binding binding, TryBind(task, cache));
+Result<BoundTask> BindTask(const FetchPolicy& fetch, const proto::Task& task, DataCache& cache) {
+  POLNODE_ASSIGN_OR_RETURN(Binding binding, TryBind(fetch, task, cache));
   if (!binding.bound) return Status::FailedPrecondition("task document: " + binding.fault);
   return std::move(*binding.bound);
 }

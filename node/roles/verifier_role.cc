@@ -255,6 +255,7 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   request.task = task;
   request.segments = std::move(segments);
   request.cache_dir = ctx.home() + "/cache";
+  request.fetch = ctx.fetch_policy();
   request.data = &data_;
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
@@ -290,7 +291,7 @@ Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std:
 Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
-    POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(task, data_));
+    POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
     DisputeParty party;
     party.document = std::move(bound.document);
     party.data = bound.data;

@@ -172,6 +172,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   request.task = task;
   request.segments = SegmentsOfSlots(task, audit.slots);
   request.cache_dir = ctx.home() + "/cache";
+  request.fetch = ctx.fetch_policy();
   request.data = &data_;
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
@@ -252,7 +253,7 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
 Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
-    POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(task, data_));
+    POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
     DisputeParty party;
     party.document = std::move(bound.document);
     party.data = bound.data;

@@ -11,22 +11,9 @@ namespace {
 
 constexpr std::string_view kPrefix = "/v1/proofs/";
 
-// Splits "http://host:port/path" into the endpoint and the path.
-Result<std::pair<HttpEndpoint, std::string>> SplitUri(const std::string& uri) {
-  const std::string_view scheme = "http://";
-  if (uri.rfind(scheme, 0) != 0) return Status::InvalidArgument("proof URI must start with http://: '" + uri + "'");
-  const std::size_t slash = uri.find('/', scheme.size());
-  if (slash == std::string::npos) return Status::InvalidArgument("proof URI has no path: '" + uri + "'");
-  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(uri.substr(0, slash)));
-  return std::make_pair(std::move(endpoint), uri.substr(slash));
-}
-
-Result<std::string> Get(const std::string& uri) {
-  POLNODE_ASSIGN_OR_RETURN(auto parts, SplitUri(uri));
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(parts.first, "GET", parts.second, {}, {}, std::chrono::seconds(60)));
-  if (r.status != 200) return Status::Unavailable("GET " + uri + " answered " + std::to_string(r.status));
-  return std::move(r.body);
-}
+// A proof's manifest and blobs may be large and come from a busy solver: a minute per exchange.
+constexpr std::chrono::seconds kProofTimeout(60);
+constexpr std::chrono::seconds kDocumentTimeout(10);
 
 HttpResponse Bytes(std::vector<std::uint8_t> bytes) {
   HttpResponse r;
@@ -85,8 +72,9 @@ std::optional<HttpResponse> ProofServer::Handle(const HttpRequest& request) cons
   return JsonErrorResponse(404, "no such proof resource: " + std::string(target));
 }
 
-Result<solver::ProofManifest> FetchManifest(const std::string& proof_uri, const consensus::Hash256& expected_root) {
-  POLNODE_ASSIGN_OR_RETURN(std::string body, Get(proof_uri + "/manifest"));
+Result<solver::ProofManifest> FetchManifest(const FetchPolicy& policy, const std::string& proof_uri,
+                                            const consensus::Hash256& expected_root) {
+  POLNODE_ASSIGN_OR_RETURN(std::string body, FetchGet(policy, proof_uri + "/manifest", solver::kMaxManifestBytes, kProofTimeout));
   POLNODE_ASSIGN_OR_RETURN(solver::ProofManifest manifest,
                            solver::DecodeManifest(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())));
   POLNODE_RETURN_IF_ERROR(solver::CheckManifestIntegrity(manifest));
@@ -97,9 +85,11 @@ Result<solver::ProofManifest> FetchManifest(const std::string& proof_uri, const 
   return manifest;
 }
 
-Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, solver::BlobStore& store) {
+Status FetchBlob(const FetchPolicy& policy, const std::string& proof_uri, const consensus::Hash256& hash,
+                 solver::BlobStore& store) {
   if (store.Contains(hash) && store.Get(hash).ok()) return Status::Ok();
-  POLNODE_ASSIGN_OR_RETURN(std::string body, Get(proof_uri + "/blobs/" + consensus::ToHex(hash)));
+  POLNODE_ASSIGN_OR_RETURN(std::string body,
+                           FetchGet(policy, proof_uri + "/blobs/" + consensus::ToHex(hash), solver::kMaxBlobBytes, kProofTimeout));
   if (consensus::Sha256(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())) != hash) {
     return Status::Corruption("blob " + consensus::ToHex(hash) + " served at " + proof_uri + " does not hash to its name");
   }
@@ -108,21 +98,13 @@ Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, s
   return Status::Ok();
 }
 
-Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri) {
-  const std::string_view scheme = "http://";
-  if (spec_uri.rfind(scheme, 0) != 0) return Status::InvalidArgument("spec URI must start with http://: '" + spec_uri + "'");
-  const std::size_t slash = spec_uri.find('/', scheme.size());
-  if (slash == std::string::npos) return Status::InvalidArgument("spec URI has no path: '" + spec_uri + "'");
-  POLNODE_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(spec_uri.substr(0, slash)));
-  POLNODE_ASSIGN_OR_RETURN(HttpResponse r, HttpCall(endpoint, "GET", spec_uri.substr(slash)));
-  if (r.status != 200) return Status::Unavailable("GET " + spec_uri + " answered " + std::to_string(r.status));
-  if (r.body.size() > solver::kMaxTaskBytes) return Status::ResourceExhausted("task document at " + spec_uri + " is too large");
-  return solver::DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(r.body.data()), r.body.size()));
+Result<solver::TaskSpec> FetchTaskDocument(const FetchPolicy& policy, const std::string& spec_uri) {
+  POLNODE_ASSIGN_OR_RETURN(std::string body, FetchGet(policy, spec_uri, solver::kMaxTaskBytes, kDocumentTimeout));
+  return solver::DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
 }
 
 std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document) {
   return base_url + "/v1/specs/" + consensus::ToHex(solver::TaskId(document));
 }
-
 
 }  // namespace polnode::node

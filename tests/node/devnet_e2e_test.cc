@@ -52,6 +52,12 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   ASSERT_FALSE(report.HasParseError()) << run.out;
   EXPECT_TRUE(report["all_settled"].GetBool());
   EXPECT_TRUE(report["audits_match"].GetBool());
+  // Its parties serve on loopback, which the default fetch policy refuses: every role home
+  // allows loopback, and nothing else.
+  for (const char* role : {"solver-honest", "verifier-honest", "whistleblower", "submitter"}) {
+    const std::string config = ReadFileText(home + "/" + role + "/role.toml");
+    EXPECT_NE(config.find("\nallow = \"loopback\"\n"), std::string::npos) << role << ":\n" << config;
+  }
 
   std::string cheat_task;
   bool referee_game = false;

@@ -33,6 +33,12 @@ using polnode::testing::RawPubKey;
 
 inline std::string RawHash(const consensus::Hash256& hash) { return std::string(hash.begin(), hash.end()); }
 
+/// The fetch policy of a node whose peers all serve on loopback, as in these tests (the default
+/// policy refuses loopback): what the devnet writes into every role home.
+inline FetchPolicy LoopbackFetchPolicy() {
+  return *FetchPolicy::Make("http", "loopback", FetchPolicy::kDefaultMaxBytes, FetchPolicy::kDefaultMaxRedirects);
+}
+
 /// A proof of the tiny task written by the real prover, signed by `solver`; with `tamper`, every
 /// step runs through a TamperingBackend, so the proof is wrong from that step on.
 struct TinyProof {

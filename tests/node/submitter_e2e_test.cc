@@ -153,7 +153,11 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
       << task.spec().DebugString() << "\nvs\n" << expected->DebugString();
   EXPECT_TRUE(solver::CheckSpecBinding(task.spec(), *document, *data).ok());
   EXPECT_EQ(task.spec_uri(), TaskDocumentUri(url, *document));
-  Result<solver::TaskSpec> served = FetchTaskDocument(task.spec_uri());
+  // A solver on this machine (the default policy refuses loopback) fetches the document it names.
+  const FetchPolicy loopback =
+      *FetchPolicy::Make("http", "loopback", FetchPolicy::kDefaultMaxBytes, FetchPolicy::kDefaultMaxRedirects);
+  EXPECT_EQ(FetchTaskDocument(FetchPolicy(), task.spec_uri()).status().code(), StatusCode::kPermissionDenied);
+  Result<solver::TaskSpec> served = FetchTaskDocument(loopback, task.spec_uri());
   ASSERT_TRUE(served.ok()) << served.status().ToString();
   EXPECT_EQ(solver::EncodeTaskProto(*served), solver::EncodeTaskProto(*document));
   Result<HttpEndpoint> endpoint = ParseHttpUrl(url);
@@ -188,7 +192,7 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   ASSERT_TRUE(StartSubmitter(second, "second.out"));
   ASSERT_TRUE(Committing([&] { return Has(Out("second.out"), " task_found "); })) << Out("second.out") << Err();
   EXPECT_EQ(JsonString(Out("second.out"), "url"), url) << "the spec URI on the ledger must stay valid";
-  EXPECT_TRUE(FetchTaskDocument(task.spec_uri()).ok());
+  EXPECT_TRUE(FetchTaskDocument(loopback, task.spec_uri()).ok());
 
   // Nobody claims it: the claim window closes it and the submitter, with nothing left to wait for,
   // exits 0 and prints its report.

@@ -21,6 +21,7 @@ namespace polnode::node {
 namespace {
 
 using testing::KeyFromByte;
+using testing::LoopbackFetchPolicy;
 using testing::RawHash;
 using testing::RawPubKey;
 
@@ -53,11 +54,13 @@ class VerificationJobTest : public ::testing::Test {
     return task;
   }
 
-  Result<ProofCheck> Check(const proto::Task& task, std::vector<std::int64_t> segments) {
+  Result<ProofCheck> Check(const proto::Task& task, std::vector<std::int64_t> segments,
+                           FetchPolicy fetch = LoopbackFetchPolicy()) {
     CheckRequest request;
     request.task = task;
     request.segments = std::move(segments);
     request.cache_dir = cache_dir_.path();
+    request.fetch = std::move(fetch);
     request.data = &cache_;
     request.backend = backend_.get();
     return CheckCommittedProof(request);
@@ -249,7 +252,7 @@ TEST_F(VerificationJobTest, DocumentThatDoesNotBindMakesTheDataUnavailableBefore
   EXPECT_NE(check->data_fault.find("batch_root"), std::string::npos) << check->data_fault;
   EXPECT_EQ(VerdictOn(*check, {0, 1})->verdict, proto::VERDICT_UNAVAILABLE);
   EXPECT_EQ(server_.CountRequests("/manifest"), 0);
-  Result<BoundTask> bound = BindTask(task, cache_);
+  Result<BoundTask> bound = BindTask(LoopbackFetchPolicy(), task, cache_);
   EXPECT_EQ(bound.status().code(), StatusCode::kFailedPrecondition);
 }
 
@@ -293,6 +296,29 @@ TEST_F(VerificationJobTest, AnUnreachableProofServerIsUnavailableDataAndAnUnreac
   solver::TaskSpec elsewhere = document_;
   elsewhere.data_location = "not-here";
   EXPECT_EQ(cache_.Get(elsewhere).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(VerificationJobTest, AUriTheFetchPolicyRefusesIsTheTasksUnavailableDataAndIsNeverAsked) {
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  const proto::Task task = TaskFor(proof);
+  // The default policy refuses loopback: the document is refused like a malformed spec_uri (the
+  // task's fault, not a retry), so every segment is unavailable, and the server sees nothing.
+  Result<ProofCheck> check = Check(task, {0}, FetchPolicy());
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(check->data_fault.rfind("task document: ", 0), 0u) << check->data_fault;
+  EXPECT_NE(check->data_fault.find("fetch policy"), std::string::npos) << check->data_fault;
+  EXPECT_EQ(VerdictOn(*check, {0})->verdict, proto::VERDICT_UNAVAILABLE);
+  EXPECT_EQ(server_.CountRequests("/v1/"), 0);
+  EXPECT_EQ(BindTask(FetchPolicy(), task, cache_).status().code(), StatusCode::kFailedPrecondition);
+  // A proof URI pointing at the cloud metadata address: the manifest is refused before any
+  // connection, as unusable as one that is never served.
+  proto::Task metadata = task;
+  metadata.set_proof_uri("http://169.254.169.254/v1/proofs/" + consensus::ToHex(proof.manifest.merkle_root));
+  check = Check(metadata, {0});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(check->data_fault.rfind("manifest: ", 0), 0u) << check->data_fault;
+  EXPECT_NE(check->data_fault.find("169.254.169.254 (private)"), std::string::npos) << check->data_fault;
+  EXPECT_EQ(VerdictOn(*check, {0})->verdict, proto::VERDICT_UNAVAILABLE);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::KeyFromByte;
+using testing::LoopbackFetchPolicy;
 using testing::RawHash;
 using testing::RawPubKey;
 
@@ -156,7 +157,8 @@ class RolesTest : public ::testing::Test {
     d.home = dir_.File(name);
     std::filesystem::create_directories(d.home);
     d.role = std::move(role);
-    d.ctx = std::make_unique<RoleContext>(role_name, d.home, key, *LedgerClient::FromUrl(LedgerUrl()));
+    d.ctx = std::make_unique<RoleContext>(role_name, d.home, key, *LedgerClient::FromUrl(LedgerUrl()),
+                                          LoopbackFetchPolicy());
     daemons_.push_back(std::move(d));
     return daemons_.back();
   }
@@ -283,7 +285,8 @@ class RolesTest : public ::testing::Test {
   void SolverDefends(std::optional<solver::TamperSpec> tamper) {
     solver_home_ = dir_.File("solver");
     std::filesystem::create_directories(solver_home_);
-    solver_ctx_ = std::make_unique<RoleContext>("solver", solver_home_, solver_, *LedgerClient::FromUrl(LedgerUrl()));
+    solver_ctx_ = std::make_unique<RoleContext>("solver", solver_home_, solver_, *LedgerClient::FromUrl(LedgerUrl()),
+                                                LoopbackFetchPolicy());
     solver_backend_ = kernels::MakeReferenceBackend();
     DisputeParty party;
     party.document = document_;
@@ -410,7 +413,8 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   Daemon restarted;
   restarted.role = std::make_unique<VerifierRole>(VerifierOptions{false, VerifierStake(), "reference", 1, TinyLoader()});
   restarted.ctx =
-      std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()));
+      std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()),
+                                    LoopbackFetchPolicy());
   restarted.home = verifier.home;
   verifier.role->Stop();
   daemons_.clear();

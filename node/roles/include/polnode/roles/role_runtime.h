@@ -28,6 +28,7 @@
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/rpc/http_types.h"
 #include "polnode/rpc/ledger_client.h"
 
@@ -75,6 +76,7 @@ struct RoleOptions {
   std::string ledger_url;
   std::string listen = "127.0.0.1:0";
   std::chrono::milliseconds poll_interval{200};
+  FetchPolicy fetch;  // what the role may fetch from URIs on the ledger (HOME/role.toml's [fetch])
 };
 
 /// What a role's pass may use. Methods are thread-safe (roles run long work on worker threads).
@@ -83,7 +85,7 @@ class RoleContext {
   /// `clock` (which must outlive the context) is the role's time: retry pauses, event times, the
   /// replay stopwatch. Daemons get SystemClock(); tests may pass a ManualClock.
   RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger,
-              Clock& clock = SystemClock());
+              FetchPolicy fetch = FetchPolicy(), Clock& clock = SystemClock());
 
   const std::string& role() const { return role_; }
   const std::string& home() const { return home_; }
@@ -91,6 +93,8 @@ class RoleContext {
   /// The role's x-only public key, raw 32 bytes (as records hold keys).
   const std::string& pubkey() const { return pubkey_; }
   const LedgerClient& ledger() const { return ledger_; }
+  /// What every fetch of a URI named on the ledger goes through; fixed for the context's life.
+  const FetchPolicy& fetch_policy() const { return fetch_; }
   Clock& clock() const { return clock_; }
   EventLog& log() { return log_; }
   RoleMetrics& metrics() { return metrics_; }
@@ -122,6 +126,7 @@ class RoleContext {
   consensus::SecretKey key_;
   std::string pubkey_;
   LedgerClient ledger_;
+  FetchPolicy fetch_;
   Clock& clock_;
   EventLog log_;
   RoleMetrics metrics_;

@@ -11,6 +11,7 @@
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/submitter_report.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
 
@@ -21,7 +22,7 @@ namespace polnode::node {
 /// kInvalidArgument when proof_uri has no path or result_root is not 32 bytes.
 [[nodiscard]] Result<std::string> ResultProofUri(const std::string& proof_uri, const std::string& result_root);
 
-/// Fetches the model of `task` (closed with a result_root): the manifest of the result proof
+/// Fetches the model of `task` (closed with a result_root), under `policy`: the manifest of the result proof
 /// (FetchManifest: self-consistent, root = result_root), which must be for `document`
 /// (task id, steps and checkpoint interval); the final checkpoint blob (into the blob store
 /// DIR/blobs, checked against its content hash), decoded and checked against the manifest's last
@@ -30,7 +31,8 @@ namespace polnode::node {
 /// kUnavailable when the solver cannot be reached or does not serve the proof (worth retrying);
 /// kCorruption for anything that does not check out; kFailedPrecondition for a task without a
 /// result_root; IO errors pass through.
-[[nodiscard]] Result<DeliveredModel> FetchTrainedModel(const std::string& home, const proto::Task& task,
+[[nodiscard]] Result<DeliveredModel> FetchTrainedModel(const FetchPolicy& policy, const std::string& home,
+                                                       const proto::Task& task,
                                                        const solver::TaskSpec& document,
                                                        const solver::ImageDataset& data, kernels::Backend& backend);
 

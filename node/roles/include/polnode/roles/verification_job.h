@@ -28,6 +28,7 @@
 #include "polnode/contracts.pb.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
@@ -61,11 +62,12 @@ struct BoundTask {
   const solver::ImageDataset* data = nullptr;  // owned by the DataCache
 };
 
-/// Fetches `task`'s document from its spec_uri, loads its data through `cache` and checks the
-/// binding (solver::CheckSpecBinding). Errors: kUnavailable when the document cannot be fetched;
-/// the cache's errors; kFailedPrecondition "task document: <why>" for a document that does not decode
-/// or does not bind to the ledger's spec.
-[[nodiscard]] Result<BoundTask> BindTask(const proto::Task& task, DataCache& cache);
+/// Fetches `task`'s document from its spec_uri under `fetch`, loads its data through `cache` and
+/// checks the binding (solver::CheckSpecBinding). Errors: kUnavailable when the document cannot be
+/// fetched; the cache's errors; kFailedPrecondition "task document: <why>" for a document that
+/// does not decode or does not bind to the ledger's spec, or a spec_uri that is malformed or that
+/// `fetch` refuses (the task's fault, not the checker's).
+[[nodiscard]] Result<BoundTask> BindTask(const FetchPolicy& fetch, const proto::Task& task, DataCache& cache);
 
 /// The indices in task.verifiers of the slots `verifier` (32 raw key bytes) holds, ascending: slots
 /// are drawn by stake with replacement, so a key may hold several of one task. Absent slots
@@ -102,6 +104,7 @@ struct CheckRequest {
   proto::Task task;                    // the ledger's record (status VERIFYING or later)
   std::vector<std::int64_t> segments;  // each in [0, segment count), distinct; may be empty
   std::string cache_dir;               // checkpoints go to cache_dir/blobs (DisputeDuty's layout)
+  FetchPolicy fetch;                   // what spec_uri and proof_uri may be fetched from
   DataCache* data = nullptr;
   kernels::Backend* backend = nullptr;  // used by this call only, for its duration
   /// Reads the checkpoints the task's solver published on the ledger (task.published()); those

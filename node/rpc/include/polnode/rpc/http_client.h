@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "polnode/base/status.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/rpc/http_types.h"
 
 namespace polnode::node {
@@ -30,6 +31,19 @@ struct HttpEndpoint {
                                             std::string_view body = {}, std::string_view content_type = {},
                                             std::chrono::milliseconds timeout = std::chrono::seconds(10),
                                             std::string_view accept = {});
+
+/// GETs `uri`, a URI someone else chose (named on the ledger), under `policy` (fetch_policy.h) and
+/// returns the body of its 200 answer. The body may hold at most min(max_bytes, policy.max_bytes())
+/// bytes, counted as they arrive; a redirect (301, 302, 303, 307, 308) is followed when its
+/// Location (absolute, or an absolute path on the same origin) passes the policy, at most
+/// policy.max_redirects() times. `timeout` bounds each exchange (connect, request, answer).
+/// Errors: kInvalidArgument for a malformed URI; kPermissionDenied when the policy refuses the
+/// scheme, every address the host resolves to, a redirect's target, or one redirect too many;
+/// kResourceExhausted for a body over the limit; kUnavailable when the host does not resolve, no
+/// allowed address accepts the connection, the exchange fails or times out, or the answer is
+/// neither 200 nor a redirect.
+[[nodiscard]] Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, std::uint64_t max_bytes,
+                                           std::chrono::milliseconds timeout);
 
 }  // namespace polnode::node
 

@@ -17,6 +17,7 @@
 
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/rpc/fetch_policy.h"
 #include "polnode/rpc/http_types.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/proof_manifest.h"
@@ -42,15 +43,20 @@ class ProofServer {
 /// The URI of the proof with `root` served at `base_url` ("http://host:port").
 std::string ProofUri(const std::string& base_url, const consensus::Hash256& root);
 
+// The fetches below take URIs from the ledger and go through FetchGet under `policy`
+// (http_client.h): kPermissionDenied when the policy refuses the URI, kResourceExhausted for an
+// answer over the policy's or the document kind's size limit, kInvalidArgument for a malformed URI.
+
 /// Fetches the manifest of the proof at `proof_uri` and checks that it is self-consistent and
 /// that its Merkle root is `expected_root` (kCorruption otherwise); kUnavailable when the server
 /// cannot be reached or does not answer 200.
-[[nodiscard]] Result<solver::ProofManifest> FetchManifest(const std::string& proof_uri,
+[[nodiscard]] Result<solver::ProofManifest> FetchManifest(const FetchPolicy& policy, const std::string& proof_uri,
                                                           const consensus::Hash256& expected_root);
 
 /// Makes sure `store` holds blob `hash` of the proof at `proof_uri`, downloading it if needed;
 /// bytes that do not hash to `hash` are refused (kCorruption) and not stored.
-[[nodiscard]] Status FetchBlob(const std::string& proof_uri, const consensus::Hash256& hash, solver::BlobStore& store);
+[[nodiscard]] Status FetchBlob(const FetchPolicy& policy, const std::string& proof_uri, const consensus::Hash256& hash,
+                               solver::BlobStore& store);
 
 /// The spec URI a submitter serving at `base_url` gives `document`.
 std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec& document);
@@ -59,7 +65,7 @@ std::string TaskDocumentUri(const std::string& base_url, const solver::TaskSpec&
 /// and decodes it; kUnavailable when it cannot be fetched, DecodeTaskProto's errors for bad bytes.
 /// The caller then checks it with solver::CheckSpecBinding against the ledger's task before
 /// trusting it.
-[[nodiscard]] Result<solver::TaskSpec> FetchTaskDocument(const std::string& spec_uri);
+[[nodiscard]] Result<solver::TaskSpec> FetchTaskDocument(const FetchPolicy& policy, const std::string& spec_uri);
 
 }  // namespace polnode::node
 
