@@ -164,6 +164,10 @@ Status SolverRole::Poll(RoleContext& ctx) {
     if (page.tasks.empty() || start >= page.total) break;
   }
   ctx.metrics().Set("training_active", Busy() ? 1 : 0);
+  // Trainings running on worker threads (devnet.cc holds blocks back while one does).
+  ctx.metrics().Set("training_threads", static_cast<double>(std::count_if(claimed_.begin(), claimed_.end(), [](const auto& c) {
+                      return c.second->worker != nullptr && !c.second->done;
+                    })));
   if (!staked || Busy()) return Status::Ok();
   if (options_.max_tasks > 0 && claims_ >= options_.max_tasks) return Status::Ok();
   for (const proto::Task& task : open) {
