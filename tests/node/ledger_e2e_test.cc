@@ -132,6 +132,52 @@ TEST_F(LedgerE2ETest, ASecondLedgerOnTheSameHomeIsRefusedByNameAndTheFirstKeepsS
   ASSERT_TRUE(ledger.Start());
 }
 
+TEST_F(LedgerE2ETest, ManualBlocksAreMadeOnlyWhenATestAsksAndOnlyWithTheFlag) {
+  // A production ledger has no such endpoint.
+  LedgerProcess timed(home_);
+  ASSERT_TRUE(timed.Start());
+  int status = 0;
+  auto refused = HttpCall(timed.endpoint(), "POST", "/v1/test/produce-block");
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 404) << refused->body;
+  EXPECT_FALSE(timed.ProduceBlocks(1));
+  EXPECT_EQ(timed.Terminate(), 0);
+
+  LedgerProcess ledger(home_, /*manual_blocks=*/true);
+  ASSERT_TRUE(ledger.Start());
+  const std::uint64_t start = U64Field(Get(ledger, "/v1/status"), "height");
+  // A transfer waits in the mempool until the test makes a block, however long that takes.
+  auto posted = HttpCall(ledger.endpoint(), "POST", "/v1/tx", SignedTransfer(user_, kChain, 0, bob_, 3),
+                         "application/x-protobuf");
+  ASSERT_TRUE(posted.ok());
+  ASSERT_EQ(posted->status, 200) << posted->body;
+  EXPECT_EQ(ledger.MempoolSize(), 1u);
+  EXPECT_EQ(U64Field(Get(ledger, "/v1/status", &status), "height"), start);
+  std::uint64_t height = 0;
+  ASSERT_TRUE(ledger.ProduceBlocks(1, &height));
+  EXPECT_EQ(height, start + 1);
+  EXPECT_EQ(ledger.MempoolSize(), 0u);
+  EXPECT_EQ(U64Field(Account(ledger, bob_), "balance"), 3u);
+  // Several at once, their times one configured interval (100 ms) apart.
+  ASSERT_TRUE(ledger.ProduceBlocks(5, &height));
+  EXPECT_EQ(height, start + 6);
+  const std::int64_t t5 = static_cast<std::int64_t>(U64Field(Get(ledger, "/v1/blocks/" + std::to_string(start + 5)), "time_unix_ms"));
+  const std::int64_t t6 = static_cast<std::int64_t>(U64Field(Get(ledger, "/v1/blocks/" + std::to_string(start + 6)), "time_unix_ms"));
+  EXPECT_EQ(t6 - t5, 100);
+  // Bad requests make no block.
+  for (const char* target : {"/v1/test/produce-block?count=0", "/v1/test/produce-block?count=x",
+                             "/v1/test/produce-block?count=10001", "/v1/test/produce-block?n=2"}) {
+    auto bad = HttpCall(ledger.endpoint(), "POST", target);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status, 400) << target << ": " << bad->body;
+  }
+  auto get = HttpCall(ledger.endpoint(), "GET", "/v1/test/produce-block");
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(U64Field(Get(ledger, "/v1/status"), "height"), start + 6);
+  EXPECT_EQ(ledger.Terminate(), 0) << ledger.Log();
+}
+
 TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   LedgerProcess ledger(home_, /*manual_blocks=*/true);
   ASSERT_TRUE(ledger.Start());
