@@ -708,7 +708,9 @@ TEST_F(RolesTest, ForcedRoundIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
     }
     EXPECT_TRUE(challenge.caught());
   }
-  if (!lazy_wrong.empty()) EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  if (!lazy_wrong.empty()) {
+    EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  }
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
 }
 
