@@ -2,15 +2,20 @@
 // deviation of polnode/econ/sweep.h loses against honest play, strictly, with the whole 95%
 // interval below zero, at payments 10^3, 10^6 and 10^9 and verification costs 0 and f (the whole
 // verifier fee); every honest role breaks even or gains. Splitting verifier stake over keys gains
-// nothing at all (SplittingVerifierStake). The whistleblower that copies rejects instead of
-// replaying (whistleblower-copycat) loses since a challenge catches a forced error only with a
-// final digest that matches the honest final state (protocol version 4): without one it plays a
-// game over the honest proof and forfeits its lock. The deviation that no parameter can make lose
-// is pinned as a gain in RuleChangeNeeded, with the rule change econ/README.md proposes: when the
-// rules change, that test fails and the strategy moves to DeviationLoses.
+// nothing at all (SplittingVerifierStake).
+//
+// Protocol v5 (issue 15, "laziness pays"): a forced round falsifies random checkpoints (each with
+// probability 1/2, exact mode) and a reject or challenge catches it only by naming exactly its
+// covered segments that end at them, each with a digest of the honest end state. So the verifier
+// that replays only the final segment (verifier-final-only), the whistleblower that copies public
+// rejects (whistleblower-copycat) or replays only what they named (whistleblower-replays-named), and
+// the solver that skips a segment ending at a falsified checkpoint (solver-skips-forced) all lose.
+// What stays open is tolerant mode, where only the final checkpoint is falsified and no digest is
+// checked: pinned as gains in RuleChangeNeeded, so the test fails, and the strategies move to
+// DeviationLoses, once the rules change.
 //
 // Fixed seeds make every run the same on every machine; each case runs 3 warm chains and 2 worlds of
-// 600 tasks per payment (about a second in a release build).
+// 600 tasks per payment (a few seconds in a release build).
 #include <gtest/gtest.h>
 
 #include <string>
