@@ -152,10 +152,23 @@ TEST(DevnetE2eTest, ForcedRoundsSettleOverTheResultProofAndTheHonestVerifierIsRi
       EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_FORCED_ERROR") << run.out;
       ASSERT_TRUE(t["accuracy"].IsNumber()) << "the submitter fetched and evaluated the result proof's model";
       EXPECT_GT(t["accuracy"].GetDouble(), 0.3);
-    } else {
-      EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED") << run.out;
+      continue;
     }
-    for (const rapidjson::Value& g : t["games"].GetArray()) EXPECT_TRUE(g["audit_matches"].GetBool());
+    EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED") << run.out;
+    // The honest verifier's reject names the cheat's segment with the digest of the honest end,
+    // which the cheater's result proof does not have: no catch, so it plays the game over the
+    // result proof (from the committed start) and the referee pinpoints the cheat.
+    bool pinpointed = false;
+    for (const rapidjson::Value& g : t["games"].GetArray()) {
+      EXPECT_TRUE(g["audit_matches"].GetBool());
+      if (std::string(g["challenger"].GetString()) == "verifier-honest") {
+        pinpointed = true;
+        EXPECT_STREQ(g["winner"].GetString(), "verifier-honest");
+        EXPECT_EQ(g["step"].GetInt64(), kCheatStep);
+        EXPECT_STREQ(g["node"].GetString(), kCheatNode);
+      }
+    }
+    EXPECT_TRUE(pinpointed) << run.out;
   }
   EXPECT_LT(Change(report, "solver-cheat"), -900) << "slashed";
   EXPECT_GT(Change(report, "solver-honest"), 0) << "paid for the result proof";
