@@ -42,25 +42,6 @@ Result<std::string> OptionalHex(const FlagSet& flags, std::string_view name) {
   return std::string(raw->begin(), raw->end());
 }
 
-// A comma-separated list of segment numbers ("" for none).
-Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
-  std::vector<std::uint64_t> out;
-  const std::string list = flags.Get(name);
-  std::string_view text = list;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string part(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    std::uint64_t v = 0;
-    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || error != std::errc() || end != part.data() + part.size()) {
-      return Status::InvalidArgument("--" + std::string(name) + ": '" + part + "' is not a segment number");
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
 // The comma-separated parts of a flag's value (none for "").
 std::vector<std::string> CommaParts(const FlagSet& flags, std::string_view name) {
   std::vector<std::string> parts;
@@ -72,6 +53,20 @@ std::vector<std::string> CommaParts(const FlagSet& flags, std::string_view name)
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
   }
   return parts;
+}
+
+// A comma-separated list of segment numbers ("" for none).
+Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
+  std::vector<std::uint64_t> out;
+  for (const std::string& part : CommaParts(flags, name)) {
+    std::uint64_t v = 0;
+    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size()) {
+      return Status::InvalidArgument("--" + std::string(name) + ": '" + part + "' is not a segment number");
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 // A comma-separated list of 32-byte hashes, 64 hex each ("" for none).

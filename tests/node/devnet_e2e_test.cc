@@ -155,18 +155,18 @@ TEST(DevnetE2eTest, ForcedRoundsSettleOverTheResultProofAndTheHonestVerifierIsRi
       continue;
     }
     EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED") << run.out;
-    // The honest verifier's reject names the cheat's segment with the digest of the honest end,
-    // which the cheater's result proof does not have: no catch, so it plays the game over the
-    // result proof (from the committed start) and the referee pinpoints the cheat.
+    // The honest verifier's reject (and the whistleblower's challenge) names the cheat's segment
+    // with the digest of the honest end, which the cheater's result proof does not have: no catch,
+    // so the game over the result proof (from the committed start) is played and the referee
+    // pinpoints the cheat.
     bool pinpointed = false;
     for (const rapidjson::Value& g : t["games"].GetArray()) {
       EXPECT_TRUE(g["audit_matches"].GetBool());
-      if (std::string(g["challenger"].GetString()) == "verifier-honest") {
-        pinpointed = true;
-        EXPECT_STREQ(g["winner"].GetString(), "verifier-honest");
-        EXPECT_EQ(g["step"].GetInt64(), kCheatStep);
-        EXPECT_STREQ(g["node"].GetString(), kCheatNode);
-      }
+      if (!g["by_referee"].GetBool()) continue;
+      pinpointed = true;
+      EXPECT_STREQ(g["winner"].GetString(), g["challenger"].GetString());
+      EXPECT_EQ(g["step"].GetInt64(), kCheatStep);
+      EXPECT_STREQ(g["node"].GetString(), kCheatNode);
     }
     EXPECT_TRUE(pinpointed) << run.out;
   }

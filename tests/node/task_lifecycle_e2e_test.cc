@@ -769,8 +769,13 @@ TEST_F(TaskLifecycleE2ETest, ForcedRoundPaysTheVerifiersThatWereRightAndSlashesA
     }
     return out;
   };
-  // Nor a result proof that differs from the committed one elsewhere than at the forced checkpoints.
-  const FakeProof other('o');
+  // Nor a result proof that differs from the committed one elsewhere than at the forced checkpoints,
+  // or agrees with it at one: here at the first checkpoint shown.
+  std::vector<consensus::Hash256> other_hashes = result.hashes;
+  const std::uint64_t first = shown.front();
+  const bool first_forced = std::find(forced.begin(), forced.end(), first) != forced.end();
+  other_hashes[first] = first_forced ? committed.hashes[first] : consensus::Sha256("another result");
+  const FakeProof other(other_hashes);
   ASSERT_TRUE(SendTx(solver_, "reveal",
                      {"--task", task, "--secret", kSecret, "--result-root", other.root, "--leaves", leaves(other)}, &wrong,
                      /*wait=*/false));
