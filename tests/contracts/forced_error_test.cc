@@ -130,6 +130,27 @@ TEST(ForcedError, ARightRejectCatchesVouchesAndSharesTheJackpot) {
   EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 490);
 }
 
+// The solver may dispute any reject in the challenge window, before anyone knows the round was
+// forced; a reject the reveal shows right is right by construction and plays no game.
+TEST(ForcedError, ARightRejectPlaysNoGameEvenWhenTheSolverDisputedIt) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  ASSERT_EQ(flow->Dispute(flow->KeyOfSlot(0)).code, StatusCode::kOk);
+  ASSERT_TRUE(flow->task().verifiers(0).disputed());
+  flow->AdvancePastDeadline();
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_FALSE(task.verifiers(0).disputed());
+  EXPECT_EQ(task.verifiers(0).game_result(), proto::GAME_RESULT_NONE);
+}
+
 // Issue 15's final-only verifier: it replays only the final segment (which every slot covers) and
 // rejects it with the right digest. A middle segment of its own ends at a forced checkpoint too,
 // so it did not name exactly the falsified checkpoints: no catch. Its reject then claims the
