@@ -244,7 +244,8 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (!Live(slot)) continue;
     slot.set_vouched(VerdictRight(task, slot));
-    if (slot.verdict() == proto::VERDICT_REJECT && !slot.vouched()) slot.set_disputed(true);
+    // A right reject is right by construction: no game over it, even if the solver disputed it.
+    if (slot.verdict() == proto::VERDICT_REJECT) slot.set_disputed(!slot.vouched());
   }
   for (proto::Challenge& challenge : *task.mutable_challenges()) challenge.set_caught(ChallengeCaught(task, challenge));
   return Status::Ok();
