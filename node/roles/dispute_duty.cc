@@ -59,7 +59,7 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const pro
   context.checkpoint_hashes = s.manifest->checkpoint_hashes;
   if (on_trial != committed) {
     POLNODE_ASSIGN_OR_RETURN(std::string result_uri, ResultProofUri(uri, game.proof_root()));
-    Result<solver::ProofManifest> result = FetchManifest(result_uri, on_trial);
+    Result<solver::ProofManifest> result = FetchManifest(ctx.fetch_policy(), result_uri, on_trial);
     if (!result.ok()) return Status::FailedPrecondition("cannot fetch the result proof: " + result.status().ToString());
     context.start_hashes = s.manifest->checkpoint_hashes;
     context.checkpoint_hashes = result->checkpoint_hashes;
