@@ -11,13 +11,6 @@
 namespace polnode::contracts {
 namespace {
 
-// A slot's covered segments: its drawn ones plus the final one, ascending and distinct.
-std::vector<std::uint64_t> SlotCovered(const proto::VerifierSlot& slot, std::uint64_t segments) {
-  std::set<std::uint64_t> covered(slot.segments().begin(), slot.segments().end());
-  covered.insert(segments - 1);
-  return {covered.begin(), covered.end()};
-}
-
 // The honest hash the reveal showed at forced checkpoint `k`, or nullptr when `k` is not among the
 // shown forced checkpoints (Task.forced_checkpoints and honest_hashes are parallel).
 const std::string* HonestHashAt(const proto::Task& task, std::uint64_t k) {
@@ -65,7 +58,7 @@ std::vector<std::uint64_t> RevealCheckpoints(const proto::Task& task) {
 
 bool VerdictRight(const proto::Task& task, const proto::VerifierSlot& slot) {
   if (slot.absent()) return false;
-  const std::vector<std::uint64_t> covered = SlotCovered(slot, SegmentCount(task.spec()));
+  const std::vector<std::uint64_t> covered = CoveredSegments(task, slot);
   switch (slot.verdict()) {
     case proto::VERDICT_ACCEPT:
       return std::none_of(covered.begin(), covered.end(),

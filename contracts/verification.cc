@@ -115,15 +115,6 @@ Status CheckFailedSegments(const proto::Task& task, const std::vector<std::uint6
   return Status::Ok();
 }
 
-// A slot's covered segments: its drawn segments plus the final one, ascending.
-std::vector<std::uint64_t> CoveredSegments(const proto::Task& task, const proto::VerifierSlot& slot) {
-  std::vector<std::uint64_t> covered(slot.segments().begin(), slot.segments().end());
-  covered.push_back(SegmentCount(task.spec()) - 1);
-  std::sort(covered.begin(), covered.end());
-  covered.erase(std::unique(covered.begin(), covered.end()), covered.end());
-  return covered;
-}
-
 bool AllLiveSlotsAnswered(const proto::Task& task) {
   return std::all_of(task.verifiers().begin(), task.verifiers().end(), [](const proto::VerifierSlot& s) {
     return s.absent() || s.verdict() != proto::VERDICT_NONE;
@@ -151,6 +142,14 @@ Status EndVerification(ExecContext& ctx, proto::Task& task) {
 }  // namespace
 
 std::uint64_t SegmentCount(const proto::TaskSpec& spec) { return spec.total_steps() / spec.checkpoint_interval(); }
+
+std::vector<std::uint64_t> CoveredSegments(const proto::Task& task, const proto::VerifierSlot& slot) {
+  std::vector<std::uint64_t> covered(slot.segments().begin(), slot.segments().end());
+  covered.push_back(SegmentCount(task.spec()) - 1);
+  std::sort(covered.begin(), covered.end());
+  covered.erase(std::unique(covered.begin(), covered.end()), covered.end());
+  return covered;
+}
 
 Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_COMMITTED || task.deadline() != ctx.block.height) return Status::Ok();

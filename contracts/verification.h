@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "exec_context.h"
 #include "polnode/base/status.h"
@@ -44,6 +45,10 @@ namespace polnode::contracts {
 
 /// The number of segments of a task: total_steps / checkpoint_interval (checked at submission).
 std::uint64_t SegmentCount(const proto::TaskSpec& spec);
+
+/// The segments slot `slot` of `task` covers: its drawn segments plus the final one, ascending
+/// and distinct.
+std::vector<std::uint64_t> CoveredSegments(const proto::Task& task, const proto::VerifierSlot& slot);
 
 /// "accept", "reject", "unavailable" or "none".
 std::string_view VerdictName(proto::Verdict verdict);
