@@ -3,7 +3,8 @@
 // genesis defaults, through the real contracts state machine. Prints the table `polnode econ`
 // prints, then the simulator's own speed (simulated tasks and blocks per second of this run).
 //
-//   econ_sweep [TASKS [WARMUP]]   (defaults 400 and 100 tasks per world)
+//   econ_sweep [TASKS [WARMUP [tolerant]]]   (defaults 400 and 100 tasks per world; "tolerant" runs
+//   tolerant-mode tasks, whose forced rounds falsify the final checkpoint only)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,13 @@ int main(int argc, char** argv) {
   config.cost_of_fee = {0.0, 0.5, 1.0};
   if (argc > 1) config.tasks = std::strtoull(argv[1], nullptr, 10);
   if (argc > 2) config.warmup_tasks = std::strtoull(argv[2], nullptr, 10);
+  if (argc > 3) {
+    if (std::string(argv[3]) != "tolerant") {
+      std::fprintf(stderr, "econ_sweep: the third argument can only be 'tolerant'\n");
+      return 2;
+    }
+    config.tolerant = true;
+  }
   std::size_t worlds = 0;
   const auto start = std::chrono::steady_clock::now();
   polnode::Result<std::vector<Row>> rows =

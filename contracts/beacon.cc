@@ -122,25 +122,64 @@ std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> capac
   return picked;
 }
 
-Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash) {
+Hash256 SegmentDigest(std::string_view party, std::uint64_t segment, std::string_view end_state_hash) {
   consensus::HashWriter w;
-  w.String("polnode/final-digest/v1");
-  w.Bytes(Span(verifier));
-  w.Bytes(Span(final_state_hash));
+  w.String("polnode/segment-digest/v1");
+  w.Bytes(Span(party));
+  w.U64(segment);
+  w.Bytes(Span(end_state_hash));
   return w.Finalize();
 }
 
-std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::uint32_t slot,
-                                        std::uint64_t segment_count, std::uint32_t q) {
+bool IsForcedCheckpoint(std::string_view secret, std::string_view forced_seed, std::string_view task_id,
+                        std::uint64_t k, std::uint64_t checkpoints, bool exact) {
+  if (k == 0 || k > checkpoints) return false;
+  if (!exact) return k == checkpoints;
+  const auto coin = [&](std::uint64_t at) {
+    consensus::HashWriter w;
+    w.String("polnode/forced-checkpoint/v1");
+    w.Bytes(Span(secret));
+    w.Bytes(Span(forced_seed));
+    w.Bytes(Span(task_id));
+    w.U64(at);
+    return (Leading64(w.Finalize()) & 1) == 1;
+  };
+  if (coin(k)) return true;
+  if (k != checkpoints) return false;
+  // The final checkpoint is also forced when none of the 63 before it is, so a forced round always
+  // falsifies something (for 64 or fewer checkpoints: when none before it is).
+  const std::uint64_t first = checkpoints > 64 ? checkpoints - 63 : 1;
+  for (std::uint64_t j = first; j < checkpoints; ++j) {
+    if (coin(j)) return false;
+  }
+  return true;
+}
+
+std::vector<std::uint64_t> ForcedCheckpoints(std::string_view secret, std::string_view forced_seed,
+                                             std::string_view task_id, std::uint64_t checkpoints, bool exact) {
+  std::vector<std::uint64_t> forced;
+  for (std::uint64_t k = 1; k <= checkpoints; ++k) {
+    if (IsForcedCheckpoint(secret, forced_seed, task_id, k, checkpoints, exact)) forced.push_back(k);
+  }
+  return forced;
+}
+
+namespace {
+
+// `q` distinct uniform indices in [0, segment_count), ascending, from H(domain, beacon, key,
+// counter) with rejection sampling (no modulo bias); `write_key` writes the key. Precondition:
+// 0 < q <= segment_count.
+template <typename WriteKey>
+std::vector<std::uint64_t> DrawDistinct(std::string_view domain, std::string_view segment_beacon,
+                                        const WriteKey& write_key, std::uint64_t segment_count, std::uint64_t q) {
   std::vector<std::uint64_t> drawn;
-  if (q == 0 || q > segment_count) return drawn;
   // 2^64 mod n: accepting only draws >= this leaves a range whose size is a multiple of n.
   const std::uint64_t reject_below = (0 - segment_count) % segment_count;
   for (std::uint64_t counter = 0; drawn.size() < q; ++counter) {
     consensus::HashWriter w;
-    w.String("polnode/segments/v2");
+    w.String(domain);
     w.Bytes(Span(segment_beacon));
-    w.U32(slot);
+    write_key(w);
     w.U64(counter);
     const std::uint64_t x = Leading64(w.Finalize());
     if (x < reject_below) continue;
@@ -149,6 +188,29 @@ std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::ui
   }
   std::sort(drawn.begin(), drawn.end());
   return drawn;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::uint32_t slot,
+                                        std::uint64_t segment_count, std::uint32_t q) {
+  if (q == 0 || q > segment_count) return {};
+  return DrawDistinct("polnode/segments/v2", segment_beacon, [slot](consensus::HashWriter& w) { w.U32(slot); },
+                      segment_count, q);
+}
+
+std::vector<std::uint64_t> ChallengeSegments(std::string_view segment_beacon, std::string_view challenger,
+                                             std::uint64_t segment_count, std::uint32_t q) {
+  std::vector<std::uint64_t> covered;
+  if (segment_count == 0) return covered;
+  if (static_cast<std::uint64_t>(q) + 1 >= segment_count) {
+    for (std::uint64_t i = 0; i < segment_count; ++i) covered.push_back(i);
+    return covered;
+  }
+  covered = DrawDistinct("polnode/challenge-segments/v1", segment_beacon,
+                         [challenger](consensus::HashWriter& w) { w.Bytes(Span(challenger)); }, segment_count, q);
+  if (covered.empty() || covered.back() != segment_count - 1) covered.push_back(segment_count - 1);
+  return covered;
 }
 
 }  // namespace polnode::contracts

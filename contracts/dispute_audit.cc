@@ -45,7 +45,8 @@ Result<GameAudit> AuditGame(const proto::Params& params, const proto::Task& task
   ExecContext ctx{block, params, scratch, events};
   GameAudit audit;
   POLNODE_ASSIGN_OR_RETURN(audit.replayed,
-                           NewGame(ctx, task, challenger, recorded.challenger_is_verifier(), recorded.proof_root()));
+                           NewGame(ctx, task, challenger, recorded.challenger_is_verifier(), recorded.proof_root(),
+                                   recorded.start_root()));
   for (int i = 0; i < recorded.moves_size() && !audit.decided; ++i) {
     const proto::MoveRecord& record = recorded.moves(i);
     block.height = record.height();

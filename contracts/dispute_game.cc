@@ -110,20 +110,24 @@ Status ExecuteOpen(ExecContext& ctx, const proto::Task& task, proto::DisputeGame
   const std::uint64_t k = task.spec().checkpoint_interval();
   const std::uint64_t segments = task.spec().total_steps() / k;
   if (open.segment() >= segments) return Status::InvalidArgument("the proof has no segment " + std::to_string(open.segment()));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 root, HashField(game.proof_root(), "proof_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 start_root, HashField(game.start_root(), "start_root"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 end_root, HashField(game.proof_root(), "proof_root"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 start, HashField(open.start_hash(), "start_hash"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 end, HashField(open.end_hash(), "end_hash"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 claimed, HashField(open.claimed_end_hash(), "claimed_end_hash"));
   if (claimed == end) return Status::InvalidArgument("claimed_end_hash equals the proof's: nothing is disputed");
+  // The segment starts where the solver trained on from (start_root: the committed proof, with a
+  // forced round's falsified checkpoints) and ends where the proof on trial says (proof_root).
   const std::pair<const std::string*, std::uint64_t> checks[] = {{&open.start_proof(), open.segment()},
                                                                  {&open.end_proof(), open.segment() + 1}};
   const Hash256* leaves[] = {&start, &end};
+  const Hash256* roots[] = {&start_root, &end_root};
   for (int i = 0; i < 2; ++i) {
     Result<consensus::MerkleProof> proof = ProofField(*checks[i].first, "proof");
     if (!proof.ok() || proof->leaf_index != checks[i].second || proof->leaf_count != segments + 1 ||
-        !consensus::VerifyMerkleProof(root, *leaves[i], *proof).ok()) {
-      return Status::InvalidArgument(std::string(i == 0 ? "start" : "end") +
-                                     "_proof does not prove that checkpoint against the committed proof root");
+        !consensus::VerifyMerkleProof(*roots[i], *leaves[i], *proof).ok()) {
+      return Status::InvalidArgument(i == 0 ? "start_proof does not prove that checkpoint against the game's start_root"
+                                            : "end_proof does not prove that checkpoint against the game's proof_root");
     }
   }
   game.set_segment(open.segment());
@@ -399,13 +403,15 @@ Result<proto::DisputeGame> RunningGame(const ExecContext& ctx, const proto::Task
 }  // namespace
 
 Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task, std::string_view challenger,
-                                   bool challenger_is_verifier, std::string_view proof_root) {
+                                   bool challenger_is_verifier, std::string_view proof_root,
+                                   std::string_view start_root) {
   proto::DisputeGame game;
   game.set_task_id(task.id());
   game.mutable_challenger()->set_key(std::string(challenger));
   game.mutable_defender()->set_key(task.solver());
   game.set_challenger_is_verifier(challenger_is_verifier);
   game.set_proof_root(std::string(proof_root));
+  game.set_start_root(std::string(start_root));
   game.set_phase(proto::GAME_OPENING);
   game.set_opened_height(ctx.block.height);
   game.set_round(0);
@@ -451,7 +457,8 @@ Status StartGamesOrSettle(ExecContext& ctx, proto::Task& task) {
       ctx.Emit("task_disputed", {{"task", ToHex(task.id())}});
     }
     POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game,
-                             NewGame(ctx, task, claim.key(), !claim.slots.empty(), task.proof_root()));
+                             NewGame(ctx, task, claim.key(), !claim.slots.empty(), task.proof_root(),
+                                     task.forced_root().empty() ? task.proof_root() : task.forced_root()));
     StoreGame(ctx.state, game);
     StoreTask(ctx.state, task);
     ctx.Emit("game_started", {{"task", ToHex(task.id())},

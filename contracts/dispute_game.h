@@ -7,12 +7,16 @@
 //
 // Parties. The challenger (the rejecting verifier or the whistleblower) says the proof is wrong at
 // a segment; the defender (the task's solver) says it is right. The proof on trial is the game's
-// proof_root: the committed root, or after a forced round's reveal the honest one.
+// proof_root: the committed root, or after a forced round's reveal the result root. A segment
+// starts at the game's start_root checkpoint: proof_root's, or in a forced round the committed
+// root's, because the solver trained on from the falsified checkpoints it committed (the result
+// proof's segment j runs from committed checkpoint j to result checkpoint j + 1).
 //
 // Rounds. Every round has a deadline params.dispute_move_window blocks after it starts; moves name
 // the round they answer.
-//   opening  the challenger names segment j, proves checkpoints j and j+1 against the proof on
-//            trial, and gives its own hash for the state after the segment (it must differ).
+//   opening  the challenger names segment j, proves checkpoint j against start_root and j+1
+//            against proof_root, and gives its own hash for the state after the segment (it
+//            must differ).
 //   steps    (level 1) while hi - lo > 1: both post the state hash after step mid = (lo + hi) / 2
 //            of the segment; equal hashes move lo to mid, different ones move hi to mid.
 //            ceil(log2 k) rounds.
@@ -85,11 +89,12 @@ struct MoveEffect {
 // (dispute_audit.h).
 
 /// The game `challenger` (a rejecting verifier when `challenger_is_verifier`, else a whistleblower)
-/// plays against the task's solver over the proof `proof_root`, as it starts at ctx.block.height
-/// (round 1, opening).
+/// plays against the task's solver over the proof `proof_root` (segment ends), its segments
+/// starting at `start_root`'s checkpoints (the committed root in a forced round, else
+/// `proof_root`), as it starts at ctx.block.height (round 1, opening).
 [[nodiscard]] Result<proto::DisputeGame> NewGame(ExecContext& ctx, const proto::Task& task,
                                                  std::string_view challenger, bool challenger_is_verifier,
-                                                 std::string_view proof_root);
+                                                 std::string_view proof_root, std::string_view start_root);
 
 /// Applies one move to `game` (recording it) as ExecuteDisputeMove does, without storing anything
 /// but the deadlines NextRound schedules in ctx.state. Errors as ExecuteDisputeMove's.

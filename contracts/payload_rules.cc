@@ -14,6 +14,12 @@ Status Check32(std::string_view bytes, std::string_view field) {
   return Status::Ok();
 }
 
+// Segment digests (beacon.h SegmentDigest): 32 bytes each.
+Status CheckDigests(const google::protobuf::RepeatedPtrField<std::string>& digests) {
+  for (const std::string& digest : digests) POLNODE_RETURN_IF_ERROR(Check32(digest, "segment_digests"));
+  return Status::Ok();
+}
+
 Status CheckPositive(std::uint64_t value, std::string_view field) {
   if (value == 0) return Status::InvalidArgument(std::string(field) + " must be positive");
   return Status::Ok();
@@ -110,15 +116,27 @@ Status CheckRules(const proto::CommitProofTx& msg) {
 
 Status CheckRules(const proto::VerdictTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
+  POLNODE_RETURN_IF_ERROR(CheckDigests(msg.segment_digests()));
   return Check32(msg.report_hash(), "report_hash");
 }
 
 Status CheckRules(const proto::DisputeTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
-  // A whistleblower's challenge commits to its replay's final state; the solver's dispute of a
-  // reject names the verdict and nothing else.
-  if (msg.verifier().empty()) return Check32(msg.final_digest(), "final_digest");
-  if (!msg.final_digest().empty()) return Status::InvalidArgument("the solver's dispute carries no final_digest");
+  // A whistleblower's challenge names the segments its replay found wrong (which of its covered
+  // segments the ledger checks, verification.h); the solver's dispute of a reject names the
+  // verdict and nothing else.
+  if (msg.verifier().empty()) {
+    if (msg.failed_segments().empty()) return Status::InvalidArgument("a challenge names at least one failed segment");
+    for (int i = 1; i < msg.failed_segments_size(); ++i) {
+      if (msg.failed_segments(i) <= msg.failed_segments(i - 1)) {
+        return Status::InvalidArgument("failed_segments must be strictly ascending");
+      }
+    }
+    return CheckDigests(msg.segment_digests());
+  }
+  if (!msg.failed_segments().empty() || !msg.segment_digests().empty()) {
+    return Status::InvalidArgument("the solver's dispute names no segments and no digests");
+  }
   return Check32(msg.verifier(), "verifier");
 }
 
@@ -141,10 +159,17 @@ Status CheckRules(const proto::RevealTx& msg) {
   POLNODE_RETURN_IF_ERROR(Check32(msg.task_id(), "task_id"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.secret(), "secret"));
   POLNODE_RETURN_IF_ERROR(Check32(msg.result_root(), "result_root"));
-  // The forced-round fields are all present or all absent.
-  if (msg.committed_final().empty() && msg.honest_final().empty() && msg.final_proof().empty()) return Status::Ok();
-  POLNODE_RETURN_IF_ERROR(Check32(msg.committed_final(), "committed_final"));
-  return Check32(msg.honest_final(), "honest_final");
+  // The leaves of a forced round: ascending checkpoints, 32-byte hashes. Which checkpoints, and
+  // the proofs, are checked against the task (settlement.h).
+  for (int i = 0; i < msg.leaves_size(); ++i) {
+    const proto::RevealedLeaf& leaf = msg.leaves(i);
+    if (i > 0 && leaf.checkpoint() <= msg.leaves(i - 1).checkpoint()) {
+      return Status::InvalidArgument("leaves must be in strictly ascending checkpoint order");
+    }
+    POLNODE_RETURN_IF_ERROR(Check32(leaf.committed_hash(), "leaves.committed_hash"));
+    POLNODE_RETURN_IF_ERROR(Check32(leaf.result_hash(), "leaves.result_hash"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace polnode::contracts

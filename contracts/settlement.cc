@@ -11,6 +11,7 @@
 #include "move_fields.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "records.h"
 #include "staking.h"
 #include "task_ops.h"
@@ -125,8 +126,17 @@ Status SettleForcedSlots(ExecContext& ctx, proto::Task& task, const Shares& shar
   for (const proto::VerifierSlot& slot : task.verifiers()) {
     if (!Live(slot)) continue;
     if (slot.verdict() == proto::VERDICT_ACCEPT) {
-      POLNODE_RETURN_IF_ERROR(SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
-                                             slash_reason::kAcceptedForcedError));
+      if (!slot.vouched()) {
+        POLNODE_RETURN_IF_ERROR(SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
+                                               slash_reason::kAcceptedForcedError));
+      } else if (AcceptedDisprovenSegment(task, slot)) {
+        // Right about the forced checkpoints, but it passed a transition of the result proof that
+        // a game showed wrong, as an accept of a round that was not forced would have.
+        POLNODE_RETURN_IF_ERROR(SlashTo(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
+                                        task.disprover(), slash_reason::kAcceptedWrongSegment));
+      } else {
+        POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
+      }
     } else if (slot.vouched()) {
       catchers.push_back(slot.verifier());
       POLNODE_RETURN_IF_ERROR(PayVerifier(ctx, task, slot, shares));
@@ -166,48 +176,78 @@ Status SettleSlots(ExecContext& ctx, proto::Task& task, const Shares& shares, bo
   return Status::Ok();
 }
 
-// Checks a forced round's reveal and records who vouched for the honest final state and which
-// challenges caught the error. The honest proof differs from the committed one only in its final
-// leaf: both roots come from one path.
+// Whether `proof_bytes` (consensus::SerializeMerkleProof) proves `leaf` as checkpoint `k` of the
+// `segments` + 1 leaf proof whose root is `root`.
+bool Climbs(std::string_view proof_bytes, std::uint64_t k, std::uint64_t segments, const Hash256& root,
+            const Hash256& leaf) {
+  Result<consensus::MerkleProof> path = ProofField(proof_bytes, "proof");
+  return path.ok() && path->leaf_index == k && path->leaf_count == segments + 1 &&
+         consensus::VerifyMerkleProof(root, leaf, *path).ok();
+}
+
+// Checks one revealed leaf: its hashes climb to `committed_root` and `result_root` at checkpoint
+// `k`, and differ exactly when `k` is `forced`.
+Status CheckRevealedLeaf(const proto::RevealedLeaf& leaf, std::uint64_t k, std::uint64_t segments, bool forced,
+                         const Hash256& committed_root, const Hash256& result_root) {
+  const std::string at = "revealed checkpoint " + std::to_string(k);
+  POLNODE_ASSIGN_OR_RETURN(Hash256 committed, HashField(leaf.committed_hash(), at + ": committed_hash"));
+  POLNODE_ASSIGN_OR_RETURN(Hash256 result, HashField(leaf.result_hash(), at + ": result_hash"));
+  if (!Climbs(leaf.committed_proof(), k, segments, committed_root, committed)) {
+    return Status::InvalidArgument(at + ": committed_proof does not prove committed_hash against the committed root");
+  }
+  if (!Climbs(leaf.result_proof(), k, segments, result_root, result)) {
+    return Status::InvalidArgument(at + ": result_proof does not prove result_hash against result_root");
+  }
+  if (forced && committed == result) {
+    return Status::InvalidArgument(at + " is forced: the result proof must differ from the committed one there");
+  }
+  if (!forced && committed != result) {
+    return Status::InvalidArgument(at + " is not forced: the result proof must equal the committed one there");
+  }
+  return Status::Ok();
+}
+
+// Checks a forced round's reveal (exactly the checkpoints of forced.h RevealCheckpoints, each in
+// both proofs, different exactly at the forced ones) and records the shown forced checkpoints with
+// their honest hashes, who vouched (forced.h VerdictRight) and which challenges caught the error.
+// Rejects and challenges that were not right claim the result proof is wrong: the solver defends
+// it in a game. Nothing in `task` changes on error.
 Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
-  POLNODE_ASSIGN_OR_RETURN(Hash256 committed_final, HashField(msg.committed_final(), "committed_final"));
-  POLNODE_ASSIGN_OR_RETURN(Hash256 honest_final, HashField(msg.honest_final(), "honest_final"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 committed_root, HashField(task.proof_root(), "proof_root"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 result_root, HashField(msg.result_root(), "result_root"));
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, ProofField(msg.final_proof(), "final_proof"));
   const std::uint64_t segments = SegmentCount(task.spec());
-  if (committed_final == honest_final) {
-    return Status::InvalidArgument("forced-error round: honest_final must differ from the committed final checkpoint");
+  const std::vector<std::uint64_t> wanted = RevealCheckpoints(task);
+  if (static_cast<std::size_t>(msg.leaves_size()) != wanted.size()) {
+    return Status::InvalidArgument("forced-error round: the reveal shows " + std::to_string(msg.leaves_size()) +
+                                   " checkpoints; the verdicts and challenges need " + std::to_string(wanted.size()));
   }
-  if (path.leaf_index != segments || path.leaf_count != segments + 1 ||
-      !consensus::VerifyMerkleProof(committed_root, committed_final, path).ok() ||
-      !consensus::VerifyMerkleProof(result_root, honest_final, path).ok()) {
-    return Status::InvalidArgument(
-        "forced-error round: the honest proof must be the committed one with only its final checkpoint replaced");
+  std::vector<std::uint64_t> forced;
+  std::vector<std::string> honest;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const proto::RevealedLeaf& leaf = msg.leaves(static_cast<int>(i));
+    if (leaf.checkpoint() != wanted[i]) {
+      return Status::InvalidArgument("forced-error round: revealed leaf " + std::to_string(i) + " must be checkpoint " +
+                                     std::to_string(wanted[i]) + ", not " + std::to_string(leaf.checkpoint()));
+    }
+    const bool is_forced = IsForcedCheckpoint(msg.secret(), task.forced_seed(), task.id(), wanted[i], segments,
+                                              !task.spec().tolerant());
+    POLNODE_RETURN_IF_ERROR(CheckRevealedLeaf(leaf, wanted[i], segments, is_forced, committed_root, result_root));
+    if (is_forced) {
+      forced.push_back(wanted[i]);
+      honest.push_back(leaf.result_hash());
+    }
   }
   task.set_forced_root(task.proof_root());
   task.set_proof_root(msg.result_root());
-  task.set_honest_final(msg.honest_final());
-  const std::uint64_t final_segment = segments - 1;
+  *task.mutable_forced_checkpoints() = {forced.begin(), forced.end()};
+  *task.mutable_honest_hashes() = {honest.begin(), honest.end()};
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
-    if (!Live(slot) || slot.verdict() != proto::VERDICT_REJECT) continue;
-    const bool only_final = slot.failed_segments_size() == 1 && slot.failed_segments(0) == final_segment;
-    const bool reached = task.spec().tolerant() ||
-                         slot.final_digest() == ToBytes(FinalDigest(slot.verifier(), msg.honest_final()));
-    if (only_final && reached) {
-      slot.set_vouched(true);
-    } else {
-      // It claims the honest proof is wrong as well: the solver defends it in a game.
-      slot.set_disputed(true);
-    }
+    if (!Live(slot)) continue;
+    slot.set_vouched(VerdictRight(task, slot));
+    // A right reject is right by construction: no game over it, even if the solver disputed it.
+    if (slot.verdict() == proto::VERDICT_REJECT) slot.set_disputed(!slot.vouched());
   }
-  // A challenge catches the forced error only with the work to show for it, as a vouching verdict:
-  // its replay of the final segment reached the honest final state. One copied from the public
-  // verdicts claims the honest proof wrong as well and plays a game over it.
-  for (proto::Challenge& challenge : *task.mutable_challenges()) {
-    challenge.set_caught(task.spec().tolerant() ||
-                         challenge.final_digest() == ToBytes(FinalDigest(challenge.challenger(), msg.honest_final())));
-  }
+  for (proto::Challenge& challenge : *task.mutable_challenges()) challenge.set_caught(ChallengeCaught(task, challenge));
   return Status::Ok();
 }
 
@@ -263,8 +303,8 @@ Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::Rev
     if (msg.result_root() != task.proof_root()) {
       return Status::InvalidArgument("not a forced-error round: result_root must equal the committed proof root");
     }
-    if (!msg.committed_final().empty() || !msg.honest_final().empty() || !msg.final_proof().empty()) {
-      return Status::InvalidArgument("not a forced-error round: the forced-round fields must be empty");
+    if (msg.leaves_size() > 0) {
+      return Status::InvalidArgument("not a forced-error round: the reveal shows no checkpoints");
     }
     // A reject the solver left undisputed stands: the solver conceded its proof.
     for (const proto::VerifierSlot& slot : task.verifiers()) {

@@ -18,18 +18,26 @@
 //   include the disproven segment accepted a wrong transition it replayed: its lock goes to the
 //   disprover. A challenger that lost its own game pays the solver; one whose game was not needed
 //   is released.
-// Forced: the committed proof was deliberately wrong in its final checkpoint (RevealTx shows the
-//   honest one, and from then on proof_root names the honest proof). Accepting verifiers accepted
-//   a forced error: their locks go to the jackpot. Rejecters whose only failed segment is the final
-//   one and whose final digest matches the honest final state (any, for tolerant tasks) are
-//   catchers: paid, and they vouch for the honest proof. Whistleblower challengers whose final
-//   digest matches the honest final state (any, for tolerant tasks) are catchers too (released).
+// Forced: the committed proof was deliberately wrong at its forced checkpoints (beacon.h
+//   ForcedCheckpoints: random ones in exact mode, the final one in tolerant mode), and the solver
+//   trained on from them; RevealTx shows, for every checkpoint a verdict or challenge covered
+//   (forced.h RevealCheckpoints), its hash in the committed and in the result proof, and from
+//   then on proof_root names the result proof. A verdict is right (forced.h VerdictRight, it
+//   vouches) when it is an accept none of whose covered segments ends at a forced checkpoint, or
+//   a reject naming exactly the covered segments that do, each with the digest of the honest hash
+//   there (exact mode). So replaying only the final segment is not enough: a middle segment may
+//   end at a forced checkpoint too. Right accepts are paid; accepts that covered a forced
+//   checkpoint accepted a forced error: their locks go to the jackpot. Right rejects are
+//   catchers: paid, and they vouch. Challenges that pass the same test over their covered
+//   segments (forced.h ChallengeCaught) are catchers too (released), so copying a public reject's
+//   segments catches nothing unless the challenger's own drawn segments need exactly those.
 //   The jackpot pays min(pool * jackpot_payout_bps, payment * jackpot_payout_cap_bps) / 10000,
-//   split among the catchers. Other rejecters and challengers claim the honest proof is wrong too
+//   split among the catchers. Other rejecters and challengers claim the result proof is wrong
 //   and play dispute games over it against the solver: a challenger that loses pays the solver
-//   its lock, so challenging on someone else's reject without replaying costs a lock. The solver is paid only when the honest proof is upheld and
-//   vouched for (OUTCOME_FORCED_ERROR); upheld but vouched for by nobody it is released unpaid
-//   (OUTCOME_FORCED_UNVERIFIED); disproven or unproven it is REJECTED as above. So a solver that
+//   its lock. The solver is paid only when the result proof is upheld and some verdict vouched
+//   (OUTCOME_FORCED_ERROR); upheld but vouched for by nobody it is released unpaid
+//   (OUTCOME_FORCED_UNVERIFIED); disproven or unproven it is REJECTED as above (and a right
+//   accept that covered the disproven segment pays its lock to the disprover). So a solver that
 //   knows its round is forced gains nothing by committing garbage.
 #ifndef POLNODE_CONTRACTS_SETTLEMENT_H_
 #define POLNODE_CONTRACTS_SETTLEMENT_H_
@@ -43,10 +51,14 @@
 namespace polnode::contracts {
 
 /// task/reveal: the solver reveals its secret while the task is revealing. The secret must hash to
-/// the claim's commitment. Not forced: result_root must equal the committed root and the forced
-/// fields be empty. Forced: committed_final and honest_final (different) must climb through
-/// final_proof's siblings (the final leaf) to the committed root and to result_root. Then the
-/// dispute games start (dispute_game.h) or the task settles.
+/// the claim's commitment. Not forced: result_root must equal the committed root and leaves be
+/// empty. Forced: leaves must show exactly forced.h RevealCheckpoints, ascending, each hash pair
+/// proven (checkpoint index, S + 1 leaves) against the committed root and result_root, different
+/// exactly at the forced checkpoints (beacon.h IsForcedCheckpoint from the secret); the task then
+/// records the shown forced checkpoints with their result hashes, forced_root = the committed
+/// root, proof_root = result_root, and each slot's vouched and challenge's caught. Then the
+/// dispute games start (dispute_game.h) or the task settles. Every error is kInvalidArgument (but
+/// the permission and status ones) and changes nothing.
 [[nodiscard]] Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::RevealTx& msg);
 
 /// After the last dispute game (or when none is needed): pays out by the proof's standing as

@@ -91,19 +91,26 @@ Result<proto::VerifierSlot*> LiveSlotOf(proto::Task& task, std::uint32_t index, 
   return slot;
 }
 
-// Checks a reject's failed segments: strictly ascending, each drawn for the slot or the final one.
-Status CheckFailedSegments(const proto::Task& task, const proto::VerifierSlot& slot, const proto::VerdictTx& msg) {
-  const std::uint64_t final_segment = SegmentCount(task.spec()) - 1;
-  if (msg.failed_segments().empty()) return Status::InvalidArgument("a reject names the segments that failed");
-  for (int i = 0; i < msg.failed_segments_size(); ++i) {
-    const std::uint64_t s = msg.failed_segments(i);
-    if (i > 0 && s <= msg.failed_segments(i - 1)) {
-      return Status::InvalidArgument("failed_segments must be strictly ascending");
+// Checks the segments a reject or challenge names as failed and their digests: at least one,
+// strictly ascending, each one of `covered`; in exact mode one 32-byte digest per segment
+// (beacon.h SegmentDigest), in tolerant mode none (a tolerant replay has no bitwise end state).
+Status CheckFailedSegments(const proto::Task& task, const std::vector<std::uint64_t>& covered,
+                           const google::protobuf::RepeatedField<std::uint64_t>& failed,
+                           const google::protobuf::RepeatedPtrField<std::string>& digests) {
+  if (failed.empty()) return Status::InvalidArgument("a reject or challenge names the segments that failed");
+  for (int i = 0; i < failed.size(); ++i) {
+    if (i > 0 && failed[i] <= failed[i - 1]) return Status::InvalidArgument("failed_segments must be strictly ascending");
+    if (!std::binary_search(covered.begin(), covered.end(), failed[i])) {
+      return Status::InvalidArgument("segment " + std::to_string(failed[i]) + " is not one of the covered segments");
     }
-    const bool drawn = std::find(slot.segments().begin(), slot.segments().end(), s) != slot.segments().end();
-    if (!drawn && s != final_segment) {
-      return Status::InvalidArgument("segment " + std::to_string(s) + " was not drawn for this verifier");
-    }
+  }
+  const int wanted = task.spec().tolerant() ? 0 : failed.size();
+  if (digests.size() != wanted) {
+    return Status::InvalidArgument("segment_digests must hold " + std::to_string(wanted) +
+                                   (task.spec().tolerant() ? " digests (a tolerant task)" : " digests, one per failed segment"));
+  }
+  for (const std::string& digest : digests) {
+    if (digest.size() != kIdBytes) return Status::InvalidArgument("each segment digest must be 32 bytes");
   }
   return Status::Ok();
 }
@@ -135,6 +142,14 @@ Status EndVerification(ExecContext& ctx, proto::Task& task) {
 }  // namespace
 
 std::uint64_t SegmentCount(const proto::TaskSpec& spec) { return spec.total_steps() / spec.checkpoint_interval(); }
+
+std::vector<std::uint64_t> CoveredSegments(const proto::Task& task, const proto::VerifierSlot& slot) {
+  std::vector<std::uint64_t> covered(slot.segments().begin(), slot.segments().end());
+  covered.push_back(SegmentCount(task.spec()) - 1);
+  std::sort(covered.begin(), covered.end());
+  covered.erase(std::unique(covered.begin(), covered.end()), covered.end());
+  return covered;
+}
 
 Status OnSegmentBeacon(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_COMMITTED || task.deadline() != ctx.block.height) return Status::Ok();
@@ -180,19 +195,18 @@ Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::Ve
       if (slot->published()) {
         return Status::FailedPrecondition("this slot's checkpoints are published on the ledger; replay them");
       }
-      if (!msg.failed_segments().empty() || !msg.final_digest().empty()) {
-        return Status::InvalidArgument("an unavailable verdict names no segments and no digest");
+      if (!msg.failed_segments().empty() || !msg.segment_digests().empty()) {
+        return Status::InvalidArgument("an unavailable verdict names no segments and no digests");
       }
       break;
     case proto::VERDICT_ACCEPT:
+      if (!msg.failed_segments().empty() || !msg.segment_digests().empty()) {
+        return Status::InvalidArgument("an accept names no failed segments and no digests");
+      }
+      break;
     case proto::VERDICT_REJECT:
-      if (msg.final_digest().size() != kIdBytes) {
-        return Status::InvalidArgument("final_digest must be 32 bytes (beacon.h FinalDigest)");
-      }
-      if (msg.verdict() == proto::VERDICT_ACCEPT && !msg.failed_segments().empty()) {
-        return Status::InvalidArgument("an accept names no failed segments");
-      }
-      if (msg.verdict() == proto::VERDICT_REJECT) POLNODE_RETURN_IF_ERROR(CheckFailedSegments(task, *slot, msg));
+      POLNODE_RETURN_IF_ERROR(
+          CheckFailedSegments(task, CoveredSegments(task, *slot), msg.failed_segments(), msg.segment_digests()));
       break;
     default:
       return Status::InvalidArgument("verdict must be accept, reject or unavailable");
@@ -200,7 +214,7 @@ Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::Ve
   slot->set_verdict(msg.verdict());
   slot->set_report_hash(msg.report_hash());
   *slot->mutable_failed_segments() = msg.failed_segments();
-  slot->set_final_digest(msg.final_digest());
+  *slot->mutable_segment_digests() = msg.segment_digests();
   ctx.Emit("verdict", {{"task", ToHex(task.id())},
                        {"verifier", ToHex(signer)},
                        {"slot", std::to_string(msg.slot())},
@@ -303,12 +317,19 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
       return Status::ResourceExhausted("the task already has " + std::to_string(ctx.params.max_challengers()) +
                                        " challenges");
     }
+    // The ledger draws the segments the challenge covers now, from the beacon and the
+    // challenger's key: a challenger cannot aim at the segments a public reject named.
+    const std::vector<std::uint64_t> covered = ChallengeSegments(
+        task.segment_beacon(), signer, SegmentCount(task.spec()), task.spec().segments_per_verification());
+    POLNODE_RETURN_IF_ERROR(CheckFailedSegments(task, covered, msg.failed_segments(), msg.segment_digests()));
     const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_WHISTLEBLOWER, task.spec().payment());
     POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, signer, lock));
     proto::Challenge* challenge = task.add_challenges();
     challenge->set_challenger(std::string(signer));
     challenge->set_lock(lock);
-    challenge->set_final_digest(msg.final_digest());
+    *challenge->mutable_segments() = {covered.begin(), covered.end()};
+    *challenge->mutable_failed_segments() = msg.failed_segments();
+    *challenge->mutable_segment_digests() = msg.segment_digests();
     ctx.Emit("dispute", {{"task", ToHex(task.id())}, {"challenger", ToHex(signer)}, {"by", "whistleblower"}});
   }
   StoreTask(ctx.state, task);

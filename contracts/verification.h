@@ -8,9 +8,9 @@
 //
 // Verdicts. An assigned verifier replays the segments its slot names (drawn for the slot from the
 // round's beacon) plus the final segment, and posts accept, reject (naming the failed segments) or
-// unavailable (it could not get the proof's data), one per slot. Accept and reject carry a digest
-// of the state its replay of the final segment reached (beacon.h FinalDigest), which a forced round
-// checks.
+// unavailable (it could not get the proof's data), one per slot. In exact-mode tasks a reject
+// carries, per failed segment, a digest of the state its replay of that segment reached (beacon.h
+// SegmentDigest), which a forced round checks against the honest hashes (forced.h).
 //
 // Absent verifiers. At the verdict deadline a slot without a verdict loses its lock to the jackpot
 // and is replaced by a fresh verifier (params.max_verification_rounds rounds at most), so a verifier
@@ -23,16 +23,19 @@
 // Challenges (TASK_CHALLENGE). The solver disputes reject verdicts it holds wrong (it then defends
 // its proof against each in a dispute game); a reject it leaves undisputed stands. A staked
 // whistleblower (not the submitter, not a verifier of the task) challenges the proof itself,
-// locking the task's whistleblower lock and committing, like a verdict, to the final state its
-// replay of the final segment reached (beacon.h FinalDigest); it plays a game against the solver,
-// unless the round was forced and that digest matches the honest final state the solver reveals
-// (then the proof was wrong by construction and the challenge is a catch). A challenge copied from
-// public verdicts, without the replay, has no such digest: it must play, and cannot win.
+// locking the task's whistleblower lock. The ledger draws the segments it covers then (beacon.h
+// ChallengeSegments: from the beacon and its key, plus the final one), and the challenge names
+// which of them failed, with digests like a reject's. It plays a game against the solver, unless
+// the round was forced and it named exactly its covered segments that end at forced checkpoints,
+// with the honest hashes' digests (forced.h ChallengeCaught: then the proof was wrong by
+// construction and the challenge is a catch). A challenge copied from public verdicts names
+// segments drawn for someone else: it must play, and cannot win.
 #ifndef POLNODE_CONTRACTS_VERIFICATION_H_
 #define POLNODE_CONTRACTS_VERIFICATION_H_
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "exec_context.h"
 #include "polnode/base/status.h"
@@ -42,6 +45,10 @@ namespace polnode::contracts {
 
 /// The number of segments of a task: total_steps / checkpoint_interval (checked at submission).
 std::uint64_t SegmentCount(const proto::TaskSpec& spec);
+
+/// The segments slot `slot` of `task` covers: its drawn segments plus the final one, ascending
+/// and distinct.
+std::vector<std::uint64_t> CoveredSegments(const proto::Task& task, const proto::VerifierSlot& slot);
 
 /// "accept", "reject", "unavailable" or "none".
 std::string_view VerdictName(proto::Verdict verdict);
@@ -64,9 +71,10 @@ std::string_view VerdictName(proto::Verdict verdict);
 
 /// task/verdict: the verdict of live (not absent) slot msg.slot, once, while verifying.
 /// kPermissionDenied when the signer does not hold that slot (or it was absent), kInvalidArgument for a reject whose failed segments are not
-/// strictly ascending segments of the slot (or the final one), a missing digest, or an unavailable
-/// verdict with segments or digest; kFailedPrecondition for unavailable on a published slot. When
-/// every live slot has answered, verification ends at once.
+/// strictly ascending covered segments of the slot (its drawn ones or the final one) or whose
+/// digests are not one per failed segment (exact mode) or none (tolerant mode), or an accept or
+/// unavailable verdict with segments or digests; kFailedPrecondition for unavailable on a
+/// published slot. When every live slot has answered, verification ends at once.
 [[nodiscard]] Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg);
 
 /// DUE_VERDICT_DEADLINE: slots without a verdict are absent (lock slashed to the jackpot) and,
@@ -81,9 +89,12 @@ std::string_view VerdictName(proto::Verdict verdict);
 [[nodiscard]] Status ReopenVerification(ExecContext& ctx, proto::Task& task);
 
 /// task/dispute: the solver disputes the reject verdict of slot msg.slot (held by msg.verifier), or
-/// a whistleblower challenges the proof (see the file comment). Errors: kFailedPrecondition outside
+/// a whistleblower challenges the proof (see the file comment), which records the challenge's
+/// covered segments (beacon.h ChallengeSegments of the segment beacon, its key, the segment count
+/// and segments_per_verification). Errors: kFailedPrecondition outside
 /// the challenge window or for a non-reject verdict, kNotFound for a slot that msg.verifier does
-/// not hold (or that was absent), kAlreadyExists for a repeat,
+/// not hold (or that was absent), kAlreadyExists for a repeat, kInvalidArgument for a challenge's
+/// failed segments or digests that break the verdict rules over its covered segments,
 /// kPermissionDenied for the submitter or a verifier of the task, kResourceExhausted beyond
 /// params.max_challengers, and LockStake's errors.
 [[nodiscard]] Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::DisputeTx& msg);

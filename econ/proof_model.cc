@@ -74,10 +74,27 @@ Hash256 ProofModel::ReplayEnd(std::uint64_t segment) const {
   return LeafOf(task_key_, k_, branches_[segment], segment + 1);
 }
 
-ProofModel ProofModel::WithFinal(std::uint32_t branch) const {
+ProofModel ProofModel::WithBranches(const std::vector<std::pair<std::uint64_t, std::uint32_t>>& moved) const {
   std::vector<std::uint32_t> branches = branches_;
-  branches.back() = branch;
+  for (const auto& [checkpoint, branch] : moved) branches[checkpoint] = branch;
   return ProofModel(task_key_, k_, std::move(branches));
+}
+
+SolverProofs Train(const std::string& task_key, std::uint64_t k, std::uint64_t segments,
+                   const std::set<std::uint64_t>& forced, const std::set<std::uint64_t>& made_up) {
+  // Fresh branches: a made-up state and a falsified one at checkpoint c lie on a branch of their
+  // own (two falsified checkpoints are no segment of one trajectory).
+  constexpr std::uint32_t kMadeUpBase = 0xB000'0000;
+  constexpr std::uint32_t kFalsifiedBase = 0xC000'0000;
+  std::vector<std::uint32_t> committed(segments + 1, 0);
+  std::vector<std::uint32_t> result(segments + 1, 0);
+  for (std::uint64_t c = 1; c <= segments; ++c) {
+    const std::uint32_t fresh = static_cast<std::uint32_t>(c);
+    // Training from the committed checkpoint c - 1 stays on its branch.
+    result[c] = made_up.count(c) != 0 ? kMadeUpBase + fresh : committed[c - 1];
+    committed[c] = forced.count(c) != 0 ? kFalsifiedBase + fresh : result[c];
+  }
+  return SolverProofs{ProofModel(task_key, k, std::move(committed)), ProofModel(task_key, k, std::move(result))};
 }
 
 std::vector<proto::PublishTx> ProofModel::Publication(const std::string& task_id, std::uint64_t checkpoint) const {

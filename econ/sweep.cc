@@ -11,21 +11,24 @@ namespace {
 
 constexpr StrategyInfo kStrategies[] = {
     {Strategy::kHonestSolver, "honest-solver", "solver", "trains every segment, defends its proof", true},
-    {Strategy::kHonestVerifier, "honest-verifier", "verifier", "replays its segments and the final one", true},
+    {Strategy::kHonestVerifier, "honest-verifier", "verifier",
+     "replays its segments and the final one, names failures with digests", true},
     {Strategy::kHonestWhistleblower, "honest-whistleblower", "whistleblower",
-     "replays its own draw and the final segment of every task, challenges failures", true},
+     "replays its covered segments (its draw and the final one) of every task, challenges failures", true},
     {Strategy::kVerifierLazyAccept, "verifier-lazy-accept", "verifier", "never replays, always accepts"},
     {Strategy::kVerifierLazyReject, "verifier-lazy-reject", "verifier", "never replays, always rejects"},
     {Strategy::kVerifierAbsent, "verifier-absent", "verifier", "never answers"},
     {Strategy::kVerifierFalseUnavailable, "verifier-false-unavailable", "verifier",
      "says unavailable without trying, replays once published"},
     {Strategy::kVerifierFinalOnly, "verifier-final-only", "verifier",
-     "replays only the final segment (where forced errors are)"},
+     "replays only the final segment (1 of Q + 1), judges on it alone"},
     {Strategy::kSolverFakeOne, "solver-fake-one", "solver", "skips one segment (never the final one)"},
     {Strategy::kSolverFakeQuarter, "solver-fake-quarter", "solver", "skips a quarter of the segments"},
     {Strategy::kSolverWithhold, "solver-withhold", "solver", "commits a random root, serves nothing"},
     {Strategy::kSolverForcedGarbage, "solver-forced-garbage", "solver",
-     "trains nothing in forced rounds, reveals a random final state"},
+     "trains nothing in forced rounds, reveals random states at the forced checkpoints"},
+    {Strategy::kSolverSkipsForced, "solver-skips-forced", "solver",
+     "in forced rounds skips the segment ending at its first forced checkpoint, makes up the state it reveals there"},
     {Strategy::kCollusion, "verifier-whistleblower-collusion", "verifier+whistleblower",
      "the verifier rejects and the whistleblower challenges an honest proof, neither replays"},
     {Strategy::kSelfDealing, "self-dealing", "submitter+solver+whistleblower",
@@ -36,7 +39,9 @@ constexpr StrategyInfo kStrategies[] = {
     {Strategy::kWhistleblowerChallengesAll, "whistleblower-challenges-all", "whistleblower",
      "challenges every proof without replaying"},
     {Strategy::kWhistleblowerCopycat, "whistleblower-copycat", "whistleblower",
-     "never replays; challenges when a verifier rejected"},
+     "never replays; copies public rejects' failed segments and digests among its covered ones"},
+    {Strategy::kWhistleblowerReplaysNamed, "whistleblower-replays-named", "whistleblower",
+     "replays only its covered segments that public rejects named, challenges failures"},
 };
 
 // Student t quantile 0.975 for 1..30 degrees of freedom; beyond, the normal's 1.96 is within 1.5%.
@@ -118,6 +123,13 @@ Deviation DeviationOf(Strategy strategy, const SimConfig& config) {
       d.world.solver = SolverPlay::kForcedGarbage;
       d.parties = {Party::kSolver};
       break;
+    case Strategy::kSolverSkipsForced:
+      // One segment: each skipped one is caught on its own whenever a verdict or challenge covers
+      // it, and its saving C / S is far below what a catch costs, so every further skip loses more.
+      d.world.solver = SolverPlay::kSkipsForced;
+      d.world.faked_segments = 1;
+      d.parties = {Party::kSolver};
+      break;
     case Strategy::kCollusion:
       d.world.verifier = VerifierPlay::kLazyReject;
       d.world.whistleblower = WhistleblowerPlay::kChallengesAll;
@@ -145,6 +157,10 @@ Deviation DeviationOf(Strategy strategy, const SimConfig& config) {
       break;
     case Strategy::kWhistleblowerCopycat:
       d.world.whistleblower = WhistleblowerPlay::kCopycat;
+      d.parties = {Party::kWhistleblower};
+      break;
+    case Strategy::kWhistleblowerReplaysNamed:
+      d.world.whistleblower = WhistleblowerPlay::kReplaysNamed;
       d.parties = {Party::kWhistleblower};
       break;
   }
@@ -197,6 +213,7 @@ Result<std::vector<Row>> RunSweep(const SweepConfig& config, const std::function
     sim.warmup_tasks = config.warmup_tasks;
     sim.tasks = config.tasks;
     sim.seed = config.seed;
+    sim.tolerant = config.tolerant;
     POLNODE_ASSIGN_OR_RETURN(Simulator simulator, Simulator::Create(sim));
     const TaskMoney money = MoneyOf(config.params, payment);
     const double fee = FeeOf(config.params, payment);

@@ -5,20 +5,16 @@
 
 #include "polnode/consensus/encoding.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::econ {
 namespace {
 
-// Branches (proof_model.h) of the made-up states: a forced round's wrong final checkpoint, a
-// garbage trajectory's checkpoints, a random "honest" final state.
-constexpr std::uint32_t kGarbageFinal = 0xF000'0000;
+// Branches (proof_model.h) of the made-up states: a garbage trajectory's checkpoints, and the
+// random states a garbage solver reveals at its forced checkpoints.
 constexpr std::uint32_t kGarbageBase = 0xE000'0000;
-constexpr std::uint32_t kRandomFinal = 0xD000'0000;
-
-// The slot index the honest whistleblower draws its own segments for (beacon.h DrawSegments): no
-// task has that many slots, so the draw is independent of every verifier's.
-constexpr std::uint32_t kWhistleblowerDraw = 0xFFFF'FFFF;
+constexpr std::uint32_t kRandomBase = 0xD000'0000;
 
 // Blocks after which a task that has not closed is a simulator bug (every window is tens of blocks).
 constexpr std::uint64_t kMaxTaskBlocks = 20'000;
@@ -40,8 +36,8 @@ std::string Tagged(std::string_view tag, std::uint64_t seed, std::string_view mo
   return Bytes(w.Finalize());
 }
 
-std::string FinalDigestOf(const PubKey& verifier, const Hash256& state) {
-  return Bytes(contracts::FinalDigest(Raw(verifier), Bytes(state)));
+std::string DigestOf(const PubKey& party, std::uint64_t segment, const Hash256& state) {
+  return Bytes(contracts::SegmentDigest(Raw(party), segment, Bytes(state)));
 }
 
 bool Contains(const std::vector<PubKey>& keys, const PubKey& key) {
@@ -67,6 +63,7 @@ proto::SubmitTaskTx Submission(const SimConfig& config, std::uint64_t index) {
   spec->set_step_leaf_count(kStateTensors + 4);
   spec->set_state_tensor_count(kStateTensors);
   spec->set_initial_state_hash(Bytes(ProofModel::InitialStateHash(config.checkpoint_interval)));
+  spec->set_tolerant(config.tolerant);
   msg.set_spec_uri("sim://task/" + std::to_string(index));
   return msg;
 }
@@ -139,49 +136,68 @@ PartyTask& World::Work(Round& round, const PubKey& key) const {
   return round.record.parties[static_cast<std::size_t>(PartyOf(key))];
 }
 
-ProofModel World::HonestProof(const Round& round) const {
-  return ProofModel(round.task_id, config_.checkpoint_interval, std::vector<std::uint32_t>(config_.segments + 1, 0));
-}
-
 ProofModel World::WithheldProof(const Round& round) const {
   std::vector<std::uint32_t> branches(config_.segments + 1);
   for (std::uint64_t c = 0; c < branches.size(); ++c) branches[c] = kGarbageBase + static_cast<std::uint32_t>(c);
   return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
 }
 
-std::optional<ProofModel> World::CommittedProof(const Round& round) const {
+std::optional<SolverProofs> World::ProofsOf(const Round& round) const {
   const std::uint64_t s = config_.segments;
   const SolverPlay play = SelfDealing() ? SolverPlay::kHonest : spec_.solver;
+  std::set<std::uint64_t> made_up;
   switch (play) {
     case SolverPlay::kWithhold:
       return std::nullopt;
     case SolverPlay::kForcedGarbage:
-      if (round.forced) return WithheldProof(round);
+      if (round.forced) {
+        // Garbage committed; the result proof differs from it exactly at the forced checkpoints, as
+        // the reveal must, with random states there.
+        ProofModel garbage = WithheldProof(round);
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> moved;
+        for (std::uint64_t c : round.forced_checkpoints) moved.emplace_back(c, kRandomBase + static_cast<std::uint32_t>(c));
+        ProofModel result = garbage.WithBranches(moved);
+        return SolverProofs{std::move(garbage), std::move(result)};
+      }
       break;
-    case SolverPlay::kFake: {
+    case SolverPlay::kFake:
       // The skipped segments: distinct, never the final one (every verifier replays it), drawn
-      // from the task id so each task fakes different ones.
-      std::vector<std::uint64_t> skipped;
-      for (std::uint64_t counter = 0; skipped.size() < std::min<std::uint64_t>(spec_.faked_segments, s - 1); ++counter) {
+      // from the task id so each task fakes different ones. Skipping segment i makes up checkpoint i + 1.
+      for (std::uint64_t counter = 0; made_up.size() < std::min<std::uint64_t>(spec_.faked_segments, s - 1); ++counter) {
         const std::string draw = Tagged("fake", counter, round.task_id);
         std::uint64_t x = 0;
         for (int i = 0; i < 8; ++i) x = (x << 8) | static_cast<unsigned char>(draw[i]);
-        const std::uint64_t segment = x % (s - 1);
-        if (std::find(skipped.begin(), skipped.end(), segment) == skipped.end()) skipped.push_back(segment);
+        made_up.insert(x % (s - 1) + 1);
       }
-      std::vector<std::uint32_t> branches(s + 1, 0);
-      for (std::uint64_t c = 1; c <= s; ++c) {
-        const bool made_up = std::find(skipped.begin(), skipped.end(), c - 1) != skipped.end();
-        branches[c] = branches[c - 1] + (made_up ? 1 : 0);
+      break;
+    case SolverPlay::kSkipsForced:
+      for (std::uint64_t c : round.forced_checkpoints) {
+        if (c < s && made_up.size() < spec_.faked_segments) made_up.insert(c);
       }
-      ProofModel proof(round.task_id, config_.checkpoint_interval, std::move(branches));
-      return round.forced ? proof.WithFinal(kGarbageFinal) : proof;
-    }
+      break;
     case SolverPlay::kHonest:
       break;
   }
-  ProofModel honest = HonestProof(round);
-  return round.forced ? honest.WithFinal(kGarbageFinal) : honest;
+  return Train(round.task_id, config_.checkpoint_interval, s, round.forced_checkpoints, made_up);
+}
+
+std::vector<std::uint64_t> World::Replay(Round& round, const PubKey& key, const std::set<std::uint64_t>& segments) const {
+  // A key drawn for several slots replays a segment they share (the final one at least) once.
+  std::set<std::uint64_t>& done = round.replayed[Raw(key)];
+  std::vector<std::uint64_t> failed;
+  for (std::uint64_t s : segments) {
+    Work(round, key).segments_replayed += done.insert(s).second ? 1 : 0;
+    if (!round.proofs->CommittedSegmentRight(s)) failed.push_back(s);
+  }
+  return failed;
+}
+
+std::vector<std::string> World::Digests(const Round& round, const PubKey& key,
+                                        const std::vector<std::uint64_t>& segments) const {
+  std::vector<std::string> digests;
+  if (config_.tolerant) return digests;
+  for (std::uint64_t s : segments) digests.push_back(DigestOf(key, s, round.proofs->committed.ReplayEnd(s)));
+  return digests;
 }
 
 Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Task& task, std::uint32_t index) const {
@@ -194,45 +210,43 @@ Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Task&
   msg.set_task_id(round.task_id);
   msg.set_slot(index);
   msg.set_report_hash(Tagged("report", config_.seed, slot.verifier()));
-  const Hash256 nothing{};
-  auto replay = [&](std::set<std::uint64_t> segments) {
-    // A key drawn for several slots replays a segment they share (the final one at least) once.
-    std::set<std::uint64_t>& done = round.replayed[slot.verifier()];
-    for (std::uint64_t s : segments) Work(round, key).segments_replayed += done.insert(s).second ? 1 : 0;
-    for (std::uint64_t s : segments) {
-      if (!round.committed->SegmentRight(s)) msg.add_failed_segments(s);
-    }
-    msg.set_verdict(msg.failed_segments().empty() ? proto::VERDICT_ACCEPT : proto::VERDICT_REJECT);
-    msg.set_final_digest(FinalDigestOf(key, round.committed->ReplayEnd(final_segment)));
+  auto judge = [&](const std::set<std::uint64_t>& segments) {
+    const std::vector<std::uint64_t> failed = Replay(round, key, segments);
+    for (std::uint64_t s : failed) msg.add_failed_segments(s);
+    for (const std::string& d : Digests(round, key, failed)) msg.add_segment_digests(d);
+    msg.set_verdict(failed.empty() ? proto::VERDICT_ACCEPT : proto::VERDICT_REJECT);
   };
   switch (play) {
     case VerifierPlay::kAbsent:
       return std::optional<PendingTx>();
     case VerifierPlay::kLazyAccept:
-      // The proof's own final checkpoint is the cheapest stand-in for a replay.
       msg.set_verdict(proto::VERDICT_ACCEPT);
-      msg.set_final_digest(FinalDigestOf(key, round.committed ? round.committed->Leaf(config_.segments) : nothing));
       break;
     case VerifierPlay::kLazyReject:
       msg.set_verdict(proto::VERDICT_REJECT);
       msg.add_failed_segments(final_segment);
-      msg.set_final_digest(FinalDigestOf(key, nothing));
+      if (!config_.tolerant) {
+        // The proof's own final checkpoint is the cheapest stand-in for a replay.
+        const Hash256 nothing{};
+        msg.add_segment_digests(
+            DigestOf(key, final_segment, round.proofs ? round.proofs->committed.Leaf(config_.segments) : nothing));
+      }
       break;
     case VerifierPlay::kFalseUnavailable:
       msg.set_verdict(proto::VERDICT_UNAVAILABLE);
       break;
     case VerifierPlay::kFinalOnly:
     case VerifierPlay::kHonest:
-      if (!round.committed) {
+      if (!round.proofs) {
         msg.set_verdict(proto::VERDICT_UNAVAILABLE);
         break;
       }
       if (play == VerifierPlay::kFinalOnly) {
-        replay({final_segment});
+        judge({final_segment});
       } else {
         std::set<std::uint64_t> segments(slot.segments().begin(), slot.segments().end());
         segments.insert(final_segment);
-        replay(std::move(segments));
+        judge(segments);
       }
       break;
   }
@@ -252,9 +266,9 @@ Result<std::vector<PendingTx>> World::Verdicts(Round& round, const proto::Task& 
 
 std::vector<PendingTx> World::Publications(const Round& round, const proto::Task& task) const {
   std::vector<PendingTx> txs;
-  if (!round.committed) return txs;  // a withheld proof cannot be shown
+  if (!round.proofs) return txs;  // a withheld proof cannot be shown
   for (std::uint64_t checkpoint : task.publish_required()) {
-    for (const proto::PublishTx& msg : round.committed->Publication(round.task_id, checkpoint)) {
+    for (const proto::PublishTx& msg : round.proofs->committed.Publication(round.task_id, checkpoint)) {
       txs.push_back(MakeTx(Claimer(), contracts::payload::kPublish, msg));
     }
   }
@@ -263,15 +277,16 @@ std::vector<PendingTx> World::Publications(const Round& round, const proto::Task
 
 Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task& task) const {
   std::vector<PendingTx> txs;
-  const std::uint64_t final_segment = config_.segments - 1;
+  const std::uint64_t s = config_.segments;
+  const std::uint64_t final_segment = s - 1;
   // The solver disputes the rejects it holds wrong: those naming no segment its proof got wrong.
   // In a forced round it disputes none: the reveal itself sorts catchers from wrong rejecters.
   if (!round.forced) {
     for (int i = 0; i < task.verifiers_size(); ++i) {
       const proto::VerifierSlot& slot = task.verifiers(i);
       if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || slot.disputed()) continue;
-      const bool right = round.committed && std::any_of(slot.failed_segments().begin(), slot.failed_segments().end(),
-                                                         [&](std::uint64_t s) { return !round.committed->SegmentRight(s); });
+      const bool right = round.proofs && std::any_of(slot.failed_segments().begin(), slot.failed_segments().end(),
+                                                      [&](std::uint64_t f) { return !round.proofs->CommittedSegmentRight(f); });
       if (right) continue;
       proto::DisputeTx msg;
       msg.set_task_id(round.task_id);
@@ -280,70 +295,101 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       txs.push_back(MakeTx(Claimer(), contracts::payload::kDispute, msg));
     }
   }
+  // The public rejects' named segments, each with the first reject's digest of it.
+  std::map<std::uint64_t, std::string> named;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT) continue;
+    for (int j = 0; j < slot.failed_segments_size(); ++j) {
+      named.emplace(slot.failed_segments(j), j < slot.segment_digests_size() ? slot.segment_digests(j) : std::string());
+    }
+  }
+  const PubKey& key = cast_.whistleblower;
+  // Its covered segments, which the ledger draws again when the challenge lands: it cannot pick them.
+  const std::vector<std::uint64_t> covered =
+      contracts::ChallengeSegments(task.segment_beacon(), Raw(key), s, config_.segments_per_verification);
   proto::DisputeTx challenge;
   challenge.set_task_id(round.task_id);
-  // A challenge commits to the final state the whistleblower's replay reached; one that did not
-  // replay can only offer the proof's own final checkpoint (what a lazy accept offers).
-  const Hash256 nothing{};
-  challenge.set_final_digest(
-      FinalDigestOf(cast_.whistleblower, round.committed ? round.committed->Leaf(config_.segments) : nothing));
-  bool challenges = false;
+  auto name = [&](const std::vector<std::uint64_t>& failed, const std::vector<std::string>& digests) {
+    for (std::uint64_t f : failed) challenge.add_failed_segments(f);
+    for (const std::string& d : digests) challenge.add_segment_digests(d);
+  };
   switch (spec_.whistleblower) {
-    case WhistleblowerPlay::kHonest: {
-      if (!round.committed) break;  // nothing served to check
-      // A draw of its own, independent of every slot's: the index no slot holds.
-      const std::vector<std::uint64_t> drawn = contracts::DrawSegments(
-          task.segment_beacon(), kWhistleblowerDraw, config_.segments, config_.segments_per_verification);
-      std::set<std::uint64_t> segments(drawn.begin(), drawn.end());
-      segments.insert(final_segment);
-      Work(round, cast_.whistleblower).segments_replayed += segments.size();
-      for (std::uint64_t s : segments) {
-        if (!round.committed->SegmentRight(s)) round.whistleblower_failures.push_back(s);
+    case WhistleblowerPlay::kHonest:
+    case WhistleblowerPlay::kReplaysNamed: {
+      if (!round.proofs) break;  // nothing served to check
+      std::set<std::uint64_t> replays;
+      for (std::uint64_t c : covered) {
+        if (spec_.whistleblower == WhistleblowerPlay::kHonest || named.count(c) != 0) replays.insert(c);
       }
-      challenge.set_final_digest(FinalDigestOf(cast_.whistleblower, round.committed->ReplayEnd(final_segment)));
-      challenges = !round.whistleblower_failures.empty();
+      const std::vector<std::uint64_t> failed = Replay(round, key, replays);
+      name(failed, Digests(round, key, failed));
       break;
     }
     case WhistleblowerPlay::kNeverChecks:
       break;
-    case WhistleblowerPlay::kChallengesAll:
-      challenges = true;
+    case WhistleblowerPlay::kChallengesAll: {
+      // The proof's own final checkpoint is the cheapest stand-in for a replay.
+      const Hash256 nothing{};
+      std::vector<std::string> digests;
+      if (!config_.tolerant) {
+        digests.push_back(DigestOf(key, final_segment, round.proofs ? round.proofs->committed.Leaf(s) : nothing));
+      }
+      name({final_segment}, digests);
       break;
-    case WhistleblowerPlay::kCopycat:
-      challenges = std::any_of(task.verifiers().begin(), task.verifiers().end(), [](const proto::VerifierSlot& s) {
-        return !s.absent() && s.verdict() == proto::VERDICT_REJECT;
-      });
+    }
+    case WhistleblowerPlay::kCopycat: {
+      std::vector<std::uint64_t> copied;
+      std::vector<std::string> digests;
+      for (std::uint64_t c : covered) {
+        const auto found = named.find(c);
+        if (found == named.end()) continue;
+        copied.push_back(c);
+        if (!config_.tolerant) digests.push_back(found->second);
+      }
+      name(copied, digests);
       break;
+    }
   }
-  if (challenges) txs.push_back(MakeTx(cast_.whistleblower, contracts::payload::kDispute, challenge));
-  // The owner knows its round is forced, and the honest final state: its whistleblower key is a
-  // catcher at no cost.
+  if (challenge.failed_segments_size() > 0) txs.push_back(MakeTx(key, contracts::payload::kDispute, challenge));
+  // The owner knows its round is forced, which checkpoints it falsified and the states it trained
+  // to there: its whistleblower key names exactly its covered segments ending at forced
+  // checkpoints, a catch at no cost (when there is one to name).
   if (SelfDealing() && round.forced) {
-    proto::DisputeTx own = challenge;
-    own.set_final_digest(FinalDigestOf(cast_.owner_whistleblower, round.committed->ReplayEnd(final_segment)));
-    txs.push_back(MakeTx(cast_.owner_whistleblower, contracts::payload::kDispute, own));
+    const PubKey& own_key = cast_.owner_whistleblower;
+    std::vector<std::uint64_t> failed;
+    for (std::uint64_t c : contracts::ChallengeSegments(task.segment_beacon(), Raw(own_key), s,
+                                                        config_.segments_per_verification)) {
+      if (round.forced_checkpoints.count(c + 1) != 0) failed.push_back(c);
+    }
+    if (!failed.empty()) {
+      round.replayed[Raw(own_key)].insert(failed.begin(), failed.end());
+      proto::DisputeTx own;
+      own.set_task_id(round.task_id);
+      for (std::uint64_t f : failed) own.add_failed_segments(f);
+      for (const std::string& d : Digests(round, own_key, failed)) own.add_segment_digests(d);
+      txs.push_back(MakeTx(own_key, contracts::payload::kDispute, own));
+    }
   }
   return txs;
 }
 
-std::optional<PendingTx> World::Reveal(Round& round) const {
-  if (!round.committed) return std::nullopt;  // a withheld proof has nothing to reveal
-  const std::uint64_t s = config_.segments;
+std::optional<PendingTx> World::Reveal(const Round& round, const proto::Task& task) const {
+  if (!round.proofs) return std::nullopt;  // a withheld proof has nothing to reveal
+  const SolverProofs& proofs = *round.proofs;
   proto::RevealTx msg;
   msg.set_task_id(round.task_id);
   msg.set_secret(round.secret);
-  if (!round.forced) {
-    msg.set_result_root(Bytes(round.committed->Root()));
-    round.trial = round.committed;
-  } else {
-    // The honest final state continues checkpoint S-1's trajectory; garbage has none to continue.
-    const bool garbage = !SelfDealing() && spec_.solver == SolverPlay::kForcedGarbage;
-    const std::uint32_t final_branch = garbage ? kRandomFinal : round.committed->branch(s - 1);
-    round.trial = round.committed->WithFinal(final_branch);
-    msg.set_result_root(Bytes(round.trial->Root()));
-    msg.set_committed_final(Bytes(round.committed->Leaf(s)));
-    msg.set_honest_final(Bytes(round.trial->Leaf(s)));
-    msg.set_final_proof(round.committed->PathOf(s));
+  msg.set_result_root(Bytes(proofs.result.Root()));
+  if (round.forced) {
+    // Exactly the checkpoints the ledger needs: both proofs' leaves there, with their paths.
+    for (std::uint64_t c : contracts::RevealCheckpoints(task)) {
+      proto::RevealedLeaf* leaf = msg.add_leaves();
+      leaf->set_checkpoint(c);
+      leaf->set_committed_hash(Bytes(proofs.committed.Leaf(c)));
+      leaf->set_committed_proof(proofs.committed.PathOf(c));
+      leaf->set_result_hash(Bytes(proofs.result.Leaf(c)));
+      leaf->set_result_proof(proofs.result.PathOf(c));
+    }
   }
   return MakeTx(Claimer(), contracts::payload::kReveal, msg);
 }
@@ -364,34 +410,42 @@ Result<std::optional<PendingTx>> World::GameMove(const Round& round, const proto
   if (challenger.empty()) return Status::Internal("a disputed task has no running game");
   POLNODE_ASSIGN_OR_RETURN(proto::DisputeGame game, chain_.Game(round.task_id, challenger));
   deadline = game.deadline();
-  // What the challenger knows to be wrong: the failures its own replays found.
-  std::vector<std::uint64_t> known;
-  if (challenger == Raw(cast_.whistleblower)) {
-    known = round.whistleblower_failures;
-  } else if (round.replayed.count(challenger) != 0) {
-    // One game stands for all of the key's disputed rejects: it knows every failure they name.
-    for (const proto::VerifierSlot& slot : task.verifiers()) {
-      if (slot.verifier() == challenger && !slot.absent()) {
-        known.insert(known.end(), slot.failed_segments().begin(), slot.failed_segments().end());
-      }
+  // The segments the challenger named: a key's disputed rejects all stand on one game, a
+  // whistleblower's challenge on its own.
+  std::set<std::uint64_t> named;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    if (slot.verifier() == challenger && !slot.absent() && slot.verdict() == proto::VERDICT_REJECT) {
+      named.insert(slot.failed_segments().begin(), slot.failed_segments().end());
     }
   }
-  const ProofModel& trial = *round.trial;
-  const auto wrong = std::find_if(known.begin(), known.end(), [&](std::uint64_t s) { return !trial.SegmentRight(s); });
+  for (const proto::Challenge& c : task.challenges()) {
+    if (c.challenger() == challenger) named.insert(c.failed_segments().begin(), c.failed_segments().end());
+  }
+  // It can show only what it knows: a named segment it replayed whose result end is wrong (and
+  // nothing of a proof nobody was served).
+  if (!round.proofs) return std::optional<PendingTx>();
+  const SolverProofs& proofs = *round.proofs;
+  const auto known = round.replayed.find(challenger);
+  std::optional<std::uint64_t> wrong;
+  for (std::uint64_t s : named) {
+    if (!wrong && known != round.replayed.end() && known->second.count(s) != 0 && !proofs.ResultSegmentRight(s)) wrong = s;
+  }
   // A challenger with nothing true to show forfeits; a right one leaves the wrong solver silent.
-  if (wrong == known.end()) return std::optional<PendingTx>();
+  if (!wrong) return std::optional<PendingTx>();
   proto::DisputeMoveTx move;
   move.set_task_id(round.task_id);
   move.set_challenger(challenger);
   move.set_round(game.round());
   if (game.phase() == proto::GAME_OPENING) {
+    // The segment's start from the committed proof (the game's start_root), its end from the result
+    // proof (proof_root); outside forced rounds they are one proof.
     proto::OpenMove* open = move.mutable_open();
     open->set_segment(*wrong);
-    open->set_start_hash(Bytes(trial.Leaf(*wrong)));
-    open->set_start_proof(trial.PathOf(*wrong));
-    open->set_end_hash(Bytes(trial.Leaf(*wrong + 1)));
-    open->set_end_proof(trial.PathOf(*wrong + 1));
-    open->set_claimed_end_hash(Bytes(trial.ReplayEnd(*wrong)));
+    open->set_start_hash(Bytes(proofs.committed.Leaf(*wrong)));
+    open->set_start_proof(proofs.committed.PathOf(*wrong));
+    open->set_end_hash(Bytes(proofs.result.Leaf(*wrong + 1)));
+    open->set_end_proof(proofs.result.PathOf(*wrong + 1));
+    open->set_claimed_end_hash(Bytes(proofs.committed.ReplayEnd(*wrong)));
   } else if (game.phase() == proto::GAME_STEPS && !game.challenger().moved()) {
     move.mutable_step()->set_state_hash(Tagged("midpoint", game.round(), round.task_id));
   } else {
@@ -432,21 +486,28 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
   POLNODE_RETURN_IF_ERROR(chain_.AdvanceTo(task.claim_height() + config_.params.beacon_delay()));
   POLNODE_ASSIGN_OR_RETURN(task, chain_.Task(round.task_id));
   round.forced = contracts::IsForcedError(round.secret, task.forced_seed(), round.task_id, config_.params.forced_error_rate());
+  if (round.forced) {
+    const std::vector<std::uint64_t> forced = contracts::ForcedCheckpoints(round.secret, task.forced_seed(), round.task_id,
+                                                                           config_.segments, !config_.tolerant);
+    round.forced_checkpoints.insert(forced.begin(), forced.end());
+  }
 
   if (SelfDealing() && !round.forced) {
     POLNODE_RETURN_IF_ERROR(chain_.AdvanceTo(task.deadline()));  // abandoned: the commit deadline passes
   } else {
-    round.committed = CommittedProof(round);
-    const SolverPlay play = SelfDealing() ? SolverPlay::kHonest : spec_.solver;
-    std::uint64_t trained = config_.segments;
-    if (play == SolverPlay::kWithhold || (play == SolverPlay::kForcedGarbage && round.forced)) trained = 0;
-    if (play == SolverPlay::kFake) trained -= std::min<std::uint64_t>(spec_.faked_segments, config_.segments - 1);
+    round.proofs = ProofsOf(round);
+    // A trained segment is one whose result end is what training from its committed start reaches.
+    // (A garbage trajectory has none.)
+    std::uint64_t trained = 0;
+    if (round.proofs) {
+      for (std::uint64_t i = 0; i < config_.segments; ++i) trained += round.proofs->ResultSegmentRight(i) ? 1 : 0;
+    }
     Work(round, Claimer()).segments_trained = trained;
     proto::CommitProofTx commit;
     commit.set_task_id(round.task_id);
     // A withheld proof is a root whose checkpoint 0 opens (the ledger checks that much) and whose
     // other checkpoints nobody can ever fetch.
-    const ProofModel committed = round.committed ? *round.committed : WithheldProof(round);
+    const ProofModel committed = round.proofs ? round.proofs->committed : WithheldProof(round);
     commit.set_proof_root(Bytes(committed.Root()));
     commit.set_initial_proof(committed.PathOf(0));
     commit.set_proof_uri("sim://proof");
@@ -479,7 +540,7 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
       case proto::TASK_REVEALING:
         if (!round.revealed) {
           round.revealed = true;
-          if (std::optional<PendingTx> reveal = Reveal(round)) next.push_back(std::move(*reveal));
+          if (std::optional<PendingTx> reveal = Reveal(round, task)) next.push_back(std::move(*reveal));
         }
         break;
       case proto::TASK_DISPUTED: {

@@ -52,11 +52,12 @@ class World {
     std::string task_id;
     std::string secret;
     bool forced = false;
-    std::optional<ProofModel> committed;  // empty for a withheld proof
-    std::optional<ProofModel> trial;      // the proof the games are about, once revealed
-    // What each verifier key replayed (its failures are knowledge), over all the slots it holds.
+    std::set<std::uint64_t> forced_checkpoints;  // beacon.h ForcedCheckpoints, in a forced round
+    std::optional<SolverProofs> proofs;          // empty for a withheld proof
+    // The segments whose replayed end each key (raw bytes) knows, over all the slots it holds: what
+    // it replayed, or for the owner's whistleblower key what its solver key trained. Only a named
+    // segment in this set can be shown wrong in a game.
     std::map<std::string, std::set<std::uint64_t>> replayed;
-    std::vector<std::uint64_t> whistleblower_failures;
     bool challenged = false;
     bool revealed = false;
     TaskRecord record;
@@ -71,16 +72,22 @@ class World {
   const PubKey& Poster() const { return SelfDealing() ? cast_.owner_submitter : cast_.submitter; }
   const PubKey& Claimer() const { return SelfDealing() ? cast_.owner_solver : cast_.solver; }
 
-  ProofModel HonestProof(const Round& round) const;
-  std::optional<ProofModel> CommittedProof(const Round& round) const;
+  /// The proofs the round's solver commits and reveals (proof_model.h), or nothing for a withheld proof.
+  std::optional<SolverProofs> ProofsOf(const Round& round) const;
   /// The proof a withholding solver commits to: garbage past checkpoint 0, never served.
   ProofModel WithheldProof(const Round& round) const;
+  /// Replays `segments` from the committed proof for `key` (each segment a key already replayed
+  /// costs nothing again) and returns those whose end differs from the committed leaf.
+  std::vector<std::uint64_t> Replay(Round& round, const PubKey& key, const std::set<std::uint64_t>& segments) const;
+  /// SegmentDigest(key, segment, the end a replay of `segment` from the committed proof reaches),
+  /// for each of `segments`; none in tolerant mode.
+  std::vector<std::string> Digests(const Round& round, const PubKey& key, const std::vector<std::uint64_t>& segments) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Verdicts(Round& round, const proto::Task& task) const;
   /// The verdict on slot `index` of `task`, or nothing for an absent verifier.
   [[nodiscard]] Result<std::optional<PendingTx>> Verdict(Round& round, const proto::Task& task, std::uint32_t index) const;
   std::vector<PendingTx> Publications(const Round& round, const proto::Task& task) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Challenges(Round& round, const proto::Task& task) const;
-  std::optional<PendingTx> Reveal(Round& round) const;
+  std::optional<PendingTx> Reveal(const Round& round, const proto::Task& task) const;
   /// One step of the running dispute game: the move a right challenger owes, or nothing.
   [[nodiscard]] Result<std::optional<PendingTx>> GameMove(const Round& round, const proto::Task& task,
                                                           std::uint64_t& deadline) const;

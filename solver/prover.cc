@@ -231,6 +231,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
     POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(state, backend));
     pending.push_back(FloatBits(loss));
     if (state.step % task.checkpoint_interval == 0) {
+      if (options.on_checkpoint) POLNODE_RETURN_IF_ERROR(options.on_checkpoint(state));
       POLNODE_RETURN_IF_ERROR(writer.Push(state, std::move(pending)));
       pending.clear();
     }

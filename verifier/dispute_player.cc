@@ -27,8 +27,8 @@ proto::DisputeMoveTx MoveFor(const proto::DisputeGame& game) {
 
 }  // namespace
 
-DisputePlayer::DisputePlayer(PlayerContext context, consensus::MerkleTree checkpoints)
-    : context_(std::move(context)), checkpoints_(std::move(checkpoints)) {}
+DisputePlayer::DisputePlayer(PlayerContext context, consensus::MerkleTree checkpoints, consensus::MerkleTree starts)
+    : context_(std::move(context)), checkpoints_(std::move(checkpoints)), starts_(std::move(starts)) {}
 
 Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
   if (context.task == nullptr || context.data == nullptr || context.backend == nullptr || !context.load_checkpoint) {
@@ -41,6 +41,10 @@ Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
     return Status::InvalidArgument("the proof has " + std::to_string(context.checkpoint_hashes.size()) +
                                    " checkpoint hashes, the task needs steps / k + 1");
   }
+  if (!context.start_hashes.empty() && context.start_hashes.size() != context.checkpoint_hashes.size()) {
+    return Status::InvalidArgument("the proof has " + std::to_string(context.start_hashes.size()) + " start hashes for " +
+                                   std::to_string(context.checkpoint_hashes.size()) + " checkpoints");
+  }
   const std::uint64_t segments = context.checkpoint_hashes.size() - 1;
   for (std::uint64_t s : context.suspect_segments) {
     if (s >= segments) {
@@ -49,12 +53,17 @@ Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
     }
   }
   consensus::MerkleTree checkpoints(context.checkpoint_hashes);
-  return DisputePlayer(std::move(context), std::move(checkpoints));
+  consensus::MerkleTree starts(context.start_hashes.empty() ? context.checkpoint_hashes : context.start_hashes);
+  return DisputePlayer(std::move(context), std::move(checkpoints), std::move(starts));
 }
 
 Status DisputePlayer::CheckTask(const proto::Task& task, const proto::DisputeGame& game) const {
   if (game.proof_root() != HashBytes(checkpoints_.root())) {
     return Status::FailedPrecondition("the game is over another proof than this player's");
+  }
+  // A game without a start root starts its segments from the proof on trial.
+  if (!game.start_root().empty() && game.start_root() != HashBytes(starts_.root())) {
+    return Status::FailedPrecondition("the game's segments start from another proof than this player's");
   }
   if (task.spec().total_steps() != static_cast<std::uint64_t>(context_.task->steps) ||
       task.spec().checkpoint_interval() != static_cast<std::uint64_t>(context_.task->checkpoint_interval)) {
@@ -71,7 +80,7 @@ Result<PinpointResponder*> DisputePlayer::ResponderFor(const proto::Task& task, 
   // The old responder goes first, so that no more than one segment's states are ever held.
   responder_.reset();
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState start, context_.load_checkpoint(segment));
-  if (solver::StateHash(start) != context_.checkpoint_hashes[segment]) {
+  if (solver::StateHash(start) != StartHash(segment)) {
     return Status::Corruption("checkpoint " + std::to_string(segment) +
                               " as loaded does not hash to the proof's checkpoint hash");
   }
@@ -117,12 +126,12 @@ Result<std::optional<proto::DisputeMoveTx>> DisputePlayer::OpenMove(const proto:
   POLNODE_ASSIGN_OR_RETURN(std::optional<Opening> opening, FindOpening(task));
   if (!opening) return MaybeMove();
   const std::uint64_t s = opening->segment;
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof start_proof, checkpoints_.Prove(s));
+  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof start_proof, starts_.Prove(s));
   POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof end_proof, checkpoints_.Prove(s + 1));
   proto::DisputeMoveTx move = MoveFor(game);
   proto::OpenMove* open = move.mutable_open();
   open->set_segment(s);
-  open->set_start_hash(HashBytes(context_.checkpoint_hashes[s]));
+  open->set_start_hash(HashBytes(StartHash(s)));
   open->set_start_proof(ProofBytes(start_proof));
   open->set_end_hash(HashBytes(context_.checkpoint_hashes[s + 1]));
   open->set_end_proof(ProofBytes(end_proof));

@@ -158,6 +158,8 @@ std::vector<Seed> LedgerSeeds() {
   game.mutable_challenger()->set_key(std::string(32, '\x55'));
   game.mutable_defender()->set_key(tasks->tasks[0].submitter());
   game.set_round(3);
+  game.set_proof_root(std::string(32, '\x12'));
+  game.set_start_root(std::string(32, '\x34'));
   const std::string games_with_one = node::TaskGamesJson(one_game);
   // No task on this chain reached its verdicts; one with a verifier slot and a whistleblower's
   // challenge that caught a forced error, written by the ledger's renderer, shows their formats.
@@ -168,13 +170,20 @@ std::vector<Seed> LedgerSeeds() {
   slot->set_lock(500);
   slot->add_segments(3);
   slot->add_failed_segments(7);
-  slot->set_final_digest(std::string(32, '\x66'));
+  slot->add_segment_digests(std::string(32, '\x66'));
   slot->set_vouched(true);
   proto::Challenge* challenge = challenged.add_challenges();
   challenge->set_challenger(std::string(32, '\x77'));
   challenge->set_lock(300);
-  challenge->set_final_digest(std::string(32, '\x88'));
+  challenge->add_segments(2);
+  challenge->add_segments(7);
+  challenge->add_failed_segments(7);
+  challenge->add_segment_digests(std::string(32, '\x88'));
   challenge->set_caught(true);
+  // After a forced round's reveal: the forced checkpoints and their honest hashes.
+  challenged.set_forced_error(true);
+  challenged.add_forced_checkpoints(8);
+  challenged.add_honest_hashes(std::string(32, '\x99'));
   const std::string task_challenged = node::TaskJson(challenged);
   // No verifier is staked on this chain; one member, written by the ledger's renderer, shows the
   // entry format.

@@ -254,20 +254,27 @@ std::vector<Seed> Seeds() {
   seed.set_seed(std::string(32, 'z'));
   proto::DisputeTx challenge;
   challenge.set_task_id(task_id);
-  challenge.set_final_digest(std::string(32, '\x44'));  // a whistleblower commits to its replay's final state
+  // A whistleblower names the final segment (always among its covered ones) with a digest of the
+  // state its replay reached there.
+  challenge.add_failed_segments(kSteps / kInterval - 1);
+  challenge.add_segment_digests(std::string(32, '\x44'));
   proto::VerdictTx verdict;
   verdict.set_task_id(task_id);
   verdict.set_verdict(proto::VERDICT_REJECT);
   verdict.add_failed_segments(kSteps / kInterval - 1);
-  verdict.set_final_digest(std::string(32, '\x66'));
+  verdict.add_segment_digests(std::string(32, '\x66'));
   verdict.set_report_hash(std::string(32, '\x55'));
+  // A forced round's reveal: the final checkpoint in the committed proof and a result proof.
   proto::RevealTx reveal;
   reveal.set_task_id(task_id);
   reveal.set_secret(std::string(32, 's'));
   reveal.set_result_root(Raw(ProofTree().root()));
-  reveal.set_committed_final(Raw(CheckpointHash(final_checkpoint)));
-  reveal.set_honest_final(std::string(32, '\x77'));
-  reveal.set_final_proof(ProofOf(final_checkpoint));
+  proto::RevealedLeaf* leaf = reveal.add_leaves();
+  leaf->set_checkpoint(final_checkpoint);
+  leaf->set_committed_hash(Raw(CheckpointHash(final_checkpoint)));
+  leaf->set_committed_proof(ProofOf(final_checkpoint));
+  leaf->set_result_hash(std::string(32, '\x77'));
+  leaf->set_result_proof(ProofOf(final_checkpoint));
   const std::vector<std::uint8_t> header_bytes = Input(0, header);
   return {
       {"publish-header", header_bytes},

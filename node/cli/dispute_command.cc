@@ -52,8 +52,11 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
       << " (says the proof is wrong)\n"
       << "  defender   " << consensus::ToHex(game.defender().key()) << " (the solver: says its proof is right)\n"
       << "  proof      " << consensus::ToHex(game.proof_root())
-      << (task.forced_root().empty() ? "" : " (the honest proof revealed after a forced error)") << "\n"
-      << "  moves      " << game.moves_size() << " recorded, phase " << proto::GamePhase_Name(game.phase()) << "\n";
+      << (task.forced_root().empty() ? "" : " (the result proof revealed after a forced round: segment ends)") << "\n";
+  if (!game.start_root().empty() && game.start_root() != game.proof_root()) {
+    out << "  starts     " << consensus::ToHex(game.start_root()) << " (the committed proof: segment starts)\n";
+  }
+  out << "  moves      " << game.moves_size() << " recorded, phase " << proto::GamePhase_Name(game.phase()) << "\n";
   if (game.phase() == proto::GAME_OPENING) return;
   out << "  segment    " << game.segment() << " (steps " << game.first_step() << ".."
       << game.first_step() + task.spec().checkpoint_interval() << ")\n";

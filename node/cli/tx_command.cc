@@ -42,21 +42,73 @@ Result<std::string> OptionalHex(const FlagSet& flags, std::string_view name) {
   return std::string(raw->begin(), raw->end());
 }
 
-// A comma-separated list of segment numbers ("" for none).
-Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
-  std::vector<std::uint64_t> out;
+// The comma-separated parts of a flag's value (none for "").
+std::vector<std::string> CommaParts(const FlagSet& flags, std::string_view name) {
+  std::vector<std::string> parts;
   const std::string list = flags.Get(name);
   std::string_view text = list;
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
-    const std::string part(text.substr(0, comma));
+    parts.emplace_back(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  }
+  return parts;
+}
+
+// A comma-separated list of segment numbers ("" for none).
+Result<std::vector<std::uint64_t>> SegmentList(const FlagSet& flags, std::string_view name) {
+  std::vector<std::uint64_t> out;
+  for (const std::string& part : CommaParts(flags, name)) {
     std::uint64_t v = 0;
     auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || error != std::errc() || end != part.data() + part.size()) {
       return Status::InvalidArgument("--" + std::string(name) + ": '" + part + "' is not a segment number");
     }
     out.push_back(v);
+  }
+  return out;
+}
+
+// A comma-separated list of 32-byte hashes, 64 hex each ("" for none).
+Result<std::vector<std::string>> HashList(const FlagSet& flags, std::string_view name) {
+  std::vector<std::string> out;
+  for (const std::string& part : CommaParts(flags, name)) {
+    std::array<std::uint8_t, 32> raw{};
+    POLNODE_RETURN_IF_ERROR(consensus::HexToFixed(part, raw).WithContext("--" + std::string(name)));
+    out.emplace_back(reinterpret_cast<const char*>(raw.data()), raw.size());
+  }
+  return out;
+}
+
+// --leaves: comma-separated CHECKPOINT:COMMITTED_HASH:COMMITTED_PROOF:RESULT_HASH:RESULT_PROOF,
+// hashes 64 hex, proofs the serialized Merkle proofs in hex.
+Result<std::vector<proto::RevealedLeaf>> LeafList(const FlagSet& flags, std::string_view name) {
+  std::vector<proto::RevealedLeaf> out;
+  for (const std::string& part : CommaParts(flags, name)) {
+    std::vector<std::string> fields;
+    for (std::size_t begin = 0;;) {
+      const std::size_t colon = part.find(':', begin);
+      fields.push_back(part.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin));
+      if (colon == std::string::npos) break;
+      begin = colon + 1;
+    }
+    const std::string context = "--" + std::string(name) + " '" + part + "'";
+    if (fields.size() != 5) return Status::InvalidArgument(context + " is not CHECKPOINT:HASH:PROOF:HASH:PROOF");
+    proto::RevealedLeaf& leaf = out.emplace_back();
+    std::uint64_t checkpoint = 0;
+    auto [end, error] = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), checkpoint);
+    if (fields[0].empty() || error != std::errc() || end != fields[0].data() + fields[0].size()) {
+      return Status::InvalidArgument(context + ": '" + fields[0] + "' is not a checkpoint number");
+    }
+    leaf.set_checkpoint(checkpoint);
+    std::string* targets[] = {leaf.mutable_committed_hash(), leaf.mutable_committed_proof(), leaf.mutable_result_hash(),
+                              leaf.mutable_result_proof()};
+    for (std::size_t i = 0; i < 4; ++i) {
+      Result<std::vector<std::uint8_t>> raw = consensus::HexToBytes(fields[i + 1]);
+      if (!raw.ok()) return raw.status().WithContext(context);
+      if (i % 2 == 0 && raw->size() != 32) return Status::InvalidArgument(context + ": a hash is 64 hex");
+      targets[i]->assign(raw->begin(), raw->end());
+    }
   }
   return out;
 }
@@ -266,8 +318,8 @@ const TxKind kKinds[] = {
                "TASK --json lists them; a key drawn for several slots posts one verdict per slot)", "", true);
        f.Value("verdict", "WORD", "accept, reject or unavailable (the proof's data could not be had)", "", true);
        f.Value("failed-segments", "LIST", "reject: the segments whose replay failed, comma-separated ascending", "");
-       f.Value("final-digest", "HEX", "accept and reject: FinalDigest(your key, the final state your replay reached) "
-               "(64 hex; default 32 zero bytes, which vouches for nothing)");
+       f.Value("segment-digests", "LIST", "exact-mode reject: per failed segment, in the same order, SegmentDigest(your "
+               "key, segment, the state hash your replay of it reached), 64 hex each, comma-separated", "");
        f.Value("report-hash", "HEX", "hash of your replay report (64 hex)", "", true);
      },
      [](const FlagSet& f) -> Result<std::string> {
@@ -287,13 +339,8 @@ const TxKind kKinds[] = {
        }
        POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> failed, SegmentList(f, "failed-segments"));
        for (std::uint64_t s : failed) tx.add_failed_segments(s);
-       if (tx.verdict() != proto::VERDICT_UNAVAILABLE) {
-         if (f.Given("final-digest")) {
-           POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
-         } else {
-           tx.set_final_digest(std::string(32, '\0'));
-         }
-       }
+       POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> digests, HashList(f, "segment-digests"));
+       for (std::string& d : digests) tx.add_segment_digests(std::move(d));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_report_hash(), Bytes32(f, "report-hash"));
        return Serialize(tx);
      }},
@@ -302,8 +349,10 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("verifier", "PUBKEY", "the solver: the rejecting verifier's key (64 hex); a whistleblower leaves it out");
        f.Value("slot", "N", "the solver, with --verifier: the index of the disputed slot among the task's verifiers");
-       f.Value("final-digest", "HEX", "a whistleblower: FinalDigest(your key, the final state your replay reached) "
-               "(64 hex; default 32 zero bytes, which catches no forced error)");
+       f.Value("failed-segments", "LIST", "a whistleblower: the segments of its challenge (ChallengeSegments of your "
+               "key) whose replay failed, comma-separated ascending, at least one");
+       f.Value("segment-digests", "LIST", "a whistleblower, exact mode: per failed segment, in the same order, "
+               "SegmentDigest(your key, segment, the state hash your replay of it reached), 64 hex each, comma-separated");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::DisputeTx tx;
@@ -312,14 +361,18 @@ const TxKind kKinds[] = {
          return Status::InvalidArgument("the solver names the disputed verdict by --verifier and --slot together");
        }
        if (f.Given("verifier")) {
-         if (f.Given("final-digest")) return Status::InvalidArgument("the solver's dispute carries no --final-digest");
+         if (f.Given("failed-segments") || f.Given("segment-digests")) {
+           return Status::InvalidArgument("the solver's dispute carries no --failed-segments or --segment-digests");
+         }
          POLNODE_ASSIGN_OR_RETURN(*tx.mutable_verifier(), Bytes32(f, "verifier"));
          POLNODE_ASSIGN_OR_RETURN(std::int64_t slot, f.GetInt("slot", 0, UINT32_MAX));
          tx.set_slot(static_cast<std::uint32_t>(slot));
-       } else if (f.Given("final-digest")) {
-         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_digest(), Bytes32(f, "final-digest"));
        } else {
-         tx.set_final_digest(std::string(32, '\0'));
+         POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint64_t> failed, SegmentList(f, "failed-segments"));
+         if (failed.empty()) return Status::InvalidArgument("a whistleblower's challenge names its --failed-segments");
+         for (std::uint64_t s : failed) tx.add_failed_segments(s);
+         POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> digests, HashList(f, "segment-digests"));
+         for (std::string& d : digests) tx.add_segment_digests(std::move(d));
        }
        return Serialize(tx);
      }},
@@ -339,22 +392,17 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("secret", "HEX", "the secret you claimed with (64 hex)", "", true);
        f.Value("result-root", "HEX", "the proof root the submitter should use (64 hex)", "", true);
-       f.Value("committed-final", "HEX", "forced rounds: the committed final checkpoint hash (64 hex)");
-       f.Value("honest-final", "HEX", "forced rounds: the honest final checkpoint hash (64 hex)");
-       f.Value("final-proof", "HEX", "forced rounds: the final leaf's serialized Merkle proof");
+       f.Value("leaves", "LIST", "forced rounds: the checkpoints the ledger needs (contracts/forced.h "
+               "RevealCheckpoints), ascending, comma-separated, each CHECKPOINT:COMMITTED_HASH:COMMITTED_PROOF:"
+               "RESULT_HASH:RESULT_PROOF (hashes 64 hex, proofs serialized Merkle proofs in hex)");
      },
      [](const FlagSet& f) -> Result<std::string> {
        proto::RevealTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_secret(), Bytes32(f, "secret"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_result_root(), Bytes32(f, "result-root"));
-       if (f.Given("committed-final")) {
-         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_committed_final(), Bytes32(f, "committed-final"));
-       }
-       if (f.Given("honest-final")) {
-         POLNODE_ASSIGN_OR_RETURN(*tx.mutable_honest_final(), Bytes32(f, "honest-final"));
-       }
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_final_proof(), OptionalHex(f, "final-proof"));
+       POLNODE_ASSIGN_OR_RETURN(std::vector<proto::RevealedLeaf> leaves, LeafList(f, "leaves"));
+       for (proto::RevealedLeaf& leaf : leaves) *tx.add_leaves() = std::move(leaf);
        return Serialize(tx);
      }},
 };

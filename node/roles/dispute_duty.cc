@@ -5,6 +5,7 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/roles/submitter_model.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/train_state.h"
@@ -36,13 +37,14 @@ Result<consensus::Hash256> Hash32(const std::string& raw, std::string_view what)
 
 }  // namespace
 
-Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
+Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game) {
   State& s = *state_;
-  // The committed proof is what the solver serves; after a forced round's reveal the proof on
-  // trial is the honest one: the committed checkpoints with the final one replaced.
-  const bool forced = !task.forced_root().empty();
-  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 committed,
-                           Hash32(forced ? task.forced_root() : task.proof_root(), "the committed proof root"));
+  // Segments start from the committed proof's checkpoints (what the solver serves at proof_uri and
+  // trained on from) and end at the proof on trial's: after a forced round's reveal the result
+  // proof, the committed one with the forced checkpoints restored, served beside it.
+  const std::string& start_raw = game.start_root().empty() ? game.proof_root() : game.start_root();
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 committed, Hash32(start_raw, "the game's start root"));
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 on_trial, Hash32(game.proof_root(), "the game's proof root"));
   const std::string uri(task.proof_uri());
   // An unreachable proof server is not the ledger going away: report it as this pass's error.
   Result<solver::ProofManifest> manifest = FetchManifest(ctx.fetch_policy(), uri, committed);
@@ -55,8 +57,12 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
   context.backend = s.party.backend;
   context.key = ctx.pubkey();
   context.checkpoint_hashes = s.manifest->checkpoint_hashes;
-  if (forced) {
-    POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes.back(), Hash32(task.honest_final(), "honest_final"));
+  if (on_trial != committed) {
+    POLNODE_ASSIGN_OR_RETURN(std::string result_uri, ResultProofUri(uri, game.proof_root()));
+    Result<solver::ProofManifest> result = FetchManifest(ctx.fetch_policy(), result_uri, on_trial);
+    if (!result.ok()) return Status::FailedPrecondition("cannot fetch the result proof: " + result.status().ToString());
+    context.start_hashes = s.manifest->checkpoint_hashes;
+    context.checkpoint_hashes = result->checkpoint_hashes;
   }
   context.suspect_segments = s.party.suspect_segments;
   context.responder_options.tamper = s.party.tamper;
@@ -81,7 +87,7 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task) {
   };
   POLNODE_ASSIGN_OR_RETURN(verifier::DisputePlayer player, verifier::DisputePlayer::Create(std::move(context)));
   s.player.emplace(std::move(player));
-  s.prepared_root = task.proof_root();
+  s.prepared_root = game.proof_root();
   return Status::Ok();
 }
 
@@ -91,8 +97,8 @@ Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
   for (const proto::DisputeGame& game : view.games) {
     if (game.phase() == proto::GAME_RESOLVED) continue;
     if (game.challenger().key() != ctx.pubkey() && game.defender().key() != ctx.pubkey()) continue;
-    // The proof on trial changes once, at a forced round's reveal: the player is rebuilt for it.
-    if (!state_->player || state_->prepared_root != view.task.proof_root()) POLNODE_RETURN_IF_ERROR(Prepare(ctx, view.task));
+    // Every game of a task is over the same proofs (games start after the reveal).
+    if (!state_->player || state_->prepared_root != game.proof_root()) POLNODE_RETURN_IF_ERROR(Prepare(ctx, view.task, game));
     POLNODE_ASSIGN_OR_RETURN(std::optional<proto::DisputeMoveTx> move, state_->player->NextMove(view.task, game));
     if (!move) continue;
     const std::string challenger = consensus::ToHex(game.challenger().key());

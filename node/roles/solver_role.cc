@@ -6,14 +6,15 @@
 #include <cstring>
 #include <filesystem>
 
-#include "polnode/roles/forced_error_proof.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/proof_http.h"
+#include "polnode/solver/forced_round.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_binding.h"
@@ -25,8 +26,9 @@ namespace {
 
 constexpr char kSecretFile[] = "secret";
 constexpr char kDocumentFile[] = "document.pb";
-constexpr char kHonestDir[] = "proof";
-constexpr char kForcedDir[] = "proof-forced";
+// The proof trained (and committed), and in a forced round the result proof beside it.
+constexpr char kProofDir[] = "proof";
+constexpr char kResultDir[] = "proof-result";
 
 std::string Serialized(const google::protobuf::MessageLite& message) {
   std::string out;
@@ -272,11 +274,12 @@ Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> doc, ReadWholeFile(claimed->dir + "/" + kDocumentFile, solver::kMaxTaskBytes));
   POLNODE_ASSIGN_OR_RETURN(claimed->document, solver::DecodeTaskProto(doc));
   // Proofs already made are served again at once (verifiers and the submitter may be waiting).
-  for (const char* sub : {kHonestDir, kForcedDir}) {
+  // The result proof is the committed one unless a forced round wrote its own.
+  for (const char* sub : {kProofDir, kResultDir}) {
     const std::string dir = claimed->dir + "/" + sub;
     if (!HasManifest(dir)) continue;
     POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 root, proofs_.Add(dir));
-    if (sub == std::string(kHonestDir)) claimed->honest_root = root;
+    claimed->result_root = root;
   }
   if (task.status() != proto::TASK_CLAIMED) claimed->committed_root = HashOf(task.proof_root());
   claimed->settled_logged = task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED;
@@ -290,14 +293,18 @@ Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::
 void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claimed& claimed) {
   claimed.done = false;
   const std::string task_hex = consensus::ToHex(task.id());
-  claimed.worker = std::make_unique<std::thread>([this, &ctx, &claimed, task_hex] {
+  std::optional<solver::ForcedRound> forced = ForcedRoundOf(task, claimed);
+  claimed.worker = std::make_unique<std::thread>([this, &ctx, &claimed, task_hex, forced] {
     const Clock::TimePoint started = ctx.clock().Now();
     Status status = [&]() -> Status {
       POLNODE_ASSIGN_OR_RETURN(const solver::ImageDataset* data, Data(claimed.document));
       kernels::Backend* backend = backend_.get();
       std::unique_ptr<solver::TamperingBackend> tamper;
       solver::ProveOptions prove;
-      prove.out_dir = claimed.dir + "/" + kHonestDir;
+      prove.out_dir = claimed.dir + "/" + kProofDir;
+      // A forced round's proof is falsified at its forced checkpoints as it is trained, and
+      // training goes on from the falsified states (forced_round.h).
+      if (forced) prove.on_checkpoint = solver::ForcedCheckpointHook(*forced, claimed.document.checkpoint_interval);
       prove.key = &ctx.key();
       prove.cancel = &cancel_;
       // Durable progress, so an operator (or the devnet) can see where a restart will resume.
@@ -326,24 +333,46 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
     claimed.result = status;
     claimed.done = true;
   });
-  ctx.log().Event("training", {{"task", task_hex}, {"backend", options_.backend}, {"cheating", options_.cheat ? "true" : "false"}});
+  ctx.log().Event("training", {{"task", task_hex},
+                               {"backend", options_.backend},
+                               {"cheating", options_.cheat ? "true" : "false"},
+                               {"forced_checkpoints", forced ? std::to_string(forced->checkpoints.size()) : "0"}});
+}
+
+std::optional<solver::ForcedRound> SolverRole::ForcedRoundOf(const proto::Task& task, const Claimed& claimed) const {
+  if (task.forced_seed().empty() ||
+      !contracts::IsForcedError(claimed.secret, task.forced_seed(), task.id(), params_.forced_error_rate())) {
+    return std::nullopt;
+  }
+  solver::ForcedRound round;
+  round.secret = claimed.secret;
+  round.forced_seed = task.forced_seed();
+  round.task_id = task.id();
+  round.mode = claimed.document.mode;
+  const std::uint64_t segments = static_cast<std::uint64_t>(claimed.document.steps / claimed.document.checkpoint_interval);
+  round.checkpoints = contracts::ForcedCheckpoints(claimed.secret, task.forced_seed(), task.id(), segments,
+                                                   claimed.document.mode == solver::ReproMode::kExact);
+  return round;
 }
 
 Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claimed& claimed) {
-  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 honest, proofs_.Add(claimed.dir + "/" + kHonestDir));
-  claimed.honest_root = honest;
-  const bool forced = contracts::IsForcedError(claimed.secret, task.forced_seed(), task.id(), params_.forced_error_rate());
-  consensus::Hash256 root = honest;
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 root, proofs_.Add(claimed.dir + "/" + kProofDir));
+  const std::optional<solver::ForcedRound> round = ForcedRoundOf(task, claimed);
+  const bool forced = round.has_value();
+  claimed.result_root = root;
   if (forced) {
-    POLNODE_RETURN_IF_ERROR(MakeForcedErrorProof(claimed.dir + "/" + kHonestDir, claimed.dir + "/" + kForcedDir, ctx.key()).status());
-    POLNODE_ASSIGN_OR_RETURN(root, proofs_.Add(claimed.dir + "/" + kForcedDir));
+    // What the reveal will show and the submitter will get: the committed proof with the forced
+    // checkpoints restored.
+    POLNODE_RETURN_IF_ERROR(
+        solver::WriteResultProof(claimed.dir + "/" + kProofDir, claimed.dir + "/" + kResultDir, *round, ctx.key()).status());
+    POLNODE_ASSIGN_OR_RETURN(claimed.result_root, proofs_.Add(claimed.dir + "/" + kResultDir));
   }
   proto::CommitProofTx tx;
   tx.set_task_id(task.id());
   tx.set_proof_root(Raw(root));
   tx.set_proof_uri(ProofUri(ctx.http_url(), root));
   // The ledger checks the proof's starting point: checkpoint 0 must be the task's initial state.
-  POLNODE_ASSIGN_OR_RETURN(std::string initial_proof, CheckpointProof(CommittedDir(claimed, forced), 0));
+  POLNODE_ASSIGN_OR_RETURN(std::string initial_proof, CheckpointProof(claimed.dir + "/" + kProofDir, 0));
   tx.set_initial_proof(std::move(initial_proof));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("commit-" + consensus::ToHex(task.id()), contracts::payload::kCommitProof, Serialized(tx)));
   if (state == DutyState::kSent) {
@@ -353,10 +382,6 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   }
   claimed.committed_root = root;
   return Status::Ok();
-}
-
-std::string SolverRole::CommittedDir(const Claimed& claimed, bool forced) {
-  return claimed.dir + "/" + (forced ? kForcedDir : kHonestDir);
 }
 
 Result<std::string> SolverRole::CheckpointProof(const std::string& dir, std::uint64_t checkpoint) {
@@ -408,11 +433,11 @@ Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, s
   return txs;
 }
 
-Status SolverRole::Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed, bool forced) {
+Status SolverRole::Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed) {
   const std::string task_hex = consensus::ToHex(task.id());
   for (std::uint64_t checkpoint : task.publish_required()) {
     POLNODE_ASSIGN_OR_RETURN(std::vector<proto::PublishTx> txs,
-                             PublishTxs(CommittedDir(claimed, forced), task.id(), checkpoint));
+                             PublishTxs(claimed.dir + "/" + kProofDir, task.id(), checkpoint));
     // The header first, then its chunks: in nonce order they execute in this order.
     for (std::size_t i = 0; i < txs.size(); ++i) {
       const std::string name = "publish-" + task_hex + "-" + std::to_string(checkpoint) + "-" + std::to_string(i);
@@ -428,6 +453,37 @@ Status SolverRole::Publish(RoleContext& ctx, const proto::Task& task, Claimed& c
   return Status::Ok();
 }
 
+Result<proto::RevealTx> ForcedRevealTx(const proto::Task& task, std::string_view secret, const std::string& committed_dir,
+                                       const std::string& result_dir) {
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir committed, solver::OpenProofDir(committed_dir));
+  POLNODE_ASSIGN_OR_RETURN(solver::ProofDir result, solver::OpenProofDir(result_dir));
+  const std::vector<consensus::Hash256>& committed_hashes = committed.manifest.checkpoint_hashes;
+  const std::vector<consensus::Hash256>& result_hashes = result.manifest.checkpoint_hashes;
+  if (committed_hashes.size() != result_hashes.size()) {
+    return Status::Corruption("the committed and the result proof have different checkpoint counts");
+  }
+  const consensus::MerkleTree committed_tree(committed_hashes);
+  const consensus::MerkleTree result_tree(result_hashes);
+  proto::RevealTx tx;
+  tx.set_task_id(task.id());
+  tx.set_secret(std::string(secret));
+  tx.set_result_root(Raw(result_tree.root()));
+  for (std::uint64_t k : contracts::RevealCheckpoints(task)) {
+    if (k >= committed_hashes.size()) return Status::OutOfRange("the proof has no checkpoint " + std::to_string(k));
+    POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof committed_path, committed_tree.Prove(k));
+    POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof result_path, result_tree.Prove(k));
+    const std::vector<std::uint8_t> committed_bytes = consensus::SerializeMerkleProof(committed_path);
+    const std::vector<std::uint8_t> result_bytes = consensus::SerializeMerkleProof(result_path);
+    proto::RevealedLeaf* leaf = tx.add_leaves();
+    leaf->set_checkpoint(k);
+    leaf->set_committed_hash(Raw(committed_hashes[k]));
+    leaf->set_committed_proof(std::string(committed_bytes.begin(), committed_bytes.end()));
+    leaf->set_result_hash(Raw(result_hashes[k]));
+    leaf->set_result_proof(std::string(result_bytes.begin(), result_bytes.end()));
+  }
+  return tx;
+}
+
 Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
   Claimed* claimed = nullptr;
   if (auto it = claimed_.find(task.id()); it != claimed_.end()) {
@@ -440,6 +496,8 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
                       contracts::IsForcedError(claimed->secret, task.forced_seed(), task.id(), params_.forced_error_rate());
   switch (task.status()) {
     case proto::TASK_CLAIMED:
+      // A forced round is falsified while it is trained: training waits for the forced-error seed.
+      if (task.forced_seed().empty()) return Status::Ok();
       if (!claimed->worker) StartTraining(ctx, task, *claimed);
       if (!claimed->done) return Status::Ok();
       if (!claimed->result.ok()) {
@@ -448,10 +506,9 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
         claimed->worker.reset();  // retried next pass; Prove resumes from its last checkpoint
         return Status::Ok();
       }
-      if (task.forced_seed().empty()) return Status::Ok();  // the commit needs the seed drawn
       return CommitProof(ctx, task, *claimed);
     case proto::TASK_PUBLISHING:
-      return Publish(ctx, task, *claimed, forced);
+      return Publish(ctx, task, *claimed);
     case proto::TASK_CHALLENGE:
       // In a forced round the reveal decides which rejects the solver defends against.
       if (forced) return Status::Ok();
@@ -475,24 +532,21 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       }
       return Status::Ok();
     case proto::TASK_REVEALING: {
-      if (!claimed->honest_root) return Status::FailedPrecondition("task " + task_hex + " awaits a reveal but its honest proof is missing");
+      if (!claimed->result_root) return Status::FailedPrecondition("task " + task_hex + " awaits a reveal but its proof is missing");
       proto::RevealTx tx;
-      tx.set_task_id(task.id());
-      tx.set_secret(claimed->secret);
-      tx.set_result_root(Raw(*claimed->honest_root));
       if (forced) {
-        // The honest proof is the committed one with the final checkpoint replaced: both share the
-        // final leaf's Merkle path.
-        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir committed, solver::OpenProofDir(CommittedDir(*claimed, true)));
-        POLNODE_ASSIGN_OR_RETURN(solver::ProofDir honest, solver::OpenProofDir(CommittedDir(*claimed, false)));
-        const std::uint64_t final_index = committed.manifest.checkpoint_hashes.size() - 1;
-        tx.set_committed_final(Raw(committed.manifest.checkpoint_hashes.back()));
-        tx.set_honest_final(Raw(honest.manifest.checkpoint_hashes.back()));
-        POLNODE_ASSIGN_OR_RETURN(std::string path, CheckpointProof(CommittedDir(*claimed, true), final_index));
-        tx.set_final_proof(std::move(path));
+        POLNODE_ASSIGN_OR_RETURN(tx, ForcedRevealTx(task, claimed->secret, claimed->dir + "/" + kProofDir,
+                                                    claimed->dir + "/" + kResultDir));
+      } else {
+        tx.set_task_id(task.id());
+        tx.set_secret(claimed->secret);
+        tx.set_result_root(Raw(*claimed->result_root));
       }
       POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("reveal-" + task_hex, contracts::payload::kReveal, Serialized(tx)));
-      if (state == DutyState::kSent) ctx.log().Event("revealing", {{"task", task_hex}, {"forced", forced ? "true" : "false"}});
+      if (state == DutyState::kSent) {
+        ctx.log().Event("revealing",
+                        {{"task", task_hex}, {"forced", forced ? "true" : "false"}, {"leaves", std::to_string(tx.leaves_size())}});
+      }
       return Status::Ok();
     }
     case proto::TASK_DISPUTED: {

@@ -272,6 +272,14 @@ std::vector<std::int64_t> SegmentsOfSlots(const proto::Task& task, const std::ve
   return all;
 }
 
+std::vector<std::int64_t> ChallengeSegmentsOf(const proto::Task& task, std::string_view challenger) {
+  const std::uint64_t segment_count = task.spec().total_steps() / std::max<std::uint64_t>(1, task.spec().checkpoint_interval());
+  if (task.segment_beacon().empty() || segment_count == 0) return {};
+  const std::vector<std::uint64_t> covered = contracts::ChallengeSegments(task.segment_beacon(), challenger, segment_count,
+                                                                          task.spec().segments_per_verification());
+  return std::vector<std::int64_t>(covered.begin(), covered.end());
+}
+
 Result<ProofCheck> CheckCommittedProof(const CheckRequest& request) {
   const Clock::TimePoint started = request.clock->Now();
   POLNODE_ASSIGN_OR_RETURN(ProofCheck check, RunCheck(request));
@@ -309,18 +317,26 @@ Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std
   } else {
     v.verdict = proto::VERDICT_ACCEPT;
   }
-  const verifier::SegmentEvidence& final_replay = check.evidence.back();
-  if (!check.tolerant && final_replay.replayed) v.final_state = final_replay.recomputed;
+  // Exact mode: each failed segment's reached end, which the reject commits to by digest (a
+  // forced round's catch is checked against the honest hash the solver reveals there).
+  if (!check.tolerant) {
+    for (std::uint64_t s : v.failed_segments) {
+      const auto at = std::find(check.segments.begin(), check.segments.end(), static_cast<std::int64_t>(s));
+      v.failed_ends.push_back(check.evidence[static_cast<std::size_t>(at - check.segments.begin())].recomputed);
+    }
+  }
   return v;
 }
 
-std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict) {
-  consensus::Hash256 digest{};
-  if (verdict.final_state) {
-    digest = contracts::FinalDigest(
-        key, std::string_view(reinterpret_cast<const char*>(verdict.final_state->data()), verdict.final_state->size()));
+std::vector<std::string> SegmentDigestsOf(std::string_view key, const SegmentsVerdict& verdict) {
+  std::vector<std::string> digests;
+  for (std::size_t j = 0; j < verdict.failed_ends.size() && j < verdict.failed_segments.size(); ++j) {
+    const consensus::Hash256& end = verdict.failed_ends[j];
+    const consensus::Hash256 digest = contracts::SegmentDigest(
+        key, verdict.failed_segments[j], std::string_view(reinterpret_cast<const char*>(end.data()), end.size()));
+    digests.emplace_back(digest.begin(), digest.end());
   }
-  return std::string(digest.begin(), digest.end());
+  return digests;
 }
 
 proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
@@ -330,8 +346,9 @@ proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std:
   tx.set_slot(slot);
   tx.set_verdict(verdict.verdict);
   tx.set_report_hash(std::string(report_hash.begin(), report_hash.end()));
+  if (verdict.verdict != proto::VERDICT_REJECT) return tx;
   for (std::uint64_t s : verdict.failed_segments) tx.add_failed_segments(s);
-  if (verdict.verdict != proto::VERDICT_UNAVAILABLE) tx.set_final_digest(FinalDigestOf(verifier, verdict));
+  for (std::string& digest : SegmentDigestsOf(verifier, verdict)) tx.add_segment_digests(std::move(digest));
   return tx;
 }
 

@@ -86,7 +86,10 @@ std::string ReportJson(const proto::Task& task, std::uint32_t slot, std::string_
   w.Key("failed_segments").BeginArray();
   for (std::uint64_t s : verdict.failed_segments) w.Int(static_cast<std::int64_t>(s));
   w.EndArray();
-  w.Field("final_state", verdict.final_state ? consensus::ToHex(*verdict.final_state) : "");
+  // Exact mode: what each failed segment's replay reached (the reject's segment digests commit to these).
+  w.Key("failed_ends").BeginArray();
+  for (const consensus::Hash256& end : verdict.failed_ends) w.String(consensus::ToHex(end));
+  w.EndArray();
   w.Key("replays").BeginArray();
   for (const verifier::SegmentEvidence& e : check.evidence) WriteSegmentEvidence(w, e);
   w.EndArray().EndObject();

@@ -170,7 +170,11 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   if (!audit.error.empty() && ctx.clock().Now() < audit.retry_at) return Status::Ok();
   CheckRequest request;
   request.task = task;
+  // Its own challenge's segments too: a challenge names failures among those only.
   request.segments = SegmentsOfSlots(task, audit.slots);
+  for (std::int64_t s : ChallengeSegmentsOf(task, ctx.pubkey())) request.segments.push_back(s);
+  std::sort(request.segments.begin(), request.segments.end());
+  request.segments.erase(std::unique(request.segments.begin(), request.segments.end()), request.segments.end());
   request.cache_dir = ctx.home() + "/cache";
   request.fetch = ctx.fetch_policy();
   request.data = &data_;
@@ -204,13 +208,18 @@ Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, Tas
                                 {"mine", VerdictName(mine.verdict)},
                                 {"reason", mine.reason}});
   }
-  // The whistleblower challenges the proof itself when its replay of the audited slots' segments
-  // (and the final one) shows a transition wrong: the one thing a game can show. An accepting
-  // verifier whose slot's segments include the one the game disproves loses that slot's lock to
-  // the whistleblower; in a forced round the challenge catches the forced error.
-  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, SegmentsOfSlots(task, audit.slots)));
-  if (mine.verdict != proto::VERDICT_REJECT) return Status::Ok();
+  // The whistleblower challenges the proof itself when its replay of its covered segments shows a
+  // transition wrong: the one thing a game can show. An accepting verifier whose slot's segments
+  // include the one the game disproves loses that slot's lock to the whistleblower; in a forced
+  // round the challenge catches the forced error when it names exactly the covered segments that
+  // end at forced checkpoints. Its game looks first where any of its replays found the proof wrong.
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict audited, VerdictOn(*audit.check, SegmentsOfSlots(task, audit.slots)));
+  POLNODE_ASSIGN_OR_RETURN(SegmentsVerdict mine, VerdictOn(*audit.check, ChallengeSegmentsOf(task, ctx.pubkey())));
   audit.suspects = mine.failed_segments;
+  for (std::uint64_t s : audited.failed_segments) {
+    if (std::find(audit.suspects.begin(), audit.suspects.end(), s) == audit.suspects.end()) audit.suspects.push_back(s);
+  }
+  if (mine.verdict != proto::VERDICT_REJECT) return Status::Ok();
   return Challenge(ctx, task, mine);
 }
 
@@ -232,9 +241,10 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   }
   proto::DisputeTx tx;
   tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
-  // Like a verdict, it commits to the final state its replay reached: in a forced round only a
-  // challenge whose digest matches the honest final state the solver reveals is a catch.
-  tx.set_final_digest(FinalDigestOf(ctx.pubkey(), mine));
+  // Like a reject, it names its failed covered segments and (exact mode) commits to the ends its
+  // replays reached: in a forced round only a challenge right about every forced one is a catch.
+  for (std::uint64_t s : mine.failed_segments) tx.add_failed_segments(s);
+  for (std::string& digest : SegmentDigestsOf(ctx.pubkey(), mine)) tx.add_segment_digests(std::move(digest));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));
   if (state == DutyState::kCommitted || state == DutyState::kFailed) {
     pending_challenges_.erase(duty);

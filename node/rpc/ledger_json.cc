@@ -134,13 +134,15 @@ void WriteSlot(JsonWriter& w, const proto::VerifierSlot& slot) {
       .Field("published", slot.published())
       .Field("disputed", slot.disputed())
       .Field("vouched", slot.vouched())
-      .Field("game_result", proto::GameResult_Name(slot.game_result()))
-      .Field("final_digest", ToHex(slot.final_digest()));
+      .Field("game_result", proto::GameResult_Name(slot.game_result()));
   w.Key("segments").BeginArray();
   for (std::uint64_t s : slot.segments()) w.Uint(s);
   w.EndArray();
   w.Key("failed_segments").BeginArray();
   for (std::uint64_t s : slot.failed_segments()) w.Uint(s);
+  w.EndArray();
+  w.Key("segment_digests").BeginArray();
+  for (const std::string& d : slot.segment_digests()) w.String(ToHex(d));
   w.EndArray().EndObject();
 }
 
@@ -148,10 +150,17 @@ void WriteChallenge(JsonWriter& w, const proto::Challenge& challenge) {
   w.BeginObject()
       .Field("challenger", ToHex(challenge.challenger()))
       .Field("lock", challenge.lock())
-      .Field("final_digest", ToHex(challenge.final_digest()))
       .Field("caught", challenge.caught())
-      .Field("game_result", proto::GameResult_Name(challenge.game_result()))
-      .EndObject();
+      .Field("game_result", proto::GameResult_Name(challenge.game_result()));
+  w.Key("segments").BeginArray();
+  for (std::uint64_t s : challenge.segments()) w.Uint(s);
+  w.EndArray();
+  w.Key("failed_segments").BeginArray();
+  for (std::uint64_t s : challenge.failed_segments()) w.Uint(s);
+  w.EndArray();
+  w.Key("segment_digests").BeginArray();
+  for (const std::string& d : challenge.segment_digests()) w.String(ToHex(d));
+  w.EndArray().EndObject();
 }
 
 // `task` as one JSON object value.
@@ -184,13 +193,19 @@ void WriteTask(JsonWriter& w, const proto::Task& task) {
       .Field("jackpot_cut", task.jackpot_cut())
       .Field("verification_round", static_cast<std::uint64_t>(task.verification_round()))
       .Field("forced_root", ToHex(task.forced_root()))
-      .Field("honest_final", ToHex(task.honest_final()))
       .Field("seed_committed", !task.seed_commitment().empty())
       .Field("seed_revealed", !task.submitter_seed().empty())
       .Field("pruned", task.pruned())
       .Field("record", ToHex(contracts::EncodeRecord(task)));
   w.Key("publish_required").BeginArray();
   for (std::uint64_t c : task.publish_required()) w.Uint(c);
+  w.EndArray();
+  // Forced rounds, after the reveal (contracts.proto Task).
+  w.Key("forced_checkpoints").BeginArray();
+  for (std::uint64_t c : task.forced_checkpoints()) w.Uint(c);
+  w.EndArray();
+  w.Key("honest_hashes").BeginArray();
+  for (const std::string& h : task.honest_hashes()) w.String(ToHex(h));
   w.EndArray();
   w.Key("spec");
   WriteSpec(w, task.spec());
@@ -291,6 +306,8 @@ std::string TaskGamesJson(const contracts::TaskGames& games) {
         .Field("moves", static_cast<std::uint64_t>(game.moves_size()))
         .Field("winner", ToHex(game.winner()))
         .Field("ruling", game.ruling())
+        .Field("proof_root", ToHex(game.proof_root()))
+        .Field("start_root", ToHex(game.start_root()))
         .Field("record", ToHex(contracts::EncodeRecord(game)))
         .EndObject();
   }

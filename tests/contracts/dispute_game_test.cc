@@ -95,6 +95,9 @@ class GameRunner {
     flow_.AdvancePastDeadline();
     EXPECT_EQ(flow_.Reveal(flow_.proof_root).code, StatusCode::kOk);
     const proto::DisputeGame opened = Game();
+    // Not a forced round: the segments start and end on the committed proof.
+    EXPECT_EQ(opened.start_root(), flow_.proof_root);
+    EXPECT_EQ(opened.proof_root(), flow_.proof_root);
     challenger_ = KeyOf(opened.challenger().key());
     defender_ = KeyOf(opened.defender().key());
     const bool challenger_honest =

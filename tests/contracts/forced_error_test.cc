@@ -1,14 +1,26 @@
-// Forced-error rounds (forced_error_rate = 1: every round is forced). The committed proof is the
-// honest one with a deliberately wrong final checkpoint, so accepting it is provably lazy; the
-// solver shows the honest proof at the reveal and is paid only when a verifier that caught the
-// error reached the same honest final state (its final digest), and the honest proof survives any
-// claim against it. Money of the 10,000-unit task: escrow 9,800, verifier share 490, solver pay
-// 8,820; the jackpot starts with the 200 cut.
+// Forced-error rounds (protocol v5; forced_error_rate = 1: every round is forced). The committed
+// proof is falsified at random forced checkpoints (exact mode; the final one in tolerant mode), the
+// solver trains on from them and reveals, at every checkpoint a verdict or challenge covered, the
+// committed and the result proof's hash. A verdict is right when it names exactly its covered
+// segments that end at forced checkpoints, with digests of the honest hashes (or accepts when
+// there are none), so replaying only the final segment does not pay. Money of the 10,000-unit
+// task: escrow 9,800, verifier share 490, solver pay 8,820; the jackpot starts with the 200 cut
+// and pays half of its pool.
+//
+// Which checkpoints are forced depends on the solver's secret; the slots' segments do not. Each
+// test picks the first secret (and committed proof) whose forced checkpoints give the situation it
+// is about (ForcedFlow), so every test is deterministic and checks what it says.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/dispute_audit.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/dispute.pb.h"
 #include "polnode/testing/task_flow.h"
@@ -16,274 +28,603 @@
 namespace polnode::contracts::testing {
 namespace {
 
+using Segments = std::vector<std::uint64_t>;
+
 proto::Params ForcedParams() {
   proto::Params params = TestParams();
   params.set_forced_error_rate(1);
   return params;
 }
 
-const std::string kHonestFinal = Bytes32(0xF1);
-
-// A flow whose committed proof has 11 checkpoints (10 segments), the last one the forced error.
-void Prepare(TaskFlow& flow) {
-  std::vector<Hash256> leaves(11);
-  for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
-  leaves[0].fill(0xD5);  // the spec's initial state
-  flow.SetCheckpoints(leaves);
-  flow.replay_final = kHonestFinal;
+proto::StakeTx WhistleblowerStake() {
+  proto::StakeTx stake;
+  stake.set_role(proto::ROLE_WHISTLEBLOWER);
+  stake.set_amount(300);
+  return stake;
 }
 
-TEST(ForcedError, DiligentVerifierVouchesEarnsTheJackpotAndTheSolverIsPaid) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);  // diligent: the final segment fails
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);   // lazy
-  flow.AdvancePastDeadline();
-  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
-  const std::uint64_t solver = flow.chain.Balance(flow.solver);
-  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
-  TxResult r = flow.RevealForced(kHonestFinal);
+// Runs fresh forced rounds to verifying, with secrets 1, 2, ... (and a committed proof varied with
+// it, which moves the slots), until one has its two slots held by different keys and `want`
+// holds. `tolerant` posts a tolerant-mode spec.
+std::unique_ptr<TaskFlow> ForcedFlow(const std::function<bool(const TaskFlow&)>& want,
+                                     const proto::Params& params = ForcedParams(), bool tolerant = false) {
+  for (int n = 1; n < 256; ++n) {
+    auto flow = std::make_unique<TaskFlow>(params);
+    std::vector<Hash256> leaves(11);
+    for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
+    leaves[0].fill(0xD5);  // the spec's initial state
+    leaves[5][0] = static_cast<std::uint8_t>(n);
+    flow->SetCheckpoints(leaves);
+    flow->secret = Bytes32(static_cast<std::uint8_t>(n));
+    if (tolerant) {
+      flow->spec = TaskSubmission(10'000).spec();
+      flow->spec->set_tolerant(true);
+    }
+    flow->RunToVerifying(10'000);
+    if (flow->task().verifiers_size() == 2 && flow->KeyOfSlot(0) != flow->KeyOfSlot(1) && want(*flow)) return flow;
+  }
+  ADD_FAILURE() << "no secret gives the wanted forced checkpoints";
+  return nullptr;
+}
+
+bool Contains(const Segments& segments, std::uint64_t s) {
+  return std::find(segments.begin(), segments.end(), s) != segments.end();
+}
+
+// The forced checkpoints the reveal shows, as the task records them.
+Segments ShownForced(const TaskFlow& flow) {
+  const Segments shown = RevealCheckpoints(flow.task());
+  Segments forced;
+  for (std::uint64_t k : flow.ForcedCheckpoints()) {
+    if (Contains(shown, k)) forced.push_back(k);
+  }
+  return forced;
+}
+
+proto::DisputeGame GameOf(TaskFlow& flow, const PubKey& challenger) {
+  Result<std::optional<std::string>> bytes =
+      flow.chain.state().Get("game/" + consensus::ToHex(flow.task().id()) + "/" + consensus::ToHex(challenger));
+  proto::DisputeGame game;
+  EXPECT_TRUE(bytes.ok() && bytes->has_value() && game.ParseFromString(**bytes)) << "no game of that challenger";
+  return game;
+}
+
+TEST(ForcedError, ARightRejectCatchesVouchesAndSharesTheJackpot) {
+  // Slot 0 finds forced checkpoints; slot 1 accepts although it covered one.
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+  });
+  ASSERT_TRUE(flow);
+  const PubKey diligent = flow->KeyOfSlot(0), lazy = flow->KeyOfSlot(1);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t diligent_before = flow->chain.Balance(diligent);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  const std::uint64_t submitter = flow->chain.Balance(flow->submitter);
+  TxResult r = flow->RevealForced();
   ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
-  const proto::Task task = flow.task();
+  const proto::Task task = flow->task();
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
   EXPECT_TRUE(task.forced_error());
   EXPECT_TRUE(task.verifiers(0).vouched());
-  EXPECT_EQ(task.result_root(), flow.RootWithFinal(kHonestFinal));
-  EXPECT_EQ(task.proof_root(), task.result_root());  // the honest proof is the one delivered
-  EXPECT_EQ(task.forced_root(), flow.proof_root);
+  EXPECT_FALSE(task.verifiers(1).vouched());
+  // The result proof is the one delivered; the committed one is kept as forced_root.
+  EXPECT_EQ(task.result_root(), flow->ResultRoot());
+  EXPECT_EQ(task.proof_root(), task.result_root());
+  EXPECT_EQ(task.forced_root(), flow->proof_root);
+  // The shown forced checkpoints, each with the result proof's hash there.
+  const Segments shown_forced = ShownForced(*flow);
+  EXPECT_EQ(Segments(task.forced_checkpoints().begin(), task.forced_checkpoints().end()), shown_forced);
+  ASSERT_EQ(task.honest_hashes_size(), static_cast<int>(shown_forced.size()));
+  for (std::size_t i = 0; i < shown_forced.size(); ++i) {
+    EXPECT_EQ(task.honest_hashes(static_cast<int>(i)), HashBytes(flow->ResultLeaves()[shown_forced[i]]));
+  }
   // Fee 490 + half of the pool (200 + the lazy verifier's 500) = 350.
-  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 350);
-  EXPECT_EQ(flow.chain.Jackpot(), 350u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[1]).bonded(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
+  EXPECT_EQ(flow->chain.Balance(diligent), diligent_before + 490 + 350);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, diligent).locked(), 0u);
+  EXPECT_EQ(flow->chain.Jackpot(), 350u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, lazy).bonded(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1 + 8'820);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).locked(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 490);
 }
 
-TEST(ForcedError, WhistleblowerCatchesLazyVerifiersButNobodyVouchesForTheHonestProof) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);  // both lazy
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Challenge(flow.whistleblower).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  const std::uint64_t wb = flow.chain.Balance(flow.whistleblower);
-  const std::uint64_t solver = flow.chain.Balance(flow.solver);
-  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  const proto::Task task = flow.task();
-  // No verifier replayed the final segment, so nothing shows the honest proof is honest.
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
+// The solver may dispute any reject in the challenge window, before anyone knows the round was
+// forced; a reject the reveal shows right is right by construction and plays no game.
+TEST(ForcedError, ARightRejectPlaysNoGameEvenWhenTheSolverDisputedIt) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  ASSERT_EQ(flow->Dispute(flow->KeyOfSlot(0)).code, StatusCode::kOk);
+  ASSERT_TRUE(flow->task().verifiers(0).disputed());
+  flow->AdvancePastDeadline();
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
-  // Its replay reached the honest final state: a catch.
-  EXPECT_TRUE(task.challenges(0).caught());
-  // The lazy verifiers' 1,000 joins the pool (1,200); half of it goes to the only catcher.
-  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), wb + 600);
-  EXPECT_EQ(flow.chain.Jackpot(), 600u);
-  for (const PubKey& v : assigned) EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, v).bonded(), 0u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).locked(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1);  // the reveal's fee; not paid, lock released
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 1'000u);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 9'800);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_FALSE(task.verifiers(0).disputed());
+  EXPECT_EQ(task.verifiers(0).game_result(), proto::GAME_RESULT_NONE);
 }
 
-// Issue 15's copycat whistleblower (econ/README.md): verdicts are public in the challenge window and
-// in an honest world only forced rounds draw rejects, so challenging whenever a verifier rejected
-// caught every forced error without a replay. A challenge now commits to the final state its
-// replay reached, and only one that reached the honest final state is a catch; one without claims
-// the honest proof is wrong too, plays a game over it, cannot open it, and pays the solver its lock.
-TEST(ForcedError, OnlyAChallengeThatReachedTheHonestFinalStateCatches) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  const PubKey replayer = flow.outsider;
-  ASSERT_EQ(flow.chain.Run(replayer, payload::kStake, [] {
-    proto::StakeTx stake;
-    stake.set_role(proto::ROLE_WHISTLEBLOWER);
-    stake.set_amount(300);
-    return stake;
-  }()).code, StatusCode::kOk);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);  // diligent: vouches
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);   // lazy
-  // The copycat saw the reject and offers the committed proof's own final checkpoint; the other
-  // whistleblower replayed the final segment.
-  const std::string committed_final = HashBytes(flow.checkpoints.back());
-  ASSERT_EQ(flow.ChallengeReaching(flow.whistleblower, committed_final).code, StatusCode::kOk);
-  ASSERT_EQ(flow.ChallengeReaching(replayer, kHonestFinal).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  const std::uint64_t copycat = flow.chain.Balance(flow.whistleblower);
-  const std::uint64_t catcher = flow.chain.Balance(replayer);
-  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
-  const std::uint64_t solver = flow.chain.Balance(flow.solver);
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  proto::Task task = flow.task();
+// Issue 15's final-only verifier: it replays only the final segment (which every slot covers) and
+// rejects it with the right digest. A middle segment of its own ends at a forced checkpoint too,
+// so it did not name exactly the falsified checkpoints: no catch. Its reject then claims the
+// result proof wrong, and with no wrong transition to show it loses its lock to the solver.
+TEST(ForcedError, AFinalOnlyVerifierIsNoCatchAndLosesItsLock) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    const Segments ends = f.ForcedEnds(f.SlotCovered(0));
+    return Contains(ends, f.FinalSegment()) && ends.size() >= 2;
+  });
+  ASSERT_TRUE(flow);
+  const PubKey final_only = flow->KeyOfSlot(0), diligent = flow->KeyOfSlot(1);
+  ASSERT_EQ(flow->SlotVerdict(0, proto::VERDICT_REJECT, {flow->FinalSegment()}).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t final_only_before = flow->chain.Balance(final_only);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  proto::Task task = flow->task();
+  ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
+  EXPECT_FALSE(task.verifiers(0).vouched());
+  EXPECT_TRUE(task.verifiers(0).disputed());
+  EXPECT_TRUE(task.verifiers(1).vouched());
+  const proto::DisputeGame game = GameOf(*flow, final_only);
+  EXPECT_EQ(game.proof_root(), flow->ResultRoot());  // the game is over the result proof
+  EXPECT_EQ(game.start_root(), flow->proof_root);    // from the committed checkpoints
+  // It never opens: it forfeits, and its lock goes to the solver, which is paid (slot 1 vouched).
+  flow->chain.AdvanceTo(flow->chain.height() + 10);
+  task = flow->task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_EQ(task.verifiers(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(flow->chain.Balance(final_only), final_only_before);  // no fee, no jackpot
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, final_only).bonded(), 0u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, diligent).locked(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1 + 8'820 + 500);  // less the reveal's fee
+}
+
+// A reject that is not exactly right: one segment too many or too few, a wrong digest, or a digest
+// copied from another party (digests are keyed). None is a catch; each plays a game over the
+// result proof and, not opening it, pays its lock to the solver.
+TEST(ForcedError, ARejectThatIsNotExactlyRightIsNoCatch) {
+  struct Case {
+    const char* name;
+    std::function<bool(const TaskFlow&)> want;  // beyond a forced checkpoint in slot 0's covered segments
+    std::function<void(const TaskFlow&, Segments&, std::vector<std::string>&)> mutate;
+  };
+  const auto extra_segment = [](const TaskFlow& f) {
+    const Segments covered = f.SlotCovered(0), ends = f.ForcedEnds(covered);
+    for (std::uint64_t s : covered) {
+      if (!Contains(ends, s)) return s;
+    }
+    return f.Segments();  // none: the case's `want` rules this out
+  };
+  const Case cases[] = {
+      {"extra segment",
+       [&](const TaskFlow& f) { return extra_segment(f) < f.Segments(); },
+       [&](const TaskFlow& f, Segments& failed, std::vector<std::string>& digests) {
+         const std::uint64_t extra = extra_segment(f);
+         failed.insert(std::upper_bound(failed.begin(), failed.end(), extra), extra);
+         digests.clear();
+         for (std::uint64_t s : failed) digests.push_back(f.ReplayDigest(f.KeyOfSlot(0), s));
+       }},
+      {"missing segment", [](const TaskFlow& f) { return f.ForcedEnds(f.SlotCovered(0)).size() >= 2; },
+       [](const TaskFlow&, Segments& failed, std::vector<std::string>& digests) {
+         failed.erase(failed.begin());
+         digests.erase(digests.begin());
+       }},
+      {"wrong digest", [](const TaskFlow&) { return true; },
+       [](const TaskFlow&, Segments&, std::vector<std::string>& digests) { digests.back() = Bytes32(0x99); }},
+      {"digest copied from another key", [](const TaskFlow&) { return true; },
+       [](const TaskFlow& f, Segments& failed, std::vector<std::string>& digests) {
+         digests.back() = f.ReplayDigest(f.KeyOfSlot(1), failed.back());
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto flow = ForcedFlow([&](const TaskFlow& f) { return !f.ForcedEnds(f.SlotCovered(0)).empty() && c.want(f); });
+    ASSERT_TRUE(flow);
+    Segments failed = flow->ForcedEnds(flow->SlotCovered(0));
+    std::vector<std::string> digests;
+    for (std::uint64_t s : failed) digests.push_back(flow->ReplayDigest(flow->KeyOfSlot(0), s));
+    c.mutate(*flow, failed, digests);
+    ASSERT_EQ(flow->SlotVerdictWith(0, proto::VERDICT_REJECT, failed, digests).code, StatusCode::kOk);
+    ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+    flow->AdvancePastDeadline();
+    const std::uint64_t solver = flow->chain.Balance(flow->solver);
+    ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+    EXPECT_FALSE(flow->task().verifiers(0).vouched());
+    EXPECT_TRUE(flow->task().verifiers(0).disputed());
+    EXPECT_TRUE(flow->task().verifiers(1).vouched());
+    flow->chain.AdvanceTo(flow->chain.height() + 10);
+    EXPECT_EQ(flow->task().outcome(), proto::OUTCOME_FORCED_ERROR);
+    EXPECT_EQ(flow->task().verifiers(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+    EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, flow->KeyOfSlot(0)).bonded(), 0u);
+    EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1 + 8'820 + 500);  // less the reveal's fee
+  }
+}
+
+TEST(ForcedError, AnAcceptCoveringNoForcedCheckpointIsPaidAndVouches) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+  });
+  ASSERT_TRUE(flow);
+  const PubKey accepter = flow->KeyOfSlot(0), lazy = flow->KeyOfSlot(1);
+  ASSERT_EQ(flow->SlotVerdict(0, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);  // covered a forced one
+  flow->AdvancePastDeadline();
+  const std::uint64_t accepter_before = flow->chain.Balance(accepter);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);  // the right accept vouched
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_FALSE(task.verifiers(1).vouched());
+  EXPECT_EQ(flow->chain.Balance(accepter), accepter_before + 490);  // its fee; no jackpot share
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, accepter).locked(), 0u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, accepter).bonded(), 500u);
+  // The wrong accept's lock joins the pool; nobody caught anything, so nothing is paid out.
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, lazy).bonded(), 0u);
+  EXPECT_EQ(flow->chain.Jackpot(), 700u);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1 + 8'820);
+}
+
+TEST(ForcedError, AnAcceptCoveringAForcedCheckpointIsSlashedToTheJackpot) {
+  // Slot 0's forced checkpoint is in the middle, so an accept that replayed the final segment
+  // and found it fine still accepted a falsified checkpoint.
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    const Segments ends = f.ForcedEnds(f.SlotCovered(0));
+    return !ends.empty() && !Contains(ends, f.FinalSegment());
+  });
+  ASSERT_TRUE(flow);
+  const PubKey accepter = flow->KeyOfSlot(0);
+  ASSERT_EQ(flow->SlotVerdict(0, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t accepter_before = flow->chain.Balance(accepter);
+  const std::uint64_t jackpot = flow->chain.Jackpot();
+  const bool catcher = flow->task().verifiers(1).verdict() == proto::VERDICT_REJECT;
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_FALSE(task.verifiers(0).vouched());
+  EXPECT_TRUE(task.verifiers(1).vouched());
+  EXPECT_EQ(flow->chain.Balance(accepter), accepter_before);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_VERIFIER, accepter).bonded(), 0u);
+  // Its 500 joins the pool; a catching slot 1 takes half of it.
+  const std::uint64_t pool = jackpot + 500;
+  EXPECT_EQ(flow->chain.Jackpot(), catcher ? pool - pool / 2 : pool);
+}
+
+// Issue 15's copycat whistleblower: rejects are public in the challenge window, so a whistleblower
+// could name the segments a reject named without replaying. A challenge covers segments the ledger
+// draws for its key, and catches only when it names exactly those of them that end at forced
+// checkpoints (with the honest digests, which here each copycat is granted). The whistleblower's
+// own segments hold a forced checkpoint the reject did not name: no catch, a game, its lock lost.
+// The outsider's hold exactly what it copied: a catch.
+TEST(ForcedError, ACopycatChallengeCatchesOnlyWhenItsOwnSegmentsNeedExactlyWhatItCopied) {
+  // What `challenger` copies from slot 0's reject: the named segments among its own covered ones.
+  const auto copied = [](const TaskFlow& f, const PubKey& challenger) {
+    const Segments named = f.ForcedEnds(f.SlotCovered(0)), covered = f.ChallengeCovered(challenger);
+    Segments picked;
+    for (std::uint64_t s : named) {
+      if (Contains(covered, s)) picked.push_back(s);
+    }
+    return picked;
+  };
+  auto flow = ForcedFlow([&](const TaskFlow& f) {
+    const Segments wb = copied(f, f.whistleblower), out = copied(f, f.outsider);
+    return !wb.empty() && wb != f.ForcedEnds(f.ChallengeCovered(f.whistleblower)) && !out.empty() &&
+           out == f.ForcedEnds(f.ChallengeCovered(f.outsider));
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->chain.Run(flow->outsider, payload::kStake, WhistleblowerStake()).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);  // the public reject
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  const bool slot1_catches = flow->task().verifiers(1).verdict() == proto::VERDICT_REJECT;
+  for (const PubKey& copycat : {flow->whistleblower, flow->outsider}) {
+    const Segments failed = copied(*flow, copycat);
+    std::vector<std::string> digests;
+    for (std::uint64_t s : failed) digests.push_back(flow->ReplayDigest(copycat, s));
+    ASSERT_EQ(flow->ChallengeWith(copycat, failed, digests).code, StatusCode::kOk);
+  }
+  flow->AdvancePastDeadline();
+  const std::uint64_t wb = flow->chain.Balance(flow->whistleblower);
+  const std::uint64_t outsider = flow->chain.Balance(flow->outsider);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  proto::Task task = flow->task();
   ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
   EXPECT_FALSE(task.challenges(0).caught());
   EXPECT_TRUE(task.challenges(1).caught());
-  Result<std::optional<std::string>> bytes =
-      flow.chain.state().Get("game/" + consensus::ToHex(task.id()) + "/" + consensus::ToHex(flow.whistleblower));
-  ASSERT_TRUE(bytes.ok() && bytes->has_value());
-  proto::DisputeGame game;
-  ASSERT_TRUE(game.ParseFromString(**bytes));
-  EXPECT_EQ(game.proof_root(), flow.RootWithFinal(kHonestFinal));  // the game is over the honest proof
-  EXPECT_FALSE(game.challenger_is_verifier());
-  // With nothing wrong to show, the copycat never opens and forfeits.
-  flow.chain.AdvanceTo(flow.chain.height() + 10);
-  task = flow.task();
+  EXPECT_FALSE(GameOf(*flow, flow->whistleblower).challenger_is_verifier());
+  flow->chain.AdvanceTo(flow->chain.height() + 10);
+  task = flow->task();
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
   EXPECT_EQ(task.challenges(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
-  EXPECT_EQ(task.challenges(1).game_result(), proto::GAME_RESULT_NONE);
-  // Catchers: the diligent verifier and the replaying whistleblower share half of the pool (200
-  // cut + the lazy verifier's 500): 175 each. The copycat's 300 goes to the solver.
-  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 175);
-  EXPECT_EQ(flow.chain.Balance(replayer), catcher + 175);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, replayer).locked(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.whistleblower), copycat);
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_WHISTLEBLOWER, flow.whistleblower).bonded(), 0u);
-  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820 + 300);
-  EXPECT_EQ(flow.chain.Jackpot(), 350u);
+  // Catchers: slot 0, the outsider, and slot 1 when it rejected; half of the 200 pool.
+  const std::uint64_t share = 100 / (slot1_catches ? 3 : 2);
+  EXPECT_EQ(flow->chain.Balance(flow->outsider), outsider + share);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_WHISTLEBLOWER, flow->outsider).locked(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->whistleblower), wb);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_WHISTLEBLOWER, flow->whistleblower).bonded(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1 + 8'820 + 300);  // less the reveal's fee
 }
 
-// Tolerant tasks have no exact final state to commit to (verdicts give 32 zero bytes): any digest
-// catches, as any rejecting verifier's vouches.
-TEST(ForcedError, InATolerantTaskAnyChallengeCatches) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.spec = TaskSubmission(10'000).spec();
-  flow.spec->set_tolerant(true);
-  flow.spec->set_initial_state_hash(HashBytes(flow.checkpoints[0]));
-  flow.RunToVerifying(10'000);
-  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, true).code, StatusCode::kOk);
-  ASSERT_EQ(flow.ChallengeReaching(flow.whistleblower, std::string(32, '\0')).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  const proto::Task task = flow.task();
-  EXPECT_TRUE(task.challenges(0).caught());
+TEST(ForcedError, AWhistleblowerCatchesLazyVerifiersButNobodyVouches) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty() &&
+           !f.ForcedEnds(f.ChallengeCovered(f.whistleblower)).empty();
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->SlotVerdict(0, proto::VERDICT_ACCEPT).code, StatusCode::kOk);  // both lazy
+  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentChallenge(flow->whistleblower).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t wb = flow->chain.Balance(flow->whistleblower);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  const std::uint64_t submitter = flow->chain.Balance(flow->submitter);
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_TRUE(task.challenges(0).caught());
+  // The lazy verifiers' 1,000 joins the pool (1,200); half of it goes to the only catcher.
+  EXPECT_EQ(flow->chain.Balance(flow->whistleblower), wb + 600);
+  EXPECT_EQ(flow->chain.Jackpot(), 600u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_WHISTLEBLOWER, flow->whistleblower).locked(), 0u);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1);  // the reveal's fee; not paid, lock released
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).locked(), 0u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).bonded(), 1'000u);
+  EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 9'800);
 }
 
-// Review finding 4: a solver that knew its round was forced committed garbage, revealed a random
-// "honest" root and was paid in full. Now the verifiers' digests do not reach that root's final
-// state, so their rejects are claims against it, which the solver must win in a game.
-TEST(ForcedError, GarbageAndARandomHonestRootEarnNothing) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  for (const PubKey& v : assigned) ASSERT_EQ(flow.Verdict(v, false).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  const std::uint64_t jackpot = flow.chain.Jackpot();
-  ASSERT_EQ(flow.RevealForced(Bytes32(0x77)).code, StatusCode::kOk);  // not what any replay reached
-  const std::uint64_t solver = flow.chain.Balance(flow.solver);
-  proto::Task task = flow.task();
+// Tolerant tasks falsify only the final checkpoint and carry no digests: a reject naming just the
+// final segment is right, as is a challenge naming it; an accept never is.
+TEST(ForcedError, InATolerantTaskOnlyTheFinalCheckpointIsForced) {
+  auto flow = ForcedFlow([](const TaskFlow&) { return true; }, ForcedParams(), true);
+  ASSERT_TRUE(flow);
+  EXPECT_EQ(flow->ForcedCheckpoints(), Segments{flow->Segments()});
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  ASSERT_EQ(flow->task().verifiers(0).segment_digests_size(), 0);
+  ASSERT_EQ(flow->Challenge(flow->whistleblower).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(Segments(task.forced_checkpoints().begin(), task.forced_checkpoints().end()), Segments{flow->Segments()});
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  EXPECT_FALSE(task.verifiers(1).vouched());
+  EXPECT_TRUE(task.challenges(0).caught());
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+}
+
+// Review finding 4: a solver that knew its round was forced committed garbage and revealed random
+// "honest" hashes. The verifiers' digests do not match them, so their rejects are claims against
+// the result proof, which the solver must win in a game; unanswered, nobody vouched: no pay.
+TEST(ForcedError, GarbageAndRandomHonestHashesEarnNothing) {
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t jackpot = flow->chain.Jackpot();
+  flow->honest_fill = 0x70;  // not what any replay reached
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  proto::Task task = flow->task();
   ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
   for (const proto::VerifierSlot& slot : task.verifiers()) {
     EXPECT_FALSE(slot.vouched());
     EXPECT_TRUE(slot.disputed());
   }
-  // Even when every challenger stays silent (and forfeits), nobody vouched: no pay.
-  flow.chain.AdvanceTo(flow.chain.height() + 30);
-  task = flow.task();
+  flow->chain.AdvanceTo(flow->chain.height() + 30);
+  task = flow->task();
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
-  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 2 * 500);  // the forfeiting challengers' locks, no pay
-  EXPECT_EQ(flow.chain.Jackpot(), jackpot);                      // no catcher, nothing paid out
-}
-
-TEST(ForcedError, AVerifierThatMissesTheHonestFinalPlaysAGameOverTheHonestProof) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);
-  flow.replay_final = Bytes32(0x55);  // a replay that went elsewhere
-  ASSERT_EQ(flow.Verdict(assigned[1], false).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  const proto::Task task = flow.task();
-  ASSERT_EQ(task.status(), proto::TASK_DISPUTED);
-  EXPECT_TRUE(task.verifiers(0).vouched());
-  EXPECT_TRUE(task.verifiers(1).disputed());
-  Result<std::optional<std::string>> bytes =
-      flow.chain.state().Get("game/" + consensus::ToHex(task.id()) + "/" + consensus::ToHex(assigned[1]));
-  ASSERT_TRUE(bytes.ok() && bytes->has_value());
-  proto::DisputeGame game;
-  ASSERT_TRUE(game.ParseFromString(**bytes));
-  EXPECT_EQ(game.proof_root(), flow.RootWithFinal(kHonestFinal));
-  EXPECT_EQ(game.defender().key(), Raw(flow.solver));
-  // The challenger never opens: it forfeits to the solver, which is paid (vouched by assigned[0]).
-  const std::uint64_t solver = flow.chain.Balance(flow.solver);
-  flow.chain.AdvanceTo(flow.chain.height() + 10);
-  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_FORCED_ERROR);
-  EXPECT_EQ(flow.task().verifiers(1).game_result(), proto::GAME_CHALLENGER_FORFEIT);
-  EXPECT_EQ(flow.chain.Balance(flow.solver), solver + 8'820 + 500);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver + 2 * 500);  // the forfeiting challengers' locks, no pay
+  EXPECT_EQ(flow->chain.Jackpot(), jackpot);                       // no catcher, nothing paid out
 }
 
 TEST(ForcedError, TheJackpotPayoutIsCappedByThePayment) {
   proto::Params params = ForcedParams();
   params.set_jackpot_payout_cap_bps(100);  // 1% of the payment
-  TaskFlow flow(params);
-  Prepare(flow);
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Verdict(assigned[0], false).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  const std::uint64_t diligent = flow.chain.Balance(assigned[0]);
-  ASSERT_EQ(flow.RevealForced(kHonestFinal).code, StatusCode::kOk);
-  EXPECT_EQ(flow.chain.Balance(assigned[0]), diligent + 490 + 100);
-  EXPECT_EQ(flow.chain.Jackpot(), 700u - 100u);
+  auto flow = ForcedFlow(
+      [](const TaskFlow& f) {
+        return !f.ForcedEnds(f.SlotCovered(0)).empty() && !f.ForcedEnds(f.SlotCovered(1)).empty();
+      },
+      params);
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const std::uint64_t diligent = flow->chain.Balance(flow->KeyOfSlot(0));
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  EXPECT_EQ(flow->chain.Balance(flow->KeyOfSlot(0)), diligent + 490 + 100);
+  EXPECT_EQ(flow->chain.Jackpot(), 700u - 100u);
 }
 
-TEST(ForcedError, TheHonestProofMustBeTheCommittedOneWithOnlyItsFinalCheckpointReplaced) {
-  TaskFlow flow(ForcedParams());
-  Prepare(flow);
-  flow.RunToVerifying();
-  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, false).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();
-  // All in one block: the reveal window is only 3 blocks long.
-  proto::RevealTx missing;  // the forced fields are missing
-  missing.set_task_id(flow.task_id);
-  missing.set_secret(flow.secret);
-  missing.set_result_root(flow.proof_root);
-  proto::RevealTx same = missing;  // the "honest" final is the committed one
-  same.set_committed_final(HashBytes(flow.checkpoints.back()));
-  same.set_honest_final(HashBytes(flow.checkpoints.back()));
-  const std::vector<std::uint8_t> path =
-      consensus::SerializeMerkleProof(*consensus::MerkleTree(flow.checkpoints).Prove(flow.checkpoints.size() - 1));
-  same.set_final_proof(std::string(path.begin(), path.end()));
-  proto::RevealTx other_root = same;  // not the committed proof with a new final leaf
-  other_root.set_honest_final(kHonestFinal);
-  other_root.set_result_root(Bytes32(0xBB));
-  proto::RevealTx wrong_path = other_root;  // the path of another leaf
-  wrong_path.set_result_root(flow.RootWithFinal(kHonestFinal));
-  const std::vector<std::uint8_t> leaf0 = consensus::SerializeMerkleProof(*consensus::MerkleTree(flow.checkpoints).Prove(0));
-  wrong_path.set_final_proof(std::string(leaf0.begin(), leaf0.end()));
-  const BlockResult result = flow.chain.Block({flow.chain.Tx(flow.solver, payload::kReveal, missing),
-                                               flow.chain.Tx(flow.solver, payload::kReveal, same),
-                                               flow.chain.Tx(flow.solver, payload::kReveal, other_root),
-                                               flow.chain.Tx(flow.solver, payload::kReveal, wrong_path)});
-  for (const TxResult& r : result.tx_results) EXPECT_EQ(r.code, StatusCode::kInvalidArgument) << r.log;
-  EXPECT_EQ(flow.task().status(), proto::TASK_REVEALING);
+// The reveal shows exactly forced.h RevealCheckpoints, ascending, each hash pair proven against
+// both roots, different exactly at the forced checkpoints. Anything else is refused and changes
+// nothing; the right reveal then settles.
+TEST(ForcedError, TheRevealMustShowExactlyTheNeededCheckpoints) {
+  // A forced and a non-forced checkpoint among the shown ones, and one checkpoint not shown.
+  auto flow = ForcedFlow([](const TaskFlow& f) {
+    const Segments ends0 = f.ForcedEnds(f.SlotCovered(0)), ends1 = f.ForcedEnds(f.SlotCovered(1));
+    return !ends0.empty() && ends0.size() < f.SlotCovered(0).size() && !ends1.empty();
+  });
+  ASSERT_TRUE(flow);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  const Segments shown = RevealCheckpoints(flow->task());
+  ASSERT_GE(shown.size(), 2u);
+  const Segments forced = flow->ForcedCheckpoints();
+  const auto first_where = [&](bool is_forced) {
+    for (std::uint64_t k : shown) {
+      if (Contains(forced, k) == is_forced) return k;
+    }
+    return std::uint64_t{0};
+  };
+  const std::uint64_t forced_k = first_where(true), plain_k = first_where(false);
+  ASSERT_NE(forced_k, 0u);
+  ASSERT_NE(plain_k, 0u);
+  std::uint64_t unshown = 1;
+  while (Contains(shown, unshown)) ++unshown;
+  ASSERT_LT(unshown, flow->Segments());
+
+  Segments missing = shown;
+  missing.erase(missing.begin());
+  Segments extra = shown;
+  extra.insert(std::upper_bound(extra.begin(), extra.end(), unshown), unshown);
+  proto::RevealTx unsorted = flow->ForcedReveal();
+  unsorted.mutable_leaves()->SwapElements(0, 1);
+  proto::RevealTx wrong_committed_proof = flow->ForcedReveal();
+  wrong_committed_proof.mutable_leaves(0)->set_committed_proof(wrong_committed_proof.leaves(1).committed_proof());
+  proto::RevealTx wrong_result_proof = flow->ForcedReveal();
+  wrong_result_proof.mutable_leaves(0)->set_result_proof(wrong_result_proof.leaves(1).result_proof());
+  proto::RevealTx wrong_result_root = flow->ForcedReveal();
+  wrong_result_root.set_result_root(flow->proof_root);
+  // A result proof equal to the committed one at a forced checkpoint, and one that differs at a
+  // checkpoint that is not forced (each proven against its own result root).
+  std::vector<Hash256> unforced = flow->ResultLeaves();
+  unforced[forced_k] = flow->checkpoints[forced_k];
+  std::vector<Hash256> changed = flow->ResultLeaves();
+  changed[plain_k].fill(0x33);
+  proto::RevealTx no_pieces = flow->ForcedReveal();
+  no_pieces.clear_leaves();
+
+  const std::vector<proto::RevealTx> bad = {
+      flow->ForcedReveal(missing),         flow->ForcedReveal(extra),
+      unsorted,                            wrong_committed_proof,
+      wrong_result_proof,                  wrong_result_root,
+      flow->ForcedRevealOver(unforced, shown), flow->ForcedRevealOver(changed, shown),
+      no_pieces,
+  };
+  const std::string before = flow->task().SerializeAsString();
+  std::vector<VerifiedTx> txs;
+  for (const proto::RevealTx& msg : bad) txs.push_back(flow->chain.Tx(flow->solver, payload::kReveal, msg));
+  const BlockResult result = flow->chain.Block(txs);
+  ASSERT_EQ(result.tx_results.size(), bad.size());
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_EQ(result.tx_results[i].code, StatusCode::kInvalidArgument) << "reveal " << i << ": " << result.tx_results[i].log;
+  }
+  EXPECT_EQ(flow->task().SerializeAsString(), before);
+  TxResult r = flow->RevealForced();
+  ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
+  EXPECT_EQ(flow->task().outcome(), proto::OUTCOME_FORCED_ERROR);
+}
+
+// A game in a forced round is over the result proof: the disputed segment starts at the committed
+// proof's checkpoint (the solver trained on from its falsified state) and ends at the result
+// proof's. The opening must prove each against its own root, and an auditor replaying the game
+// reaches the ledger's decision.
+TEST(ForcedError, GamesInAForcedRoundOpenAgainstBothRoots) {
+  // Slot 0 found a forced checkpoint; two consecutive forced checkpoints j, j + 1 give a segment
+  // whose both ends differ between the proofs.
+  const auto consecutive = [](const TaskFlow& f) {
+    const Segments forced = f.ForcedCheckpoints();
+    for (std::uint64_t k : forced) {
+      if (Contains(forced, k + 1)) return k;
+    }
+    return std::uint64_t{0};
+  };
+  auto flow = ForcedFlow([&](const TaskFlow& f) { return !f.ForcedEnds(f.SlotCovered(0)).empty() && consecutive(f) != 0; });
+  ASSERT_TRUE(flow);
+  const PubKey challenger = flow->KeyOfSlot(0);
+  Segments failed = flow->ForcedEnds(flow->SlotCovered(0));
+  std::vector<std::string> digests(failed.size(), Bytes32(0x99));  // wrong: it plays a game
+  ASSERT_EQ(flow->SlotVerdictWith(0, proto::VERDICT_REJECT, failed, digests).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  ASSERT_EQ(flow->task().status(), proto::TASK_DISPUTED);
+  proto::DisputeGame game = GameOf(*flow, challenger);
+  EXPECT_EQ(game.start_root(), flow->task().forced_root());
+  EXPECT_EQ(game.proof_root(), flow->task().proof_root());
+  EXPECT_NE(game.start_root(), game.proof_root());
+
+  const std::uint64_t j = consecutive(*flow);
+  const std::vector<Hash256> result = flow->ResultLeaves();
+  const consensus::MerkleTree committed_tree(flow->checkpoints), result_tree(result);
+  const auto proof_of = [](const consensus::MerkleTree& tree, std::uint64_t i) {
+    const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(*tree.Prove(i));
+    return std::string(bytes.begin(), bytes.end());
+  };
+  const auto open = [&](const Hash256& start, const std::string& start_proof, const Hash256& end,
+                        const std::string& end_proof) {
+    proto::DisputeMoveTx msg;
+    msg.set_task_id(flow->task_id);
+    msg.set_challenger(Raw(challenger));
+    msg.set_round(game.round());
+    proto::OpenMove* move = msg.mutable_open();
+    move->set_segment(j);
+    move->set_start_hash(HashBytes(start));
+    move->set_start_proof(start_proof);
+    move->set_end_hash(HashBytes(end));
+    move->set_end_proof(end_proof);
+    move->set_claimed_end_hash(Bytes32(0x77));
+    return flow->chain.Tx(challenger, payload::kDisputeMove, msg);
+  };
+  const BlockResult opened = flow->chain.Block({
+      // The start from the result proof, or the end from the committed one: refused.
+      open(result[j], proof_of(result_tree, j), result[j + 1], proof_of(result_tree, j + 1)),
+      open(flow->checkpoints[j], proof_of(committed_tree, j), flow->checkpoints[j + 1],
+           proof_of(committed_tree, j + 1)),
+      // The start from the committed proof, the end from the result proof.
+      open(flow->checkpoints[j], proof_of(committed_tree, j), result[j + 1], proof_of(result_tree, j + 1)),
+  });
+  ASSERT_EQ(opened.tx_results.size(), 3u);
+  EXPECT_EQ(opened.tx_results[0].code, StatusCode::kInvalidArgument) << opened.tx_results[0].log;
+  EXPECT_EQ(opened.tx_results[1].code, StatusCode::kInvalidArgument) << opened.tx_results[1].log;
+  ASSERT_EQ(opened.tx_results[2].code, StatusCode::kOk) << opened.tx_results[2].log;
+  game = GameOf(*flow, challenger);
+  EXPECT_EQ(game.phase(), proto::GAME_STEPS);
+  EXPECT_EQ(game.segment(), j);
+  EXPECT_EQ(game.lo_hash(), HashBytes(flow->checkpoints[j]));
+  EXPECT_EQ(game.defender().hi_hash(), HashBytes(result[j + 1]));
+
+  // The solver answers the first bisection round; the challenger does not, and forfeits.
+  proto::DisputeMoveTx step;
+  step.set_task_id(flow->task_id);
+  step.set_challenger(Raw(challenger));
+  step.set_round(game.round());
+  step.mutable_step()->set_state_hash(Bytes32(0x55));
+  ASSERT_EQ(flow->chain.Run(flow->solver, payload::kDisputeMove, step).code, StatusCode::kOk);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  flow->chain.AdvanceTo(flow->chain.height() + 10);
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.verifiers(0).game_result(), proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(task.standing(), proto::PROOF_UPHELD);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver + 8'820 + 500);
+  // The auditor re-executes the game from its record, with both roots, to the same decision.
+  game = GameOf(*flow, challenger);
+  Result<GameAudit> audit = AuditGame(flow->chain.params(), task, game);
+  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
+  EXPECT_TRUE(audit->differences.empty());
+  EXPECT_TRUE(audit->decided);
+  EXPECT_EQ(audit->result, proto::GAME_CHALLENGER_FORFEIT);
+  EXPECT_EQ(audit->replayed.start_root(), game.start_root());
 }
 
 TEST(ForcedError, FlagFollowsSecretAndDrawnSeed) {
   proto::Params params = TestParams();
   params.set_forced_error_rate(3);
   TaskFlow flow(params);
-  Prepare(flow);
   flow.RunToVerifying();
   const proto::Task before = flow.task();
   const bool forced = IsForcedError(flow.secret, before.forced_seed(), before.id(), 3);
-  for (const PubKey& v : flow.Assigned()) ASSERT_EQ(flow.Verdict(v, !forced).code, StatusCode::kOk);
+  EXPECT_EQ(flow.Forced(), forced);
+  for (std::uint32_t slot = 0; slot < 2; ++slot) ASSERT_EQ(flow.DiligentVerdict(slot).code, StatusCode::kOk);
   flow.AdvancePastDeadline();
-  ASSERT_EQ((forced ? flow.RevealForced(kHonestFinal) : flow.Reveal(flow.proof_root)).code, StatusCode::kOk);
+  ASSERT_EQ((forced ? flow.RevealForced() : flow.Reveal(flow.proof_root)).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().forced_error(), forced);
   EXPECT_EQ(flow.task().outcome(), forced ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_ACCEPTED);
 }

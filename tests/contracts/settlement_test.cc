@@ -127,9 +127,11 @@ TEST(Reveal, RejectsWrongSecretWrongRootWrongTimeAndWrongSigner) {
   wrong_secret.set_result_root(flow.proof_root);
   proto::RevealTx by_outsider = wrong_secret;
   by_outsider.set_secret(flow.secret);
-  proto::RevealTx forced_fields = by_outsider;  // not forced: no honest final to show
-  forced_fields.set_committed_final(Bytes32(0x01));
-  forced_fields.set_honest_final(Bytes32(0x02));
+  proto::RevealTx forced_fields = by_outsider;  // not forced: no checkpoints to show
+  proto::RevealedLeaf* leaf = forced_fields.add_leaves();
+  leaf->set_checkpoint(flow.Segments());
+  leaf->set_committed_hash(HashBytes(flow.checkpoints.back()));
+  leaf->set_result_hash(HashBytes(flow.checkpoints.back()));
   BlockResult result = flow.chain.Block({flow.chain.Tx(flow.solver, payload::kReveal, wrong_root),
                                          flow.chain.Tx(flow.solver, payload::kReveal, wrong_secret),
                                          flow.chain.Tx(flow.outsider, payload::kReveal, by_outsider),

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
 #include "checkpoint_fixture.h"
 #include "polnode/testing/chain_harness.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/supply.h"
 #include "polnode/testing/chain_harness.h"
@@ -112,22 +114,34 @@ class RandomTraffic {
         proto::VerdictTx msg;
         msg.set_task_id(task_id);
         msg.set_slot(slot);
-        // Mostly what a diligent verifier says (a forced round's committed proof fails its final
-        // segment), otherwise anything.
+        // Mostly what a diligent verifier says (in a forced round: the covered segments that end
+        // at forced checkpoints, with their honest digests), otherwise anything.
         const proto::Task task = chain_.Task(task_id);
-        const bool forced = task.solver().size() == 32 &&
-                            IsForcedError(SecretOf(static_cast<std::uint8_t>(task.solver()[0])), task.forced_seed(),
-                                          task_id, chain_.params().forced_error_rate());
+        const std::vector<std::uint64_t> forced = ForcedOf(task);
+        std::vector<std::uint64_t> failed;
+        if (slot < static_cast<std::uint32_t>(task.verifiers_size())) {
+          std::set<std::uint64_t> covered(task.verifiers(static_cast<int>(slot)).segments().begin(),
+                                          task.verifiers(static_cast<int>(slot)).segments().end());
+          covered.insert(9);  // the final segment
+          for (std::uint64_t c : covered) {
+            if (std::binary_search(forced.begin(), forced.end(), c + 1)) failed.push_back(c);
+          }
+        }
         const std::uint64_t verdict = Pick(9);
         if (verdict < 5) {
-          msg.set_verdict(forced ? proto::VERDICT_REJECT : proto::VERDICT_ACCEPT);
+          msg.set_verdict(!failed.empty() ? proto::VERDICT_REJECT : proto::VERDICT_ACCEPT);
         } else {
           msg.set_verdict(verdict < 7 ? proto::VERDICT_ACCEPT : verdict < 8 ? proto::VERDICT_REJECT : proto::VERDICT_UNAVAILABLE);
+          if (failed.empty() || Pick(2) == 0) failed = {9};
         }
         msg.set_report_hash(Bytes32(0xCC));
-        if (msg.verdict() == proto::VERDICT_REJECT) msg.add_failed_segments(9);  // the final segment
-        if (msg.verdict() != proto::VERDICT_UNAVAILABLE) {
-          msg.set_final_digest(ToRaw(FinalDigest(Raw(verifier), Pick(4) != 0 ? kHonestFinal : Bytes32(0x01))));
+        if (msg.verdict() == proto::VERDICT_REJECT) {
+          const std::vector<Hash256> honest = ResultLeaves(forced);
+          for (std::uint64_t f : failed) {
+            msg.add_failed_segments(f);
+            msg.add_segment_digests(
+                ToRaw(SegmentDigest(Raw(verifier), f, Pick(4) != 0 ? ToRaw(honest[f + 1]) : Bytes32(0x01))));
+          }
         }
         return chain_.Tx(verifier, payload::kVerdict, msg);
       }
@@ -140,7 +154,11 @@ class RandomTraffic {
           msg.set_slot(slot);
           return chain_.Tx(SolverOr(task_id, signer), payload::kDispute, msg);
         }
-        return chain_.Tx(signer, payload::kDispute, msg);  // a whistleblower's challenge
+        // A whistleblower's challenge: the final segment, with the honest digest or another.
+        msg.add_failed_segments(9);
+        const std::vector<Hash256> honest = ResultLeaves(ForcedOf(chain_.Task(task_id)));
+        msg.add_segment_digests(ToRaw(SegmentDigest(Raw(signer), 9, Pick(2) == 0 ? ToRaw(honest[10]) : Bytes32(0x02))));
+        return chain_.Tx(signer, payload::kDispute, msg);
       }
       case 9:
         return PublishFor(task_id, signer);
@@ -195,16 +213,43 @@ class RandomTraffic {
       msg.set_result_root(Pick(10) == 0 ? Bytes32(0xBB) : task.proof_root());
       return chain_.Tx(solver, payload::kReveal, msg);
     }
-    // The honest proof: the committed one with its final checkpoint replaced.
-    std::vector<Hash256> honest = checkpoints_.leaves();
-    std::copy(kHonestFinal.begin(), kHonestFinal.end(), honest.back().begin());
-    msg.set_result_root(ToRaw(consensus::MerkleRoot(honest)));
-    msg.set_committed_final(ToRaw(checkpoints_.leaves().back()));
-    msg.set_honest_final(kHonestFinal);
-    const std::vector<std::uint8_t> path =
-        consensus::SerializeMerkleProof(*consensus::MerkleTree(checkpoints_.leaves()).Prove(10));
-    msg.set_final_proof(std::string(path.begin(), path.end()));
+    if (task.spec().checkpoint_interval() == 0) return chain_.Tx(solver, payload::kReveal, msg);  // no such task
+    // The result proof at the checkpoints the ledger needs (sometimes one short).
+    const std::vector<Hash256> result = ResultLeaves(ForcedOf(task, secret));
+    const consensus::MerkleTree committed_tree(checkpoints_.leaves());
+    const consensus::MerkleTree result_tree(result);
+    msg.set_result_root(ToRaw(result_tree.root()));
+    std::vector<std::uint64_t> shown = RevealCheckpoints(task);
+    if (Pick(10) == 0) shown.pop_back();
+    for (std::uint64_t k : shown) {
+      proto::RevealedLeaf* leaf = msg.add_leaves();
+      leaf->set_checkpoint(k);
+      leaf->set_committed_hash(ToRaw(checkpoints_.leaves()[k]));
+      leaf->set_result_hash(ToRaw(result[k]));
+      const std::vector<std::uint8_t> committed_path = consensus::SerializeMerkleProof(*committed_tree.Prove(k));
+      const std::vector<std::uint8_t> result_path = consensus::SerializeMerkleProof(*result_tree.Prove(k));
+      leaf->set_committed_proof(std::string(committed_path.begin(), committed_path.end()));
+      leaf->set_result_proof(std::string(result_path.begin(), result_path.end()));
+    }
     return chain_.Tx(solver, payload::kReveal, msg);
+  }
+
+  // The forced checkpoints of `task` when its solver's secret (`secret`, else the one its solver
+  // key has) makes the round forced; empty otherwise.
+  std::vector<std::uint64_t> ForcedOf(const proto::Task& task, std::optional<std::string> secret = std::nullopt) {
+    if (!secret) {
+      if (task.solver().size() != 32) return {};
+      secret = SecretOf(static_cast<std::uint8_t>(task.solver()[0]));
+    }
+    if (!IsForcedError(*secret, task.forced_seed(), task.id(), chain_.params().forced_error_rate())) return {};
+    return ForcedCheckpoints(*secret, task.forced_seed(), task.id(), 10, true);
+  }
+
+  // The result proof: the committed one with each forced checkpoint k replaced by 32 bytes of 0x10 + k.
+  std::vector<Hash256> ResultLeaves(const std::vector<std::uint64_t>& forced) {
+    std::vector<Hash256> leaves = checkpoints_.leaves();
+    for (std::uint64_t k : forced) leaves[k].fill(static_cast<std::uint8_t>(0x10 + k));
+    return leaves;
   }
 
   // A header or a chunk of a checkpoint the task needs published (or of a random one).
@@ -220,7 +265,6 @@ class RandomTraffic {
     return chain_.Tx(solver, payload::kPublish, chunks[Pick(chunks.size())]);
   }
 
-  const std::string kHonestFinal = Bytes32(0xF1);
   Chain& chain_;
   std::mt19937_64 rng_;
   CheckpointFixture checkpoints_;

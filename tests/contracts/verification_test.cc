@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "polnode/contracts/beacon.h"
@@ -145,10 +146,8 @@ TEST(SegmentBeacon, AKeyDrawnTwiceHoldsTwoSlotsEachWithItsLockSegmentsVerdictAnd
   other.set_slot(1);
   other.set_verdict(proto::VERDICT_ACCEPT);
   other.set_report_hash(Bytes32(0xCC));
-  other.set_final_digest(HashBytes(FinalDigest(Raw(flow.verifiers[1]), flow.replay_final)));
   EXPECT_EQ(flow.chain.Run(flow.verifiers[1], payload::kVerdict, other).code, StatusCode::kPermissionDenied);
   other.set_slot(2);
-  other.set_final_digest(HashBytes(FinalDigest(Raw(two.big), flow.replay_final)));
   EXPECT_EQ(flow.chain.Run(two.big, payload::kVerdict, other).code, StatusCode::kPermissionDenied);
   ASSERT_EQ(flow.SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
@@ -311,7 +310,9 @@ TEST(Verdict, LastVerdictOpensTheChallengeWindow) {
   EXPECT_EQ(task.verifiers(0).verdict(), proto::VERDICT_ACCEPT);
   EXPECT_EQ(task.verifiers(1).verdict(), proto::VERDICT_REJECT);
   EXPECT_EQ(task.verifiers(1).failed_segments(0), flow.FinalSegment());
-  EXPECT_EQ(task.verifiers(0).final_digest(), HashBytes(FinalDigest(Raw(assigned[0]), flow.replay_final)));
+  EXPECT_EQ(task.verifiers(0).segment_digests_size(), 0);  // an accept carries no digests
+  ASSERT_EQ(task.verifiers(1).segment_digests_size(), 1);
+  EXPECT_EQ(task.verifiers(1).segment_digests(0), flow.ReplayDigest(assigned[1], flow.FinalSegment()));
 }
 
 TEST(Verdict, OnlyAssignedVerifiersOnceEachWithWellFormedFields) {
@@ -325,33 +326,42 @@ TEST(Verdict, OnlyAssignedVerifiersOnceEachWithWellFormedFields) {
     ++undrawn;
   }
   // All in one block: the verify window is only 5 blocks long.
+  // Exact mode: one digest per failed segment, unless `digests` says otherwise.
   const auto verdict = [&](const PubKey& verifier, proto::Verdict v, std::vector<std::uint64_t> failed,
-                           bool digest = true) {
+                           std::optional<std::vector<std::string>> digests = std::nullopt) {
     proto::VerdictTx msg;
     msg.set_task_id(flow.task_id);
     msg.set_verdict(v);
     msg.set_report_hash(Bytes32(0xCC));
     for (std::uint64_t f : failed) msg.add_failed_segments(f);
-    if (digest) msg.set_final_digest(HashBytes(FinalDigest(Raw(verifier), flow.replay_final)));
+    if (!digests) {
+      digests.emplace();
+      for (std::uint64_t f : failed) digests->push_back(flow.ReplayDigest(verifier, f));
+    }
+    for (const std::string& d : *digests) msg.add_segment_digests(d);
     return flow.chain.Tx(verifier, payload::kVerdict, msg);
   };
+  const std::string digest = flow.ReplayDigest(assigned[0], flow.FinalSegment());
   const BlockResult result = flow.chain.Block({
       verdict(flow.Unassigned(), proto::VERDICT_ACCEPT, {}),                                  // not assigned
       verdict(assigned[0], proto::VERDICT_REJECT, {}),                                        // names no segment
       verdict(assigned[0], proto::VERDICT_REJECT, {undrawn}),                                 // not its segment
       verdict(assigned[0], proto::VERDICT_REJECT, {flow.FinalSegment(), slot.segments(0)}),   // not ascending
-      verdict(assigned[0], proto::VERDICT_ACCEPT, {}, false),                                 // no digest
+      verdict(assigned[0], proto::VERDICT_REJECT, {flow.FinalSegment()}, {{}}),               // no digest
+      verdict(assigned[0], proto::VERDICT_REJECT, {flow.FinalSegment()}, {{digest, digest}}), // one too many
+      verdict(assigned[0], proto::VERDICT_REJECT, {flow.FinalSegment()}, {{digest.substr(1)}}),  // 31 bytes
       verdict(assigned[0], proto::VERDICT_ACCEPT, {slot.segments(0)}),                        // accept names none
+      verdict(assigned[0], proto::VERDICT_ACCEPT, {}, {{digest}}),                            // nor digests
       verdict(assigned[0], proto::VERDICT_NONE, {}),                                          // no verdict
-      verdict(assigned[0], proto::VERDICT_UNAVAILABLE, {}),                                   // with a digest
+      verdict(assigned[0], proto::VERDICT_UNAVAILABLE, {}, {{digest}}),                       // with a digest
       verdict(assigned[0], proto::VERDICT_REJECT, {slot.segments(0), flow.FinalSegment()}),  // good
       verdict(assigned[0], proto::VERDICT_ACCEPT, {}),                                        // again
   });
-  const StatusCode want[] = {StatusCode::kPermissionDenied, StatusCode::kInvalidArgument,
-                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
-                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
-                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
-                             StatusCode::kOk,               StatusCode::kAlreadyExists};
+  const StatusCode want[] = {StatusCode::kPermissionDenied, StatusCode::kInvalidArgument, StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument, StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument, StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument, StatusCode::kOk,
+                             StatusCode::kAlreadyExists};
   ASSERT_EQ(result.tx_results.size(), std::size(want));
   for (std::size_t i = 0; i < std::size(want); ++i) {
     EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;
@@ -458,31 +468,68 @@ TEST(Dispute, WhistleblowerChallengesTheProofOnceAndLocksStake) {
   ASSERT_EQ(flow.task().challenges_size(), 1);
   EXPECT_EQ(flow.task().challenges(0).challenger(), Raw(flow.whistleblower));
   EXPECT_EQ(flow.task().challenges(0).lock(), 300u);
+  // The ledger drew the segments the challenge covers, which include the final one it named.
+  const proto::Challenge recorded = flow.task().challenges(0);
+  const std::vector<std::uint64_t> covered = flow.ChallengeCovered(flow.whistleblower);
+  EXPECT_EQ(std::vector<std::uint64_t>(recorded.segments().begin(), recorded.segments().end()), covered);
+  EXPECT_EQ(covered.back(), flow.FinalSegment());
+  EXPECT_EQ(covered.size(), 3u);  // q = 2 drawn, plus the final one
+  ASSERT_EQ(recorded.failed_segments_size(), 1);
+  EXPECT_EQ(recorded.failed_segments(0), flow.FinalSegment());
+  ASSERT_EQ(recorded.segment_digests_size(), 1);
+  EXPECT_EQ(recorded.segment_digests(0), flow.ReplayDigest(flow.whistleblower, flow.FinalSegment()));
+  // The outsider's covered segments, and one that is not among them.
+  ASSERT_EQ(flow.chain.Run(flow.outsider, payload::kStake, [] {
+    proto::StakeTx stake;
+    stake.set_role(proto::ROLE_WHISTLEBLOWER);
+    stake.set_amount(300);
+    return stake;
+  }()).code, StatusCode::kOk);
+  const std::vector<std::uint64_t> outsider_covered = flow.ChallengeCovered(flow.outsider);
+  std::uint64_t uncovered = 0;
+  while (std::find(outsider_covered.begin(), outsider_covered.end(), uncovered) != outsider_covered.end()) ++uncovered;
   // All in one block: the challenge window is only 4 blocks long.
-  EXPECT_EQ(flow.task().challenges(0).final_digest(), HashBytes(FinalDigest(Raw(flow.whistleblower), flow.replay_final)));
   proto::DisputeTx challenge;
   challenge.set_task_id(flow.task_id);
-  challenge.set_final_digest(Bytes32(0x33));
+  challenge.add_failed_segments(flow.FinalSegment());
+  challenge.add_segment_digests(Bytes32(0x33));
   proto::DisputeTx undigested = challenge;
-  undigested.clear_final_digest();
+  undigested.clear_segment_digests();
+  proto::DisputeTx unnamed = challenge;
+  unnamed.clear_failed_segments();
+  unnamed.clear_segment_digests();
+  proto::DisputeTx not_covered = challenge;
+  not_covered.clear_failed_segments();
+  not_covered.add_failed_segments(uncovered);
+  proto::DisputeTx descending = challenge;
+  descending.clear_failed_segments();
+  descending.add_failed_segments(flow.FinalSegment());
+  descending.add_failed_segments(outsider_covered.front());
+  descending.add_segment_digests(Bytes32(0x34));
   proto::DisputeTx named = challenge;
   named.set_verifier(Raw(assigned[0]));
   proto::DisputeTx dispute = named;  // the solver's dispute names the verdict and nothing else
-  dispute.clear_final_digest();
+  dispute.clear_failed_segments();
+  dispute.clear_segment_digests();
   BlockResult result = flow.chain.Block({
       flow.chain.Tx(flow.whistleblower, payload::kDispute, challenge),  // again
-      flow.chain.Tx(flow.outsider, payload::kDispute, challenge),       // no whistleblower stake
+      flow.chain.Tx(flow.Unassigned(), payload::kDispute, challenge),   // no whistleblower stake
       flow.chain.Tx(assigned[1], payload::kDispute, challenge),         // a verifier of the task
       flow.chain.Tx(flow.submitter, payload::kDispute, challenge),      // the submitter
       flow.chain.Tx(flow.outsider, payload::kDispute, named),           // names a verdict
-      flow.chain.Tx(flow.outsider, payload::kDispute, undigested),      // no final digest
-      flow.chain.Tx(flow.solver, payload::kDispute, named),             // a dispute with a digest
+      flow.chain.Tx(flow.outsider, payload::kDispute, undigested),      // no digest
+      flow.chain.Tx(flow.outsider, payload::kDispute, unnamed),         // names no segment
+      flow.chain.Tx(flow.outsider, payload::kDispute, not_covered),     // not one of its covered segments
+      flow.chain.Tx(flow.outsider, payload::kDispute, descending),      // not ascending
+      flow.chain.Tx(flow.solver, payload::kDispute, named),             // a dispute with segments and digests
       flow.chain.Tx(flow.outsider, payload::kDispute, dispute),         // not the solver
   });
   const StatusCode want[] = {StatusCode::kAlreadyExists,   StatusCode::kFailedPrecondition,
                              StatusCode::kPermissionDenied, StatusCode::kPermissionDenied,
                              StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
-                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument};
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument,  StatusCode::kInvalidArgument,
+                             StatusCode::kInvalidArgument};
   ASSERT_EQ(result.tx_results.size(), std::size(want));
   for (std::size_t i = 0; i < std::size(want); ++i) {
     EXPECT_EQ(result.tx_results[i].code, want[i]) << "tx " << i << ": " << result.tx_results[i].log;

@@ -133,6 +133,54 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   EXPECT_NE(unknown.err.find("no task id starts with " + absent), std::string::npos) << unknown.err;
 }
 
+// Every round forced (--forced-error-rate 1): each solver falsifies its forced checkpoints while it
+// trains, commits that proof, and at the reveal shows the checkpoints the verdicts and challenges
+// covered in both proofs. The honest solver's task settles as a forced error with the model of the
+// result proof delivered (the submitter fetches the result proof it serves beside the committed
+// one); the cheat, wrong in the result proof as well, is still disproven in a game whose segment
+// starts from the committed proof; the honest verifier, right in both rounds, gains.
+TEST(DevnetE2eTest, ForcedRoundsSettleOverTheResultProofAndTheHonestVerifierIsRight) {
+  TempDir dir;
+  const std::string home = dir.File("devnet");
+  std::vector<std::string> args = DevnetArgs(home, false);
+  args.insert(args.end(), {"--forced-error-rate", "1"});
+  const ProcessResult run = RunProcess(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  rapidjson::Document report;
+  report.Parse(run.out.c_str());
+  ASSERT_FALSE(report.HasParseError()) << run.out;
+  EXPECT_TRUE(report["all_settled"].GetBool());
+  EXPECT_TRUE(report["audits_match"].GetBool());
+  ASSERT_EQ(report["tasks"].Size(), 2u);
+  for (const rapidjson::Value& t : report["tasks"].GetArray()) {
+    const std::string solver = t["solver"].GetString();
+    if (solver == "solver-honest") {
+      EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_FORCED_ERROR") << run.out;
+      ASSERT_TRUE(t["accuracy"].IsNumber()) << "the submitter fetched and evaluated the result proof's model";
+      EXPECT_GT(t["accuracy"].GetDouble(), 0.3);
+      continue;
+    }
+    EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED") << run.out;
+    // The honest verifier's reject (and the whistleblower's challenge) names the cheat's segment
+    // with the digest of the honest end, which the cheater's result proof does not have: no catch,
+    // so the game over the result proof (from the committed start) is played and the referee
+    // pinpoints the cheat.
+    bool pinpointed = false;
+    for (const rapidjson::Value& g : t["games"].GetArray()) {
+      EXPECT_TRUE(g["audit_matches"].GetBool());
+      if (!g["by_referee"].GetBool()) continue;
+      pinpointed = true;
+      EXPECT_STREQ(g["winner"].GetString(), g["challenger"].GetString());
+      EXPECT_EQ(g["step"].GetInt64(), kCheatStep);
+      EXPECT_STREQ(g["node"].GetString(), kCheatNode);
+    }
+    EXPECT_TRUE(pinpointed) << run.out;
+  }
+  EXPECT_LT(Change(report, "solver-cheat"), -900) << "slashed";
+  EXPECT_GT(Change(report, "solver-honest"), 0) << "paid for the result proof";
+  EXPECT_GT(Change(report, "verifier-honest"), 0);
+}
+
 // A cheat the solver could never apply is refused before any process starts, instead of leaving
 // a task unsettled until the timeout.
 TEST(DevnetE2eTest, ACheatTheSolverCannotApplyIsAUsageError) {

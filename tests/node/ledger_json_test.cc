@@ -43,16 +43,30 @@ TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
   ASSERT_TRUE(IsOk(task));
   EXPECT_EQ(TaskJson(*task), task_json);
 
-  // A verifier slot and a whistleblower's challenge: its final digest and whether it caught a
-  // forced error (a challenge without the honest final state's digest is no catch).
+  // A verifier slot and a whistleblower's challenge after a forced round's reveal: the challenge's
+  // covered and failed segments with their digests, whether it caught the forced error, and the
+  // task's forced checkpoints with their honest hashes.
   const std::string challenged_json = LedgerAnswer("task-challenged");
   Result<proto::Task> challenged = DecodeTask(challenged_json);
   ASSERT_TRUE(IsOk(challenged));
   EXPECT_EQ(TaskJson(*challenged), challenged_json);
   ASSERT_EQ(challenged->challenges_size(), 1);
   EXPECT_TRUE(challenged->challenges(0).caught());
-  EXPECT_NE(challenged_json.find(R"("final_digest":")" + consensus::ToHex(challenged->challenges(0).final_digest()) +
-                                 R"(","caught":true)"),
+  const proto::Challenge& challenge = challenged->challenges(0);
+  ASSERT_EQ(challenge.segment_digests_size(), 1);
+  EXPECT_NE(challenged_json.find(R"("caught":true,"game_result":"GAME_RESULT_NONE","segments":[2,7],)"
+                                 R"("failed_segments":[7],"segment_digests":[")" +
+                                 consensus::ToHex(challenge.segment_digests(0)) + R"("]})"),
+            std::string::npos)
+      << challenged_json;
+  ASSERT_EQ(challenged->verifiers_size(), 1);
+  EXPECT_NE(challenged_json.find(R"("failed_segments":[7],"segment_digests":[")" +
+                                 consensus::ToHex(challenged->verifiers(0).segment_digests(0)) + R"("]})"),
+            std::string::npos)
+      << challenged_json;
+  ASSERT_EQ(challenged->honest_hashes_size(), 1);
+  EXPECT_NE(challenged_json.find(R"("forced_checkpoints":[8],"honest_hashes":[")" +
+                                 consensus::ToHex(challenged->honest_hashes(0)) + R"("])"),
             std::string::npos)
       << challenged_json;
 

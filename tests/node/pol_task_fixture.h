@@ -18,6 +18,8 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/rpc/http_server.h"
 #include "polnode/rpc/proof_http.h"
+#include "polnode/solver/forced_round.h"
+#include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_steps.h"
@@ -66,6 +68,37 @@ inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageData
     EXPECT_EQ(tampering->tamper_count(), 1);
   }
   if (result.ok()) proof.manifest = result->manifest;
+  return proof;
+}
+
+/// A forced round of the tiny task, as the solver role makes it: the committed proof, trained with
+/// `round`'s forced checkpoints falsified (solver::ForcedCheckpointHook), and the result proof
+/// beside it (solver::WriteResultProof), both signed by `solver`.
+struct ForcedTinyProof {
+  TinyProof committed;
+  TinyProof result;
+};
+
+inline ForcedTinyProof ProveTinyForced(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                                       const consensus::SecretKey& solver_key, const solver::ForcedRound& round) {
+  ForcedTinyProof proof;
+  proof.committed.dir = std::make_unique<polnode::testing::TempDir>("role-proof-committed");
+  proof.result.dir = std::make_unique<polnode::testing::TempDir>("role-proof-result");
+  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
+  solver::ProveOptions options;
+  options.out_dir = proof.committed.dir->path();
+  options.key = &solver_key;
+  options.on_checkpoint = solver::ForcedCheckpointHook(round, task.checkpoint_interval);
+  Result<solver::ProveResult> result = solver::Prove(task, data, *reference, options);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  if (!result.ok()) return proof;
+  proof.committed.manifest = result->manifest;
+  Result<consensus::Hash256> root =
+      solver::WriteResultProof(proof.committed.dir->path(), proof.result.dir->path(), round, solver_key);
+  EXPECT_TRUE(root.ok()) << root.status().ToString();
+  Result<solver::ProofDir> written = solver::OpenProofDir(proof.result.dir->path());
+  EXPECT_TRUE(written.ok()) << written.status().ToString();
+  if (written.ok()) proof.result.manifest = written->manifest;
   return proof;
 }
 

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <fstream>
@@ -27,6 +28,8 @@
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
+#include "polnode/rpc/ledger_json.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/subprocess.h"
@@ -84,6 +87,11 @@ struct FakeProof {
   std::string root;           // 64 hex
   std::string initial_proof;  // hex of the serialized Merkle proof of checkpoint 0
 
+  explicit FakeProof(std::vector<consensus::Hash256> checkpoint_hashes) : hashes(std::move(checkpoint_hashes)) {
+    const consensus::MerkleTree tree(hashes);
+    root = consensus::ToHex(tree.root());
+    initial_proof = ProofHex(0);
+  }
   FakeProof(char tag, std::optional<consensus::Hash256> final_hash = std::nullopt) {
     consensus::Hash256 initial{};
     EXPECT_TRUE(consensus::HexToFixed(kInitialState, initial).ok());
@@ -386,7 +394,12 @@ class TaskLifecycleE2ETest : public ::testing::Test {
   // Claim with `secret`, wait for the forced-error seed, commit `proof`, wait for the beacon and
   // the assignment of all three verifiers.
   void ClaimCommitAndAwaitAssignment(const std::string& task, const std::string& secret, const FakeProof& proof) {
-    const std::string& proof_root = proof.root;
+    ClaimAndAwaitSeed(task, secret);
+    if (HasFatalFailure()) return;
+    CommitAndAwaitAssignment(task, proof);
+  }
+
+  void ClaimAndAwaitSeed(const std::string& task, const std::string& secret) {
     ASSERT_TRUE(SendTx(solver_, "claim-task", {"--task", task, "--secret", secret}));
     std::string t = Get("/v1/tasks/" + task);
     EXPECT_EQ(Str(Json(t), "solver"), solver_.pubkey) << t;
@@ -394,6 +407,11 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     // The proof may only be committed once the seed exists (tasks.h ExecuteCommitProof).
     t = WaitTask(task, [](const rapidjson::Value& v) { return Bool(v, "forced_seed_drawn"); }, "forced seed drawn");
     ASSERT_EQ(Str(Json(t), "status"), "TASK_CLAIMED") << t;
+  }
+
+  void CommitAndAwaitAssignment(const std::string& task, const FakeProof& proof) {
+    const std::string& proof_root = proof.root;
+    std::string t;
     // A commitment whose checkpoint 0 is not the task's initial state is refused.
     const FakeProof elsewhere('x', std::nullopt);
     FakeProof wrong_start = elsewhere;
@@ -445,22 +463,37 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     return "";
   }
 
-  // One verdict per verifier (accept[i] for verifiers_[i]; a reject names the final segment and,
-  // with `final_state`, commits to it); then the challenge window passes undisputed.
-  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept,
-                               std::optional<std::string> final_state = std::nullopt) {
-    ASSERT_EQ(accept.size(), verifiers_.size());
+  // One verdict per verifier (accept[i] for verifiers_[i]; a reject names the final segment with
+  // the digest of an end its replay reached); then the challenge window passes undisputed.
+  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<bool>& accept) {
+    std::vector<std::vector<std::uint64_t>> failed;
+    for (bool a : accept) failed.push_back(a ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{kSegments - 1});
+    VerdictsThenAwaitReveal(task, failed, FakeProof('r').hashes);
+  }
+
+  // One verdict per verifier: failed[i] empty is verifiers_[i]'s accept, else its reject naming
+  // those segments, each with SegmentDigest(its key, segment, ends[segment + 1]): the ends its
+  // replay reached. Then the challenge window passes undisputed.
+  void VerdictsThenAwaitReveal(const std::string& task, const std::vector<std::vector<std::uint64_t>>& failed,
+                               const std::vector<consensus::Hash256>& ends) {
+    ASSERT_EQ(failed.size(), verifiers_.size());
+    std::vector<bool> accept;
     for (std::size_t i = 0; i < verifiers_.size(); ++i) {
+      accept.push_back(failed[i].empty());
       std::vector<std::string> args = {"--task",        task, "--slot", SlotIndex(task, verifiers_[i]), "--verdict",
                                        accept[i] ? "accept" : "reject", "--report-hash",
                                        Hex32('a' + static_cast<char>(i))};
-      if (!accept[i]) args.insert(args.end(), {"--failed-segments", std::to_string(kSegments - 1)});
-      if (final_state) {
+      if (!accept[i]) {
         const std::array<std::uint8_t, 32> key = Unhex(verifiers_[i].pubkey);
-        const std::array<std::uint8_t, 32> state = Unhex(*final_state);
-        args.insert(args.end(), {"--final-digest", consensus::ToHex(contracts::FinalDigest(
-                                                       std::string_view(reinterpret_cast<const char*>(key.data()), 32),
-                                                       std::string_view(reinterpret_cast<const char*>(state.data()), 32)))});
+        std::string segments, digests;
+        for (std::uint64_t s : failed[i]) {
+          segments += (segments.empty() ? "" : ",") + std::to_string(s);
+          const consensus::Hash256& end = ends[s + 1];
+          digests += (digests.empty() ? "" : ",") +
+                     consensus::ToHex(contracts::SegmentDigest(std::string_view(reinterpret_cast<const char*>(key.data()), 32), s,
+                                                               std::string_view(reinterpret_cast<const char*>(end.data()), 32)));
+        }
+        args.insert(args.end(), {"--failed-segments", segments, "--segment-digests", digests});
       }
       ASSERT_TRUE(SendTx(verifiers_[i], "verdict", args));
     }
@@ -672,67 +705,136 @@ TEST_F(TaskLifecycleE2ETest, SolverThatNeverRevealsLeavesItsProofUnprovenAndPays
 }
 
 // forced_error_rate 1 makes every round forced (beacon.h IsForcedError: x % 1 == 0), so the
-// forced-error settlement runs deterministically. The solver commits a proof whose final checkpoint
-// it altered; two verifiers reject the final segment committing to the honest final state (they
-// replayed it), one accepts. At the reveal the solver shows the honest final checkpoint on the
-// committed final leaf's Merkle path.
-TEST_F(TaskLifecycleE2ETest, ForcedErrorRoundPaysTheCatchersThatVouchedAndSlashesTheAccepter) {
+// forced-round settlement runs deterministically. Once the seed is drawn the solver knows its
+// forced checkpoints (beacon.h ForcedCheckpoints) and commits a proof falsified exactly there; the
+// result proof has the honest hashes. The first two verifiers replay: each rejects exactly its
+// covered segments (its drawn one and the final one) that end at a forced checkpoint, committing
+// to the result proof's hash there (or accepts when none does); the third accepts without
+// replaying. At the reveal the solver shows exactly the checkpoints the ledger needs
+// (contracts/forced.h RevealCheckpoints) in both proofs.
+TEST_F(TaskLifecycleE2ETest, ForcedRoundPaysTheVerifiersThatWereRightAndSlashesAWrongAccepter) {
   ASSERT_NO_FATAL_FAILURE(StartChain({{"forced_error_rate", 1}}));
   const Snapshot before = Take();
   const std::string task = SubmitTask(600, 600);
   ASSERT_FALSE(HasFailure());
-  const FakeProof honest('h');
-  const FakeProof committed('h', consensus::Sha256("the altered final checkpoint"));
-  ASSERT_NO_FATAL_FAILURE(ClaimCommitAndAwaitAssignment(task, kSecret, committed));
-  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, {false, false, true}, honest.FinalHex()));
+  ASSERT_NO_FATAL_FAILURE(ClaimAndAwaitSeed(task, kSecret));
+  Result<proto::Task> claimed = DecodeTask(Get("/v1/tasks/" + task));
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  const std::array<std::uint8_t, 32> secret_raw = Unhex(kSecret);
+  const std::string secret(reinterpret_cast<const char*>(secret_raw.data()), 32);
+  const std::vector<std::uint64_t> forced =
+      contracts::ForcedCheckpoints(secret, claimed->forced_seed(), claimed->id(), kSegments, /*exact=*/true);
+  ASSERT_FALSE(forced.empty());
+  const FakeProof result('h');
+  FakeProof committed('h');
+  for (std::uint64_t k : forced) committed.hashes[k] = consensus::Sha256("falsified " + std::to_string(k));
+  committed = FakeProof(committed.hashes);
+  ASSERT_NO_FATAL_FAILURE(CommitAndAwaitAssignment(task, committed));
 
-  // A forced round's reveal must name the honest proof, not the committed one.
+  // Covered segments ending at a forced checkpoint, per verifier.
+  Result<proto::Task> assigned = DecodeTask(Get("/v1/tasks/" + task));
+  ASSERT_TRUE(assigned.ok());
+  const auto wrong_at = [&](const Actor& v) {
+    std::vector<std::uint64_t> covered;
+    for (const proto::VerifierSlot& slot : assigned->verifiers()) {
+      if (consensus::ToHex(slot.verifier()) == v.pubkey) covered.assign(slot.segments().begin(), slot.segments().end());
+    }
+    if (std::find(covered.begin(), covered.end(), kSegments - 1) == covered.end()) covered.push_back(kSegments - 1);
+    std::sort(covered.begin(), covered.end());
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t s : covered) {
+      if (std::find(forced.begin(), forced.end(), s + 1) != forced.end()) out.push_back(s);
+    }
+    return out;
+  };
+  const std::vector<std::vector<std::uint64_t>> failed = {wrong_at(verifiers_[0]), wrong_at(verifiers_[1]), {}};
+  const bool lazy_right = wrong_at(verifiers_[2]).empty();
+  ASSERT_NO_FATAL_FAILURE(VerdictsThenAwaitReveal(task, failed, result.hashes));
+
+  // A forced round's reveal must name the result proof, not the committed one.
   std::string wrong;
   ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", committed.root}, &wrong,
                      /*wait=*/false));
   EXPECT_FALSE(AwaitTxOk(wrong));
-  // Nor an honest proof that differs from the committed one anywhere but its final checkpoint.
-  const FakeProof other('o');
+  Result<proto::Task> revealing = DecodeTask(Get("/v1/tasks/" + task));
+  ASSERT_TRUE(revealing.ok());
+  const std::vector<std::uint64_t> shown = contracts::RevealCheckpoints(*revealing);
+  ASSERT_FALSE(shown.empty());
+  EXPECT_EQ(shown.back(), kSegments);
+  const auto leaves = [&](const FakeProof& ends) {
+    std::string out;
+    for (std::uint64_t k : shown) {
+      out += (out.empty() ? "" : ",") + std::to_string(k) + ":" + consensus::ToHex(committed.hashes[k]) + ":" +
+             committed.ProofHex(k) + ":" + consensus::ToHex(ends.hashes[k]) + ":" + ends.ProofHex(k);
+    }
+    return out;
+  };
+  // Nor a result proof that differs from the committed one elsewhere than at the forced checkpoints,
+  // or agrees with it at one: here at the first checkpoint shown.
+  std::vector<consensus::Hash256> other_hashes = result.hashes;
+  const std::uint64_t first = shown.front();
+  const bool first_forced = std::find(forced.begin(), forced.end(), first) != forced.end();
+  other_hashes[first] = first_forced ? committed.hashes[first] : consensus::Sha256("another result");
+  const FakeProof other(other_hashes);
   ASSERT_TRUE(SendTx(solver_, "reveal",
-                     {"--task", task, "--secret", kSecret, "--result-root", other.root, "--committed-final",
-                      committed.FinalHex(), "--honest-final", other.FinalHex(), "--final-proof",
-                      committed.ProofHex(kSegments)},
-                     &wrong, /*wait=*/false));
+                     {"--task", task, "--secret", kSecret, "--result-root", other.root, "--leaves", leaves(other)}, &wrong,
+                     /*wait=*/false));
   EXPECT_FALSE(AwaitTxOk(wrong));
-  ASSERT_TRUE(SendTx(solver_, "reveal",
-                     {"--task", task, "--secret", kSecret, "--result-root", honest.root, "--committed-final",
-                      committed.FinalHex(), "--honest-final", honest.FinalHex(), "--final-proof",
-                      committed.ProofHex(kSegments)}));
+  ASSERT_TRUE(SendTx(solver_, "reveal", {"--task", task, "--secret", kSecret, "--result-root", result.root, "--leaves", leaves(result)}));
 
   const std::string t = Get("/v1/tasks/" + task);
   ExpectClosed(t, "TASK_SETTLED", "OUTCOME_FORCED_ERROR");
-  EXPECT_TRUE(Bool(Json(t), "forced_error")) << t;
-  EXPECT_EQ(Str(Json(t), "result_root"), honest.root) << t;
+  const rapidjson::Document d = Json(t);
+  EXPECT_TRUE(Bool(d, "forced_error")) << t;
+  EXPECT_EQ(Str(d, "result_root"), result.root) << t;
+  EXPECT_EQ(Str(d, "forced_root"), committed.root) << t;
+  ASSERT_TRUE(d.HasMember("forced_checkpoints") && d["forced_checkpoints"].IsArray()) << t;
+  ASSERT_TRUE(d.HasMember("honest_hashes") && d["honest_hashes"].IsArray()) << t;
+  EXPECT_EQ(d["forced_checkpoints"].Size(), d["honest_hashes"].Size()) << t;
+  for (rapidjson::SizeType i = 0; i < d["forced_checkpoints"].Size(); ++i) {
+    const std::uint64_t k = d["forced_checkpoints"][i].GetUint64();
+    EXPECT_NE(std::find(forced.begin(), forced.end(), k), forced.end()) << t;
+    EXPECT_EQ(std::string(d["honest_hashes"][i].GetString()), consensus::ToHex(result.hashes[k])) << t;
+  }
+  for (rapidjson::SizeType i = 0; i < d["verifiers"].Size(); ++i) {
+    const rapidjson::Value& slot = d["verifiers"][i];
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (Str(slot, "verifier") == verifiers_[k].pubkey) {
+        EXPECT_TRUE(Bool(slot, "vouched")) << t;
+      }
+    }
+    if (Str(slot, "verifier") == verifiers_[2].pubkey) {
+      EXPECT_EQ(Bool(slot, "vouched"), lazy_right) << t;
+    }
+  }
 
   const TaskMoney m = Money(3);
   const std::uint64_t fee = TxFee();
   const std::uint64_t verifier_lock = Param("min_stake_verifier");
-  // The accepter's lock goes to the pool first; then the two catchers split the payout.
-  const std::uint64_t pool = before.jackpot + m.cut + verifier_lock;
+  // A wrong accepter's lock goes to the pool first; then the catchers (right rejects) split the payout.
+  std::size_t catchers = 0;
+  for (const auto& f : failed) catchers += f.empty() ? 0 : 1;
+  const std::uint64_t pool = before.jackpot + m.cut + (lazy_right ? 0 : verifier_lock);
   const std::uint64_t payout =
-      std::min(BpsOf(pool, Param("jackpot_payout_bps")), BpsOf(kPayment, Param("jackpot_payout_cap_bps")));
-  const std::uint64_t catcher_share = payout / 2;
-  EXPECT_EQ(Jackpot(), pool - 2 * catcher_share);
+      catchers == 0 ? 0 : std::min(BpsOf(pool, Param("jackpot_payout_bps")), BpsOf(kPayment, Param("jackpot_payout_cap_bps")));
+  const std::uint64_t catcher_share = catchers == 0 ? 0 : payout / catchers;
+  EXPECT_EQ(Jackpot(), pool - catchers * catcher_share);
   // The solver followed the rules: paid E - F, lock released (claim, 2 commits, 3 reveals in fees).
   EXPECT_EQ(Balance(solver_), before.balance.at(solver_.pubkey) + m.solver_pay - 6 * fee);
   EXPECT_EQ(StakeField(solver_, "solver", "bonded"), kSolverStake);
   EXPECT_EQ(StakeField(solver_, "solver", "locked"), 0u);
-  // Rejecters: share + jackpot share; the accepter: nothing, its lock slashed.
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(Balance(verifiers_[i]), before.balance.at(verifiers_[i].pubkey) + m.per_verifier + catcher_share - fee);
+  // Right verdicts: the fee share, a catcher also a jackpot share; a wrong accept: its lock slashed.
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(Balance(verifiers_[i]), before.balance.at(verifiers_[i].pubkey) + m.per_verifier +
+                                          (failed[i].empty() ? 0 : catcher_share) - fee);
     EXPECT_EQ(StakeField(verifiers_[i], "verifier", "bonded"), kVerifierStake);
   }
-  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) - fee);
-  EXPECT_EQ(StakeField(verifiers_[2], "verifier", "bonded"), kVerifierStake - verifier_lock);
+  EXPECT_EQ(Balance(verifiers_[2]), before.balance.at(verifiers_[2].pubkey) + (lazy_right ? m.per_verifier : 0) - fee);
+  EXPECT_EQ(StakeField(verifiers_[2], "verifier", "bonded"), kVerifierStake - (lazy_right ? 0 : verifier_lock));
   for (const Actor& v : verifiers_) EXPECT_EQ(StakeField(v, "verifier", "locked"), 0u) << v.name;
-  // The submitter gets back the accepter's unpaid share and the dust.
+  // The submitter gets back the unpaid shares and the dust.
   EXPECT_EQ(Balance(submitter_), before.balance.at(submitter_.pubkey) - kPayment - fee + m.escrow - m.solver_pay -
-                                     2 * m.per_verifier);
+                                     (lazy_right ? 3 : 2) * m.per_verifier);
   ExpectProducerFees(before);
 }
 

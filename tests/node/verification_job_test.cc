@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <set>
 
-#include "polnode/roles/forced_error_proof.h"
 #include "pol_task_fixture.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
@@ -112,12 +111,11 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
   EXPECT_TRUE(verdict->failed_segments.empty());
-  // The verdict commits to the final state its replay reached: here the proof's own final state.
-  ASSERT_TRUE(verdict->final_state.has_value());
-  EXPECT_EQ(*verdict->final_state, proof.manifest.checkpoint_hashes[8]);
+  // An accept commits to no end state: only failed segments carry digests.
+  EXPECT_TRUE(verdict->failed_ends.empty());
   const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
   EXPECT_EQ(tx.verdict(), proto::VERDICT_ACCEPT);
-  EXPECT_EQ(tx.final_digest(), RawHash(contracts::FinalDigest(RawPubKey(verifier_), RawHash(proof.manifest.checkpoint_hashes[8]))));
+  EXPECT_EQ(tx.segment_digests_size(), 0);
   EXPECT_EQ(tx.failed_segments_size(), 0);
 
   // Each replayed segment's two ends, the final segment's included, and nothing else.
@@ -141,8 +139,8 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
 
 // A tolerant-mode task is judged by distances against thresholds the checker profiles from the
 // task alone; every backend here trains bit for bit alike, so they are 0, the honest proof passes
-// and a cheat still fails. Tolerant verdicts commit to no final state (there is no bitwise one to
-// vouch for). Exact-mode checks compare hashes and carry no thresholds.
+// and a cheat still fails. Tolerant verdicts commit to no end state (there is no bitwise one to
+// vouch for), not even a reject. Exact-mode checks compare hashes and carry no thresholds.
 TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask) {
   document_.mode = solver::ReproMode::kTolerant;
   const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
@@ -152,9 +150,7 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   Result<SegmentsVerdict> verdict = VerdictOn(*check, {2});
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_ACCEPT) << verdict->reason;
-  EXPECT_FALSE(verdict->final_state.has_value());
-  EXPECT_EQ(VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("r")).final_digest(),
-            std::string(32, '\0'));
+  EXPECT_TRUE(verdict->failed_ends.empty());
   ASSERT_TRUE(check->thresholds.has_value());
   EXPECT_EQ(check->thresholds->l1, 0.0);
   EXPECT_EQ(check->thresholds->linf, 0.0);
@@ -168,6 +164,10 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   verdict = VerdictOn(*check, {2});
   EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{2});
+  EXPECT_TRUE(verdict->failed_ends.empty());
+  const proto::VerdictTx reject = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("r"));
+  EXPECT_EQ(reject.failed_segments_size(), 1);
+  EXPECT_EQ(reject.segment_digests_size(), 0);
 
   document_.mode = solver::ReproMode::kExact;
   check = Check(TaskFor(testing::ProveTiny(document_, data_, solver_, std::nullopt)), {2});
@@ -197,6 +197,13 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
   EXPECT_EQ(tx.verdict(), proto::VERDICT_REJECT);
   ASSERT_EQ(tx.failed_segments_size(), 1);
   EXPECT_EQ(tx.failed_segments(0), static_cast<std::uint64_t>(kForged));
+  // The reject commits to the end its replay of the failed segment reached, keyed by its key and
+  // the segment.
+  const verifier::SegmentEvidence& forged = check->evidence[0];
+  ASSERT_EQ(forged.segment, kForged);
+  ASSERT_EQ(verdict->failed_ends, std::vector<consensus::Hash256>{forged.recomputed});
+  ASSERT_EQ(tx.segment_digests_size(), 1);
+  EXPECT_EQ(tx.segment_digests(0), RawHash(contracts::SegmentDigest(RawPubKey(verifier_), kForged, RawHash(forged.recomputed))));
   // Read per verifier, as a whistleblower does: a verifier that drew only the honest segment
   // (and the final one) was right to accept.
   Result<SegmentsVerdict> on_other = VerdictOn(*check, {kOther});
@@ -206,25 +213,39 @@ TEST_F(VerificationJobTest, CheatIsRejectedNamingItsSegmentAndOtherSegmentsStill
   EXPECT_EQ(VerdictOn(*check, {0}).status().code(), StatusCode::kInternal);
 }
 
-// In a forced round the committed final checkpoint is wrong: every verifier rejects the final
-// segment, and its verdict commits to the honest final state, which the solver reveals later.
-TEST_F(VerificationJobTest, ForcedErrorIsRejectedAtTheFinalSegmentAndTheHonestFinalStateIsCommitted) {
-  const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  polnode::testing::TempDir forced_dir("forced-proof");
-  Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest.dir->path(), forced_dir.path(), solver_);
-  ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
-  proto::Task task = TaskFor(honest);
-  task.set_proof_root(RawHash(*forced_root));
-  task.set_proof_uri(server_.AddProof(forced_dir.path()));
+// In a forced round the committed proof is falsified at the forced checkpoints and the solver
+// trained on from them: a covered segment fails exactly when it ends at a forced checkpoint (one
+// that merely starts at one replays to the committed end), and the reject commits to the honest
+// end of each, the result proof's hash there, which the solver reveals later.
+TEST_F(VerificationJobTest, ForcedRoundRejectNamesExactlyTheCoveredSegmentsEndingAtForcedCheckpoints) {
+  solver::ForcedRound round;
+  round.secret = std::string(32, '\x21');
+  round.forced_seed = std::string(32, '\x22');
+  round.task_id = RawHash(consensus::Sha256("task"));
+  round.checkpoints = {3, 5, 8};  // segments 2, 4 and 7 end falsified; 5 starts from a falsified state
+  const testing::ForcedTinyProof proof = testing::ProveTinyForced(document_, data_, solver_, round);
+  proto::Task task = TaskFor(proof.committed);
   Result<ProofCheck> check = Check(task, {2, 5});
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   Result<SegmentsVerdict> verdict = VerdictOn(*check, {2, 5});
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->failed_segments, (std::vector<std::uint64_t>{2, 7}));
+  EXPECT_EQ(verdict->failed_ends,
+            (std::vector<consensus::Hash256>{proof.result.manifest.checkpoint_hashes[3], proof.result.manifest.checkpoint_hashes[8]}));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  ASSERT_EQ(tx.failed_segments_size(), 2);
+  ASSERT_EQ(tx.segment_digests_size(), 2);
+  for (int j = 0; j < 2; ++j) {
+    const std::uint64_t s = tx.failed_segments(j);
+    EXPECT_EQ(tx.segment_digests(j), RawHash(contracts::SegmentDigest(RawPubKey(verifier_), s,
+                                                                      RawHash(proof.result.manifest.checkpoint_hashes[s + 1]))))
+        << "segment " << s;
+  }
+  // A verifier covering only segment 5 (and the final one) names the final one alone.
+  verdict = VerdictOn(*check, {5});
+  ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{7});
-  ASSERT_TRUE(verdict->final_state.has_value());
-  EXPECT_EQ(*verdict->final_state, honest.manifest.checkpoint_hashes[8]);
 }
 
 TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWithoutDownloads) {
@@ -239,7 +260,7 @@ TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWit
   EXPECT_EQ(verdict->verdict, proto::VERDICT_UNAVAILABLE);
   EXPECT_NE(verdict->reason.find("neither served nor published"), std::string::npos) << verdict->reason;
   const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
-  EXPECT_TRUE(tx.final_digest().empty()) << "an unavailable verdict commits to no final state";
+  EXPECT_EQ(tx.segment_digests_size(), 0) << "an unavailable verdict commits to no end state";
 }
 
 TEST_F(VerificationJobTest, DocumentThatDoesNotBindMakesTheDataUnavailableBeforeTheProofIsFetched) {

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "polnode/roles/dispute_duty.h"
-#include "polnode/roles/forced_error_proof.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/ledger/genesis_file.h"
 #include "polnode/ledger/ledger.h"
 #include "polnode/solver/pol_files.h"
@@ -240,6 +240,14 @@ class RolesTest : public ::testing::Test {
   // there), then produces blocks until the ledger has assigned verifiers. The roles are polled
   // throughout, so they stake first.
   void SubmitClaimAndCommit(const std::string& proof_dir) {
+    SubmitAndClaim();
+    if (::testing::Test::HasFatalFailure()) return;
+    Commit(proof_dir);
+  }
+
+  // Submits the task and claims it with secret_, once every daemon's stake is bonded; returns when
+  // the forced-error seed is drawn.
+  void SubmitAndClaim() {
     ASSERT_TRUE(RunUntil(
         [&] {
           for (const Daemon& d : daemons_) {
@@ -265,7 +273,12 @@ class RolesTest : public ::testing::Test {
     claim.set_secret_commitment(RawHash(contracts::SecretCommitment(secret_)));
     SendAndCommit(solver_, contracts::payload::kClaimTask, claim);
     ASSERT_TRUE(RunUntil([&] { return !TheTask().forced_seed().empty(); }, true));
+  }
 
+  // Commits the proof in `proof_dir` (served by task_server_) to the claimed task; returns once
+  // its verifiers are drawn.
+  void Commit(const std::string& proof_dir) {
+    const std::string task_id = TheTask().id();
     Result<solver::ProofDir> proof = solver::OpenProofDir(proof_dir);
     ASSERT_TRUE(proof.ok()) << proof.status().ToString();
     proto::CommitProofTx commit;
@@ -433,8 +446,8 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(slot->verdict(), proto::VERDICT_ACCEPT);
   EXPECT_EQ(slot->report_hash(), RawHash(consensus::Sha256(report)));
-  // It vouched, without showing it, for the final state the proof claims.
-  EXPECT_EQ(slot->final_digest(), RawHash(contracts::FinalDigest(RawPubKey(honest_), RawHash(proof.manifest.checkpoint_hashes[8]))));
+  // An accept commits to no end state.
+  EXPECT_EQ(slot->segment_digests_size(), 0);
   EXPECT_EQ(ReadFile(report_path), report);
   restarted.role->Stop();
 }
@@ -605,57 +618,107 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   EXPECT_EQ(TheTask().outcome(), proto::OUTCOME_ACCEPTED);
 }
 
-// A forced round: the solver commits a proof whose final checkpoint it altered on purpose. The
-// honest verifier rejects the final segment and its verdict commits to the honest final state;
-// the lazy verifier accepts. At the reveal the solver shows the honest final checkpoint: the
-// honest verifier vouched for it and is a catcher, the whistleblower's challenge catches it too,
-// the lazy verifier's lock goes to the jackpot, and the solver is paid for the honest proof.
-TEST_F(RolesTest, ForcedErrorIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCostsTheLazyOne) {
+// The covered segments of `segments` plus the final one (7) that end at a forced checkpoint.
+std::vector<std::uint64_t> EndingForced(std::vector<std::uint64_t> segments, const std::vector<std::uint64_t>& forced) {
+  segments.push_back(7);
+  std::sort(segments.begin(), segments.end());
+  segments.erase(std::unique(segments.begin(), segments.end()), segments.end());
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t s : segments) {
+    if (std::find(forced.begin(), forced.end(), s + 1) != forced.end()) out.push_back(s);
+  }
+  return out;
+}
+
+// A forced round, as the solver role plays it: the solver falsifies its forced checkpoints while
+// training (from the secret and the drawn seed) and commits that proof. The honest verifier
+// rejects exactly its covered segments that end at a forced checkpoint, committing to the honest
+// ends (or accepts when none does); the lazy one accepts; the whistleblower challenges with its
+// own covered segments. At the reveal the solver shows the checkpoints the ledger asks for: the
+// honest verifier vouched, the whistleblower's challenge caught the error when it covered one,
+// the lazy verifier keeps its lock only when none of its segments ended at a forced checkpoint,
+// and the solver is paid for the result proof.
+TEST_F(RolesTest, ForcedRoundIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCostsTheLazyOne) {
   RestartLedger(1);
   AddVerifier(honest_, false, "honest");
   AddVerifier(lazy_, true, "lazy");
   Daemon& whistleblower = AddWhistleblower(whistleblower_);
-  const testing::TinyProof honest_proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  polnode::testing::TempDir forced_dir("roles-forced");
-  Result<consensus::Hash256> forced_root =
-      MakeForcedErrorProof(honest_proof.dir->path(), forced_dir.path(), solver_);
-  ASSERT_TRUE(forced_root.ok()) << forced_root.status().ToString();
   SolverDefends(std::nullopt);
-  SubmitClaimAndCommit(forced_dir.path());
-  ASSERT_TRUE(contracts::IsForcedError(secret_, TheTask().forced_seed(), TheTask().id(), params_.forced_error_rate()));
+  SubmitAndClaim();
+  const proto::Task claimed = TheTask();
+  ASSERT_TRUE(contracts::IsForcedError(secret_, claimed.forced_seed(), claimed.id(), params_.forced_error_rate()));
+  solver::ForcedRound round;
+  round.secret = secret_;
+  round.forced_seed = claimed.forced_seed();
+  round.task_id = claimed.id();
+  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8, true);
+  ASSERT_FALSE(round.checkpoints.empty());
+  const testing::ForcedTinyProof proof = testing::ProveTinyForced(document_, data_, solver_, round);
+  task_server_.AddProof(proof.result.dir->path());  // the solver serves both
+  Commit(proof.committed.dir->path());
 
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
   proto::Task task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
-  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_REJECT);
+  const proto::VerifierSlot* honest = SlotOf(task, honest_);
+  const std::vector<std::uint64_t> honest_failed =
+      EndingForced({honest->segments().begin(), honest->segments().end()}, round.checkpoints);
+  EXPECT_EQ(honest->verdict(), honest_failed.empty() ? proto::VERDICT_ACCEPT : proto::VERDICT_REJECT);
+  EXPECT_EQ(std::vector<std::uint64_t>(honest->failed_segments().begin(), honest->failed_segments().end()), honest_failed);
+  ASSERT_EQ(honest->segment_digests_size(), static_cast<int>(honest_failed.size()));
+  for (std::size_t j = 0; j < honest_failed.size(); ++j) {
+    const std::uint64_t s = honest_failed[j];
+    EXPECT_EQ(honest->segment_digests(static_cast<int>(j)),
+              RawHash(contracts::SegmentDigest(RawPubKey(honest_), s, RawHash(proof.result.manifest.checkpoint_hashes[s + 1]))));
+  }
   EXPECT_EQ(SlotOf(task, lazy_)->verdict(), proto::VERDICT_ACCEPT);
+  const std::vector<std::uint64_t> lazy_wrong =
+      EndingForced({SlotOf(task, lazy_)->segments().begin(), SlotOf(task, lazy_)->segments().end()}, round.checkpoints);
   const std::uint64_t lazy_lock = SlotOf(task, lazy_)->lock();
   const std::uint64_t lazy_before = Wealth(lazy_);
-  ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
-  EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
+  const std::vector<std::int64_t> covered = ChallengeSegmentsOf(task, RawPubKey(whistleblower_));
+  const std::vector<std::uint64_t> challenge_failed =
+      EndingForced(std::vector<std::uint64_t>(covered.begin(), covered.end()), round.checkpoints);
+  if (!challenge_failed.empty()) {
+    ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
+    EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
+  }
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  EXPECT_EQ(TheTask().challenges_size(), challenge_failed.empty() ? 0 : 1);
 
-  Result<solver::ProofDir> forced = solver::OpenProofDir(forced_dir.path());
-  ASSERT_TRUE(forced.ok());
-  proto::RevealTx reveal = PlainReveal();
-  reveal.set_result_root(RawHash(honest_proof.manifest.merkle_root));
-  reveal.set_committed_final(RawHash(forced->manifest.checkpoint_hashes[8]));
-  reveal.set_honest_final(RawHash(honest_proof.manifest.checkpoint_hashes[8]));
-  reveal.set_final_proof(MerkleProofOf(forced->manifest, 8));
-  Reveal(reveal);
+  Result<proto::RevealTx> reveal = ForcedRevealTx(TheTask(), secret_, proof.committed.dir->path(), proof.result.dir->path());
+  ASSERT_TRUE(reveal.ok()) << reveal.status().ToString();
+  EXPECT_EQ(reveal->result_root(), RawHash(proof.result.manifest.merkle_root));
+  const std::vector<std::uint64_t> shown = contracts::RevealCheckpoints(TheTask());
+  ASSERT_EQ(reveal->leaves_size(), static_cast<int>(shown.size()));
+  for (int i = 0; i < reveal->leaves_size(); ++i) EXPECT_EQ(reveal->leaves(i).checkpoint(), shown[static_cast<std::size_t>(i)]);
+  Reveal(*reveal);
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
   task = TheTask();
   EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
   EXPECT_TRUE(task.forced_error());
-  EXPECT_EQ(task.proof_root(), RawHash(honest_proof.manifest.merkle_root));
+  EXPECT_EQ(task.proof_root(), RawHash(proof.result.manifest.merkle_root));
+  EXPECT_EQ(task.forced_root(), RawHash(proof.committed.manifest.merkle_root));
   EXPECT_TRUE(SlotOf(task, honest_)->vouched());
-  EXPECT_FALSE(SlotOf(task, lazy_)->vouched());
-  // The whistleblower's challenge committed to the final state its replay reached: the honest one.
-  ASSERT_EQ(task.challenges_size(), 1);
-  EXPECT_EQ(task.challenges(0).final_digest(),
-            RawHash(contracts::FinalDigest(RawPubKey(whistleblower_), RawHash(honest_proof.manifest.checkpoint_hashes[8]))));
-  EXPECT_TRUE(task.challenges(0).caught());
-  EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  EXPECT_EQ(SlotOf(task, lazy_)->vouched(), lazy_wrong.empty());
+  if (!challenge_failed.empty()) {
+    // The challenge named its covered segments that end at forced checkpoints, with their honest ends.
+    const proto::Challenge& challenge = task.challenges(0);
+    EXPECT_EQ(std::vector<std::int64_t>(challenge.segments().begin(), challenge.segments().end()), covered);
+    EXPECT_EQ(std::vector<std::uint64_t>(challenge.failed_segments().begin(), challenge.failed_segments().end()),
+              challenge_failed);
+    ASSERT_EQ(challenge.segment_digests_size(), static_cast<int>(challenge_failed.size()));
+    for (std::size_t j = 0; j < challenge_failed.size(); ++j) {
+      const std::uint64_t s = challenge_failed[j];
+      EXPECT_EQ(challenge.segment_digests(static_cast<int>(j)),
+                RawHash(contracts::SegmentDigest(RawPubKey(whistleblower_), s,
+                                                 RawHash(proof.result.manifest.checkpoint_hashes[s + 1]))));
+    }
+    EXPECT_TRUE(challenge.caught());
+  }
+  if (!lazy_wrong.empty()) {
+    EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
+  }
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
 }
 

@@ -7,6 +7,7 @@
 
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::contracts::testing {
@@ -123,28 +124,27 @@ void TaskFlow::SetCheckpoints(std::vector<Hash256> leaves) {
   proof_root.assign(reinterpret_cast<const char*>(root.data()), root.size());
 }
 
-std::string TaskFlow::RootWithFinal(const std::string& final_hash) const {
-  std::vector<Hash256> leaves = checkpoints;
-  std::copy(final_hash.begin(), final_hash.end(), leaves.back().begin());
-  const Hash256 root = consensus::MerkleRoot(leaves);
-  return {reinterpret_cast<const char*>(root.data()), root.size()};
-}
-
 namespace {
 
-proto::VerdictTx VerdictMsg(const std::string& task_id, std::uint32_t slot, const PubKey& verifier,
-                            proto::Verdict verdict, const std::vector<std::uint64_t>& failed,
-                            const std::string& replay_final) {
+std::string RawHash(const Hash256& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
+
+std::string ProofBytes(const consensus::MerkleTree& tree, std::uint64_t index) {
+  Result<consensus::MerkleProof> path = tree.Prove(index);
+  EXPECT_TRUE(path.ok()) << "no leaf " << index;
+  if (!path.ok()) return {};
+  const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(*path);
+  return {bytes.begin(), bytes.end()};
+}
+
+proto::VerdictTx VerdictMsg(const std::string& task_id, std::uint32_t slot, proto::Verdict verdict,
+                            const std::vector<std::uint64_t>& failed, const std::vector<std::string>& digests) {
   proto::VerdictTx msg;
   msg.set_task_id(task_id);
   msg.set_slot(slot);
   msg.set_verdict(verdict);
   msg.set_report_hash(Bytes32(0xCC));
   for (std::uint64_t s : failed) msg.add_failed_segments(s);
-  if (verdict != proto::VERDICT_UNAVAILABLE) {
-    const Hash256 digest = FinalDigest(Raw(verifier), replay_final);
-    msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
-  }
+  for (const std::string& d : digests) msg.add_segment_digests(d);
   return msg;
 }
 
@@ -169,25 +169,84 @@ std::uint32_t OpenSlot(const proto::Task& task, const PubKey& verifier) {
 
 }  // namespace
 
+bool TaskFlow::Forced() const {
+  const proto::Task current = task();
+  return IsForcedError(secret, current.forced_seed(), current.id(), chain.params().forced_error_rate());
+}
+
+std::vector<std::uint64_t> TaskFlow::ForcedCheckpoints() const {
+  if (!Forced()) return {};
+  const proto::Task current = task();
+  return contracts::ForcedCheckpoints(secret, current.forced_seed(), current.id(), Segments(),
+                                      !current.spec().tolerant());
+}
+
+std::vector<Hash256> TaskFlow::ResultLeaves() const {
+  std::vector<Hash256> leaves = checkpoints;
+  for (std::uint64_t k : ForcedCheckpoints()) leaves[k].fill(static_cast<std::uint8_t>(honest_fill + k));
+  return leaves;
+}
+
+std::string TaskFlow::ResultRoot() const { return RawHash(consensus::MerkleRoot(ResultLeaves())); }
+
+std::string TaskFlow::ReplayDigest(const PubKey& party, std::uint64_t segment) const {
+  return RawHash(SegmentDigest(Raw(party), segment, RawHash(ResultLeaves()[segment + 1])));
+}
+
+std::vector<std::uint64_t> TaskFlow::SlotCovered(std::uint32_t slot) const {
+  const proto::Task current = task();
+  std::vector<std::uint64_t> covered(current.verifiers(static_cast<int>(slot)).segments().begin(),
+                                     current.verifiers(static_cast<int>(slot)).segments().end());
+  if (std::find(covered.begin(), covered.end(), FinalSegment()) == covered.end()) covered.push_back(FinalSegment());
+  std::sort(covered.begin(), covered.end());
+  return covered;
+}
+
+std::vector<std::uint64_t> TaskFlow::ChallengeCovered(const PubKey& challenger) const {
+  const proto::Task current = task();
+  return ChallengeSegments(current.segment_beacon(), Raw(challenger), Segments(),
+                           current.spec().segments_per_verification());
+}
+
+std::vector<std::uint64_t> TaskFlow::ForcedEnds(const std::vector<std::uint64_t>& covered) const {
+  const std::vector<std::uint64_t> forced = ForcedCheckpoints();
+  std::vector<std::uint64_t> ends;
+  for (std::uint64_t s : covered) {
+    if (std::binary_search(forced.begin(), forced.end(), s + 1)) ends.push_back(s);
+  }
+  return ends;
+}
+
 TxResult TaskFlow::Verdict(const PubKey& verifier, bool accept) {
   if (!accept) return Reject(verifier, {FinalSegment()});
-  return chain.Run(verifier, payload::kVerdict,
-                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_ACCEPT, {}, replay_final));
+  return SlotVerdict(OpenSlot(task(), verifier), proto::VERDICT_ACCEPT);
 }
 
 TxResult TaskFlow::Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed) {
-  return chain.Run(verifier, payload::kVerdict,
-                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_REJECT, failed, replay_final));
+  return SlotVerdict(OpenSlot(task(), verifier), proto::VERDICT_REJECT, failed);
 }
 
 TxResult TaskFlow::Unavailable(const PubKey& verifier) {
-  return chain.Run(verifier, payload::kVerdict,
-                   VerdictMsg(task_id, OpenSlot(task(), verifier), verifier, proto::VERDICT_UNAVAILABLE, {}, ""));
+  return SlotVerdict(OpenSlot(task(), verifier), proto::VERDICT_UNAVAILABLE);
 }
 
 TxResult TaskFlow::SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed) {
+  std::vector<std::string> digests;
   const PubKey verifier = KeyOfSlot(slot);
-  return chain.Run(verifier, payload::kVerdict, VerdictMsg(task_id, slot, verifier, verdict, failed, replay_final));
+  if (!task().spec().tolerant()) {
+    for (std::uint64_t s : failed) digests.push_back(ReplayDigest(verifier, s));
+  }
+  return SlotVerdictWith(slot, verdict, failed, digests);
+}
+
+TxResult TaskFlow::SlotVerdictWith(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed,
+                                   const std::vector<std::string>& digests) {
+  return chain.Run(KeyOfSlot(slot), payload::kVerdict, VerdictMsg(task_id, slot, verdict, failed, digests));
+}
+
+TxResult TaskFlow::DiligentVerdict(std::uint32_t slot) {
+  const std::vector<std::uint64_t> failed = ForcedEnds(SlotCovered(slot));
+  return SlotVerdict(slot, failed.empty() ? proto::VERDICT_ACCEPT : proto::VERDICT_REJECT, failed);
 }
 
 TxResult TaskFlow::Dispute(const PubKey& verifier) {
@@ -213,14 +272,28 @@ PubKey TaskFlow::KeyOfSlot(std::uint32_t slot) const {
   return key;
 }
 
-TxResult TaskFlow::Challenge(const PubKey& challenger) { return ChallengeReaching(challenger, replay_final); }
+TxResult TaskFlow::Challenge(const PubKey& challenger) {
+  std::vector<std::string> digests;
+  if (!task().spec().tolerant()) digests.push_back(ReplayDigest(challenger, FinalSegment()));
+  return ChallengeWith(challenger, {FinalSegment()}, digests);
+}
 
-TxResult TaskFlow::ChallengeReaching(const PubKey& challenger, const std::string& final_state) {
+TxResult TaskFlow::ChallengeWith(const PubKey& challenger, const std::vector<std::uint64_t>& failed,
+                                 const std::vector<std::string>& digests) {
   proto::DisputeTx msg;
   msg.set_task_id(task_id);
-  const Hash256 digest = FinalDigest(Raw(challenger), final_state);
-  msg.set_final_digest(std::string(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  for (std::uint64_t s : failed) msg.add_failed_segments(s);
+  for (const std::string& d : digests) msg.add_segment_digests(d);
   return chain.Run(challenger, payload::kDispute, msg);
+}
+
+TxResult TaskFlow::DiligentChallenge(const PubKey& challenger) {
+  const std::vector<std::uint64_t> failed = ForcedEnds(ChallengeCovered(challenger));
+  std::vector<std::string> digests;
+  if (!task().spec().tolerant()) {
+    for (std::uint64_t s : failed) digests.push_back(ReplayDigest(challenger, s));
+  }
+  return ChallengeWith(challenger, failed, digests);
 }
 
 void TaskFlow::AdvancePastDeadline() { chain.AdvanceTo(task().deadline()); }
@@ -233,19 +306,33 @@ TxResult TaskFlow::Reveal(const std::string& result_root) {
   return chain.Run(solver, payload::kReveal, msg);
 }
 
-TxResult TaskFlow::RevealForced(const std::string& honest_final) {
-  EXPECT_FALSE(checkpoints.empty()) << "RevealForced needs SetCheckpoints";
+proto::RevealTx TaskFlow::ForcedReveal(const std::vector<std::uint64_t>& shown) const {
+  return ForcedRevealOver(ResultLeaves(), shown);
+}
+
+proto::RevealTx TaskFlow::ForcedRevealOver(const std::vector<Hash256>& result,
+                                           const std::vector<std::uint64_t>& shown) const {
+  EXPECT_FALSE(checkpoints.empty()) << "ForcedReveal needs SetCheckpoints";
+  const consensus::MerkleTree committed_tree(checkpoints);
+  const consensus::MerkleTree result_tree(result);
   proto::RevealTx msg;
   msg.set_task_id(task_id);
   msg.set_secret(secret);
-  msg.set_result_root(RootWithFinal(honest_final));
-  const Hash256& committed = checkpoints.back();
-  msg.set_committed_final(std::string(reinterpret_cast<const char*>(committed.data()), committed.size()));
-  msg.set_honest_final(honest_final);
-  const consensus::MerkleProof path = *consensus::MerkleTree(checkpoints).Prove(checkpoints.size() - 1);
-  const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(path);
-  msg.set_final_proof(std::string(bytes.begin(), bytes.end()));
-  return chain.Run(solver, payload::kReveal, msg);
+  msg.set_result_root(RawHash(result_tree.root()));
+  for (std::uint64_t k : shown) {
+    proto::RevealedLeaf* leaf = msg.add_leaves();
+    leaf->set_checkpoint(k);
+    if (k >= checkpoints.size() || k >= result.size()) continue;  // not in the proof: no hashes
+    leaf->set_committed_hash(RawHash(checkpoints[k]));
+    leaf->set_committed_proof(ProofBytes(committed_tree, k));
+    leaf->set_result_hash(RawHash(result[k]));
+    leaf->set_result_proof(ProofBytes(result_tree, k));
+  }
+  return msg;
 }
+
+proto::RevealTx TaskFlow::ForcedReveal() const { return ForcedReveal(RevealCheckpoints(task())); }
+
+TxResult TaskFlow::RevealForced() { return chain.Run(solver, payload::kReveal, ForcedReveal()); }
 
 }  // namespace polnode::contracts::testing

@@ -41,6 +41,18 @@ Hash256 ForcedSeed(const Hash256& block_randomness, std::string_view task_id);
 /// divisible by `rate` (probability ~1/rate). Never forced when rate is 0.
 bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::string_view task_id, std::uint64_t rate);
 
+/// Whether checkpoint `k` (1 <= k <= checkpoints) is falsified in a forced round. Exact mode: each
+/// checkpoint independently with probability 1/2 from H(secret, seed, task id, k), and the final
+/// one also whenever none of the 63 checkpoints before it is (so every forced round falsifies at
+/// least one, and a verifier cannot tell from the draws which ones). Tolerant mode: the final
+/// checkpoint only (a tolerant replay cannot report a bitwise digest of a middle state).
+/// Known only to the solver (it depends on the secret) until the reveal.
+bool IsForcedCheckpoint(std::string_view secret, std::string_view forced_seed, std::string_view task_id,
+                        std::uint64_t k, std::uint64_t checkpoints, bool exact);
+/// Every k in [1, checkpoints] with IsForcedCheckpoint, ascending. O(checkpoints) hashes.
+std::vector<std::uint64_t> ForcedCheckpoints(std::string_view secret, std::string_view forced_seed,
+                                             std::string_view task_id, std::uint64_t checkpoints, bool exact);
+
 /// The segment beacon, from the randomness of a block after the proof commitment and the
 /// submitter's revealed seed (empty when it committed none).
 Hash256 SegmentBeacon(const Hash256& block_randomness, std::string_view task_id, std::string_view proof_root,
@@ -66,9 +78,10 @@ std::uint64_t SelectionDraw(std::string_view segment_beacon, std::uint32_t round
 std::vector<std::size_t> StakeWeightedPicks(std::span<const std::uint64_t> capacities, std::size_t count,
                                             std::string_view segment_beacon, std::uint32_t round,
                                             std::uint32_t first_slot);
-/// What a verdict's final_digest commits to: H(verifier key, the state hash the verifier's replay
-/// of the final segment reached). Keyed by the verifier so that one verifier cannot copy another's.
-Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash);
+/// What a verdict's or challenge's segment digest commits to: H(party key, segment, the state hash
+/// the party's replay of that segment reached). Keyed by the party so that nobody can copy
+/// another's, and by the segment so that a digest cannot be moved to another segment.
+Hash256 SegmentDigest(std::string_view party, std::uint64_t segment, std::string_view end_state_hash);
 
 /// The `q` distinct segment indices in [0, segment_count) that verifier slot `slot` (its index in
 /// the task's verifier list) replays, ascending, drawn uniformly (rejection sampling, no modulo
@@ -76,6 +89,13 @@ Hash256 FinalDigest(std::string_view verifier, std::string_view final_state_hash
 /// two slots one key was drawn for. Empty if q == 0 or q > segment_count.
 std::vector<std::uint64_t> DrawSegments(std::string_view segment_beacon, std::uint32_t slot,
                                         std::uint64_t segment_count, std::uint32_t q);
+
+/// The segments a whistleblower's challenge covers: `q` distinct segments in [0, segment_count)
+/// drawn from the beacon and the challenger's key (as DrawSegments draws a slot's), plus the final
+/// one, ascending and distinct. A challenger cannot pick them, so it cannot aim at the segments a
+/// public reject already named without replaying; all segments when q + 1 >= segment_count.
+std::vector<std::uint64_t> ChallengeSegments(std::string_view segment_beacon, std::string_view challenger,
+                                             std::uint64_t segment_count, std::uint32_t q);
 
 }  // namespace polnode::contracts
 

@@ -12,9 +12,10 @@
 // steady state), so worlds that differ in one actor's strategy can be compared task by task.
 //
 // Dispute games are played with real moves but no model: a party that is wrong about the
-// disputed segment stops moving (a rational loser forfeits) and a right challenger opens with
-// Merkle proofs of the proof's checkpoints and makes its first bisection move; every result,
-// forfeit and payout comes from the contracts.
+// disputed segment stops moving (a rational loser forfeits) and a right challenger (one that
+// replayed a segment it named and found the result proof wrong there) opens with Merkle proofs of
+// the segment's start in the committed proof and its end in the result proof and makes its first
+// bisection move; every result, forfeit and payout comes from the contracts.
 #ifndef POLNODE_ECON_SIMULATOR_H_
 #define POLNODE_ECON_SIMULATOR_H_
 
@@ -30,29 +31,40 @@ namespace polnode::econ {
 
 /// How the varying verifier (verifier 0) plays.
 enum class VerifierPlay : std::uint8_t {
-  kHonest,            // replays its segments and the final one, reports what it found
+  kHonest,            // replays its covered segments (its draw and the final one), reports what failed
+                      // with a digest of each failed segment's replayed end
   kLazyAccept,        // never replays, always accepts
-  kLazyReject,        // never replays, always rejects (naming the final segment)
+  kLazyReject,        // never replays, always rejects (naming the final segment, the proof's own final
+                      // checkpoint as its digest)
   kAbsent,            // never answers
   kFalseUnavailable,  // says "unavailable" without trying; replays once the solver published
-  kFinalOnly,         // replays only the final segment (where forced errors are), accepts the rest
+  kFinalOnly,         // replays only the final segment (1 of its Q + 1) and judges on it alone
 };
 
 /// How the task's solver plays.
 enum class SolverPlay : std::uint8_t {
-  kHonest,         // trains every segment; in forced rounds commits a wrong final checkpoint and reveals the honest one
-  kFake,           // skips WorldSpec::faked_segments segments (never the final one) and makes up their ends;
-                   // in forced rounds it reveals the final state its own trajectory reaches
+  kHonest,         // trains every segment; in forced rounds falsifies each forced checkpoint, trains on
+                   // from the falsified state, and reveals the result proof
+  kFake,           // skips WorldSpec::faked_segments segments (never the final one) and makes up their ends,
+                   // in every round (forced rounds falsified as the honest solver does)
   kWithhold,       // commits a random root and serves nothing
-  kForcedGarbage,  // honest, except that in forced rounds it trains nothing and reveals a random final state
+  kForcedGarbage,  // honest, except that in forced rounds it trains nothing (random checkpoints) and
+                   // reveals random states at the forced checkpoints
+  kSkipsForced,    // honest, except that in forced rounds it skips the segments ending at its first
+                   // WorldSpec::faked_segments forced checkpoints before the final one: it falsifies
+                   // those checkpoints anyway, so it makes up the state it reveals there instead of
+                   // training to it
 };
 
 /// How the whistleblower plays.
 enum class WhistleblowerPlay : std::uint8_t {
-  kHonest,         // replays its own draw of segments and the final one on every task, challenges what fails
+  kHonest,         // replays its covered segments (beacon.h ChallengeSegments) on every task, challenges
+                   // what fails with a digest of each failed segment's replayed end
   kNeverChecks,    // never replays, never challenges
-  kChallengesAll,  // challenges every proof without replaying
-  kCopycat,        // never replays; challenges when a verifier's verdict is a reject
+  kChallengesAll,  // challenges every proof without replaying (naming the final segment)
+  kCopycat,        // never replays; challenges naming its covered segments that public rejects named,
+                   // with those rejects' digests
+  kReplaysNamed,   // replays only its covered segments that public rejects named, challenges what fails
 };
 
 /// Who plays what in a world.
@@ -110,6 +122,9 @@ struct SimConfig {
   std::uint64_t segments = 16;           // S
   std::uint64_t checkpoint_interval = 4;  // k (> 1, so games bisect steps)
   std::uint32_t segments_per_verification = 2;  // Q
+  /// Tolerant-mode tasks (TaskSpec.tolerant): verdicts and challenges carry no digests and a forced
+  /// round falsifies the final checkpoint only (beacon.h IsForcedCheckpoint).
+  bool tolerant = false;
   std::uint64_t warmup_tasks = 100;      // honest tasks before the worlds fork
   std::uint64_t tasks = 400;             // tasks per world
   std::uint64_t seed = 1;

@@ -46,6 +46,8 @@ enum class Strategy : std::uint8_t {
   kWhistleblowerNeverChecks,
   kWhistleblowerChallengesAll,
   kWhistleblowerCopycat,
+  kSolverSkipsForced,
+  kWhistleblowerReplaysNamed,
 };
 
 struct StrategyInfo {
@@ -116,6 +118,7 @@ struct SweepConfig {
   std::uint64_t tasks = 400;
   std::uint32_t batches = 20;
   std::uint64_t seed = 1;
+  bool tolerant = false;  // SimConfig::tolerant
 };
 
 /// Runs every strategy at every payment (one warm chain per payment, one world per strategy and

@@ -57,6 +57,13 @@ struct ProveOptions {
   /// checkpoint and the progress file naming it are durable: a run stopped after this call, by
   /// any means, resumes from that step or a later one.
   std::function<void(std::int64_t step)> on_checkpoint_saved;
+  /// When set, called on the training thread with the state of every checkpoint after the
+  /// initial one, right after the step that reaches it and before it is hashed and written: it may
+  /// change the state (a forced round falsifies its forced checkpoints, forced_round.h), and the
+  /// proof then commits the changed state and training goes on from it. An error stops the run
+  /// (the proof directory stays resumable from the checkpoint before) and is returned. A resumed
+  /// run does not call it again for the checkpoints already on disk.
+  std::function<Status(TrainState& state)> on_checkpoint;
 };
 
 struct ProveResult {

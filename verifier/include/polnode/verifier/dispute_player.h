@@ -45,11 +45,17 @@ struct PlayerContext {
   /// This party's 32-byte x-only public key, raw, as the game record names it.
   std::string key;
   /// The checkpoint (state) hashes of the proof on trial, checkpoint 0 first: their Merkle root is
-  /// the game's proof_root (the committed root, or after a forced round's reveal the honest one:
-  /// the committed hashes with the final one replaced).
+  /// the game's proof_root (the committed root, or after a forced round's reveal the result one:
+  /// the committed hashes with the forced checkpoints restored). A segment's END is judged
+  /// against these.
   std::vector<consensus::Hash256> checkpoint_hashes;
+  /// The committed proof's checkpoint hashes, whose root is the game's start_root, when they
+  /// differ from checkpoint_hashes (a forced round: the solver trained on from the falsified
+  /// checkpoints it committed, so a segment STARTS from the committed state); empty otherwise.
+  /// Same length as checkpoint_hashes.
+  std::vector<consensus::Hash256> start_hashes;
   /// The committed proof's checkpoint states (from the solver's blobs); each loaded state is
-  /// checked against checkpoint_hashes.
+  /// checked against the start hashes (start_hashes, or checkpoint_hashes when that is empty).
   CheckpointLoader load_checkpoint;
   /// Challenger only: segments to replay first when looking for a wrong one (those a verifier's
   /// or whistleblower's own check already found wrong), in order; the rest follow in order.
@@ -62,8 +68,8 @@ struct PlayerContext {
 class DisputePlayer {
  public:
   /// kInvalidArgument unless task, data, backend and load_checkpoint are set, the key has 32
-  /// bytes, there are task->checkpoint_count() checkpoint hashes, and every suspect segment is
-  /// below the proof's segment count.
+  /// bytes, there are task->checkpoint_count() checkpoint hashes (and as many start hashes, or
+  /// none), and every suspect segment is below the proof's segment count.
   static Result<DisputePlayer> Create(PlayerContext context);
 
   /// The move this party should post now in `game` (the ledger's record of a game over `task`),
@@ -86,7 +92,11 @@ class DisputePlayer {
     consensus::Hash256 claimed_end{};
   };
 
-  DisputePlayer(PlayerContext context, consensus::MerkleTree checkpoints);
+  DisputePlayer(PlayerContext context, consensus::MerkleTree checkpoints, consensus::MerkleTree starts);
+  // The committed hash segment `s` starts from.
+  const consensus::Hash256& StartHash(std::uint64_t s) const {
+    return context_.start_hashes.empty() ? context_.checkpoint_hashes[s] : context_.start_hashes[s];
+  }
   [[nodiscard]] Status CheckTask(const proto::Task& task, const proto::DisputeGame& game) const;
   // The responder for `segment`, built from its checkpoint unless it is the cached one.
   Result<PinpointResponder*> ResponderFor(const proto::Task& task, std::uint64_t segment);
@@ -107,7 +117,8 @@ class DisputePlayer {
   std::uint64_t segments() const { return context_.checkpoint_hashes.size() - 1; }
 
   PlayerContext context_;
-  consensus::MerkleTree checkpoints_;  // over checkpoint_hashes, for the opening's proofs
+  consensus::MerkleTree checkpoints_;  // over checkpoint_hashes, for the opening's end proof
+  consensus::MerkleTree starts_;       // over the start hashes, for the opening's start proof
   bool searched_ = false;
   std::optional<Opening> opening_;
   std::optional<PinpointResponder> responder_;

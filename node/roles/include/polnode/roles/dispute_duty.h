@@ -54,8 +54,9 @@ class DisputeDuty {
   /// One pass over `task`'s games (GET /v1/tasks/{id}/games): posts this party's next move in each
   /// unresolved game it plays, as duty "move-<task 16 hex>-<challenger 16 hex>-<round>". The
   /// committed proof's manifest and blobs are fetched from task.proof_uri on first need and checked
-  /// against the committed root (task.forced_root after a forced round's reveal, whose games are
-  /// over the honest proof: the committed checkpoints with task.honest_final last). Returns the
+  /// against the game's start_root (segments start from its checkpoints); after a forced round's
+  /// reveal the games' proof_root is the result proof's, whose manifest (the ends of segments) is
+  /// fetched from the same server (ResultProofUri). Returns the
   /// number of moves sent in this pass. kUnavailable when the ledger cannot be reached,
   /// kFailedPrecondition when the proof server cannot.
   [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);
@@ -63,7 +64,7 @@ class DisputeDuty {
  private:
   struct State;
   // Builds the player for the proof on trial in `task`.
-  [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task);
+  [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game);
   std::unique_ptr<State> state_;
 };
 

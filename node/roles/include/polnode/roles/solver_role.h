@@ -3,16 +3,18 @@
 //   - when idle, claims the first open task whose document it can fetch, check against the
 //     ledger's binding (task_binding.h) and train with its backend and data, committing to a
 //     fresh secret kept in its home (0600);
-//   - trains the claimed task with proof of learning in a worker thread (solver::Prove, resumable:
-//     a restarted solver continues from its last checkpoint and produces the identical proof);
-//   - serves every proof it holds over HTTP (proof_http.h) and commits the proof's root, with the
-//     Merkle proof that its checkpoint 0 is the task's initial state, once the forced-error seed
-//     is drawn: the forced-error variant (forced_error_proof.h) when its secret says this round
-//     is forced;
+//   - once the forced-error seed is drawn, trains the claimed task with proof of learning in a
+//     worker thread (solver::Prove, resumable: a restarted solver continues from its last
+//     checkpoint and produces the identical proof); when its secret says the round is forced, it
+//     falsifies the forced checkpoints as it trains (solver/forced_round.h) and writes the result
+//     proof (the forced checkpoints restored) beside the committed one;
+//   - serves every proof it holds over HTTP (proof_http.h) and commits the trained proof's root,
+//     with the Merkle proof that its checkpoint 0 is the task's initial state;
 //   - publishes on the ledger the checkpoints that unavailable verdicts need (TASK_PUBLISHING);
 //   - disputes every reject verdict against its proof (an undisputed reject leaves the proof
-//     unproven), reveals its secret (and, in a forced round, the honest final checkpoint on the
-//     committed final leaf's path) and defends its proof in every dispute game (dispute_duty.h).
+//     unproven), reveals its secret (and, in a forced round, the result root with the checkpoints
+//     the ledger needs: ForcedRevealTx) and defends its proof in every dispute game
+//     (dispute_duty.h).
 // `--cheat step=S,node=N|NAME[,output=O][,bit=B]` makes it a cheating solver for the devnet and tests:
 // it trains (and later answers disputes) with solver::TamperingBackend. It bluffs like a cheater
 // hoping for a careless verifier: it disputes reject verdicts too, and the game against an honest
@@ -34,6 +36,7 @@
 #include "polnode/roles/role_runtime.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/dataset.h"
+#include "polnode/solver/forced_round.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"
 
@@ -68,6 +71,15 @@ struct SolverOptions {
 [[nodiscard]] Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, std::string_view task_id,
                                                                std::uint64_t checkpoint);
 
+/// The RevealTx of a forced round of `task` (status TASK_REVEALING, with its verdicts and
+/// challenges) whose solver committed the proof in `committed_dir` and wrote the result proof in
+/// `result_dir` (solver::WriteResultProof): the secret, the result root and one RevealedLeaf for
+/// each of contracts::RevealCheckpoints(task), ascending, with both hashes and both Merkle proofs.
+/// Errors: the proof directories', kCorruption when the two proofs differ in length, kOutOfRange
+/// for a checkpoint the proofs lack.
+[[nodiscard]] Result<proto::RevealTx> ForcedRevealTx(const proto::Task& task, std::string_view secret,
+                                                     const std::string& committed_dir, const std::string& result_dir);
+
 class SolverRole final : public Role {
  public:
   explicit SolverRole(SolverOptions options);
@@ -86,7 +98,7 @@ class SolverRole final : public Role {
     std::unique_ptr<std::thread> worker;
     std::atomic<bool> done{false};
     Status result;                   // the training's outcome, once done
-    std::optional<consensus::Hash256> honest_root;
+    std::optional<consensus::Hash256> result_root;  // the proof the reveal names (the committed one unless forced)
     std::optional<consensus::Hash256> committed_root;
     std::unique_ptr<DisputeDuty> disputes;
     bool settled_logged = false;
@@ -101,9 +113,10 @@ class SolverRole final : public Role {
   [[nodiscard]] Status CommitProof(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
   // Sends the checkpoints the ledger asks for after unavailable verdicts (publication.h): a header
   // and its chunks per checkpoint, from the committed proof.
-  [[nodiscard]] Status Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed, bool forced);
-  // The directory of the proof committed (forced: the forced-error variant).
-  static std::string CommittedDir(const Claimed& claimed, bool forced);
+  [[nodiscard]] Status Publish(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
+  // The forced round `task` is for this claim's secret (its forced checkpoints), or nullopt when
+  // the round is not forced or the seed is not drawn yet.
+  std::optional<solver::ForcedRound> ForcedRoundOf(const proto::Task& task, const Claimed& claimed) const;
   // consensus::SerializeMerkleProof of `checkpoint` in the proof at `dir`.
   [[nodiscard]] static Result<std::string> CheckpointProof(const std::string& dir, std::uint64_t checkpoint);
   [[nodiscard]] Result<const solver::ImageDataset*> Data(const solver::TaskSpec& document);

@@ -82,6 +82,11 @@ std::vector<std::int64_t> SlotSegments(const proto::VerifierSlot& slot);
 /// of them covers (plus the final segment, which CheckCommittedProof adds).
 std::vector<std::int64_t> SegmentsOfSlots(const proto::Task& task, const std::vector<std::uint32_t>& slots);
 
+/// The segments a whistleblower's challenge of `task` by `challenger` (32 raw key bytes) covers:
+/// beacon.h ChallengeSegments over the task's segment beacon, segment count and Q, ascending (the
+/// final segment included). Empty before the segment beacon is drawn.
+std::vector<std::int64_t> ChallengeSegmentsOf(const proto::Task& task, std::string_view challenger);
+
 /// What one check of a committed proof found.
 struct ProofCheck {
   /// Replayed in this order: the request's segments, then the final segment unless among them.
@@ -136,9 +141,9 @@ struct SegmentsVerdict {
   /// Reject: the segments whose replay from an available start did not reach the proof's end
   /// state, ascending. Dispute games can show each of them wrong.
   std::vector<std::uint64_t> failed_segments;
-  /// Accept and reject in exact mode: the state hash the replay of the final segment reached
-  /// (beacon.h FinalDigest commits to it); unset when the final segment was not replayed.
-  std::optional<consensus::Hash256> final_state;
+  /// Reject in exact mode: the state hash each failed segment's replay reached, in the order of
+  /// failed_segments (what beacon.h SegmentDigest commits to). Empty otherwise.
+  std::vector<consensus::Hash256> failed_ends;
   std::string reason;  // the first failure (or unavailable segment) in replay order; empty on accept
 };
 
@@ -147,14 +152,14 @@ struct SegmentsVerdict {
 /// of them failed, else unavailable when one of them lacked a checkpoint, else accept.
 [[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
 
-/// What a verdict or a whistleblower's challenge by `key` (32 raw bytes) commits to: beacon.h
-/// FinalDigest(key, the final state `verdict` reached), or 32 zero bytes when it has none (tolerant
-/// tasks), 32 raw bytes.
-std::string FinalDigestOf(std::string_view key, const SegmentsVerdict& verdict);
+/// What a reject or a whistleblower's challenge by `key` (32 raw bytes) commits to: one beacon.h
+/// SegmentDigest(key, segment, the end its replay reached) per failed segment of `verdict`, in
+/// order, 32 raw bytes each; empty when the verdict has no failed ends (accept, unavailable,
+/// tolerant tasks).
+std::vector<std::string> SegmentDigestsOf(std::string_view key, const SegmentsVerdict& verdict);
 
 /// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on slot `slot` of
-/// `task_id`: the failed segments of a reject, and FinalDigest(verifier, final state) for accept
-/// and reject (32 zero bytes when there is no final state: tolerant tasks).
+/// `task_id`: for a reject the failed segments and (exact mode) SegmentDigestsOf(verifier, verdict).
 proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
                               const SegmentsVerdict& verdict, const consensus::Hash256& report_hash);
 

@@ -5,14 +5,16 @@
 //     is done before the challenge window opens, or TASK_CHALLENGE) and of which it is neither
 //     solver, submitter nor verifier, picks the verifier slots it audits, deterministically
 //     (SelectedForCheck: a --check-share of them), and re-does their work on a worker thread: one
-//     replay of the union of their segments and the final one (verification_job.h);
+//     replay of the union of their segments, the segments a challenge by its key would cover
+//     (ChallengeSegmentsOf: drawn from the beacon and its key, plus the final one) and the final
+//     one (verification_job.h);
 //   - in TASK_CHALLENGE, logs how each audited slot's verdict compares with its own for that
 //     slot's segments, and challenges the proof itself (DisputeTx without a verifier, as duty
-//     "challenge-<task hex>", committing to the final state its replay reached: beacon.h
-//     FinalDigest) when its replay shows a segment transition wrong, the one thing a dispute game
-//     can show: it is paid the solver's lock and the locks of the verifiers that accepted the
-//     disproven segment, or, in a forced round where its digest matches the honest final state
-//     the solver reveals, a jackpot share;
+//     "challenge-<task hex>") when its replay shows one of its covered segments wrong, naming
+//     every covered segment that failed and, exact mode, committing to the end each replay
+//     reached (beacon.h SegmentDigest): it is paid the solver's lock and the locks of the
+//     verifiers that accepted the disproven segment, or, in a forced round where it named exactly
+//     the covered segments ending at forced checkpoints with their honest ends, a jackpot share;
 //   - plays the game its challenge starts (dispute_duty.h) as the challenger;
 //   - when a task it challenged settles, logs the outcome and how its holdings (balance plus
 //     whistleblower stake) moved since just before its challenge. The holdings before the

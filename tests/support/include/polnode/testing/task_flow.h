@@ -29,13 +29,17 @@ class TaskFlow {
   const std::vector<PubKey> verifiers = {Key(3), Key(4), Key(5)};
   const PubKey whistleblower = Key(6);
   const PubKey outsider = Key(7);
-  const std::string secret = Bytes32(0x5E);
+  /// The solver's secret: Claim commits to it, the reveals show it. A test may pick another one
+  /// before Claim (in a forced round it decides the forced checkpoints).
+  std::string secret = Bytes32(0x5E);
   /// The committed proof's root: SetCheckpoints sets it (the constructor sets 11 leaves whose first
   /// is the default spec's initial state); Commit proves checkpoint 0 from `checkpoints`.
   std::string proof_root;
-  /// The final state an honest replay reaches: the digest every Verdict commits to. In a forced
-  /// round it is the honest final checkpoint (RevealForced reveals it).
-  std::string replay_final = Bytes32(0xF1);
+  /// In a forced round the result proof's hash at forced checkpoint k is 32 bytes of
+  /// honest_fill + k (ResultLeaves): what a replay of segment k - 1 reaches, so the digests the
+  /// helpers below give are those of a diligent replay. Changing it before RevealForced makes the
+  /// solver reveal other hashes than the replays reached.
+  std::uint8_t honest_fill = 0x10;
   /// When set, Submit posts this spec (with TaskSubmission's payment) instead of the default one.
   std::optional<proto::TaskSpec> spec;
   /// When set, Submit commits to this beacon seed (RevealSeed reveals it).
@@ -67,31 +71,64 @@ class TaskFlow {
   std::uint64_t FinalSegment() const { return Segments() - 1; }
   /// Builds the committed proof over `leaves` (Segments() + 1 checkpoint hashes): proof_root.
   void SetCheckpoints(std::vector<Hash256> leaves);
-  /// An accept, or a reject naming the final segment, with the digest of replay_final, on
-  /// `verifier`'s first slot that awaits a verdict (its first slot when none does).
+
+  /// Whether the round is a forced error (after Commit: the forced-error seed is drawn).
+  bool Forced() const;
+  /// The forced checkpoints (beacon.h ForcedCheckpoints) of a forced round; empty otherwise.
+  std::vector<std::uint64_t> ForcedCheckpoints() const;
+  /// The result proof's leaves: the committed ones with each forced checkpoint k replaced by 32
+  /// bytes of honest_fill + k (the committed ones when the round is not forced), and their root.
+  std::vector<Hash256> ResultLeaves() const;
+  std::string ResultRoot() const;
+  /// The digest a diligent replay by `party` of `segment` commits to: beacon.h SegmentDigest of
+  /// the result proof's hash at segment + 1.
+  std::string ReplayDigest(const PubKey& party, std::uint64_t segment) const;
+  /// The covered segments of slot `slot` (its drawn ones and the final one), and of a challenge by
+  /// `challenger` (beacon.h ChallengeSegments), ascending.
+  std::vector<std::uint64_t> SlotCovered(std::uint32_t slot) const;
+  std::vector<std::uint64_t> ChallengeCovered(const PubKey& challenger) const;
+  /// Those of `covered` that end at a forced checkpoint: what a diligent replay finds failed.
+  std::vector<std::uint64_t> ForcedEnds(const std::vector<std::uint64_t>& covered) const;
+
+  /// An accept, or a reject naming the final segment (with its replay digest), on `verifier`'s
+  /// first slot that awaits a verdict (its first slot when none does).
   TxResult Verdict(const PubKey& verifier, bool accept);
-  /// A reject naming `failed` (the digest of replay_final), on the slot Verdict picks.
+  /// A reject naming `failed` (with their replay digests), on the slot Verdict picks.
   TxResult Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed);
   TxResult Unavailable(const PubKey& verifier);
-  /// `verdict` naming `failed` on slot `slot`, by the key that holds it (the digest of replay_final).
+  /// `verdict` naming `failed` on slot `slot`, by the key that holds it, with the replay digests of
+  /// `failed` (none for a tolerant task).
   TxResult SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed = {});
+  /// The same with exactly `digests`.
+  TxResult SlotVerdictWith(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed,
+                           const std::vector<std::string>& digests);
+  /// What a diligent verifier of slot `slot` says: a reject naming ForcedEnds of its covered
+  /// segments with their replay digests, or an accept when there are none.
+  TxResult DiligentVerdict(std::uint32_t slot);
   /// The solver disputes `verifier`'s first undisputed reject verdict.
   TxResult Dispute(const PubKey& verifier);
   /// The key that holds slot `slot`.
   PubKey KeyOfSlot(std::uint32_t slot) const;
-  /// `challenger` (a whistleblower) challenges the committed proof, with the digest of replay_final.
+  /// `challenger` (a whistleblower) challenges the committed proof naming the final segment (with
+  /// its replay digest).
   TxResult Challenge(const PubKey& challenger);
-  /// The same, committing to `final_state` as the state its replay of the final segment reached.
-  TxResult ChallengeReaching(const PubKey& challenger, const std::string& final_state);
+  /// A challenge naming `failed` with exactly `digests`.
+  TxResult ChallengeWith(const PubKey& challenger, const std::vector<std::uint64_t>& failed,
+                         const std::vector<std::string>& digests);
+  /// A challenge naming ForcedEnds of its covered segments with their replay digests.
+  TxResult DiligentChallenge(const PubKey& challenger);
   /// Advances to the end of the current status's deadline.
   void AdvancePastDeadline();
   /// The solver reveals `secret` with `result_root` (a round that is not forced).
   TxResult Reveal(const std::string& result_root);
-  /// The solver reveals a forced round: the honest proof is the committed one (SetCheckpoints)
-  /// with its final checkpoint replaced by `honest_final`.
-  TxResult RevealForced(const std::string& honest_final);
-  /// The root of the committed proof with its final checkpoint replaced by `final_hash`.
-  std::string RootWithFinal(const std::string& final_hash) const;
+  /// A forced round's reveal showing `shown` (contracts/forced.h RevealCheckpoints when not
+  /// given): each checkpoint's committed and result hash with its proof, and the result root.
+  proto::RevealTx ForcedReveal(const std::vector<std::uint64_t>& shown) const;
+  proto::RevealTx ForcedReveal() const;
+  /// The same over the result proof `result` (Segments() + 1 leaves) instead of ResultLeaves().
+  proto::RevealTx ForcedRevealOver(const std::vector<Hash256>& result, const std::vector<std::uint64_t>& shown) const;
+  /// The solver posts ForcedReveal().
+  TxResult RevealForced();
 
   proto::Task task() const { return chain.Task(task_id); }
 };
