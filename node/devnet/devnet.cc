@@ -243,7 +243,9 @@ Status Devnet::SetUp() {
     a.set_pubkey(m.pubkey);
     a.set_amount(kGenesisBalance);
   }
-  // Windows sized for 100 ms blocks on a small machine that also trains and replays.
+  // Windows in blocks. PaceBlocks makes none while a role trains or replays, so a window need only
+  // cover the roles' passes, not their work; they stay wide, and only the challenge window, which
+  // always runs to its end, is kept short.
   proto::Params& p = ledger_home.params;
   // Slots are drawn by stake with replacement (contracts/verification.h), so a verifier holds a
   // slot of a task for sure only when the task has more slots than any one verifier has locks:
@@ -251,7 +253,7 @@ Status Devnet::SetUp() {
   p.set_verifiers_per_task(kSlotsPerTask);
   p.set_forced_error_rate(o_.forced_error_rate);
   p.set_verify_window(600);
-  p.set_challenge_window(150);
+  p.set_challenge_window(50);
   p.set_reveal_window(300);
   p.set_dispute_move_window(50);
   p.set_max_training_window(100'000);
