@@ -181,8 +181,10 @@ Result<EvalResult> Evaluate(const ModelSpec& model, const TrainState& state,
                             const ImageSplit& split, kernels::Backend& backend,
                             std::int64_t batch) {
   if (batch < 1) return Status::InvalidArgument("evaluation batch must be >= 1");
-  batch = std::min(batch, split.count);
   EvalResult result;
+  // A text task's data set has no image splits: there is nothing to classify.
+  if (split.count == 0) return result;
+  batch = std::min(batch, split.count);
   result.total = split.count;
   result.predictions.reserve(static_cast<std::size_t>(split.count));
   kernels::Tensor images, labels;

@@ -261,6 +261,18 @@ TEST(GptTrainTest, RefusesDataThatCannotTrainTheModel) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(GptTrainTest, ClassificationOfATextDataSetIsEmptyNotAnError) {
+  // What a submitter does with a delivered model: its data set's image split is empty.
+  const ImageDataset data = TinyTextDataset();
+  Result<ModelSpec> model = ModelForData(kTinyGptSpec, data);
+  ASSERT_TRUE(model.ok());
+  auto backend = kernels::MakeCpuBackend(1);
+  Result<EvalResult> eval = Evaluate(*model, InitialState(*model, OptimizerKind::kAdam, 7),
+                                     data.test, *backend, 1000);
+  ASSERT_TRUE(eval.ok()) << eval.status().ToString();
+  EXPECT_EQ(eval->total, 0);
+}
+
 TEST(GptTrainTest, TaskStepperRefusesACorpusWithAnotherHash) {
   const ImageDataset data = TinyTextDataset();
   const TaskSpec task = testing::TinyGptTask(data);
