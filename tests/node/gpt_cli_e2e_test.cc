@@ -1,7 +1,7 @@
 // End to end on a GPT (issue 12): the real polnode binary trains the tiny GPT on a text file
 // written here (same state hash on 1 and 2 threads, train and validation loss printed), samples
 // from the saved state deterministically, refuses bad specs and corpora without writing a state,
-// and proves and verifies a gpt: task from its TOML document.
+// proves and verifies a gpt: task from its TOML document, and runs GPT tasks through the devnet.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -117,6 +117,21 @@ TEST_F(GptCliTest, ProvesAndVerifiesAGptTaskFromItsToml) {
                consensus::ToHex(consensus::Sha256(std::string("gpt")))});
   EXPECT_EQ(other.exit_code, 2) << other.out << other.err;
   EXPECT_NE(other.err.find("is not the task's"), std::string::npos) << other.err;
+}
+
+TEST_F(GptCliTest, DevnetSettlesGptTasksAndPinpointsTheCheat) {
+  // 24 steps, k = 6: devnet's default cheat is at step 24 - 6 / 2 - 1 = 20, in the final segment,
+  // at the first optimizer update of a weight matrix (the token embedding's).
+  ProcessResult run = Polnode({"devnet", "--home", dir_.File("devnet"), "--tasks", "2", "--model",
+                               solver::testing::kTinyGptSpec, "--data", dir_.File("corpus.txt"),
+                               "--steps", "24", "--checkpoint-interval", "6", "--batch", "4",
+                               "--segments", "1", "--timeout-s", "600", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  for (const char* want : {"\"all_settled\":true", "\"audits_match\":true", "OUTCOME_ACCEPTED",
+                           "OUTCOME_REJECTED", "\"node\":\"wte.adam\"", "\"step\":20",
+                           "\"winner\":\"verifier-honest\""}) {
+    EXPECT_NE(run.out.find(want), std::string::npos) << want << " in " << run.out;
+  }
 }
 
 }  // namespace
