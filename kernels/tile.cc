@@ -103,10 +103,13 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
     case Op::kAdamW:
       if (s[0] != s[1] || s[0] != s[2] || s[0] != s[3]) return Bad(op, "W, G, M, V differ in shape");
       return std::vector<Shape>{s[0], s[0], s[0]};
-    case Op::kAdd:
-    case Op::kTransposeHeads:
     case Op::kGelu:
+      return std::vector<Shape>{s[0]};
+    case Op::kAdd:
     case Op::kGeluGrad:
+      if (s[0] != s[1]) return Bad(op, "the two inputs differ in shape");
+      return std::vector<Shape>{s[0]};
+    case Op::kTransposeHeads:
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
@@ -393,11 +396,11 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kReluGrad:
     case Op::kSgdMomentum:
     case Op::kAdamW:
-      return TileRows(tile, out_cols);
     case Op::kAdd:
-    case Op::kTransposeHeads:
     case Op::kGelu:
     case Op::kGeluGrad:
+      return TileRows(tile, out_cols);
+    case Op::kTransposeHeads:
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
@@ -736,16 +739,16 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kRelu:
     case Op::kReluGrad:
     case Op::kSgdMomentum:
-    case Op::kAdamW: {
+    case Op::kAdamW:
+    case Op::kAdd:
+    case Op::kGelu:
+    case Op::kGeluGrad: {
       // Elementwise: the reference kernel on the tile's elements of every input.
       std::vector<Tensor> inputs;
       for (const TileSource* src : in) inputs.push_back(Gather(*src, tile, out_cols));
       return RunReference(op_, attrs_, std::move(inputs), output_);
     }
-    case Op::kAdd:
     case Op::kTransposeHeads:
-    case Op::kGelu:
-    case Op::kGeluGrad:
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:

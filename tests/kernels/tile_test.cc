@@ -100,6 +100,10 @@ std::vector<OpCase> Cases() {
   Sprinkle(r, 15);
   add("relu", Op::kRelu, none, {r});
   add("relu_grad", Op::kReluGrad, none, {r, RandomTensor({3, 5, 70}, 16)});
+  // The transformer's elementwise operators (residual adds, the GELU and its gradient).
+  add("add", Op::kAdd, none, {r, RandomTensor({3, 5, 70}, 61)});
+  add("gelu", Op::kGelu, none, {r});
+  add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
   add("conv", Op::kConv2d3x3, none, {RandomTensor({2, 3, 9, 67}, 17), RandomTensor({5, 3, 3, 3}, 18)});
   add("conv_small", Op::kConv2d3x3, none, {RandomTensor({4, 2, 7, 5}, 19), RandomTensor({9, 2, 3, 3}, 20)});
   add("conv_grad_input", Op::kConv2d3x3GradInput, none, {RandomTensor({2, 5, 9, 67}, 21), RandomTensor({5, 3, 3, 3}, 22)});
