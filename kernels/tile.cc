@@ -110,6 +110,8 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       if (s[0] != s[1]) return Bad(op, "the two inputs differ in shape");
       return std::vector<Shape>{s[0]};
     case Op::kTransposeHeads:
+      if (!rank(0, 4)) return Bad(op, "expected X[N,A,B,D]");
+      return std::vector<Shape>{{s[0][0], s[0][2], s[0][1], s[0][3]}};
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
@@ -122,6 +124,14 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       return Bad(op, "has no tile kernel yet (see tile.h: the transformer's operators)");
   }
   return Bad(op, "unknown operator");
+}
+
+// kTransposeHeads: the input row (of X[N, A, B, D] as [N*A*B, D]) that output row r (of
+// Y[N, B, A, D] as [N*B*A, D]) copies: r = (n*B + b)*A + a reads row (n*A + a)*B + b.
+int64_t TransposedRow(const Shape& x, int64_t r) {
+  const int64_t a_size = x[1], b_size = x[2];
+  const int64_t n = r / (b_size * a_size), b = (r / a_size) % b_size, a = r % a_size;
+  return (n * a_size + a) * b_size + b;
 }
 
 // Runs of `length` elements starting at each of the tile's rows of a tensor with the output's view.
@@ -400,7 +410,11 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kGelu:
     case Op::kGeluGrad:
       return TileRows(tile, out_cols);
-    case Op::kTransposeHeads:
+    case Op::kTransposeHeads:  // Y[n,b,a,:] = X[n,a,b,:]: each output row is one input row
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        runs.push_back({TransposedRow(s[0], r) * s[0][3] + tile.col_begin, tile.cols()});
+      }
+      break;
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
@@ -748,7 +762,16 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
       for (const TileSource* src : in) inputs.push_back(Gather(*src, tile, out_cols));
       return RunReference(op_, attrs_, std::move(inputs), output_);
     }
-    case Op::kTransposeHeads:
+    case Op::kTransposeHeads: {
+      // Bits copied unchanged, row by row from the input row each output row names.
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        const int64_t base = TransposedRow(s[0], r) * s[0][3];
+        for (int64_t c = tile.col_begin; c < tile.col_end; ++c) out.push_back(in[0]->At(base + c));
+      }
+      return out;
+    }
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:

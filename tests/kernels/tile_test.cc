@@ -104,6 +104,7 @@ std::vector<OpCase> Cases() {
   add("add", Op::kAdd, none, {r, RandomTensor({3, 5, 70}, 61)});
   add("gelu", Op::kGelu, none, {r});
   add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
+  add("transpose_heads", Op::kTransposeHeads, none, {RandomTensor({2, 3, 40, 67}, 63)});
   add("conv", Op::kConv2d3x3, none, {RandomTensor({2, 3, 9, 67}, 17), RandomTensor({5, 3, 3, 3}, 18)});
   add("conv_small", Op::kConv2d3x3, none, {RandomTensor({4, 2, 7, 5}, 19), RandomTensor({9, 2, 3, 3}, 20)});
   add("conv_grad_input", Op::kConv2d3x3GradInput, none, {RandomTensor({2, 5, 9, 67}, 21), RandomTensor({5, 3, 3, 3}, 22)});
