@@ -112,18 +112,49 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
     case Op::kTransposeHeads:
       if (!rank(0, 4)) return Bad(op, "expected X[N,A,B,D]");
       return std::vector<Shape>{{s[0][0], s[0][2], s[0][1], s[0][3]}};
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: {
+      const std::size_t r = s[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal(s[0].begin(), s[0].end() - 2, s[1].begin())) {
+        return Bad(op, "expected two tensors of rank >= 3 with the same leading axes");
+      }
+      const int64_t a0 = s[0][r - 2], a1 = s[0][r - 1], b0 = s[1][r - 2], b1 = s[1][r - 1];
+      Shape out(s[0].begin(), s[0].end() - 2);
+      if (op == Op::kBatchedMatmul) {  // A[.., M, K], B[.., K, N]
+        if (a1 != b0) return Bad(op, "expected A[..,M,K], B[..,K,N]");
+        out.insert(out.end(), {a0, b1});
+      } else if (op == Op::kBatchedMatmulGradA) {  // dC[.., M, N], B[.., K, N]
+        if (a1 != b1) return Bad(op, "expected dC[..,M,N], B[..,K,N]");
+        out.insert(out.end(), {a0, b0});
+      } else {  // A[.., M, K], dC[.., M, N]
+        if (a0 != b0) return Bad(op, "expected A[..,M,K], dC[..,M,N]");
+        out.insert(out.end(), {a1, b1});
+      }
+      return std::vector<Shape>{out};
+    }
     case Op::kLayerNorm:
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
-    case Op::kBatchedMatmul:
-    case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       return Bad(op, "has no tile kernel yet (see tile.h: the transformer's operators)");
   }
   return Bad(op, "unknown operator");
+}
+
+// The sizes of a batched product's matrices, from its input shapes: the product C = A B is
+// [M, K] x [K, N]; for kBatchedMatmulGradA (dC[M, N], B[K, N]) and kBatchedMatmulGradB (A[M, K],
+// dC[M, N]) the same letters name the forward product's sizes.
+struct BatchedDims {
+  int64_t m = 0, k = 0, n = 0;
+};
+BatchedDims BatchedDimsOf(Op op, const std::vector<Shape>& s) {
+  const std::size_t r = s[0].size();
+  if (op == Op::kBatchedMatmul) return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
+  if (op == Op::kBatchedMatmulGradA) return {s[0][r - 2], s[1][r - 2], s[0][r - 1]};
+  return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
 }
 
 // kTransposeHeads: the input row (of X[N, A, B, D] as [N*A*B, D]) that output row r (of
@@ -208,6 +239,10 @@ Result<TileKernel> TileKernel::Create(Op op, const OpAttrs& attrs, std::vector<S
     case Op::kConv2d3x3GradInput: k.units_ = s[0][1]; break;
     case Op::kConv2d3x3GradWeight: k.units_ = s[0][0] * s[0][2]; break;
     case Op::kSoftmaxCrossEntropy: k.units_ = output == 0 ? s[0][0] : 2 * s[0][1]; break;
+    // The chain runs over the contracted axis: K, N, M of the last two axes (BatchedDims).
+    case Op::kBatchedMatmul: k.units_ = s[0][s[0].size() - 1]; break;
+    case Op::kBatchedMatmulGradA: k.units_ = s[0][s[0].size() - 1]; break;
+    case Op::kBatchedMatmulGradB: k.units_ = s[0][s[0].size() - 2]; break;
     default: k.units_ = 0;
   }
   return k;
@@ -243,6 +278,9 @@ std::int64_t TileKernel::Work(const GridRect& tile, std::int64_t lo, std::int64_
     case Op::kConv2d3x3:
     case Op::kConv2d3x3GradInput: return e * n * 9;
     case Op::kConv2d3x3GradWeight: return e * n * s[0][3];
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: return e * n;
     case Op::kSoftmaxCrossEntropy:
       if (output_ == 0) return n * 3 * s[0][1] + 1;
       return tile.rows() * n + (hi == units_ ? e : 0);
@@ -421,7 +459,33 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kCausalSoftmaxGrad:
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
+    case Op::kBatchedMatmulGradB: {
+      if (hi <= lo) break;
+      const BatchedDims d = BatchedDimsOf(op_, s);
+      // Output row r is row r % rows_per of matrix g = r / rows_per.
+      const int64_t rows_per = op_ == Op::kBatchedMatmulGradB ? d.k : d.m;
+      for (int64_t g = tile.row_begin / rows_per; g * rows_per < tile.row_end; ++g) {
+        const int64_t r0 = std::max(tile.row_begin, g * rows_per), r1 = std::min(tile.row_end, (g + 1) * rows_per);
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t row = r - g * rows_per;
+          if (op_ == Op::kBatchedMatmul && input == 0) runs.push_back({(g * d.m + row) * d.k + lo, hi - lo});
+          if (op_ == Op::kBatchedMatmulGradA && input == 0) runs.push_back({(g * d.m + row) * d.n + lo, hi - lo});
+        }
+        if (op_ == Op::kBatchedMatmul && input == 1) {
+          for (int64_t k = lo; k < hi; ++k) runs.push_back({(g * d.k + k) * d.n + tile.col_begin, tile.cols()});
+        }
+        if (op_ == Op::kBatchedMatmulGradA && input == 1) {
+          for (int64_t k = tile.col_begin; k < tile.col_end; ++k) runs.push_back({(g * d.k + k) * d.n + lo, hi - lo});
+        }
+        if (op_ == Op::kBatchedMatmulGradB) {
+          for (int64_t m = lo; m < hi; ++m) {
+            if (input == 0) runs.push_back({(g * d.m + m) * d.k + (r0 - g * rows_per), r1 - r0});
+            if (input == 1) runs.push_back({(g * d.m + m) * d.n + tile.col_begin, tile.cols()});
+          }
+        }
+      }
+      break;
+    }
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       break;  // Create refuses them: no kernel of theirs exists to read
@@ -650,6 +714,36 @@ Status TileKernel::Advance(const GridRect& tile, std::span<const TileSource* con
       }
       return Status::Ok();
     }
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: {
+      // One fma per unit per output element, in the unit order of op.h's chains.
+      const BatchedDims d = BatchedDimsOf(op_, s);
+      const int64_t rows_per = op_ == Op::kBatchedMatmulGradB ? d.k : d.m;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t r = tile.row_begin + i, g = r / rows_per, row = r % rows_per;
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t col = tile.col_begin + j;
+          float x = acc[i * cols + j];
+          for (int64_t u = lo; u < hi; ++u) {
+            float a = 0.0f, b = 0.0f;
+            if (op_ == Op::kBatchedMatmul) {  // A[g,m,k] * B[g,k,n]
+              a = in[0]->At((g * d.m + row) * d.k + u);
+              b = in[1]->At((g * d.k + u) * d.n + col);
+            } else if (op_ == Op::kBatchedMatmulGradA) {  // dC[g,m,n] * B[g,k,n]
+              a = in[0]->At((g * d.m + row) * d.n + u);
+              b = in[1]->At((g * d.k + col) * d.n + u);
+            } else {  // A[g,m,k] * dC[g,m,n]
+              a = in[0]->At((g * d.m + u) * d.k + row);
+              b = in[1]->At((g * d.m + u) * d.n + col);
+            }
+            x = std::fma(a, b, x);
+          }
+          acc[i * cols + j] = x;
+        }
+      }
+      return Status::Ok();
+    }
     default:
       return Bad(op_, "the operator has no chain");
   }
@@ -669,6 +763,9 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kConv2d3x3:
     case Op::kConv2d3x3GradInput:
     case Op::kConv2d3x3GradWeight:
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
       return std::vector<float>(state.begin(), state.end());
     case Op::kSoftmaxCrossEntropy: {
       const int64_t classes = s[0][1];
@@ -776,9 +873,6 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
-    case Op::kBatchedMatmul:
-    case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       return Bad(op_, "has no tile kernel yet (see tile.h: the transformer's operators)");

@@ -105,6 +105,13 @@ std::vector<OpCase> Cases() {
   add("gelu", Op::kGelu, none, {r});
   add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
   add("transpose_heads", Op::kTransposeHeads, none, {RandomTensor({2, 3, 40, 67}, 63)});
+  // Attention's batched products over [B, H] (several matrices per 64-row tile, and tiles that
+  // straddle two matrices).
+  add("batched_matmul", Op::kBatchedMatmul, none, {RandomTensor({2, 3, 40, 9}, 64), RandomTensor({2, 3, 9, 70}, 65)});
+  add("batched_matmul_grad_a", Op::kBatchedMatmulGradA, none,
+      {RandomTensor({2, 3, 40, 70}, 66), RandomTensor({2, 3, 9, 70}, 67)});
+  add("batched_matmul_grad_b", Op::kBatchedMatmulGradB, none,
+      {RandomTensor({2, 3, 40, 9}, 68), RandomTensor({2, 3, 40, 70}, 69)});
   add("conv", Op::kConv2d3x3, none, {RandomTensor({2, 3, 9, 67}, 17), RandomTensor({5, 3, 3, 3}, 18)});
   add("conv_small", Op::kConv2d3x3, none, {RandomTensor({4, 2, 7, 5}, 19), RandomTensor({9, 2, 3, 3}, 20)});
   add("conv_grad_input", Op::kConv2d3x3GradInput, none, {RandomTensor({2, 5, 9, 67}, 21), RandomTensor({5, 3, 3, 3}, 22)});

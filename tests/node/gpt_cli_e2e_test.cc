@@ -134,18 +134,21 @@ TEST_F(GptCliTest, DevnetSettlesGptTasksAndPinpointsTheCheat) {
   }
 }
 
-TEST_F(GptCliTest, DevnetRefereeRulesOnATamperedGelu) {
-  // A transformer operator with a tile kernel: the ledger's referee re-executes the GELU's tile.
-  ProcessResult run = Polnode({"devnet", "--home", dir_.File("devnet"), "--tasks", "2", "--model",
-                               solver::testing::kTinyGptSpec, "--data", dir_.File("corpus.txt"),
-                               "--steps", "24", "--checkpoint-interval", "6", "--batch", "4",
-                               "--segments", "1", "--cheat", "step=20,node=h0.mlp.gelu",
-                               "--timeout-s", "600", "--json"});
-  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
-  for (const char* want : {"\"all_settled\":true", "\"audits_match\":true", "OUTCOME_REJECTED",
-                           "\"node\":\"h0.mlp.gelu\"", "\"step\":20",
-                           "\"winner\":\"verifier-honest\""}) {
-    EXPECT_NE(run.out.find(want), std::string::npos) << want << " in " << run.out;
+TEST_F(GptCliTest, DevnetRefereeRulesOnTamperedAttentionAndGeluOperators) {
+  // Transformer operators with tile kernels: the ledger's referee re-executes one tile of the
+  // attention's P V product, or of the GELU.
+  for (const std::string& node : {std::string("h0.attn.mix"), std::string("h0.mlp.gelu")}) {
+    ProcessResult run = Polnode({"devnet", "--home", dir_.File("devnet-" + node), "--tasks", "2",
+                                 "--model", solver::testing::kTinyGptSpec, "--data",
+                                 dir_.File("corpus.txt"), "--steps", "24", "--checkpoint-interval",
+                                 "6", "--batch", "4", "--segments", "1", "--cheat",
+                                 "step=20,node=" + node, "--timeout-s", "600", "--json"});
+    ASSERT_EQ(run.exit_code, 0) << node << ": " << run.err << run.out;
+    for (const std::string& want : {std::string("\"all_settled\":true"), std::string("\"audits_match\":true"),
+                                   std::string("OUTCOME_REJECTED"), "\"node\":\"" + node + "\"",
+                                   std::string("\"step\":20"), std::string("\"winner\":\"verifier-honest\"")}) {
+      EXPECT_NE(run.out.find(want), std::string::npos) << want << " in " << run.out;
+    }
   }
 }
 
