@@ -133,7 +133,13 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       }
       return std::vector<Shape>{out};
     }
-    case Op::kLayerNorm:
+    case Op::kLayerNorm: {
+      if (s[0].size() < 2 || !rank(1, 1) || !rank(2, 1) || s[1][0] != s[0].back() || s[2][0] != s[0].back()) {
+        return Bad(op, "expected X[..., C], gamma[C], beta[C]");
+      }
+      const Shape rows(s[0].begin(), s[0].end() - 1);
+      return std::vector<Shape>{s[0], rows, rows};
+    }
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
@@ -155,6 +161,20 @@ BatchedDims BatchedDimsOf(Op op, const std::vector<Shape>& s) {
   if (op == Op::kBatchedMatmul) return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
   if (op == Op::kBatchedMatmulGradA) return {s[0][r - 2], s[1][r - 2], s[0][r - 1]};
   return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
+}
+
+// kLayerNorm: the rows of X a tile of output `output` needs, in the tile's order: Y's tile rows
+// (output 0), or, for Mean and Rstd (one value per row of X), the rows its elements name.
+std::vector<int64_t> LayerNormRows(const GridRect& tile, int output, int64_t out_cols) {
+  std::vector<int64_t> rows;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    if (output == 0) {
+      rows.push_back(r);
+      continue;
+    }
+    for (int64_t c = tile.col_begin; c < tile.col_end; ++c) rows.push_back(r * out_cols + c);
+  }
+  return rows;
 }
 
 // kTransposeHeads: the input row (of X[N, A, B, D] as [N*A*B, D]) that output row r (of
@@ -281,6 +301,8 @@ std::int64_t TileKernel::Work(const GridRect& tile, std::int64_t lo, std::int64_
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
     case Op::kBatchedMatmulGradB: return e * n;
+    case Op::kLayerNorm:
+      return static_cast<int64_t>(LayerNormRows(tile, output_, grid().cols()).size()) * 3 * s[0].back();
     case Op::kSoftmaxCrossEntropy:
       if (output_ == 0) return n * 3 * s[0][1] + 1;
       return tile.rows() * n + (hi == units_ ? e : 0);
@@ -453,10 +475,15 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
         runs.push_back({TransposedRow(s[0], r) * s[0][3] + tile.col_begin, tile.cols()});
       }
       break;
-    case Op::kLayerNorm:
-    case Op::kLayerNormGrad:
-    case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
+    case Op::kLayerNorm: {  // whole rows of X; gamma and beta at the tile's columns (output 0)
+      const int64_t c = s[0].back();
+      if (input == 0) {
+        for (int64_t row : LayerNormRows(tile, output_, out_cols)) runs.push_back({row * c, c});
+      } else if (output_ == 0) {
+        runs.push_back({tile.col_begin, tile.cols()});
+      }
+      break;
+    }
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
     case Op::kBatchedMatmulGradB: {
@@ -486,6 +513,9 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
       }
       break;
     }
+    case Op::kLayerNormGrad:
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       break;  // Create refuses them: no kernel of theirs exists to read
@@ -869,7 +899,35 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
       }
       return out;
     }
-    case Op::kLayerNorm:
+    case Op::kLayerNorm: {
+      // The reference kernel on the rows the tile needs, X' [rows, C]; gamma and beta outside the
+      // tile's columns are never read (Y's column c depends on gamma[c] and beta[c] alone).
+      const int64_t c = s[0].back();
+      const std::vector<int64_t> rows = LayerNormRows(tile, output_, out_cols);
+      const auto n = static_cast<int64_t>(rows.size());
+      Tensor x({n, c}), gamma({c}), beta({c});
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < c; ++j) x.data()[i * c + j] = in[0]->At(rows[static_cast<std::size_t>(i)] * c + j);
+      }
+      if (output_ == 0) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) {
+          gamma.data()[j] = in[1]->At(j);
+          beta.data()[j] = in[2]->At(j);
+        }
+      }
+      std::vector<Tensor> inputs;
+      inputs.push_back(std::move(x));
+      inputs.push_back(std::move(gamma));
+      inputs.push_back(std::move(beta));
+      POLNODE_ASSIGN_OR_RETURN(std::vector<float> all, RunReference(op_, attrs_, std::move(inputs), output_));
+      if (output_ != 0) return all;
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) out.push_back(all[static_cast<std::size_t>(i * c + j)]);
+      }
+      return out;
+    }
     case Op::kLayerNormGrad:
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:

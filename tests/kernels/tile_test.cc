@@ -105,6 +105,10 @@ std::vector<OpCase> Cases() {
   add("gelu", Op::kGelu, none, {r});
   add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
   add("transpose_heads", Op::kTransposeHeads, none, {RandomTensor({2, 3, 40, 67}, 63)});
+  OpAttrs layer_norm;
+  layer_norm.eps = 1e-5f;
+  add("layer_norm", Op::kLayerNorm, layer_norm,
+      {RandomTensor({3, 50, 70}, 70), RandomTensor({70}, 71), RandomTensor({70}, 72)});
   // Attention's batched products over [B, H] (several matrices per 64-row tile, and tiles that
   // straddle two matrices).
   add("batched_matmul", Op::kBatchedMatmul, none, {RandomTensor({2, 3, 40, 9}, 64), RandomTensor({2, 3, 9, 70}, 65)});
