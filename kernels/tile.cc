@@ -140,7 +140,13 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       const Shape rows(s[0].begin(), s[0].end() - 1);
       return std::vector<Shape>{s[0], rows, rows};
     }
-    case Op::kLayerNormGrad:
+    case Op::kLayerNormGrad: {  // X[..., C], gamma[C], Mean, Rstd, dY
+      const Shape rows(s[0].begin(), s[0].end() - 1);
+      if (s[0].size() < 2 || !rank(1, 1) || s[1][0] != s[0].back() || s[2] != rows || s[3] != rows || s[4] != s[0]) {
+        return Bad(op, "expected X[..., C], gamma[C], Mean, Rstd, dY");
+      }
+      return std::vector<Shape>{s[0], {s[0].back()}, {s[0].back()}};
+    }
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:
@@ -263,6 +269,7 @@ Result<TileKernel> TileKernel::Create(Op op, const OpAttrs& attrs, std::vector<S
     case Op::kBatchedMatmul: k.units_ = s[0][s[0].size() - 1]; break;
     case Op::kBatchedMatmulGradA: k.units_ = s[0][s[0].size() - 1]; break;
     case Op::kBatchedMatmulGradB: k.units_ = s[0][s[0].size() - 2]; break;
+    case Op::kLayerNormGrad: k.units_ = output == 0 ? 0 : NumElements(s[2]); break;
     default: k.units_ = 0;
   }
   return k;
@@ -303,6 +310,8 @@ std::int64_t TileKernel::Work(const GridRect& tile, std::int64_t lo, std::int64_
     case Op::kBatchedMatmulGradB: return e * n;
     case Op::kLayerNorm:
       return static_cast<int64_t>(LayerNormRows(tile, output_, grid().cols()).size()) * 3 * s[0].back();
+    case Op::kLayerNormGrad:
+      return output_ == 0 ? tile.rows() * 4 * s[0].back() : e * n * 2;
     case Op::kSoftmaxCrossEntropy:
       if (output_ == 0) return n * 3 * s[0][1] + 1;
       return tile.rows() * n + (hi == units_ ? e : 0);
@@ -513,7 +522,22 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
       }
       break;
     }
-    case Op::kLayerNormGrad:
+    case Op::kLayerNormGrad: {
+      const int64_t c = s[0].back();
+      if (output_ == 0) {  // dX: whole rows of X and dY, all of gamma, the rows' Mean and Rstd
+        if (input == 1) return {{0, c}};
+        for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+          runs.push_back(input == 2 || input == 3 ? FlatRun{r, 1} : FlatRun{r * c, c});
+        }
+        break;
+      }
+      // dGamma (chain of dY * xhat) and dBeta (chain of dY) over the rows [lo, hi) of X.
+      const bool gamma = output_ == 1;
+      if (input == 1 || (!gamma && input != 4)) break;
+      if (hi > lo && (input == 2 || input == 3)) return {{lo, hi - lo}};
+      for (int64_t r = lo; r < hi; ++r) runs.push_back({r * c + tile.col_begin, tile.cols()});
+      break;
+    }
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:
@@ -774,6 +798,24 @@ Status TileKernel::Advance(const GridRect& tile, std::span<const TileSource* con
       }
       return Status::Ok();
     }
+    case Op::kLayerNormGrad: {
+      // Per column: dGamma = fma(dY[r,c], xhat[r,c], acc) with xhat = (x - mean) * rstd as the
+      // forward computed it; dBeta = acc + dY[r,c]; rows ascending.
+      const int64_t c = s[0].back();
+      for (int64_t r = lo; r < hi; ++r) {
+        const float mean = output_ == 1 ? in[2]->At(r) : 0.0f, rstd = output_ == 1 ? in[3]->At(r) : 0.0f;
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t col = tile.col_begin + j;
+          const float dy = in[4]->At(r * c + col);
+          if (output_ == 1) {
+            acc[j] = std::fma(dy, (in[0]->At(r * c + col) - mean) * rstd, acc[j]);
+          } else {
+            acc[j] = acc[j] + dy;
+          }
+        }
+      }
+      return Status::Ok();
+    }
     default:
       return Bad(op_, "the operator has no chain");
   }
@@ -928,7 +970,35 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
       }
       return out;
     }
-    case Op::kLayerNormGrad:
+    case Op::kLayerNormGrad: {
+      if (output_ != 0) return std::vector<float>(state.begin(), state.end());
+      // dX: the reference kernel on the tile's whole rows, then the tile's columns.
+      const int64_t c = s[0].back(), n = tile.rows();
+      Tensor x({n, c}), gamma({c}), mean({n}), rstd({n}), dy({n, c});
+      for (int64_t j = 0; j < c; ++j) gamma.data()[j] = in[1]->At(j);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = tile.row_begin + i;
+        mean.data()[i] = in[2]->At(r);
+        rstd.data()[i] = in[3]->At(r);
+        for (int64_t j = 0; j < c; ++j) {
+          x.data()[i * c + j] = in[0]->At(r * c + j);
+          dy.data()[i * c + j] = in[4]->At(r * c + j);
+        }
+      }
+      std::vector<Tensor> inputs;
+      inputs.push_back(std::move(x));
+      inputs.push_back(std::move(gamma));
+      inputs.push_back(std::move(mean));
+      inputs.push_back(std::move(rstd));
+      inputs.push_back(std::move(dy));
+      POLNODE_ASSIGN_OR_RETURN(std::vector<float> all, RunReference(op_, attrs_, std::move(inputs), 0));
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) out.push_back(all[static_cast<std::size_t>(i * c + j)]);
+      }
+      return out;
+    }
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:

@@ -109,6 +109,18 @@ std::vector<OpCase> Cases() {
   layer_norm.eps = 1e-5f;
   add("layer_norm", Op::kLayerNorm, layer_norm,
       {RandomTensor({3, 50, 70}, 70), RandomTensor({70}, 71), RandomTensor({70}, 72)});
+  {
+    // The gradient reads the forward's Mean and Rstd: computed here by the reference.
+    const Tensor x = RandomTensor({3, 50, 70}, 73), gamma = RandomTensor({70}, 74), beta = RandomTensor({70}, 75);
+    std::unique_ptr<Backend> ref = MakeReferenceBackend();
+    Result<std::vector<Tensor>> fwd = testing::RunOp(*ref, Op::kLayerNorm, layer_norm, {&x, &gamma, &beta});
+    if (fwd.ok()) {
+      add("layer_norm_grad", Op::kLayerNormGrad, layer_norm,
+          {x, gamma, (*fwd)[1], (*fwd)[2], RandomTensor({3, 50, 70}, 76)});
+    } else {
+      ADD_FAILURE() << fwd.status().ToString();
+    }
+  }
   // Attention's batched products over [B, H] (several matrices per 64-row tile, and tiles that
   // straddle two matrices).
   add("batched_matmul", Op::kBatchedMatmul, none, {RandomTensor({2, 3, 40, 9}, 64), RandomTensor({2, 3, 9, 70}, 65)});
