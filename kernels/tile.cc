@@ -103,22 +103,92 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
     case Op::kAdamW:
       if (s[0] != s[1] || s[0] != s[2] || s[0] != s[3]) return Bad(op, "W, G, M, V differ in shape");
       return std::vector<Shape>{s[0], s[0], s[0]};
-    case Op::kAdd:
-    case Op::kTransposeHeads:
     case Op::kGelu:
+      return std::vector<Shape>{s[0]};
+    case Op::kAdd:
     case Op::kGeluGrad:
-    case Op::kLayerNorm:
-    case Op::kLayerNormGrad:
-    case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
+      if (s[0] != s[1]) return Bad(op, "the two inputs differ in shape");
+      return std::vector<Shape>{s[0]};
+    case Op::kTransposeHeads:
+      if (!rank(0, 4)) return Bad(op, "expected X[N,A,B,D]");
+      return std::vector<Shape>{{s[0][0], s[0][2], s[0][1], s[0][3]}};
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
+    case Op::kBatchedMatmulGradB: {
+      const std::size_t r = s[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal(s[0].begin(), s[0].end() - 2, s[1].begin())) {
+        return Bad(op, "expected two tensors of rank >= 3 with the same leading axes");
+      }
+      const int64_t a0 = s[0][r - 2], a1 = s[0][r - 1], b0 = s[1][r - 2], b1 = s[1][r - 1];
+      Shape out(s[0].begin(), s[0].end() - 2);
+      if (op == Op::kBatchedMatmul) {  // A[.., M, K], B[.., K, N]
+        if (a1 != b0) return Bad(op, "expected A[..,M,K], B[..,K,N]");
+        out.insert(out.end(), {a0, b1});
+      } else if (op == Op::kBatchedMatmulGradA) {  // dC[.., M, N], B[.., K, N]
+        if (a1 != b1) return Bad(op, "expected dC[..,M,N], B[..,K,N]");
+        out.insert(out.end(), {a0, b0});
+      } else {  // A[.., M, K], dC[.., M, N]
+        if (a0 != b0) return Bad(op, "expected A[..,M,K], dC[..,M,N]");
+        out.insert(out.end(), {a1, b1});
+      }
+      return std::vector<Shape>{out};
+    }
+    case Op::kLayerNorm: {
+      if (s[0].size() < 2 || !rank(1, 1) || !rank(2, 1) || s[1][0] != s[0].back() || s[2][0] != s[0].back()) {
+        return Bad(op, "expected X[..., C], gamma[C], beta[C]");
+      }
+      const Shape rows(s[0].begin(), s[0].end() - 1);
+      return std::vector<Shape>{s[0], rows, rows};
+    }
+    case Op::kLayerNormGrad: {  // X[..., C], gamma[C], Mean, Rstd, dY
+      const Shape rows(s[0].begin(), s[0].end() - 1);
+      if (s[0].size() < 2 || !rank(1, 1) || s[1][0] != s[0].back() || s[2] != rows || s[3] != rows || s[4] != s[0]) {
+        return Bad(op, "expected X[..., C], gamma[C], Mean, Rstd, dY");
+      }
+      return std::vector<Shape>{s[0], {s[0].back()}, {s[0].back()}};
+    }
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       return Bad(op, "has no tile kernel yet (see tile.h: the transformer's operators)");
   }
   return Bad(op, "unknown operator");
+}
+
+// The sizes of a batched product's matrices, from its input shapes: the product C = A B is
+// [M, K] x [K, N]; for kBatchedMatmulGradA (dC[M, N], B[K, N]) and kBatchedMatmulGradB (A[M, K],
+// dC[M, N]) the same letters name the forward product's sizes.
+struct BatchedDims {
+  int64_t m = 0, k = 0, n = 0;
+};
+BatchedDims BatchedDimsOf(Op op, const std::vector<Shape>& s) {
+  const std::size_t r = s[0].size();
+  if (op == Op::kBatchedMatmul) return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
+  if (op == Op::kBatchedMatmulGradA) return {s[0][r - 2], s[1][r - 2], s[0][r - 1]};
+  return {s[0][r - 2], s[0][r - 1], s[1][r - 1]};
+}
+
+// kLayerNorm: the rows of X a tile of output `output` needs, in the tile's order: Y's tile rows
+// (output 0), or, for Mean and Rstd (one value per row of X), the rows its elements name.
+std::vector<int64_t> LayerNormRows(const GridRect& tile, int output, int64_t out_cols) {
+  std::vector<int64_t> rows;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    if (output == 0) {
+      rows.push_back(r);
+      continue;
+    }
+    for (int64_t c = tile.col_begin; c < tile.col_end; ++c) rows.push_back(r * out_cols + c);
+  }
+  return rows;
+}
+
+// kTransposeHeads: the input row (of X[N, A, B, D] as [N*A*B, D]) that output row r (of
+// Y[N, B, A, D] as [N*B*A, D]) copies: r = (n*B + b)*A + a reads row (n*A + a)*B + b.
+int64_t TransposedRow(const Shape& x, int64_t r) {
+  const int64_t a_size = x[1], b_size = x[2];
+  const int64_t n = r / (b_size * a_size), b = (r / a_size) % b_size, a = r % a_size;
+  return (n * a_size + a) * b_size + b;
 }
 
 // Runs of `length` elements starting at each of the tile's rows of a tensor with the output's view.
@@ -195,6 +265,11 @@ Result<TileKernel> TileKernel::Create(Op op, const OpAttrs& attrs, std::vector<S
     case Op::kConv2d3x3GradInput: k.units_ = s[0][1]; break;
     case Op::kConv2d3x3GradWeight: k.units_ = s[0][0] * s[0][2]; break;
     case Op::kSoftmaxCrossEntropy: k.units_ = output == 0 ? s[0][0] : 2 * s[0][1]; break;
+    // The chain runs over the contracted axis: K, N, M of the last two axes (BatchedDims).
+    case Op::kBatchedMatmul: k.units_ = s[0][s[0].size() - 1]; break;
+    case Op::kBatchedMatmulGradA: k.units_ = s[0][s[0].size() - 1]; break;
+    case Op::kBatchedMatmulGradB: k.units_ = s[0][s[0].size() - 2]; break;
+    case Op::kLayerNormGrad: k.units_ = output == 0 ? 0 : NumElements(s[2]); break;
     default: k.units_ = 0;
   }
   return k;
@@ -230,6 +305,13 @@ std::int64_t TileKernel::Work(const GridRect& tile, std::int64_t lo, std::int64_
     case Op::kConv2d3x3:
     case Op::kConv2d3x3GradInput: return e * n * 9;
     case Op::kConv2d3x3GradWeight: return e * n * s[0][3];
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: return e * n;
+    case Op::kLayerNorm:
+      return static_cast<int64_t>(LayerNormRows(tile, output_, grid().cols()).size()) * 3 * s[0].back();
+    case Op::kLayerNormGrad:
+      return output_ == 0 ? tile.rows() * 4 * s[0].back() : e * n * 2;
     case Op::kSoftmaxCrossEntropy:
       if (output_ == 0) return n * 3 * s[0][1] + 1;
       return tile.rows() * n + (hi == units_ ? e : 0);
@@ -393,18 +475,71 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kReluGrad:
     case Op::kSgdMomentum:
     case Op::kAdamW:
-      return TileRows(tile, out_cols);
     case Op::kAdd:
-    case Op::kTransposeHeads:
     case Op::kGelu:
     case Op::kGeluGrad:
-    case Op::kLayerNorm:
-    case Op::kLayerNormGrad:
-    case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
+      return TileRows(tile, out_cols);
+    case Op::kTransposeHeads:  // Y[n,b,a,:] = X[n,a,b,:]: each output row is one input row
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        runs.push_back({TransposedRow(s[0], r) * s[0][3] + tile.col_begin, tile.cols()});
+      }
+      break;
+    case Op::kLayerNorm: {  // whole rows of X; gamma and beta at the tile's columns (output 0)
+      const int64_t c = s[0].back();
+      if (input == 0) {
+        for (int64_t row : LayerNormRows(tile, output_, out_cols)) runs.push_back({row * c, c});
+      } else if (output_ == 0) {
+        runs.push_back({tile.col_begin, tile.cols()});
+      }
+      break;
+    }
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
+    case Op::kBatchedMatmulGradB: {
+      if (hi <= lo) break;
+      const BatchedDims d = BatchedDimsOf(op_, s);
+      // Output row r is row r % rows_per of matrix g = r / rows_per.
+      const int64_t rows_per = op_ == Op::kBatchedMatmulGradB ? d.k : d.m;
+      for (int64_t g = tile.row_begin / rows_per; g * rows_per < tile.row_end; ++g) {
+        const int64_t r0 = std::max(tile.row_begin, g * rows_per), r1 = std::min(tile.row_end, (g + 1) * rows_per);
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t row = r - g * rows_per;
+          if (op_ == Op::kBatchedMatmul && input == 0) runs.push_back({(g * d.m + row) * d.k + lo, hi - lo});
+          if (op_ == Op::kBatchedMatmulGradA && input == 0) runs.push_back({(g * d.m + row) * d.n + lo, hi - lo});
+        }
+        if (op_ == Op::kBatchedMatmul && input == 1) {
+          for (int64_t k = lo; k < hi; ++k) runs.push_back({(g * d.k + k) * d.n + tile.col_begin, tile.cols()});
+        }
+        if (op_ == Op::kBatchedMatmulGradA && input == 1) {
+          for (int64_t k = tile.col_begin; k < tile.col_end; ++k) runs.push_back({(g * d.k + k) * d.n + lo, hi - lo});
+        }
+        if (op_ == Op::kBatchedMatmulGradB) {
+          for (int64_t m = lo; m < hi; ++m) {
+            if (input == 0) runs.push_back({(g * d.m + m) * d.k + (r0 - g * rows_per), r1 - r0});
+            if (input == 1) runs.push_back({(g * d.m + m) * d.n + tile.col_begin, tile.cols()});
+          }
+        }
+      }
+      break;
+    }
+    case Op::kLayerNormGrad: {
+      const int64_t c = s[0].back();
+      if (output_ == 0) {  // dX: whole rows of X and dY, all of gamma, the rows' Mean and Rstd
+        if (input == 1) return {{0, c}};
+        for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+          runs.push_back(input == 2 || input == 3 ? FlatRun{r, 1} : FlatRun{r * c, c});
+        }
+        break;
+      }
+      // dGamma (chain of dY * xhat) and dBeta (chain of dY) over the rows [lo, hi) of X.
+      const bool gamma = output_ == 1;
+      if (input == 1 || (!gamma && input != 4)) break;
+      if (hi > lo && (input == 2 || input == 3)) return {{lo, hi - lo}};
+      for (int64_t r = lo; r < hi; ++r) runs.push_back({r * c + tile.col_begin, tile.cols()});
+      break;
+    }
+    case Op::kCausalSoftmax:
+    case Op::kCausalSoftmaxGrad:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       break;  // Create refuses them: no kernel of theirs exists to read
@@ -633,6 +768,54 @@ Status TileKernel::Advance(const GridRect& tile, std::span<const TileSource* con
       }
       return Status::Ok();
     }
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB: {
+      // One fma per unit per output element, in the unit order of op.h's chains.
+      const BatchedDims d = BatchedDimsOf(op_, s);
+      const int64_t rows_per = op_ == Op::kBatchedMatmulGradB ? d.k : d.m;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t r = tile.row_begin + i, g = r / rows_per, row = r % rows_per;
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t col = tile.col_begin + j;
+          float x = acc[i * cols + j];
+          for (int64_t u = lo; u < hi; ++u) {
+            float a = 0.0f, b = 0.0f;
+            if (op_ == Op::kBatchedMatmul) {  // A[g,m,k] * B[g,k,n]
+              a = in[0]->At((g * d.m + row) * d.k + u);
+              b = in[1]->At((g * d.k + u) * d.n + col);
+            } else if (op_ == Op::kBatchedMatmulGradA) {  // dC[g,m,n] * B[g,k,n]
+              a = in[0]->At((g * d.m + row) * d.n + u);
+              b = in[1]->At((g * d.k + col) * d.n + u);
+            } else {  // A[g,m,k] * dC[g,m,n]
+              a = in[0]->At((g * d.m + u) * d.k + row);
+              b = in[1]->At((g * d.m + u) * d.n + col);
+            }
+            x = std::fma(a, b, x);
+          }
+          acc[i * cols + j] = x;
+        }
+      }
+      return Status::Ok();
+    }
+    case Op::kLayerNormGrad: {
+      // Per column: dGamma = fma(dY[r,c], xhat[r,c], acc) with xhat = (x - mean) * rstd as the
+      // forward computed it; dBeta = acc + dY[r,c]; rows ascending.
+      const int64_t c = s[0].back();
+      for (int64_t r = lo; r < hi; ++r) {
+        const float mean = output_ == 1 ? in[2]->At(r) : 0.0f, rstd = output_ == 1 ? in[3]->At(r) : 0.0f;
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t col = tile.col_begin + j;
+          const float dy = in[4]->At(r * c + col);
+          if (output_ == 1) {
+            acc[j] = std::fma(dy, (in[0]->At(r * c + col) - mean) * rstd, acc[j]);
+          } else {
+            acc[j] = acc[j] + dy;
+          }
+        }
+      }
+      return Status::Ok();
+    }
     default:
       return Bad(op_, "the operator has no chain");
   }
@@ -652,6 +835,9 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kConv2d3x3:
     case Op::kConv2d3x3GradInput:
     case Op::kConv2d3x3GradWeight:
+    case Op::kBatchedMatmul:
+    case Op::kBatchedMatmulGradA:
+    case Op::kBatchedMatmulGradB:
       return std::vector<float>(state.begin(), state.end());
     case Op::kSoftmaxCrossEntropy: {
       const int64_t classes = s[0][1];
@@ -736,23 +922,85 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kRelu:
     case Op::kReluGrad:
     case Op::kSgdMomentum:
-    case Op::kAdamW: {
+    case Op::kAdamW:
+    case Op::kAdd:
+    case Op::kGelu:
+    case Op::kGeluGrad: {
       // Elementwise: the reference kernel on the tile's elements of every input.
       std::vector<Tensor> inputs;
       for (const TileSource* src : in) inputs.push_back(Gather(*src, tile, out_cols));
       return RunReference(op_, attrs_, std::move(inputs), output_);
     }
-    case Op::kAdd:
-    case Op::kTransposeHeads:
-    case Op::kGelu:
-    case Op::kGeluGrad:
-    case Op::kLayerNorm:
-    case Op::kLayerNormGrad:
+    case Op::kTransposeHeads: {
+      // Bits copied unchanged, row by row from the input row each output row names.
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        const int64_t base = TransposedRow(s[0], r) * s[0][3];
+        for (int64_t c = tile.col_begin; c < tile.col_end; ++c) out.push_back(in[0]->At(base + c));
+      }
+      return out;
+    }
+    case Op::kLayerNorm: {
+      // The reference kernel on the rows the tile needs, X' [rows, C]; gamma and beta outside the
+      // tile's columns are never read (Y's column c depends on gamma[c] and beta[c] alone).
+      const int64_t c = s[0].back();
+      const std::vector<int64_t> rows = LayerNormRows(tile, output_, out_cols);
+      const auto n = static_cast<int64_t>(rows.size());
+      Tensor x({n, c}), gamma({c}), beta({c});
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < c; ++j) x.data()[i * c + j] = in[0]->At(rows[static_cast<std::size_t>(i)] * c + j);
+      }
+      if (output_ == 0) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) {
+          gamma.data()[j] = in[1]->At(j);
+          beta.data()[j] = in[2]->At(j);
+        }
+      }
+      std::vector<Tensor> inputs;
+      inputs.push_back(std::move(x));
+      inputs.push_back(std::move(gamma));
+      inputs.push_back(std::move(beta));
+      POLNODE_ASSIGN_OR_RETURN(std::vector<float> all, RunReference(op_, attrs_, std::move(inputs), output_));
+      if (output_ != 0) return all;
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) out.push_back(all[static_cast<std::size_t>(i * c + j)]);
+      }
+      return out;
+    }
+    case Op::kLayerNormGrad: {
+      if (output_ != 0) return std::vector<float>(state.begin(), state.end());
+      // dX: the reference kernel on the tile's whole rows, then the tile's columns.
+      const int64_t c = s[0].back(), n = tile.rows();
+      Tensor x({n, c}), gamma({c}), mean({n}), rstd({n}), dy({n, c});
+      for (int64_t j = 0; j < c; ++j) gamma.data()[j] = in[1]->At(j);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = tile.row_begin + i;
+        mean.data()[i] = in[2]->At(r);
+        rstd.data()[i] = in[3]->At(r);
+        for (int64_t j = 0; j < c; ++j) {
+          x.data()[i * c + j] = in[0]->At(r * c + j);
+          dy.data()[i * c + j] = in[4]->At(r * c + j);
+        }
+      }
+      std::vector<Tensor> inputs;
+      inputs.push_back(std::move(x));
+      inputs.push_back(std::move(gamma));
+      inputs.push_back(std::move(mean));
+      inputs.push_back(std::move(rstd));
+      inputs.push_back(std::move(dy));
+      POLNODE_ASSIGN_OR_RETURN(std::vector<float> all, RunReference(op_, attrs_, std::move(inputs), 0));
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) out.push_back(all[static_cast<std::size_t>(i * c + j)]);
+      }
+      return out;
+    }
     case Op::kCausalSoftmax:
     case Op::kCausalSoftmaxGrad:
-    case Op::kBatchedMatmul:
-    case Op::kBatchedMatmulGradA:
-    case Op::kBatchedMatmulGradB:
     case Op::kEmbedding:
     case Op::kEmbeddingGrad:
       return Bad(op_, "has no tile kernel yet (see tile.h: the transformer's operators)");

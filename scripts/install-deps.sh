@@ -10,6 +10,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   hipcc libamdhip64-dev
   dataset-fashion-mnist
+  jargon-text  # the default GPT corpus: /usr/share/doc/jargon-text/jargon.txt.gz (public domain)
   python3-torch libopenblas-dev
 )
 

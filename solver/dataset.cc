@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "polnode/solver/model_spec.h"
+
 namespace polnode::solver {
 namespace {
 
@@ -61,7 +63,21 @@ Result<ImageDataset> LoadImageDataset(std::string_view dir_text) {
   return data;
 }
 
+Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location) {
+  if (!IsGptSpec(model_text)) return LoadImageDataset(location);
+  POLNODE_ASSIGN_OR_RETURN(TextCorpus corpus, LoadTextCorpus(location));
+  return TextDataset(std::move(corpus));
+}
+
+ImageDataset TextDataset(TextCorpus corpus) {
+  ImageDataset data;
+  data.num_classes = static_cast<int>(corpus.vocab_size());
+  data.text = std::move(corpus);
+  return data;
+}
+
 consensus::Hash256 DatasetContentHash(const ImageDataset& data) {
+  if (data.text) return TextContentHash(*data.text);
   consensus::Sha256Hasher h;
   h.Update(std::string_view("polnode.image-dataset.v1\n"));
   for (const ImageSplit* split : {&data.train, &data.test}) {

@@ -75,6 +75,18 @@ std::uint32_t ReadBigEndian32(const std::uint8_t* p) {
 
 }  // namespace
 
+Result<std::vector<std::uint8_t>> ReadFileGunzipped(const std::string& path,
+                                                    std::uint64_t max_bytes) {
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, max_bytes));
+  if (!IsGzip(bytes)) return bytes;
+  POLNODE_ASSIGN_OR_RETURN(bytes, Gunzip(path, bytes));
+  if (bytes.size() > max_bytes) {
+    return Status::ResourceExhausted(path + ": decompresses to more than " +
+                                     std::to_string(max_bytes) + " bytes");
+  }
+  return bytes;
+}
+
 Result<IdxArray> ReadIdxFile(const std::string& path, int expected_rank) {
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, kMaxDecodedBytes));
   if (IsGzip(bytes)) {

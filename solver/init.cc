@@ -1,5 +1,6 @@
 #include "polnode/solver/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -12,7 +13,13 @@ kernels::Tensor InitialParameter(const ModelSpec& model, std::size_t param_index
   const ParamSpec& p = model.params[param_index];
   kernels::Tensor t(p.shape);
   if (p.is_bias) return t;
-  const float bound = std::sqrt((p.feeds_relu ? 6.0f : 3.0f) / static_cast<float>(p.fan_in));
+  if (p.init_one) {
+    std::fill(t.data(), t.data() + t.numel(), 1.0f);
+    return t;
+  }
+  const float bound =
+      p.init_std > 0.0f ? p.init_std * std::sqrt(3.0f)
+                        : std::sqrt((p.feeds_relu ? 6.0f : 3.0f) / static_cast<float>(p.fan_in));
   float* w = t.data();
   for (std::int64_t e = 0; e < t.numel(); ++e) {
     const float u =

@@ -1,6 +1,7 @@
 #include "polnode/solver/model_spec.h"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 
 namespace polnode::solver {
@@ -164,12 +165,127 @@ Result<ModelSpec> ParseCnn(std::string_view text, std::string_view body) {
   return m;
 }
 
+constexpr std::int64_t kMaxGptLayers = 64;
+constexpr std::int64_t kMaxGptWidth = 4096;
+constexpr std::int64_t kMaxGptContext = 4096;
+constexpr std::int64_t kMaxGptVocab = 256;  // byte-level: a symbol is one byte
+
+// Fills a GPT's parameters for its (known) vocabulary; see model_spec.h for names and shapes.
+void AddGptParams(ModelSpec& m) {
+  const GptConfig& g = *m.gpt;
+  const std::int64_t c = g.width;
+  // nanoGPT's initialisation: standard deviation 0.02, residual projections 0.02 / sqrt(2 L).
+  const float std_main = 0.02f;
+  const float std_proj = 0.02f / std::sqrt(2.0f * static_cast<float>(g.layers));
+  const auto weight = [&](std::string name, kernels::Shape shape, float sd) {
+    ParamSpec p;
+    p.name = std::move(name);
+    p.fan_in = shape[0];
+    p.shape = std::move(shape);
+    p.init_std = sd;
+    m.params.push_back(std::move(p));
+  };
+  const auto norm = [&](const std::string& prefix) {
+    ParamSpec gain;
+    gain.name = prefix + ".g";
+    gain.shape = {c};
+    gain.fan_in = c;
+    gain.init_one = true;
+    gain.no_decay = true;
+    m.params.push_back(gain);
+    ParamSpec shift = gain;
+    shift.name = prefix + ".b";
+    shift.init_one = false;
+    shift.is_bias = true;
+    m.params.push_back(shift);
+  };
+  weight("wte", {g.vocab, c}, std_main);
+  weight("wpe", {g.context * c}, std_main);
+  for (std::int64_t i = 0; i < g.layers; ++i) {
+    const std::string h = "h" + std::to_string(i);
+    norm(h + ".ln1");
+    weight(h + ".attn.wq", {c, c}, std_main);
+    weight(h + ".attn.wk", {c, c}, std_main);
+    weight(h + ".attn.wv", {c, c}, std_main);
+    weight(h + ".attn.wo", {c, c}, std_proj);
+    norm(h + ".ln2");
+    weight(h + ".mlp.w1", {c, 4 * c}, std_main);
+    weight(h + ".mlp.w2", {4 * c, c}, std_proj);
+  }
+  norm("lnf");
+  weight("head.w", {c, g.vocab}, std_main);
+}
+
+Result<ModelSpec> ParseGpt(std::string_view text, std::string_view body) {
+  ModelSpec m;
+  m.text = std::string(text);
+  GptConfig g;
+  struct Key {
+    std::string_view name;
+    std::int64_t* value;
+    std::int64_t max;
+    bool required;
+  };
+  Key keys[] = {{"layers", &g.layers, kMaxGptLayers, true},
+                {"heads", &g.heads, kMaxGptWidth, true},
+                {"width", &g.width, kMaxGptWidth, true},
+                {"context", &g.context, kMaxGptContext, true},
+                {"vocab", &g.vocab, kMaxGptVocab, false}};
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const std::size_t comma = body.find(',', start);
+    const std::string_view item =
+        body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return BadSpec(text, "'" + std::string(item) + "' is not KEY=VALUE (keys: layers, heads, "
+                                                     "width, context, vocab)");
+    }
+    const std::string_view name = item.substr(0, eq);
+    Key* key = nullptr;
+    for (Key& k : keys) {
+      if (k.name == name) key = &k;
+    }
+    if (key == nullptr) {
+      return BadSpec(text, "unknown key '" + std::string(name) +
+                               "' (keys: layers, heads, width, context, vocab)");
+    }
+    if (*key->value != 0) return BadSpec(text, "key '" + std::string(name) + "' given twice");
+    *key->value = ParseSize(item.substr(eq + 1), key->max);
+    if (*key->value == 0) {
+      return BadSpec(text, std::string(name) + " must be an integer in 1.." +
+                               std::to_string(key->max) + ", got '" +
+                               std::string(item.substr(eq + 1)) + "'");
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  for (const Key& k : keys) {
+    if (k.required && *k.value == 0) return BadSpec(text, "missing key '" + std::string(k.name) + "'");
+  }
+  if (g.width % g.heads != 0) {
+    return BadSpec(text, "heads (" + std::to_string(g.heads) + ") must divide width (" +
+                             std::to_string(g.width) + ")");
+  }
+  // One sample's largest activations: the attention scores [H, T, T] and the MLP's [T, 4C].
+  if (g.heads * g.context * g.context > kMaxActivationElements ||
+      g.context * 4 * g.width > kMaxActivationElements) {
+    return BadSpec(text, "attention scores or MLP activations per sample exceed " +
+                             std::to_string(kMaxActivationElements) + " elements");
+  }
+  m.input_shape = {g.context};
+  m.gpt = g;
+  if (g.vocab > 0) AddGptParams(m);
+  return m;
+}
+
 }  // namespace
 
 Result<ModelSpec> ParseModelSpec(std::string_view text) {
-  Result<ModelSpec> parsed = BadSpec(text, "must start with 'mlp:' or 'cnn:'");
+  Result<ModelSpec> parsed = BadSpec(text, "must start with 'mlp:', 'cnn:' or 'gpt:'");
   if (text.starts_with("mlp:")) parsed = ParseMlp(text, text.substr(4));
   if (text.starts_with("cnn:")) parsed = ParseCnn(text, text.substr(4));
+  if (IsGptSpec(text)) parsed = ParseGpt(text, text.substr(4));
   if (!parsed.ok()) return parsed;
   for (const LayerSpec& l : parsed->layers) {
     if (kernels::NumElements(l.out_shape) > kMaxActivationElements) {
@@ -185,6 +301,27 @@ Result<ModelSpec> ParseModelSpec(std::string_view text) {
   }
   return parsed;
 }
+
+Result<ModelSpec> WithGptVocab(ModelSpec model, std::int64_t vocab) {
+  if (!model.gpt) return BadSpec(model.text, "not a gpt: model, so it takes no vocabulary");
+  if (vocab < 1 || vocab > kMaxGptVocab) {
+    return BadSpec(model.text, "vocabulary of " + std::to_string(vocab) + " symbols, must be 1.." +
+                                   std::to_string(kMaxGptVocab));
+  }
+  if (model.gpt->vocab != 0) {
+    if (model.gpt->vocab < vocab) {
+      return BadSpec(model.text, "vocab " + std::to_string(model.gpt->vocab) +
+                                     " is smaller than the data's " + std::to_string(vocab) +
+                                     " symbols");
+    }
+    return model;
+  }
+  model.gpt->vocab = vocab;
+  AddGptParams(model);
+  return model;
+}
+
+bool IsGptSpec(std::string_view text) { return text.starts_with("gpt:"); }
 
 kernels::Shape BatchInputShape(const ModelSpec& model, std::int64_t batch) {
   kernels::Shape shape = {batch};

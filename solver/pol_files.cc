@@ -29,7 +29,7 @@ Result<ProofDir> OpenProofDir(const std::string& dir) {
 }
 
 Result<ImageDataset> LoadTaskData(const TaskSpec& task) {
-  POLNODE_ASSIGN_OR_RETURN(ImageDataset data, LoadImageDataset(task.data_location));
+  POLNODE_ASSIGN_OR_RETURN(ImageDataset data, LoadDatasetFor(task.model, task.data_location));
   POLNODE_RETURN_IF_ERROR(CheckTaskData(task, data));
   return data;
 }

@@ -214,7 +214,9 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
     state = stepper.Initial();
   }
 
-  const std::int64_t steps_per_epoch = data.train.count / task.batch;
+  const std::int64_t steps_per_epoch =
+      data.text ? TextStepsPerEpoch(*data.text, task.batch, stepper.model().gpt->context)
+                : data.train.count / task.batch;
   const auto start = std::chrono::steady_clock::now();
   CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity,
                           options.on_checkpoint_saved);

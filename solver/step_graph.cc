@@ -1,5 +1,6 @@
 #include "polnode/solver/step_graph.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -60,12 +61,22 @@ struct LayerTrace {
   TensorRef pool_argmax;  // pooling: which tap won
 };
 
+// A GPT's graph needs its parameters, which exist once the vocabulary is fixed (WithGptVocab).
+Status CheckGptReady(const ModelSpec& model) {
+  if (model.gpt && model.params.empty()) {
+    return Status::InvalidArgument("model " + model.text +
+                                   " has no vocabulary yet: fix it from the data (WithGptVocab)");
+  }
+  return Status::Ok();
+}
+
 StepGraph NewGraph(const ModelSpec& model, std::int64_t batch) {
   StepGraph g;
   g.model = model;
   g.batch = batch;
   g.images_shape = BatchInputShape(model, batch);
-  g.labels_shape = {batch};
+  // A GPT predicts the next symbol at every position: one label per position.
+  g.labels_shape = {model.gpt ? batch * model.gpt->context : batch};
   for (const ParamSpec& p : model.params) {
     g.state_names.push_back(p.name);
     g.state_shapes.push_back(p.shape);
@@ -177,6 +188,202 @@ std::vector<TensorRef> AddBackward(StepGraph& g, Builder& b, const std::vector<L
   return grads;
 }
 
+// ---- GPT (model_spec.h's gpt: grammar). Parameter indices follow the state order there.
+struct GptIndex {
+  static constexpr int kWte = 0;
+  static constexpr int kWpe = 1;
+  static constexpr int kPerBlock = 10;
+  static int Block(std::int64_t i) { return 2 + static_cast<int>(i) * kPerBlock; }
+  // Offsets within a block.
+  static constexpr int kLn1G = 0, kLn1B = 1, kWq = 2, kWk = 3, kWv = 4, kWo = 5, kLn2G = 6,
+                       kLn2B = 7, kW1 = 8, kW2 = 9;
+  static int Final(const GptConfig& g) { return Block(g.layers); }  // lnf.g, lnf.b, head.w
+};
+
+// What a block's backward reads from its forward.
+struct GptBlockTrace {
+  TensorRef x_in, ln1_y, ln1_mean, ln1_rstd, qh, kh, vh, probs, merged;
+  TensorRef x_mid, ln2_y, ln2_mean, ln2_rstd, fc, act;
+};
+
+struct GptTrace {
+  std::vector<GptBlockTrace> blocks;
+  TensorRef x_final, lnf_y, lnf_mean, lnf_rstd;
+};
+
+OpAttrs LayerNormAttrs() {
+  OpAttrs a;
+  a.eps = 1e-5f;  // PyTorch's nn.LayerNorm default
+  return a;
+}
+
+OpAttrs SoftmaxAttrs(const GptConfig& g) {
+  OpAttrs a;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(g.head_dim()));
+  return a;
+}
+
+// Appends a LayerNorm of `x` (read as [N, C]) with gain/shift parameters `gain`, `gain` + 1;
+// returns {Y, Mean, Rstd}.
+std::vector<TensorRef> AddLayerNorm(Builder& b, const std::string& name, TensorRef x, int gain,
+                                    std::int64_t n, std::int64_t c) {
+  return b.Add(name, Op::kLayerNorm, LayerNormAttrs(), {WithView(x, {n, c}), StateRef(gain),
+                                                        StateRef(gain + 1)},
+               {{n, c}, {n}, {n}});
+}
+
+TensorRef AddGptForward(StepGraph& g, Builder& b, GptTrace& trace) {
+  const GptConfig& m = *g.model.gpt;
+  const std::int64_t bt = g.batch, t = m.context, c = m.width, h = m.heads, d = m.head_dim();
+  const std::int64_t n = bt * t;
+  const TensorRef ids = {SourceKind::kBatchImages, 0, 0, {}};
+  const TensorRef tok =
+      b.Add1("wte.embedding", Op::kEmbedding, {StateRef(GptIndex::kWte), ids}, {bt, t, c});
+  TensorRef x = b.Add1("wpe.bias_add", Op::kBiasAdd,
+                       {WithView(tok, {bt, t * c}), StateRef(GptIndex::kWpe)}, {bt, t * c});
+  const Shape heads = {bt, h, t, d};
+  const Shape split = {bt, t, h, d};
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    const std::string p = "h" + std::to_string(i);
+    const int base = GptIndex::Block(i);
+    GptBlockTrace tr;
+    tr.x_in = WithView(x, {n, c});
+    std::vector<TensorRef> ln1 = AddLayerNorm(b, p + ".ln1", x, base + GptIndex::kLn1G, n, c);
+    tr.ln1_y = ln1[0];
+    tr.ln1_mean = ln1[1];
+    tr.ln1_rstd = ln1[2];
+    const auto project = [&](const char* what, int w) {
+      const TensorRef y = b.Add1(p + ".attn." + what, Op::kMatmul, {tr.ln1_y, StateRef(base + w)},
+                                 {n, c});
+      return b.Add1(p + ".attn." + what + ".heads", Op::kTransposeHeads, {WithView(y, split)},
+                    heads);
+    };
+    tr.qh = project("q", GptIndex::kWq);
+    tr.kh = project("k", GptIndex::kWk);
+    tr.vh = project("v", GptIndex::kWv);
+    // Scores Q K^T: kBatchedMatmulGradA computes dC * B^T per head.
+    const TensorRef scores =
+        b.Add1(p + ".attn.scores", Op::kBatchedMatmulGradA, {tr.qh, tr.kh}, {bt, h, t, t});
+    tr.probs = b.Add1(p + ".attn.softmax", Op::kCausalSoftmax, {scores}, {bt, h, t, t},
+                      SoftmaxAttrs(m));
+    const TensorRef mixed =
+        b.Add1(p + ".attn.mix", Op::kBatchedMatmul, {tr.probs, tr.vh}, heads);
+    tr.merged = b.Add1(p + ".attn.merge", Op::kTransposeHeads, {mixed}, split);
+    const TensorRef proj = b.Add1(p + ".attn.proj", Op::kMatmul,
+                                  {WithView(tr.merged, {n, c}), StateRef(base + GptIndex::kWo)},
+                                  {n, c});
+    tr.x_mid = b.Add1(p + ".attn.residual", Op::kAdd, {tr.x_in, proj}, {n, c});
+    std::vector<TensorRef> ln2 = AddLayerNorm(b, p + ".ln2", tr.x_mid, base + GptIndex::kLn2G, n, c);
+    tr.ln2_y = ln2[0];
+    tr.ln2_mean = ln2[1];
+    tr.ln2_rstd = ln2[2];
+    tr.fc = b.Add1(p + ".mlp.fc", Op::kMatmul, {tr.ln2_y, StateRef(base + GptIndex::kW1)},
+                   {n, 4 * c});
+    tr.act = b.Add1(p + ".mlp.gelu", Op::kGelu, {tr.fc}, {n, 4 * c});
+    const TensorRef out = b.Add1(p + ".mlp.proj", Op::kMatmul,
+                                 {tr.act, StateRef(base + GptIndex::kW2)}, {n, c});
+    x = b.Add1(p + ".mlp.residual", Op::kAdd, {tr.x_mid, out}, {n, c});
+    trace.blocks.push_back(std::move(tr));
+  }
+  const int fin = GptIndex::Final(m);
+  trace.x_final = WithView(x, {n, c});
+  std::vector<TensorRef> lnf = AddLayerNorm(b, "lnf", x, fin, n, c);
+  trace.lnf_y = lnf[0];
+  trace.lnf_mean = lnf[1];
+  trace.lnf_rstd = lnf[2];
+  return b.Add1("head.matmul", Op::kMatmul, {trace.lnf_y, StateRef(fin + 2)}, {n, m.vocab});
+}
+
+// LayerNorm's backward: fills the gain's and shift's gradients and returns dX [N, C].
+TensorRef AddLayerNormGrad(Builder& b, const std::string& name, TensorRef x,
+                           TensorRef mean, TensorRef rstd, TensorRef dy, int gain,
+                           std::vector<TensorRef>& grads) {
+  const Shape xs = b.ShapeOf(x);
+  const std::int64_t c = xs.back();
+  const std::vector<TensorRef> outs =
+      b.Add(name + ".grad", Op::kLayerNormGrad, LayerNormAttrs(),
+            {x, StateRef(gain), mean, rstd, dy}, {xs, {c}, {c}});
+  grads[static_cast<std::size_t>(gain)] = outs[1];
+  grads[static_cast<std::size_t>(gain + 1)] = outs[2];
+  return outs[0];
+}
+
+std::vector<TensorRef> AddGptBackward(StepGraph& g, Builder& b, const GptTrace& trace,
+                                      TensorRef d) {
+  const GptConfig& m = *g.model.gpt;
+  const std::int64_t bt = g.batch, t = m.context, c = m.width, h = m.heads, d_head = m.head_dim();
+  const std::int64_t n = bt * t;
+  const Shape heads = {bt, h, t, d_head};
+  const Shape split = {bt, t, h, d_head};
+  std::vector<TensorRef> grads(g.model.params.size());
+  const auto shape_of = [&](int p) { return g.model.params[static_cast<std::size_t>(p)].shape; };
+  const int fin = GptIndex::Final(m);
+  grads[static_cast<std::size_t>(fin + 2)] =
+      b.Add1("head.matmul.grad_b", Op::kMatmulGradB, {trace.lnf_y, d}, shape_of(fin + 2));
+  d = b.Add1("head.matmul.grad_a", Op::kMatmulGradA, {d, StateRef(fin + 2)}, {n, c});
+  d = AddLayerNormGrad(b, "lnf", trace.x_final, trace.lnf_mean, trace.lnf_rstd, d, fin, grads);
+  for (std::int64_t i = m.layers; i-- > 0;) {
+    const std::string p = "h" + std::to_string(i);
+    const int base = GptIndex::Block(i);
+    const GptBlockTrace& tr = trace.blocks[static_cast<std::size_t>(i)];
+    const auto weight_grad = [&](const std::string& name, TensorRef a, TensorRef dc, int w) {
+      grads[static_cast<std::size_t>(base + w)] =
+          b.Add1(name + ".grad_b", Op::kMatmulGradB, {a, dc}, shape_of(base + w));
+    };
+    // MLP branch: d is the gradient of the block's output.
+    weight_grad(p + ".mlp.proj", tr.act, d, GptIndex::kW2);
+    TensorRef dm = b.Add1(p + ".mlp.proj.grad_a", Op::kMatmulGradA,
+                          {d, StateRef(base + GptIndex::kW2)}, {n, 4 * c});
+    dm = b.Add1(p + ".mlp.gelu.grad", Op::kGeluGrad, {tr.fc, dm}, {n, 4 * c});
+    weight_grad(p + ".mlp.fc", tr.ln2_y, dm, GptIndex::kW1);
+    dm = b.Add1(p + ".mlp.fc.grad_a", Op::kMatmulGradA, {dm, StateRef(base + GptIndex::kW1)},
+                {n, c});
+    dm = AddLayerNormGrad(b, p + ".ln2", tr.x_mid, tr.ln2_mean, tr.ln2_rstd, dm,
+                          base + GptIndex::kLn2G, grads);
+    d = b.Add1(p + ".mlp.residual.grad", Op::kAdd, {d, dm}, {n, c});
+    // Attention branch.
+    weight_grad(p + ".attn.proj", WithView(tr.merged, {n, c}), d, GptIndex::kWo);
+    const TensorRef dmerged = b.Add1(p + ".attn.proj.grad_a", Op::kMatmulGradA,
+                                     {d, StateRef(base + GptIndex::kWo)}, {n, c});
+    const TensorRef dmixed = b.Add1(p + ".attn.merge.grad", Op::kTransposeHeads,
+                                    {WithView(dmerged, split)}, heads);
+    const TensorRef dprobs = b.Add1(p + ".attn.mix.grad_a", Op::kBatchedMatmulGradA,
+                                    {dmixed, tr.vh}, {bt, h, t, t});
+    const TensorRef dvh = b.Add1(p + ".attn.mix.grad_b", Op::kBatchedMatmulGradB,
+                                 {tr.probs, dmixed}, heads);
+    const TensorRef dscores = b.Add1(p + ".attn.softmax.grad", Op::kCausalSoftmaxGrad,
+                                     {tr.probs, dprobs}, {bt, h, t, t}, SoftmaxAttrs(m));
+    const TensorRef dqh =
+        b.Add1(p + ".attn.scores.grad_q", Op::kBatchedMatmul, {dscores, tr.kh}, heads);
+    const TensorRef dkh =
+        b.Add1(p + ".attn.scores.grad_k", Op::kBatchedMatmulGradB, {dscores, tr.qh}, heads);
+    TensorRef dy;
+    const std::pair<const char*, TensorRef> branches[] = {{"q", dqh}, {"k", dkh}, {"v", dvh}};
+    const int weights[] = {GptIndex::kWq, GptIndex::kWk, GptIndex::kWv};
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = p + ".attn." + branches[k].first;
+      const TensorRef dproj =
+          b.Add1(name + ".heads.grad", Op::kTransposeHeads, {branches[k].second}, split);
+      weight_grad(name, tr.ln1_y, WithView(dproj, {n, c}), weights[k]);
+      const TensorRef dyk = b.Add1(name + ".grad_a", Op::kMatmulGradA,
+                                   {WithView(dproj, {n, c}), StateRef(base + weights[k])}, {n, c});
+      dy = k == 0 ? dyk : b.Add1(name + ".grad_sum", Op::kAdd, {dy, dyk}, {n, c});
+    }
+    dy = AddLayerNormGrad(b, p + ".ln1", tr.x_in, tr.ln1_mean, tr.ln1_rstd, dy,
+                          base + GptIndex::kLn1G, grads);
+    d = b.Add1(p + ".attn.residual.grad", Op::kAdd, {d, dy}, {n, c});
+  }
+  grads[GptIndex::kWpe] = b.Add1("wpe.bias_add.grad", Op::kBiasGrad, {WithView(d, {bt, t * c})},
+                                 shape_of(GptIndex::kWpe));
+  OpAttrs emb;
+  emb.num_embeddings = m.vocab;
+  grads[GptIndex::kWte] =
+      b.Add1("wte.embedding.grad", Op::kEmbeddingGrad,
+             {{SourceKind::kBatchImages, 0, 0, {}}, WithView(d, {bt, t, c})},
+             shape_of(GptIndex::kWte), emb);
+  return grads;
+}
+
 void AddOptimizer(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads) {
   const OptimizerConfig& o = g.optimizer;
   const int num_params = static_cast<int>(g.model.params.size());
@@ -190,6 +397,7 @@ void AddOptimizer(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads)
   attrs.eps = o.eps;
   for (int p = 0; p < num_params; ++p) {
     const ParamSpec& ps = g.model.params[static_cast<std::size_t>(p)];
+    attrs.weight_decay = ps.no_decay ? 0.0f : o.weight_decay;
     const int first_buffer = num_params + p * per_param;
     std::vector<TensorRef> inputs = {StateRef(p), grads[static_cast<std::size_t>(p)]};
     std::vector<int> writes = {p};
@@ -211,6 +419,7 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
   if (batch < 1)
     return Status::InvalidArgument("batch size must be >= 1, got " + std::to_string(batch));
   POLNODE_RETURN_IF_ERROR(ValidateOptimizer(optimizer));
+  POLNODE_RETURN_IF_ERROR(CheckGptReady(model));
   StepGraph g = NewGraph(model, batch);
   g.optimizer = optimizer;
   for (const ParamSpec& p : model.params) {
@@ -221,7 +430,9 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
   }
   Builder b(g);
   std::vector<LayerTrace> traces;
-  const TensorRef logits = AddForward(g, b, traces);
+  GptTrace gpt_trace;
+  const TensorRef logits =
+      model.gpt ? AddGptForward(g, b, gpt_trace) : AddForward(g, b, traces);
   g.logits_node = logits.index;
   const TensorRef labels = {SourceKind::kBatchLabels, 0, 0, {}};
   const Shape logits_shape = b.ShapeOf(logits);
@@ -230,17 +441,22 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
   g.loss_node = loss[0].index;
   const TensorRef dlogits = b.Add1("loss.softmax_xent.grad", kernels::Op::kSoftmaxCrossEntropyGrad,
                                    {loss[1], labels}, logits_shape);
-  AddOptimizer(g, b, AddBackward(g, b, traces, dlogits));
+  AddOptimizer(g, b,
+               model.gpt ? AddGptBackward(g, b, gpt_trace, dlogits)
+                         : AddBackward(g, b, traces, dlogits));
   return g;
 }
 
 Result<StepGraph> BuildForwardGraph(const ModelSpec& model, std::int64_t batch) {
   if (batch < 1)
     return Status::InvalidArgument("batch size must be >= 1, got " + std::to_string(batch));
+  POLNODE_RETURN_IF_ERROR(CheckGptReady(model));
   StepGraph g = NewGraph(model, batch);
   Builder b(g);
   std::vector<LayerTrace> traces;
-  g.logits_node = AddForward(g, b, traces).index;
+  GptTrace gpt_trace;
+  g.logits_node =
+      (model.gpt ? AddGptForward(g, b, gpt_trace) : AddForward(g, b, traces)).index;
   return g;
 }
 

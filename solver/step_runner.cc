@@ -12,8 +12,8 @@ namespace {
 using kernels::Shape;
 using kernels::Tensor;
 
-constexpr std::size_t kMaxInputs = 4;   // kAdamW: W, G, M, V
-constexpr std::size_t kMaxOutputs = 3;  // kAdamW: W', M', V'
+constexpr std::size_t kMaxInputs = 5;   // kLayerNormGrad: X, gamma, Mean, Rstd, dY
+constexpr std::size_t kMaxOutputs = 3;  // kAdamW: W', M', V'; kLayerNorm(Grad)
 
 Status BadNode(const StepNode& n, const std::string& why) {
   return Status::InvalidArgument("step graph node " + std::to_string(n.index) + " (" + n.name +

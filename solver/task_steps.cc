@@ -21,9 +21,8 @@ Status CheckTaskData(const TaskSpec& task, const ImageDataset& data) {
 
 Result<TaskStepper> TaskStepper::Create(const TaskSpec& task, const ImageDataset& data) {
   POLNODE_RETURN_IF_ERROR(ValidateTask(task));
-  POLNODE_ASSIGN_OR_RETURN(ModelSpec model, ParseModelSpec(task.model));
-  POLNODE_RETURN_IF_ERROR(CheckModelFitsData(model, data.train, data.num_classes));
-  if (task.batch > data.train.count) {
+  POLNODE_ASSIGN_OR_RETURN(ModelSpec model, ModelForData(task.model, data));
+  if (!data.text && task.batch > data.train.count) {
     return Status::InvalidArgument("task batch " + std::to_string(task.batch) + " exceeds the " +
                                    std::to_string(data.train.count) + " training samples");
   }
@@ -38,6 +37,10 @@ Status TaskStepper::Batch(std::int64_t step, kernels::Tensor& images, kernels::T
   if (step < 0 || step >= task_.steps) {
     return Status::FailedPrecondition("step " + std::to_string(step) + " is outside the task's " +
                                       std::to_string(task_.steps) + " steps");
+  }
+  if (data_->text) {
+    return GatherTextBatch(*data_->text, task_.seed, step, task_.batch, model_.gpt->context, images,
+                           labels);
   }
   const ImageSplit& train = data_->train;
   const std::int64_t steps_per_epoch = train.count / task_.batch;

@@ -9,6 +9,7 @@
 #include "polnode/cli/commands.h"
 #include "polnode/devnet/devnet.h"
 #include "polnode/rpc/json.h"
+#include "polnode/solver/model_spec.h"
 
 namespace polnode::node {
 namespace {
@@ -127,7 +128,8 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t tasks, flags.GetInt("tasks", 1, 50));
   o.tasks = static_cast<int>(tasks);
   o.model = flags.Get("model");
-  o.data = flags.Get("data");
+  // A GPT's default corpus is the Jargon File (Debian's jargon-text), an image model's Fashion-MNIST.
+  o.data = flags.Given("data") ? flags.Get("data") : solver::IsGptSpec(o.model) ? "jargon" : "fashion-mnist";
   POLNODE_ASSIGN_OR_RETURN(o.steps, flags.GetInt("steps", 1, 1'000'000));
   POLNODE_ASSIGN_OR_RETURN(o.checkpoint_interval, flags.GetInt("checkpoint-interval", 1, 1'000'000));
   POLNODE_ASSIGN_OR_RETURN(o.batch, flags.GetInt("batch", 1, 65536));
@@ -168,8 +170,11 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
                 "accuracy, the pinpointed operators, balance changes and time. Exit 1 if a task did not settle.");
   flags.Value("home", "DIR", "where the devnet lives (homes, logs, report.json); default: a new /tmp/polnode-devnet-*");
   flags.Value("tasks", "N", "tasks the submitter posts", "2");
-  flags.Value("model", "SPEC", "model of every task", "mlp:784-64-10");
-  flags.Value("data", "DIR", "data set ('fashion-mnist': Debian's dataset-fashion-mnist)", "fashion-mnist");
+  flags.Value("model", "SPEC", "model of every task (mlp:, cnn: or gpt:, e.g. gpt:layers=1,heads=2,width=32,context=16)",
+              "mlp:784-64-10");
+  flags.Value("data", "DIR|FILE",
+              "data set: an IDX directory ('fashion-mnist', the default: Debian's dataset-fashion-mnist), or for a gpt: "
+              "model a text file ('jargon', the default: Debian's jargon-text)");
   flags.Value("steps", "N", "training steps per task", "300");
   flags.Value("checkpoint-interval", "K", "steps between checkpoints", "50");
   flags.Value("batch", "B", "batch size", "64");

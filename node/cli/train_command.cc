@@ -1,5 +1,6 @@
-// `polnode train`: trains a model on an IDX image data set (Fashion-MNIST by default) with the
-// deterministic engine and prints the state hash a proof of learning would name.
+// `polnode train`: trains a model on an IDX image data set (Fashion-MNIST by default), or a GPT on
+// a text file (the Jargon File by default), with the deterministic engine and prints the state
+// hash a proof of learning would name; --out keeps the trained state (for `polnode sample`).
 #include <unistd.h>
 
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -15,6 +17,9 @@
 #include "polnode/cli/commands.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/rpc/json.h"
+#include "polnode/base/file_util.h"
+#include "polnode/solver/model_spec.h"
+#include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
 
 namespace polnode::node {
@@ -70,12 +75,13 @@ class ProgressPrinter : public solver::ProgressSink {
 void DeclareFlags(FlagSet& flags) {
   flags.Value("model", "SPEC",
               "mlp:IN-H1-...-OUT, or cnn:[iCxHxW-]LAYERS-OUT with layers cK (3x3 conv + ReLU), p "
-              "(2x2 max pool), fK (linear + ReLU), e.g. cnn:c8-p-c16-p-f64-10",
+              "(2x2 max pool), fK (linear + ReLU), e.g. cnn:c8-p-c16-p-f64-10, or a character-level "
+              "GPT gpt:layers=L,heads=H,width=C,context=T (vocabulary from the data)",
               "mlp:784-256-128-10");
-  flags.Value("data", "DIR",
-              "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; 'fashion-mnist' "
-              "means Debian's dataset-fashion-mnist",
-              "fashion-mnist");
+  flags.Value("data", "DIR|FILE",
+              "images: directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] "
+              "('fashion-mnist', the default, means Debian's dataset-fashion-mnist); gpt: a text "
+              "file, gzipped or not ('jargon', the default, means Debian's jargon-text)");
   flags.Value("steps", "N", "training steps (overrides --epochs)");
   flags.Value("epochs", "E",
               "full passes over the training split (a last partial batch is dropped)", "3");
@@ -90,13 +96,18 @@ void DeclareFlags(FlagSet& flags) {
   DeclareBackendFlags(flags);
   flags.Value("log-every", "N", "steps between progress lines when stderr is not a terminal",
               "100");
+  flags.Value("eval-windows", "N",
+              "gpt: windows of the validation (and training) split whose mean loss is printed",
+              "200");
+  flags.Value("out", "FILE", "write the trained state there (the training state's encoding)");
 }
 
 // Reads the flags into a TrainConfig; kInvalidArgument naming the flag at fault.
 Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   solver::TrainConfig c;
   c.model = flags.Get("model");
-  c.data = flags.Get("data");
+  const bool gpt = solver::IsGptSpec(c.model);
+  c.data = flags.Given("data") ? flags.Get("data") : gpt ? "jargon" : "fashion-mnist";
   if (flags.Given("steps")) {
     POLNODE_ASSIGN_OR_RETURN(c.steps, flags.GetInt("steps", 1, INT64_MAX));
   }
@@ -115,6 +126,7 @@ Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   if (Status s = solver::ValidateOptimizer(c.optimizer); !s.ok()) return s;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t seed, flags.GetInt("seed", 0, INT64_MAX));
   c.seed = static_cast<std::uint64_t>(seed);
+  POLNODE_ASSIGN_OR_RETURN(c.eval_windows, flags.GetInt("eval-windows", 1, 1 << 20));
   return c;
 }
 
@@ -130,6 +142,15 @@ void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver:
   if (s.test) {
     out << "test accuracy  " << std::setprecision(2) << 100.0 * s.test->accuracy() << "% ("
         << s.test->correct << "/" << s.test->total << ")\n";
+  }
+  if (s.eval_train_loss) {
+    out << "eval loss      train " << *s.eval_train_loss << ", val ";
+    if (s.val_loss) {
+      out << *s.val_loss;
+    } else {
+      out << "- (the validation split is shorter than one window)";
+    }
+    out << " (" << c.eval_windows << " windows each)\n";
   }
   out << "speed          " << std::setprecision(1) << s.steps_per_second << " steps/s ("
       << std::setprecision(2) << s.elapsed_seconds << " s)\n";
@@ -158,6 +179,16 @@ void PrintJson(std::ostream& out, const solver::TrainConfig& c, const solver::Tr
   } else {
     w.Null();
   }
+  const auto optional_double = [&w](const char* key, const std::optional<double>& v) {
+    w.Key(key);
+    if (v) {
+      w.Double(*v);
+    } else {
+      w.Null();
+    }
+  };
+  optional_double("eval_train_loss", s.eval_train_loss);
+  optional_double("val_loss", s.val_loss);
   w.Field("steps", s.steps)
       .Field("steps_per_second", s.steps_per_second)
       .Field("elapsed_seconds", s.elapsed_seconds)
@@ -178,8 +209,9 @@ void PrintJson(std::ostream& out, const solver::TrainConfig& c, const solver::Tr
 
 int RunTrainCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(kCommand,
-                "Train a model on an image data set with the deterministic engine: the same flags "
-                "give the same state hash on every backend and thread count.");
+                "Train a model on an image data set, or a GPT on a text file, with the "
+                "deterministic engine: the same flags give the same state hash on every backend "
+                "and thread count.");
   DeclareFlags(flags);
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
 
@@ -195,6 +227,10 @@ int RunTrainCommand(const std::vector<std::string>& args, Io& io) {
   ProgressPrinter progress(io.err, terminal, *every);
   Result<solver::TrainSummary> summary = solver::Train(*config, *backend->backend, &progress);
   if (!summary.ok()) return ReportError(io, kCommand, summary.status());
+  if (flags.Given("out")) {
+    const Status written = WriteFileAtomically(flags.Get("out"), solver::EncodeState(summary->state));
+    if (!written.ok()) return ReportError(io, kCommand, written);
+  }
   if (flags.json()) {
     PrintJson(io.out, *config, *summary, backend->name, backend->threads);
   } else {

@@ -100,6 +100,34 @@ std::vector<OpCase> Cases() {
   Sprinkle(r, 15);
   add("relu", Op::kRelu, none, {r});
   add("relu_grad", Op::kReluGrad, none, {r, RandomTensor({3, 5, 70}, 16)});
+  // The transformer's elementwise operators (residual adds, the GELU and its gradient).
+  add("add", Op::kAdd, none, {r, RandomTensor({3, 5, 70}, 61)});
+  add("gelu", Op::kGelu, none, {r});
+  add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
+  add("transpose_heads", Op::kTransposeHeads, none, {RandomTensor({2, 3, 40, 67}, 63)});
+  OpAttrs layer_norm;
+  layer_norm.eps = 1e-5f;
+  add("layer_norm", Op::kLayerNorm, layer_norm,
+      {RandomTensor({3, 50, 70}, 70), RandomTensor({70}, 71), RandomTensor({70}, 72)});
+  {
+    // The gradient reads the forward's Mean and Rstd: computed here by the reference.
+    const Tensor x = RandomTensor({3, 50, 70}, 73), gamma = RandomTensor({70}, 74), beta = RandomTensor({70}, 75);
+    std::unique_ptr<Backend> ref = MakeReferenceBackend();
+    Result<std::vector<Tensor>> fwd = testing::RunOp(*ref, Op::kLayerNorm, layer_norm, {&x, &gamma, &beta});
+    if (fwd.ok()) {
+      add("layer_norm_grad", Op::kLayerNormGrad, layer_norm,
+          {x, gamma, (*fwd)[1], (*fwd)[2], RandomTensor({3, 50, 70}, 76)});
+    } else {
+      ADD_FAILURE() << fwd.status().ToString();
+    }
+  }
+  // Attention's batched products over [B, H] (several matrices per 64-row tile, and tiles that
+  // straddle two matrices).
+  add("batched_matmul", Op::kBatchedMatmul, none, {RandomTensor({2, 3, 40, 9}, 64), RandomTensor({2, 3, 9, 70}, 65)});
+  add("batched_matmul_grad_a", Op::kBatchedMatmulGradA, none,
+      {RandomTensor({2, 3, 40, 70}, 66), RandomTensor({2, 3, 9, 70}, 67)});
+  add("batched_matmul_grad_b", Op::kBatchedMatmulGradB, none,
+      {RandomTensor({2, 3, 40, 9}, 68), RandomTensor({2, 3, 40, 70}, 69)});
   add("conv", Op::kConv2d3x3, none, {RandomTensor({2, 3, 9, 67}, 17), RandomTensor({5, 3, 3, 3}, 18)});
   add("conv_small", Op::kConv2d3x3, none, {RandomTensor({4, 2, 7, 5}, 19), RandomTensor({9, 2, 3, 3}, 20)});
   add("conv_grad_input", Op::kConv2d3x3GradInput, none, {RandomTensor({2, 5, 9, 67}, 21), RandomTensor({5, 3, 3, 3}, 22)});

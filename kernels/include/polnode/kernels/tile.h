@@ -31,7 +31,11 @@
 // Finish may read; nothing else is read. Index inputs (labels, pooling taps) are checked where a
 // tile reads them.
 //
-// A new operator (the transformer's) needs its case in every switch here (shapes, units, Reads,
+// Of the transformer's operators, the elementwise ones (add, gelu, gelu_grad) and the head
+// transpose (a permutation of rows) have tile kernels (Finish on the gathered elements), and the
+// batched products chain over their contracted axis like matmul (a unit is one k, n or m);
+// layer_norm and layer_norm_grad's dX run the reference kernel on the whole rows their tile
+// needs, and layer_norm_grad's dGamma and dBeta chain over the rows (a unit is one row). Any other new operator needs its case in every switch here (shapes, units, Reads,
 // Advance or Finish) and in tests/kernels/tile_test.cc; until then Create refuses it, and a game
 // whose disputed leaf is its output cannot be refereed (the first tile move is refused, so both
 // parties forfeit). Keep its units small enough that one unit of one 64 x 64 tile fits a ruling

@@ -5,6 +5,7 @@
 #define POLNODE_SOLVER_DATASET_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/kernels/tensor.h"
+#include "polnode/solver/text_data.h"
 
 namespace polnode::solver {
 
@@ -38,12 +40,23 @@ struct ImageSplit {
   std::int64_t pixels_per_image() const { return rows * cols; }
 };
 
-/// A data set: both splits and the number of classes (largest label of either split + 1).
+/// A task's data set: both image splits and the number of classes (largest label of either split
+/// + 1), or, for a language model (a gpt: task), a text corpus in `text`; the image splits are
+/// then empty and num_classes is the corpus's vocabulary size. (Every layer passes a task's data
+/// as this one type, so a text task travels the same paths as an image task.)
 struct ImageDataset {
   ImageSplit train;
   ImageSplit test;
   int num_classes = 0;
+  std::optional<TextCorpus> text;
 };
+
+/// The data set a model trains on: for a gpt: model, LoadTextCorpus(location) wrapped in an
+/// ImageDataset; otherwise LoadImageDataset(location).
+Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location);
+
+/// A text data set (ImageDataset::text set, num_classes its vocabulary size).
+ImageDataset TextDataset(TextCorpus corpus);
 
 /// The mean and standard deviation of the split's pixels on the x / 255 scale, a pure function of
 /// its bytes: the byte sum and the sum of squares are exact integers; then, in double,
@@ -79,6 +92,7 @@ Result<ImageDataset> LoadImageDataset(std::string_view dir);
 /// SHA-256 over the canonical encoding of the decoded data set, independent of gzip settings:
 ///   "polnode.image-dataset.v1\n", then for the train split and then the test split:
 ///   u64 count, u64 rows, u64 cols (little-endian), the pixel bytes, the label bytes.
+/// A text data set's hash is TextContentHash of its corpus.
 consensus::Hash256 DatasetContentHash(const ImageDataset& data);
 
 /// The float value of a pixel byte: (x / 255 - norm.mean) / norm.stddev in float, one rounding

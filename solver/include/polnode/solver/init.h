@@ -11,6 +11,9 @@
 // where p is the parameter's index in ModelSpec::params and e the element's row-major index.
 // 2u - 1 is exact, so each weight carries a single rounding (the product). Biases start at +0.0f,
 // and every optimizer buffer at +0.0f.
+// GPT parameters (ParamSpec::init_std > 0) use bound = init_std * sqrt(3) instead (float sqrt,
+// then one rounded product): standard deviation init_std, as nanoGPT's normal(0, 0.02) has.
+// LayerNorm gains (ParamSpec::init_one) start at 1.0f, shifts at +0.0f.
 #ifndef POLNODE_SOLVER_INIT_H_
 #define POLNODE_SOLVER_INIT_H_
 

@@ -27,6 +27,8 @@ enum class RandomPurpose : std::uint32_t {
   kInit = 1,       // initial weights: stream = parameter index, index = element index
   kDataOrder = 2,  // per-epoch sample permutation: stream = epoch, index = Fisher-Yates position
   kSynthetic = 3,  // synthetic inputs for tests and benchmarks (never part of a real task)
+  kTextWindow = 4,  // text batches: stream 0, index = step * batch + row (a window's start)
+  kSampling = 5,    // text generation: stream 0, index = the generated symbol's position
 };
 
 /// The `index`-th 32-bit word of the (seed, purpose, stream) sequence: word `index % 4` of the

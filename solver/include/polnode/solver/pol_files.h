@@ -27,7 +27,8 @@ struct ProofDir {
 /// Reads DIR/manifest.pb (DecodeManifest's errors, with the path) and opens DIR/blobs.
 Result<ProofDir> OpenProofDir(const std::string& dir);
 
-/// Loads the task's data from its data_location and checks its content hash
+/// Loads the task's data from its data_location (LoadDatasetFor: a text corpus for a gpt: task)
+/// and checks its content hash
 /// (kFailedPrecondition when it differs).
 Result<ImageDataset> LoadTaskData(const TaskSpec& task);
 

@@ -12,6 +12,22 @@
 //   4. the optimizer, parameter by parameter in state order: "<param>.sgd" / "<param>.adam",
 //      writing the new parameter and buffers in place of the old ones.
 // A forward graph (evaluation) is part 1 alone.
+//
+// A GPT (model_spec.h) reads the batch's token ids [B, T] as "images" and the next symbol of
+// every position [B * T] as "labels". Its forward: "wte.embedding", "wpe.bias_add" (over the
+// [B, T * C] view), then per block "h<i>.ln1", "h<i>.attn.{q,k,v}" (matmul) each followed by
+// "h<i>.attn.{q,k,v}.heads" (transpose to [B, H, T, D]), "h<i>.attn.scores" (Q K^T),
+// "h<i>.attn.softmax" (causal, scale 1 / sqrt(D)), "h<i>.attn.mix" (P V), "h<i>.attn.merge",
+// "h<i>.attn.proj", "h<i>.attn.residual", "h<i>.ln2", "h<i>.mlp.fc", "h<i>.mlp.gelu",
+// "h<i>.mlp.proj", "h<i>.mlp.residual"; then "lnf", "head.matmul" and the loss over [B * T, V].
+// Its backward mirrors it, last block first: the head, "lnf.grad", per block the MLP branch
+// ("...mlp.proj.grad_b", "...grad_a", "...mlp.gelu.grad", "...mlp.fc.grad_b", "...grad_a",
+// "...ln2.grad", "...mlp.residual.grad": kAdd of the output gradient and the branch's), then
+// attention ("...attn.proj.grad_b/_a", "...attn.merge.grad", "...attn.mix.grad_a/_b",
+// "...attn.softmax.grad", "...attn.scores.grad_q/_k", and for q, k, v in that order
+// "...heads.grad", "...grad_b", "...grad_a", "...grad_sum" (k and v), "...ln1.grad",
+// "...attn.residual.grad"), and last "wpe.bias_add.grad" and "wte.embedding.grad". LayerNorm
+// gains and shifts get no weight decay (ParamSpec::no_decay).
 #ifndef POLNODE_SOLVER_STEP_GRAPH_H_
 #define POLNODE_SOLVER_STEP_GRAPH_H_
 

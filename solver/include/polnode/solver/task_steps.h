@@ -1,7 +1,8 @@
 // Runs the training steps a task defines, one at a time, from any state: what the prover runs
 // from step 0 and what a verifier runs from a checkpoint. Step t always takes the batch at
 // PositionOfStep(t) of EpochPermutation(task seed, epoch), so replaying from a checkpoint sees
-// exactly the data the solver saw.
+// exactly the data the solver saw. A gpt: task's step t takes the windows GatherTextBatch(task
+// seed, t) of its text corpus instead.
 #ifndef POLNODE_SOLVER_TASK_STEPS_H_
 #define POLNODE_SOLVER_TASK_STEPS_H_
 

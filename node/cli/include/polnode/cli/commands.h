@@ -25,6 +25,7 @@ int RunKeygenCommand(const std::vector<std::string>& args, Io& io);
 int RunSignCommand(const std::vector<std::string>& args, Io& io);
 int RunVerifyCommand(const std::vector<std::string>& args, Io& io);
 int RunTrainCommand(const std::vector<std::string>& args, Io& io);
+int RunSampleCommand(const std::vector<std::string>& args, Io& io);
 int RunEvaluateCommand(const std::vector<std::string>& args, Io& io);
 int RunProveCommand(const std::vector<std::string>& args, Io& io);
 int RunProfileCommand(const std::vector<std::string>& args, Io& io);
