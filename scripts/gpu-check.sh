@@ -16,6 +16,8 @@
 #    elsewhere and copied here with its libraries) and its `train` takes --backend: a 200-step
 #    training run on the CPU and on the GPU, compared by state hash (and the GPU's steps/s).
 #    --data DIR names the Fashion-MNIST folder (default: Debian's dataset-fashion-mnist).
+# 5. With that binary: a small GPT task proved on the CPU and on the GPU (equal Merkle roots), and
+#    each proof's every segment verified on the other backend.
 # Ends with a summary; the exit status is 0 only if everything that ran passed.
 set -uo pipefail
 
@@ -174,6 +176,47 @@ else
       failed=1
     fi
   done
+fi
+
+# ---- 5. a GPT proof across backends ---------------------------------------------------------
+# Proves a small GPT task on the GPU and on the CPU (the Merkle roots must be equal), then verifies
+# every segment of each proof on the other backend. The corpus is written here, so no data set is
+# needed.
+if [[ -x "$polnode_bin" ]] && "$polnode_bin" train --help 2>&1 | grep -q 'gpt:'; then
+  work="$(mktemp -d)"
+  for i in $(seq 1 400); do echo "line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000))."; done > "$work/corpus.txt"
+  corpus_hash="$("$polnode_bin" train --model gpt:layers=1,heads=2,width=16,context=8 --data "$work/corpus.txt" \
+                   --steps 1 --batch 2 --optimizer adam --json 2>/dev/null | grep -o '"dataset_hash":"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}')"
+  cat > "$work/gpt.toml" <<TASK
+model = "gpt:layers=2,heads=4,width=64,context=32"
+data = "$work/corpus.txt"
+dataset_hash = "$corpus_hash"
+optimizer = "adam"
+lr = 0.003
+weight_decay = 0.1
+batch = 12
+steps = 120
+checkpoint_interval = 20
+seed = 1
+segments = 2
+TASK
+  "$polnode_bin" keygen --out "$work/solver.key" >/dev/null 2>&1
+  root_of() { grep -o '"merkle_root":"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}'; }
+  echo "== GPT proof: prove on cpu and on $backend, verify each on the other"
+  cpu_root="$("$polnode_bin" prove --task "$work/gpt.toml" --out "$work/proof-cpu" --key "$work/solver.key" --backend cpu --json 2>/dev/null | root_of)"
+  gpu_root="$("$polnode_bin" prove --task "$work/gpt.toml" --out "$work/proof-gpu" --key "$work/solver.key" --backend "$backend" --json 2>/dev/null | root_of)"
+  beacon="$(printf '%064d' 7)"
+  "$polnode_bin" verify --proof "$work/proof-gpu" --task "$work/gpt.toml" --beacon "$beacon" --segments 6 --backend cpu --json >/dev/null 2>&1; gpu_on_cpu=$?
+  "$polnode_bin" verify --proof "$work/proof-cpu" --task "$work/gpt.toml" --beacon "$beacon" --segments 6 --backend "$backend" --json >/dev/null 2>&1; cpu_on_gpu=$?
+  if [[ -n "$cpu_root" && "$cpu_root" == "$gpu_root" && $gpu_on_cpu -eq 0 && $cpu_on_gpu -eq 0 ]]; then
+    note "PASS GPT proof: identical Merkle root $cpu_root on cpu and $backend; each proof's 6 segments verified on the other backend"
+  else
+    note "FAIL GPT proof: roots cpu '$cpu_root' vs $backend '$gpu_root'; verify $backend proof on cpu rc $gpu_on_cpu, cpu proof on $backend rc $cpu_on_gpu"
+    failed=1
+  fi
+  rm -rf "$work"
+else
+  note "SKIP GPT proof: no polnode with gpt: models here"
 fi
 
 echo
