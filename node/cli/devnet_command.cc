@@ -181,7 +181,7 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("segments", "Q", "segments each verifier replays", "2");
   flags.Value("cheat", "step=S,node=N|NAME", "the cheating solver's tamper (default: the first weight matrix's update, in the final segment)");
   flags.Value("forced-error-rate", "R", "a round is forced with probability 1/R (0: never)", "0");
-  flags.Value("block-interval-ms", "N", "milliseconds between blocks", "100");
+  flags.Value("block-interval-ms", "N", "the least milliseconds between blocks (the devnet makes each block once every role has caught up with the last)", "100");
   flags.Value("timeout-s", "S", "give up after this long", "900");
   flags.Bool("restart-roles",
              "kill the honest solver once it has saved a checkpoint past the initial state and the honest verifier "

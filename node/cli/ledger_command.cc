@@ -2,11 +2,13 @@
 // `polnode ledger verify-chain`: re-executes a stored chain from genesis and checks it.
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <ostream>
 
 #include "flag_groups.h"
+#include "polnode/base/clock.h"
 #include "polnode/base/dir_lock.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
@@ -48,6 +50,45 @@ void LogBlock(const Result<ProducedBlock>& produced) {
             << " ms=" << produced->elapsed_us / 1000 << std::endl;
 }
 
+// The test-only endpoint of --manual-blocks.
+constexpr std::string_view kProduceBlockPath = "/v1/test/produce-block";
+constexpr int kMaxBlocksPerRequest = 10'000;
+
+// POST /v1/test/produce-block[?count=N]: makes N (default 1) blocks now, one after another, each
+// `interval` later on `clock` than the one before, and answers {"height": the new tip, "txs": the
+// transactions they hold}. 400 for a bad count, 500 (and no further block) when production fails.
+HttpResponse ProduceBlocksNow(const HttpRequest& request, Ledger& ledger, ManualClock& clock,
+                              std::chrono::milliseconds interval) {
+  if (request.method != "POST") {
+    HttpResponse r = JsonErrorResponse(405, std::string(kProduceBlockPath) + " takes POST");
+    r.allow = "POST";
+    return r;
+  }
+  int count = 1;
+  if (const std::size_t q = request.target.find('?'); q != std::string::npos) {
+    const std::string query = request.target.substr(q + 1);
+    char* end = nullptr;
+    const long n = query.rfind("count=", 0) == 0 ? std::strtol(query.c_str() + 6, &end, 10) : 0;
+    if (end == nullptr || *end != '\0' || n < 1 || n > kMaxBlocksPerRequest) {
+      return JsonErrorResponse(400, "the query must be count=N with N in 1.." + std::to_string(kMaxBlocksPerRequest));
+    }
+    count = static_cast<int>(n);
+  }
+  std::size_t txs = 0;
+  for (int i = 0; i < count; ++i) {
+    clock.Advance(interval);
+    Result<ProducedBlock> produced = ledger.ProduceBlock(clock.UnixMillis());
+    LogBlock(produced);
+    if (!produced.ok()) return JsonErrorResponse(500, produced.status().ToString());
+    txs += produced->tx_count;
+  }
+  JsonWriter w;
+  w.BeginObject().Field("height", ledger.GetStatus().height).Field("txs", static_cast<std::uint64_t>(txs)).EndObject();
+  HttpResponse r;
+  r.body = w.str();
+  return r;
+}
+
 Status Serve(const FlagSet& flags, Io& io) {
   StopSignals stop;  // before RocksDB, the server and the producer start their threads
 
@@ -62,6 +103,12 @@ Status Serve(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(home.KeyPath()));
   POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<Ledger> ledger, Ledger::Open(LedgerOptionsFor(home), home.genesis, key));
 
+  const bool manual_blocks = flags.GetBool("manual-blocks");
+  const std::chrono::milliseconds interval(home.config.block_interval_ms);
+  // With --manual-blocks the blocks' times come from a clock that moves one interval per block a
+  // test asks for, starting at the real time: block times stay as far apart as the config says.
+  ManualClock block_clock(SystemClock().UnixMillis());
+
   LedgerApi api(*ledger);
   HttpServerOptions server_options;
   server_options.host = host_port.first;
@@ -71,10 +118,16 @@ Status Serve(const FlagSet& flags, Io& io) {
   server_options.limits.read_timeout = std::chrono::milliseconds(home.config.read_timeout_ms);
   POLNODE_ASSIGN_OR_RETURN(
       std::unique_ptr<HttpServer> server,
-      HttpServer::Start(server_options, [&api](const HttpRequest& r) { return api.Handle(r); },
-                        [&api](int status) { api.CountResponse(status); }));
-  BlockProducer producer(*ledger, std::chrono::milliseconds(home.config.block_interval_ms), LogBlock);
-  producer.Start();
+      HttpServer::Start(
+          server_options,
+          [&](const HttpRequest& r) {
+            const std::string_view path = std::string_view(r.target).substr(0, r.target.find('?'));
+            if (manual_blocks && path == kProduceBlockPath) return ProduceBlocksNow(r, *ledger, block_clock, interval);
+            return api.Handle(r);
+          },
+          [&api](int status) { api.CountResponse(status); }));
+  BlockProducer producer(*ledger, SystemClock(), interval, LogBlock);
+  if (!manual_blocks) producer.Start();
 
   const LedgerStatus status = ledger->GetStatus();
   if (flags.json()) {
@@ -84,11 +137,14 @@ Status Serve(const FlagSet& flags, Io& io) {
         .Field("height", status.height)
         .Field("listen", host_port.first + ":" + std::to_string(server->port()))
         .Field("producer", consensus::ToHex(status.producer))
+        .Field("manual_blocks", manual_blocks)
         .EndObject();
     io.out << w.str() << std::endl;
   } else {
     io.out << "polnode ledger: chain " << status.chain_id << " at height " << status.height << ", API on http://"
-           << host_port.first << ":" << server->port() << " (block every " << home.config.block_interval_ms << " ms)"
+           << host_port.first << ":" << server->port()
+           << (manual_blocks ? std::string(" (blocks only on POST ") + std::string(kProduceBlockPath) + ")"
+                             : " (block every " + std::to_string(home.config.block_interval_ms) + " ms)")
            << std::endl;
   }
 
@@ -107,9 +163,9 @@ Status VerifyChainCommand(const FlagSet& flags, Io& io) {
   std::string scratch_template = (std::filesystem::temp_directory_path() / "polnode-verify-XXXXXX").string();
   if (mkdtemp(scratch_template.data()) == nullptr) return Status::IOError("cannot create a scratch directory in /tmp");
   const std::string scratch_dir = scratch_template + "/store";
-  const auto started = std::chrono::steady_clock::now();
+  const Clock::TimePoint started = SystemClock().Now();
   Result<ChainReport> report = VerifyChain(*stored, home.genesis, scratch_dir);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(SystemClock().Now() - started).count();
   std::error_code ignored;
   std::filesystem::remove_all(scratch_template, ignored);
   if (!report.ok()) return report.status().WithContext("chain verification failed");
@@ -156,6 +212,10 @@ int RunLedgerCommand(const std::vector<std::string>& args, Io& io) {
   DeclareNodeHomeFlag(flags, true);
   flags.Value("listen", "HOST:PORT", "override config.toml's ledger.listen");
   flags.Value("block-interval-ms", "N", "override config.toml's ledger.block_interval_ms");
+  flags.Bool("manual-blocks",
+             "for tests: make no block on a timer; each POST /v1/test/produce-block?count=N (N defaults to 1) "
+             "makes N blocks at once, their times one interval apart. End-to-end tests drive block production "
+             "with it instead of racing a timer; a production ledger never sets it");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Serve(flags, io); !s.ok()) return ReportError(io, kCommand, s);
   return kExitOk;

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 namespace polnode::node {
 namespace {
@@ -84,11 +83,11 @@ bool ChildProcess::Exited() {
   return exit_code_.has_value();
 }
 
-std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout, Clock& clock) {
+  const Clock::TimePoint deadline = clock.Now() + timeout;
   while (!Exited()) {
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (clock.Now() >= deadline) return std::nullopt;
+    clock.SleepFor(std::chrono::milliseconds(20));
   }
   return exit_code_;
 }
@@ -116,8 +115,8 @@ std::uintmax_t LogSize(const std::string& path) {
 }
 
 Result<std::string> WaitForLogLine(ChildProcess& process, std::uintmax_t from, std::string_view prefix,
-                                   std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+                                   std::chrono::milliseconds timeout, Clock& clock) {
+  const Clock::TimePoint deadline = clock.Now() + timeout;
   std::string last;
   while (true) {
     // Exited() is read before the log, so a line written just before the exit is still seen.
@@ -131,10 +130,10 @@ Result<std::string> WaitForLogLine(ChildProcess& process, std::uintmax_t from, s
     }
     const std::string where = process.log_path() + " (last line: " + last + ")";
     if (exited) return Status::FailedPrecondition("exited before writing its startup line; see " + where);
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (clock.Now() >= deadline) {
       return Status::Unavailable("no line starting with '" + std::string(prefix) + "' in " + where);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock.SleepFor(std::chrono::milliseconds(50));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 
 namespace polnode::node {
@@ -32,10 +33,11 @@ class ChildProcess {
   void Signal(int signal) const;
   /// Whether it has exited; reaps it if so (exit_code() then holds its status).
   bool Exited();
-  /// Waits up to `timeout` for it to exit; returns its exit code (128 + signal when killed) or
-  /// nullopt on timeout.
-  std::optional<int> Wait(std::chrono::milliseconds timeout);
-  /// SIGTERM, up to `grace` for it to exit, then SIGKILL; returns the exit code.
+  /// Waits up to `timeout` of `clock`'s time for it to exit; returns its exit code (128 + signal
+  /// when killed) or nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout, Clock& clock = SystemClock());
+  /// SIGTERM, up to `grace` for it to exit, then SIGKILL; returns the exit code. Process exits
+  /// take real time, so the grace is on the system clock.
   int Stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
   std::optional<int> exit_code() const { return exit_code_; }
 
@@ -53,12 +55,12 @@ class ChildProcess {
 /// appends to that log, begins writing.
 std::uintmax_t LogSize(const std::string& path);
 
-/// Waits up to `timeout` for a line of `process`'s log, after byte offset `from` (LogSize before
+/// Waits up to `timeout` of `clock`'s time for a line of `process`'s log, after byte offset `from` (LogSize before
 /// the start, for a log a restarted process appends to), that starts with `prefix`; returns it.
 /// kFailedPrecondition when the process exits first, kUnavailable on timeout; both messages name
 /// the log and its last line.
 [[nodiscard]] Result<std::string> WaitForLogLine(ChildProcess& process, std::uintmax_t from, std::string_view prefix,
-                                                 std::chrono::milliseconds timeout);
+                                                 std::chrono::milliseconds timeout, Clock& clock = SystemClock());
 
 }  // namespace polnode::node
 

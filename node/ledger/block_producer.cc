@@ -2,8 +2,8 @@
 
 namespace polnode::node {
 
-BlockProducer::BlockProducer(Ledger& ledger, std::chrono::milliseconds interval, BlockObserver observer)
-    : ledger_(ledger), interval_(interval), observer_(std::move(observer)) {}
+BlockProducer::BlockProducer(Ledger& ledger, Clock& clock, std::chrono::milliseconds interval, BlockObserver observer)
+    : ledger_(ledger), clock_(clock), interval_(interval), observer_(std::move(observer)) {}
 
 BlockProducer::~BlockProducer() { Stop(); }
 
@@ -15,28 +15,20 @@ void BlockProducer::Start() {
 }
 
 void BlockProducer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_ = true;
+  clock_.Notify();
   if (thread_.joinable()) thread_.join();
 }
 
 void BlockProducer::Loop() {
-  auto next = std::chrono::steady_clock::now() + interval_;
+  Clock::TimePoint next = clock_.Now() + interval_;
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (wake_.wait_until(lock, next, [this] { return stop_; })) return;
-    }
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    Result<ProducedBlock> produced = ledger_.ProduceBlock(now_ms);
+    if (clock_.WaitUntil(next, [this] { return stop_.load(); })) return;
+    Result<ProducedBlock> produced = ledger_.ProduceBlock(clock_.UnixMillis());
     if (observer_) observer_(produced);
     next += interval_;
-    const auto now = std::chrono::steady_clock::now();
+    const Clock::TimePoint now = clock_.Now();
     if (next < now) next = now;
   }
 }

@@ -63,19 +63,20 @@ Result<Hash256> GenesisStateRoot(const contracts::Application& app, const Genesi
 }  // namespace
 
 Ledger::Ledger(const LedgerOptions& options, std::unique_ptr<consensus::ChainStore> store, std::string chain_id,
-               const consensus::SecretKey& producer_key)
+               const consensus::SecretKey& producer_key, Clock& clock)
     : options_(options),
       store_(std::move(store)),
       chain_id_(std::move(chain_id)),
       producer_key_(producer_key),
+      clock_(clock),
       mempool_(consensus::MempoolOptions{chain_id_, options.mempool_max_txs, options.max_tx_bytes}) {}
 
 Result<std::unique_ptr<Ledger>> Ledger::Open(const LedgerOptions& options, const GenesisFile& genesis,
-                                             const consensus::SecretKey& producer_key) {
+                                             const consensus::SecretKey& producer_key, Clock& clock) {
   POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> store,
                            consensus::ChainStore::Open(options.data_dir, consensus::ChainStoreOptions{options.sync_writes}));
   const bool empty = !store->tip().has_value();
-  std::unique_ptr<Ledger> ledger(new Ledger(options, std::move(store), genesis.spec.chain_id(), producer_key));
+  std::unique_ptr<Ledger> ledger(new Ledger(options, std::move(store), genesis.spec.chain_id(), producer_key, clock));
   if (empty) {
     POLNODE_RETURN_IF_ERROR(ledger->CommitGenesis(genesis));
   } else {
@@ -164,7 +165,7 @@ Status Ledger::CheckPending(consensus::PendingTx& tx, const contracts::StateStor
 
 Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   std::lock_guard<std::mutex> produce(produce_mu_);
-  const auto started = std::chrono::steady_clock::now();
+  const Clock::TimePoint started = clock_.Now();
   BlockHeader parent;
   {
     std::shared_lock<std::shared_mutex> lock(state_mu_);
@@ -258,7 +259,7 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
         context.height);
   }
   produced.elapsed_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - started).count();
   counters_.blocks_produced.fetch_add(1, std::memory_order_relaxed);
   counters_.txs_committed.fetch_add(produced.tx_count, std::memory_order_relaxed);
   counters_.txs_failed.fetch_add(produced.failed_txs, std::memory_order_relaxed);

@@ -90,9 +90,8 @@ std::string RoleMetrics::Text(std::string_view role) const {
 }
 
 void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields) {
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   std::ostringstream line;
-  line << now.count() << " " << role_ << " " << event;
+  line << clock_.UnixMillis() << " " << role_ << " " << event;
   for (const auto& [key, value] : fields) {
     line << " " << key << "=";
     if (value.find_first_of(" \"=") != std::string::npos) {
@@ -108,9 +107,14 @@ void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std
 // ---- context --------------------------------------------------------------------------------
 
 RoleContext::RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger,
-                         FetchPolicy fetch)
-    : role_(role), home_(std::move(home)), key_(std::move(key)), ledger_(std::move(ledger)), fetch_(std::move(fetch)),
-      log_(std::move(role)) {
+                         FetchPolicy fetch, Clock& clock)
+    : role_(role),
+      home_(std::move(home)),
+      key_(std::move(key)),
+      ledger_(std::move(ledger)),
+      fetch_(std::move(fetch)),
+      clock_(clock),
+      log_(std::move(role), clock) {
   const auto& pub = key_.PublicKey().bytes();
   pubkey_.assign(reinterpret_cast<const char*>(pub.data()), pub.size());
 }
@@ -242,7 +246,7 @@ Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home) {
 
 Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
                      const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
-                     std::ostream& out) {
+                     std::ostream& out, Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(options.home, ec);
   if (ec) return Status::IOError("cannot create " + options.home + ": " + ec.message());
@@ -251,7 +255,7 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
   POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(options.home, "role home"));
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, LoadOrCreateRoleKey(options.home));
   POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(options.ledger_url));
-  RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger), options.fetch);
+  RoleContext ctx(std::string(role_name), options.home, std::move(key), std::move(ledger), options.fetch, clock);
 
   POLNODE_ASSIGN_OR_RETURN(auto host_port, HostPort(options.listen));
   HttpServerOptions server_options;
@@ -297,7 +301,7 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
 
   bool ledger_reachable = true;
   while (!role.Done()) {
-    const auto started = std::chrono::steady_clock::now();
+    const Clock::TimePoint started = clock.Now();
     const Status status = role.Poll(ctx);
     ctx.metrics().Add("passes_total");
     if (status.code() == StatusCode::kUnavailable) {
@@ -312,10 +316,10 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
       }
     }
     ctx.metrics().Set("ledger_reachable", ledger_reachable ? 1 : 0);
-    const auto elapsed = std::chrono::steady_clock::now() - started;
-    // The wait for a stop signal doubles as the poll interval's sleep.
-    const auto wait = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(1), options.poll_interval - elapsed);
-    if (stop.WaitFor(wait) != 0) {
+    // The next pass is due one interval after this one started (at once when the pass took
+    // longer); a signal that came meanwhile waits in the kernel and is taken here.
+    clock.WaitUntil(started + options.poll_interval, nullptr);
+    if (stop.WaitFor(std::chrono::nanoseconds(0)) != 0) {
       ctx.log().Event("stopping");
       break;
     }

@@ -166,6 +166,10 @@ Status SolverRole::Poll(RoleContext& ctx) {
     if (page.tasks.empty() || start >= page.total) break;
   }
   ctx.metrics().Set("training_active", Busy() ? 1 : 0);
+  // Trainings running on worker threads (devnet.cc holds blocks back while one does).
+  ctx.metrics().Set("training_threads", static_cast<double>(std::count_if(claimed_.begin(), claimed_.end(), [](const auto& c) {
+                      return c.second->worker != nullptr && !c.second->done;
+                    })));
   if (!staked || Busy()) return Status::Ok();
   if (options_.max_tasks > 0 && claims_ >= options_.max_tasks) return Status::Ok();
   for (const proto::Task& task : open) {
@@ -291,7 +295,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
   const std::string task_hex = consensus::ToHex(task.id());
   std::optional<solver::ForcedRound> forced = ForcedRoundOf(task, claimed);
   claimed.worker = std::make_unique<std::thread>([this, &ctx, &claimed, task_hex, forced] {
-    const auto started = std::chrono::steady_clock::now();
+    const Clock::TimePoint started = ctx.clock().Now();
     Status status = [&]() -> Status {
       POLNODE_ASSIGN_OR_RETURN(const solver::ImageDataset* data, Data(claimed.document));
       kernels::Backend* backend = backend_.get();
@@ -316,7 +320,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
         prove.on_start = [&tamper](std::int64_t first_step) { tamper->Seek(first_step); };
       }
       POLNODE_ASSIGN_OR_RETURN(solver::ProveResult result, solver::Prove(claimed.document, *data, *backend, prove));
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double seconds = std::chrono::duration<double>(ctx.clock().Now() - started).count();
       ctx.metrics().Add("training_seconds_total", seconds);
       ctx.metrics().Add("steps_trained_total", static_cast<double>(claimed.document.steps - result.resumed_from_step));
       ctx.log().Event("trained", {{"task", task_hex},

@@ -390,7 +390,7 @@ Status SubmitterRole::DeliverModels(RoleContext& ctx) {
     Tracked& t = tracked_[i];
     TaskReport& r = report_.tasks[i];
     if (!t.closed || !t.wants_model || r.model || !r.error.empty()) continue;
-    const auto now = std::chrono::steady_clock::now();
+    const Clock::TimePoint now = ctx.clock().Now();
     const bool first_try = !t.first_model_try;
     if (first_try) t.first_model_try = now;
     Result<DeliveredModel> model =

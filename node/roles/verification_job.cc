@@ -6,7 +6,6 @@
 #include <optional>
 #include <set>
 #include <span>
-#include <thread>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
@@ -37,14 +36,14 @@ template <typename T>
 Status StatusOf(const Result<T>& r) { return r.status(); }
 
 // Calls `fetch` until it succeeds, fails for another reason than kUnavailable, or has been tried
-// kFetchAttempts times.
+// kFetchAttempts times, pausing kFetchRetryPause of `clock`'s time between tries.
 template <typename Fetch>
-auto WithRetries(Fetch fetch) -> decltype(fetch()) {
+auto WithRetries(Clock& clock, Fetch fetch) -> decltype(fetch()) {
   for (int attempt = 1;; ++attempt) {
     auto result = fetch();
     const Status status = StatusOf(result);
     if (status.ok() || status.code() != StatusCode::kUnavailable || attempt == kFetchAttempts) return result;
-    std::this_thread::sleep_for(kFetchRetryPause);
+    clock.SleepFor(kFetchRetryPause);
   }
 }
 
@@ -87,7 +86,8 @@ class CheckpointSource {
     if (manifest_) {
       const consensus::Hash256& blob = manifest_->checkpoint_blobs[static_cast<std::size_t>(index)];
       if (!store_->Contains(blob)) {
-        const Status fetched = WithRetries([&] { return FetchBlob(request_.fetch, request_.task.proof_uri(), blob, *store_); });
+        const Status fetched =
+            WithRetries(*request_.clock, [&] { return FetchBlob(request_.fetch, request_.task.proof_uri(), blob, *store_); });
         if (fetched.ok()) ++blobs_fetched_;
       }
       Result<solver::TrainState> state = verifier::LoadCheckpoint(*manifest_, *store_, layout_, index);
@@ -130,14 +130,14 @@ class CheckpointSource {
 // The manifest at proof_uri when it is the committed proof's, fits the task and is signed by the
 // task's solver; else std::nullopt with `why`.
 std::optional<solver::ProofManifest> UsableManifest(const FetchPolicy& fetch, const proto::Task& task,
-                                                    const solver::TaskSpec& document,
-                                                    std::string& why) {
+                                                    const solver::TaskSpec& document, Clock& clock, std::string& why) {
   Result<consensus::Hash256> root = Hash32(task.proof_root(), "the committed proof root");
   if (!root.ok()) {
     why = root.status().ToString();
     return std::nullopt;
   }
-  Result<solver::ProofManifest> manifest = WithRetries([&] { return FetchManifest(fetch, task.proof_uri(), *root); });
+  Result<solver::ProofManifest> manifest =
+      WithRetries(clock, [&] { return FetchManifest(fetch, task.proof_uri(), *root); });
   Status usable = manifest.status();
   if (usable.ok()) usable = verifier::CheckManifestAgainstTask(*manifest, document);
   if (usable.ok() && (!manifest->is_signed || std::string_view(reinterpret_cast<const char*>(manifest->solver_pubkey.data()),
@@ -189,7 +189,7 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   const solver::TrainState layout = stepper.Initial();
   POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store, solver::BlobStore::Open(request.cache_dir + "/blobs"));
   CheckpointSource source(request, layout, bound.document.checkpoint_interval);
-  source.UseServer(UsableManifest(request.fetch, task, bound.document, check.data_fault), &store);
+  source.UseServer(UsableManifest(request.fetch, task, bound.document, *request.clock, check.data_fault), &store);
 
   verifier::Thresholds thresholds;
   if (bound.document.mode == solver::ReproMode::kTolerant) {
@@ -281,9 +281,9 @@ std::vector<std::int64_t> ChallengeSegmentsOf(const proto::Task& task, std::stri
 }
 
 Result<ProofCheck> CheckCommittedProof(const CheckRequest& request) {
-  const auto started = std::chrono::steady_clock::now();
+  const Clock::TimePoint started = request.clock->Now();
   POLNODE_ASSIGN_OR_RETURN(ProofCheck check, RunCheck(request));
-  check.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  check.seconds = std::chrono::duration<double>(request.clock->Now() - started).count();
   return check;
 }
 

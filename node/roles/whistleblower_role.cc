@@ -98,6 +98,11 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
   const std::uint64_t free = record.bonded() > record.locked() ? record.bonded() - record.locked() : 0;
   free_stake_ = free > promised_ ? free - promised_ : 0;
   Collect(ctx);
+  // Whether an audit runs or waits to be retried (devnet.cc holds blocks back while one does).
+  const bool retry_due = std::any_of(audits_.begin(), audits_.end(), [&](const auto& a) {
+    return !a.second.error.empty() && ctx.clock().Now() < a.second.retry_at;
+  });
+  ctx.metrics().Set("checking", running_ || retry_due ? 1 : 0);
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
     // Neither a task's solver nor its submitter nor one of its verifiers may challenge its proof.
     if (task.solver() == ctx.pubkey() || task.submitter() == ctx.pubkey()) return Status::Ok();
@@ -138,7 +143,7 @@ void WhistleblowerRole::Collect(RoleContext& ctx) {
       audit->second.error = check.status().ToString();
       ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", audit->second.error}});
     }
-    audit->second.retry_at = std::chrono::steady_clock::now() + kRetryPause;
+    audit->second.retry_at = ctx.clock().Now() + kRetryPause;
     return;
   }
   ctx.metrics().Add("verifications_total");
@@ -162,7 +167,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   // A check from before the solver published checkpoints may have lacked some; it runs again.
   if (audit.check && audit.published_seen != task.published_size()) audit.check.reset();
   if (audit.slots.empty() || audit.check || running_) return Status::Ok();
-  if (!audit.error.empty() && std::chrono::steady_clock::now() < audit.retry_at) return Status::Ok();
+  if (!audit.error.empty() && ctx.clock().Now() < audit.retry_at) return Status::Ok();
   CheckRequest request;
   request.task = task;
   // Its own challenge's segments too: a challenge names failures among those only.
@@ -175,6 +180,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   request.data = &data_;
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
+  request.clock = &ctx.clock();
   audit.published_seen = task.published_size();
   ctx.log().Event("auditing", {{"task", consensus::ToHex(task.id())},
                                {"slots", std::to_string(audit.slots.size())},

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
@@ -163,8 +162,9 @@ Result<TxState> LedgerClient::Tx(std::string_view id_hex) const {
   return DecodeTxState(r.body);
 }
 
-Result<std::uint64_t> LedgerClient::WaitCommitted(std::string_view id_hex, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+Result<std::uint64_t> LedgerClient::WaitCommitted(std::string_view id_hex, std::chrono::milliseconds timeout,
+                                                  Clock& clock) const {
+  const Clock::TimePoint deadline = clock.Now() + timeout;
   while (true) {
     POLNODE_ASSIGN_OR_RETURN(TxState state, Tx(id_hex));
     switch (state.kind) {
@@ -176,11 +176,11 @@ Result<std::uint64_t> LedgerClient::WaitCommitted(std::string_view id_hex, std::
                                           " left the mempool without being committed (its nonce or balance no longer checks out)");
       case TxState::Kind::kPending: break;
     }
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (clock.Now() > deadline) {
       return Status::Unavailable("transaction " + std::string(id_hex) + " not committed within " +
                                  std::to_string(timeout.count()) + " ms");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock.SleepFor(std::chrono::milliseconds(100));
   }
 }
 

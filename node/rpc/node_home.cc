@@ -2,9 +2,9 @@
 
 #include <sys/stat.h>
 
-#include <chrono>
 #include <filesystem>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/rpc/genesis_json.h"
@@ -62,7 +62,7 @@ Result<NewNodeHome> CreateNodeHome(const std::string& dir, const NodeHomeSpec& s
   home.genesis.spec.set_chain_id(spec.chain_id);
   *home.genesis.spec.mutable_params() = spec.params;
   home.genesis.genesis_time_unix_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      SystemClock().UnixMillis();
   if (spec.node_balance > 0) {
     proto::Allocation* a = home.genesis.spec.add_allocations();
     a->set_pubkey(created.node_pubkey);

@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "polnode/base/clock.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
 #include "polnode/contracts.pb.h"
@@ -24,6 +25,7 @@
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/tx_json.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/eventually.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/subprocess.h"
@@ -32,6 +34,7 @@
 namespace polnode::node {
 namespace {
 
+using polnode::testing::Eventually;
 using polnode::testing::LedgerProcess;
 using polnode::testing::PolnodeBinary;
 using polnode::testing::RunProcess;
@@ -129,19 +132,61 @@ TEST_F(LedgerE2ETest, ASecondLedgerOnTheSameHomeIsRefusedByNameAndTheFirstKeepsS
   ASSERT_TRUE(ledger.Start());
 }
 
+TEST_F(LedgerE2ETest, ManualBlocksAreMadeOnlyWhenATestAsksAndOnlyWithTheFlag) {
+  // A production ledger has no such endpoint.
+  LedgerProcess timed(home_);
+  ASSERT_TRUE(timed.Start());
+  int status = 0;
+  auto refused = HttpCall(timed.endpoint(), "POST", "/v1/test/produce-block");
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 404) << refused->body;
+  EXPECT_FALSE(timed.ProduceBlocks(1));
+  EXPECT_EQ(timed.Terminate(), 0);
+
+  LedgerProcess ledger(home_, /*manual_blocks=*/true);
+  ASSERT_TRUE(ledger.Start());
+  const std::uint64_t start = U64Field(Get(ledger, "/v1/status"), "height");
+  // A transfer waits in the mempool until the test makes a block, however long that takes.
+  auto posted = HttpCall(ledger.endpoint(), "POST", "/v1/tx", SignedTransfer(user_, kChain, 0, bob_, 3),
+                         "application/x-protobuf");
+  ASSERT_TRUE(posted.ok());
+  ASSERT_EQ(posted->status, 200) << posted->body;
+  EXPECT_EQ(ledger.MempoolSize(), 1u);
+  EXPECT_EQ(U64Field(Get(ledger, "/v1/status", &status), "height"), start);
+  std::uint64_t height = 0;
+  ASSERT_TRUE(ledger.ProduceBlocks(1, &height));
+  EXPECT_EQ(height, start + 1);
+  EXPECT_EQ(ledger.MempoolSize(), 0u);
+  EXPECT_EQ(U64Field(Account(ledger, bob_), "balance"), 3u);
+  // Several at once, their times one configured interval (100 ms) apart.
+  ASSERT_TRUE(ledger.ProduceBlocks(5, &height));
+  EXPECT_EQ(height, start + 6);
+  const std::int64_t t5 = static_cast<std::int64_t>(U64Field(Get(ledger, "/v1/blocks/" + std::to_string(start + 5)), "time_unix_ms"));
+  const std::int64_t t6 = static_cast<std::int64_t>(U64Field(Get(ledger, "/v1/blocks/" + std::to_string(start + 6)), "time_unix_ms"));
+  EXPECT_EQ(t6 - t5, 100);
+  // Bad requests make no block.
+  for (const char* target : {"/v1/test/produce-block?count=0", "/v1/test/produce-block?count=x",
+                             "/v1/test/produce-block?count=10001", "/v1/test/produce-block?n=2"}) {
+    auto bad = HttpCall(ledger.endpoint(), "POST", target);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status, 400) << target << ": " << bad->body;
+  }
+  auto get = HttpCall(ledger.endpoint(), "GET", "/v1/test/produce-block");
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(U64Field(Get(ledger, "/v1/status"), "height"), start + 6);
+  EXPECT_EQ(ledger.Terminate(), 0) << ledger.Log();
+}
+
 TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
-  LedgerProcess ledger(home_);
+  LedgerProcess ledger(home_, /*manual_blocks=*/true);
   ASSERT_TRUE(ledger.Start());
   const std::string role_home = dir_.File("verifier");
   polnode::testing::DaemonProcess first;
   ASSERT_TRUE(first.Start({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()},
                           dir_.File("first.out"), dir_.File("first.err")));
   // The key is created after the home is locked: once it exists, the first daemon holds the home.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(role_home + "/role.key") && first.Running() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return std::filesystem::exists(role_home + "/role.key") || !first.Running(); });
   ASSERT_TRUE(first.Running()) << polnode::testing::ReadFileText(dir_.File("first.err"));
   auto second = RunProcess({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()});
   EXPECT_NE(second.exit_code, 0);
@@ -151,9 +196,7 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   EXPECT_TRUE(first.Running());
   // Its key holds nothing: it says once what to fund, instead of failing every pass.
   const auto out = [&] { return polnode::testing::ReadFileText(dir_.File("first.out")); };
-  while (out().find(" needs_funds ") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return out().find(" needs_funds ") != std::string::npos; });
   EXPECT_EQ(first.Terminate(), 0);
   const std::string log = out();
   const std::size_t notice = log.find(" needs_funds ");
@@ -171,20 +214,17 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   ASSERT_TRUE(again.Start({PolnodeBinary(), "verifier", "--home", role_home, "--ledger", ledger.url()},
                           dir_.File("again.out"), dir_.File("again.err")));
   const auto again_out = [&] { return polnode::testing::ReadFileText(dir_.File("again.out")); };
-  while (again_out().find("serving") == std::string::npos && again.Running() &&
-         std::chrono::steady_clock::now() < deadline + std::chrono::seconds(60)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return again_out().find("serving") != std::string::npos || !again.Running(); });
   EXPECT_NE(again_out().find("serving http://" + served.substr(0, served.size() - 1) + ","), std::string::npos)
       << again_out() << " vs " << served;
   EXPECT_EQ(again.Terminate(), 0);
 }
 
 TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {
-  LedgerProcess ledger(home_);
+  LedgerProcess ledger(home_, /*manual_blocks=*/true);
   ASSERT_TRUE(ledger.Start());
   const auto stake = [&](const std::string& amount) {
-    return RunProcess({PolnodeBinary(), "tx", "stake", "--key", user_key_path_, "--ledger", ledger.url(), "--role",
+    return ledger.RunCommitting({PolnodeBinary(), "tx", "stake", "--key", user_key_path_, "--ledger", ledger.url(), "--role",
                        "verifier", "--amount", amount, "--wait"});
   };
   auto small = stake("10");
@@ -224,7 +264,7 @@ TEST_F(LedgerE2ETest, AStakeThatCouldNeverBeUsedIsRefusedBeforeItsFeeIsSpent) {
 }
 
 TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
-  LedgerProcess ledger(home_);
+  LedgerProcess ledger(home_, /*manual_blocks=*/true);
   ASSERT_TRUE(ledger.Start());
 
   // 20 protobuf transfers and one in JSON, all from the user to bob.
@@ -242,18 +282,20 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
   ASSERT_TRUE(json_tx.ok());
   ASSERT_EQ(json_tx->status, 200) << json_tx->body;
 
-  // The CLI: nonce (21) and chain id asked from the ledger, waits for the block.
-  auto cli = RunProcess({PolnodeBinary(), "tx", "transfer", "--key", user_key_path_, "--ledger", ledger.url(), "--to",
+  // Nothing commits until the test makes a block.
+  EXPECT_EQ(U64Field(Account(ledger, bob_), "balance"), 0u);
+  EXPECT_EQ(ledger.MempoolSize(), 21u);
+
+  // The CLI: nonce (21) and chain id asked from the ledger, waits for the block, which commits
+  // the 21 waiting transfers and its own.
+  auto cli = ledger.RunCommitting({PolnodeBinary(), "tx", "transfer", "--key", user_key_path_, "--ledger", ledger.url(), "--to",
                          consensus::ToHex(bob_.PublicKey().bytes()), "--amount", "7", "--wait", "--json"});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_NE(cli.out.find("\"status\":\"committed\""), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("\"nonce\":21"), std::string::npos) << cli.out;
 
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (U64Field(Account(ledger, bob_), "balance") != 212 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(100ms);
-  }
   ASSERT_EQ(U64Field(Account(ledger, bob_), "balance"), 212u) << Account(ledger, bob_);
+  EXPECT_EQ(ledger.MempoolSize(), 0u);
   EXPECT_EQ(U64Field(Account(ledger, user_), "nonce"), 22u);
 
   // Malformed and hostile requests: each gets its 4xx and the node keeps serving.
@@ -287,7 +329,7 @@ TEST_F(LedgerE2ETest, TransactionsOverHttpSurviveBadRequestsAndKillNine) {
   const std::string bob_before = Account(ledger, bob_);
   ledger.Kill9();
   ASSERT_TRUE(ledger.Start());
-  EXPECT_GE(U64Field(Get(ledger, "/v1/status"), "height"), height);
+  EXPECT_EQ(U64Field(Get(ledger, "/v1/status"), "height"), height);
   EXPECT_EQ(StringField(Get(ledger, "/v1/blocks/" + std::to_string(height)), "hash"), hash);
   EXPECT_EQ(Account(ledger, user_), user_before);
   EXPECT_EQ(Account(ledger, bob_), bob_before);
@@ -318,8 +360,10 @@ TEST_F(LedgerE2ETest, KillNineAtRandomMomentsUnderTrafficNeverLosesACommittedBlo
     std::uint64_t nonce = U64Field(Account(ledger, user_), "nonce");
     ASSERT_NE(nonce, UINT64_MAX);
     std::string last_status;
-    const auto kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(100 + rng() % 500);
-    while (std::chrono::steady_clock::now() < kill_at) {
+    // Real time on purpose: the ledger makes blocks on its timer and the kill lands at a random
+    // moment of it (mid-commit included); every moment must keep the committed blocks.
+    const Clock::TimePoint kill_at = SystemClock().Now() + std::chrono::milliseconds(100 + rng() % 500);
+    while (SystemClock().Now() < kill_at) {
       auto r = HttpCall(ledger.endpoint(), "POST", "/v1/tx",
                         SignedTransfer(user_, kChain, nonce, bob_, 1), "application/x-protobuf");
       ASSERT_TRUE(r.ok());

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <thread>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/rpc/http_client.h"
@@ -19,6 +18,7 @@
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/eventually.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/status_matchers.h"
 #include "polnode/testing/subprocess.h"
@@ -38,18 +38,9 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kFunds = 1'000'000;
 constexpr std::uint64_t kPayment = 5'000;
-// Blocks of 100 ms: about five seconds to look at the open task before nobody has claimed it.
+// The ledger makes blocks only when the test asks (--manual-blocks): the task stays open, however
+// long the test looks at it, until the test makes these blocks.
 constexpr std::uint64_t kClaimWindow = 50;
-
-// Polls `done` every 20 ms for up to `timeout`.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
 
 // The value of "key":"..." in compact JSON text, "" when absent.
 std::string JsonString(const std::string& json, const std::string& key) {
@@ -87,7 +78,7 @@ class SubmitterE2ETest : public ::testing::Test {
     auto init = RunProcess({PolnodeBinary(), "init", "--home", dir_.File("ledger"), "--chain-id", "submitter-chain",
                             "--block-interval-ms", "100", "--accounts", pubkey_ + "=" + std::to_string(kFunds), "--json"});
     ASSERT_EQ(init.exit_code, 0) << init.err;
-    ledger_ = std::make_unique<LedgerProcess>(dir_.File("ledger"));
+    ledger_ = std::make_unique<LedgerProcess>(dir_.File("ledger"), /*manual_blocks=*/true);
     ASSERT_TRUE(ledger_->Start());
     Result<LedgerClient> client = LedgerClient::FromUrl(ledger_->url());
     ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -100,6 +91,17 @@ class SubmitterE2ETest : public ::testing::Test {
                           task_file_, "--payment", std::to_string(payment), "--claim-window",
                           std::to_string(kClaimWindow), "--poll-ms", "50", "--json"},
                          dir_.File(out), dir_.File("submitter.err"));
+  }
+
+  // Waits (up to 60 s) until `done` holds, making a block whenever a transaction waits in the
+  // mempool: the daemons' transactions commit in the next block, and no deadline moves otherwise.
+  bool Committing(const std::function<bool()>& done) const {
+    return polnode::testing::Eventually([&] {
+      if (ledger_->MempoolSize() > 0) {
+        EXPECT_TRUE(ledger_->ProduceBlocks(1));
+      }
+      return done();
+    });
   }
 
   std::string Out(const std::string& name) const { return ReadFileText(dir_.File(name)); }
@@ -135,7 +137,7 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   // First run: it posts the task and finds it on the ledger.
   DaemonProcess first;
   ASSERT_TRUE(StartSubmitter(first, "first.out"));
-  ASSERT_TRUE(WaitFor([&] { return Has(Out("first.out"), " task_found "); })) << Out("first.out") << Err();
+  ASSERT_TRUE(Committing([&] { return Has(Out("first.out"), " task_found "); })) << Out("first.out") << Err();
   const std::string url = JsonString(Out("first.out"), "url");
   ASSERT_FALSE(url.empty()) << Out("first.out");
   std::vector<proto::Task> own = OwnTasks();
@@ -188,13 +190,15 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   // Second run with the same home: it finds the task, serves it at the same address, posts nothing.
   DaemonProcess second;
   ASSERT_TRUE(StartSubmitter(second, "second.out"));
-  ASSERT_TRUE(WaitFor([&] { return Has(Out("second.out"), " task_found "); })) << Out("second.out") << Err();
+  ASSERT_TRUE(Committing([&] { return Has(Out("second.out"), " task_found "); })) << Out("second.out") << Err();
   EXPECT_EQ(JsonString(Out("second.out"), "url"), url) << "the spec URI on the ledger must stay valid";
   EXPECT_TRUE(FetchTaskDocument(loopback, task.spec_uri()).ok());
 
   // Nobody claims it: the claim window closes it and the submitter, with nothing left to wait for,
   // exits 0 and prints its report.
-  std::optional<int> exit = second.Wait(30s);
+  EXPECT_EQ(OwnTasks()[0].status(), proto::TASK_OPEN);
+  ASSERT_TRUE(ledger_->ProduceBlocks(static_cast<int>(kClaimWindow)));
+  std::optional<int> exit = second.Wait(60s);
   ASSERT_TRUE(exit.has_value()) << "the submitter did not finish: " << Out("second.out") << Err();
   EXPECT_EQ(*exit, 0) << Err();
   const std::string out = Out("second.out");
@@ -243,7 +247,8 @@ TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedW
   // More than the balance: the ledger takes the fee and fails the transaction.
   DaemonProcess broke;
   ASSERT_TRUE(StartSubmitter(broke, "broke.out", 2 * kFunds));
-  std::optional<int> exit = broke.Wait(60s);
+  ASSERT_TRUE(Committing([&] { return !broke.Running(); }));
+  std::optional<int> exit = broke.exit_code();
   ASSERT_TRUE(exit.has_value()) << "a submitter whose only task failed must finish: " << Out("broke.out") << Err();
   const std::string failed = Out("broke.out");
   EXPECT_TRUE(Has(failed, " task_failed ")) << failed;
@@ -254,7 +259,7 @@ TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedW
   // The same home, a payment the balance covers: a new submission, posted and found.
   DaemonProcess retry;
   ASSERT_TRUE(StartSubmitter(retry, "retry.out"));
-  ASSERT_TRUE(WaitFor([&] { return Has(Out("retry.out"), " task_found "); })) << Out("retry.out") << Err();
+  ASSERT_TRUE(Committing([&] { return Has(Out("retry.out"), " task_found "); })) << Out("retry.out") << Err();
   EXPECT_FALSE(Has(Out("retry.out"), " task_failed ")) << Out("retry.out");
   const std::vector<proto::Task> own = OwnTasks();
   ASSERT_EQ(own.size(), 1u);
@@ -272,8 +277,9 @@ TEST_F(SubmitterE2ETest, ASubmissionThatFailedOnTheLedgerSaysWhyAndCanBeRetriedW
 TEST_F(SubmitterE2ETest, TxSubmitTaskRefusesASpecUriNoSolverCouldUseBeforeAnythingIsPaid) {
   ASSERT_NO_FATAL_FAILURE(StartLedger());
   const auto submit = [&](const std::string& spec_uri) {
-    return RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger", ledger_->url(),
-                       "--task", task_file_, "--payment", std::to_string(kPayment), "--spec-uri", spec_uri, "--wait"});
+    return ledger_->RunCommitting({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
+                                   ledger_->url(), "--task", task_file_, "--payment", std::to_string(kPayment),
+                                   "--spec-uri", spec_uri, "--wait"});
   };
   const auto nonce = [&] {
     Result<proto::Account> account = client_->Account(RawFromHex(pubkey_, "key").value());
@@ -291,7 +297,7 @@ TEST_F(SubmitterE2ETest, TxSubmitTaskRefusesASpecUriNoSolverCouldUseBeforeAnythi
   // task's is refused too.
   DaemonProcess daemon;
   ASSERT_TRUE(StartSubmitter(daemon, "daemon.out"));
-  ASSERT_TRUE(WaitFor([&] { return Has(Out("daemon.out"), " task_found "); })) << Out("daemon.out") << Err();
+  ASSERT_TRUE(Committing([&] { return Has(Out("daemon.out"), " task_found "); })) << Out("daemon.out") << Err();
   const std::vector<proto::Task> own = OwnTasks();
   ASSERT_EQ(own.size(), 1u);
   EXPECT_EQ(daemon.Terminate(), 0) << Err();
@@ -299,7 +305,7 @@ TEST_F(SubmitterE2ETest, TxSubmitTaskRefusesASpecUriNoSolverCouldUseBeforeAnythi
   other.seed += 1;
   const std::string other_file = dir_.File("other.toml");
   std::ofstream(other_file) << solver::testing::TinyTaskToml(other);
-  auto mismatch = RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
+  auto mismatch = ledger_->RunCommitting({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
                               ledger_->url(), "--task", other_file, "--payment", std::to_string(kPayment), "--spec-uri",
                               own[0].spec_uri(), "--wait"});
   EXPECT_NE(mismatch.exit_code, 0);
@@ -307,7 +313,7 @@ TEST_F(SubmitterE2ETest, TxSubmitTaskRefusesASpecUriNoSolverCouldUseBeforeAnythi
   const std::uint64_t after_daemon = nonce();
 
   // --unchecked-spec-uri posts anyway (the other document: this one's task is still open).
-  auto unchecked = RunProcess({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
+  auto unchecked = ledger_->RunCommitting({PolnodeBinary(), "tx", "submit-task", "--key", home_ + "/role.key", "--ledger",
                                ledger_->url(), "--task", other_file, "--payment", std::to_string(kPayment),
                                "--spec-uri", "file://" + other_file, "--unchecked-spec-uri", "--wait"});
   EXPECT_EQ(unchecked.exit_code, 0) << unchecked.err;

@@ -31,6 +31,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/eventually.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/roles/verifier_role.h"
@@ -170,21 +171,24 @@ class RolesTest : public ::testing::Test {
     ASSERT_TRUE(block.ok()) << block.status().ToString();
   }
 
-  // Polls every daemon once per round, then produces a block (every round when `every_round`,
-  // else only when a transaction waits), until `done` or the deadline. Pass errors fail the test.
+  // Polls every daemon once per round, then produces a block (every round when `every_round` and
+  // no daemon's replay runs, else only when a transaction waits), until `done` or 60 s. A block
+  // made while a replay runs on a worker thread would race it (issue 16 item 8): deadlines move
+  // only while the roles are caught up. Pass errors fail the test.
   bool RunUntil(const std::function<bool()>& done, bool every_round) {
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      for (Daemon& d : daemons_) {
-        const Status s = d.role->Poll(*d.ctx);
-        EXPECT_TRUE(s.ok()) << d.home << ": " << s.ToString();
-      }
-      for (const std::function<void()>& also : each_round_) also();
-      if (every_round || ledger_->GetStatus().mempool_size > 0) Block();
-      if (done()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
+    return polnode::testing::Eventually(
+        [&] {
+          bool checking = false;
+          for (Daemon& d : daemons_) {
+            const Status s = d.role->Poll(*d.ctx);
+            EXPECT_TRUE(s.ok()) << d.home << ": " << s.ToString();
+            checking = checking || d.ctx->metrics().Get("checking") != 0;
+          }
+          for (const std::function<void()>& also : each_round_) also();
+          if ((every_round && !checking) || ledger_->GetStatus().mempool_size > 0) Block();
+          return done();
+        },
+        60s, 5ms);
   }
 
   // Sends a transaction as a user would and commits it in the next block.
@@ -410,12 +414,12 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   const std::string report_path = verifier.home + "/reports/" + task_hex + "-" + SlotIndex(TheTask(), honest_) + ".json";
 
   // Poll without producing blocks until the verdict waits in the mempool.
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (verifier.ctx->metrics().Get("verdicts_accept_total") + verifier.ctx->metrics().Get("verdicts_reject_total") == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    ASSERT_TRUE(verifier.role->Poll(*verifier.ctx).ok());
-    std::this_thread::sleep_for(5ms);
-  }
+  polnode::testing::Eventually(
+      [&] {
+        EXPECT_TRUE(verifier.role->Poll(*verifier.ctx).ok());
+        return verifier.ctx->metrics().Get("verdicts_accept_total") + verifier.ctx->metrics().Get("verdicts_reject_total") != 0;
+      },
+      60s, 5ms);
   EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_accept_total"), 1);
   EXPECT_EQ(verifier.ctx->metrics().Get("verifications_total"), 1);
   const std::string report = ReadFile(report_path);

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
+#include "polnode/base/clock.h"
+#include "polnode/testing/eventually.h"
 #include "polnode/testing/subprocess.h"
 
 extern char** environ;
@@ -58,11 +60,7 @@ bool DaemonProcess::Running() {
 }
 
 std::optional<int> DaemonProcess::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (Running()) {
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(20ms);
-  }
+  if (!Eventually([&] { return !Running(); }, timeout)) return std::nullopt;
   return exit_code_;
 }
 
@@ -108,27 +106,75 @@ std::uint16_t PortFromStartupLine(const std::string& out) {
 ::testing::AssertionResult LedgerProcess::Start(std::chrono::milliseconds timeout) {
   const std::string listen = "127.0.0.1:" + std::to_string(port_);
   const std::string out_path = home_ + "/ledger.out";
-  ::testing::AssertionResult started =
-      process_.Start({PolnodeBinary(), "ledger", "--home", home_, "--listen", listen, "--json"}, out_path,
-                     home_ + "/ledger.log");
+  std::vector<std::string> argv = {PolnodeBinary(), "ledger", "--home", home_, "--listen", listen, "--json"};
+  if (manual_blocks_) argv.push_back("--manual-blocks");
+  ::testing::AssertionResult started = process_.Start(argv, out_path, home_ + "/ledger.log");
   if (!started) return started;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::uint16_t bound = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (bound == 0) bound = PortFromStartupLine(ReadFileText(out_path));
-    if (bound != 0) {
-      port_ = bound;
-      auto r = node::HttpCall(endpoint(), "GET", "/v1/status", {}, {}, 1s);
-      if (r.ok() && r->status == 200) return ::testing::AssertionSuccess();
-    }
-    if (!process_.Running()) {
-      return ::testing::AssertionFailure() << "polnode ledger exited with " << process_.exit_code().value_or(-1)
-                                           << "; its log:\n" << Log();
-    }
-    std::this_thread::sleep_for(20ms);
+  bool serving = false;
+  Eventually(
+      [&] {
+        if (bound == 0) bound = PortFromStartupLine(ReadFileText(out_path));
+        if (bound != 0) {
+          port_ = bound;
+          auto r = node::HttpCall(endpoint(), "GET", "/v1/status", {}, {}, 1s);
+          serving = r.ok() && r->status == 200;
+        }
+        return serving || !process_.Running();
+      },
+      timeout);
+  if (serving) return ::testing::AssertionSuccess();
+  if (!process_.Running()) {
+    return ::testing::AssertionFailure() << "polnode ledger exited with " << process_.exit_code().value_or(-1)
+                                         << "; its log:\n" << Log();
   }
   return ::testing::AssertionFailure() << "polnode ledger did not answer within " << timeout.count()
                                        << " ms; its log:\n" << Log();
+}
+
+::testing::AssertionResult LedgerProcess::ProduceBlocks(int count, std::uint64_t* height) const {
+  if (!manual_blocks_) return ::testing::AssertionFailure() << "this ledger makes its blocks on a timer";
+  auto r = node::HttpCall(endpoint(), "POST", "/v1/test/produce-block?count=" + std::to_string(count), {}, {}, 60s);
+  if (!r.ok()) return ::testing::AssertionFailure() << "produce-block: " << r.status().ToString();
+  if (r->status != 200) return ::testing::AssertionFailure() << "produce-block answered " << r->status << ": " << r->body;
+  const std::string key = "\"height\":";
+  const std::size_t at = r->body.find(key);
+  if (at == std::string::npos) return ::testing::AssertionFailure() << "no height in " << r->body;
+  if (height != nullptr) *height = std::stoull(r->body.substr(at + key.size()));
+  return ::testing::AssertionSuccess();
+}
+
+std::uint64_t LedgerProcess::MempoolSize() const {
+  auto r = node::HttpCall(endpoint(), "GET", "/v1/status");
+  EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+  const std::string key = "\"mempool_size\":";
+  const std::size_t at = r.ok() ? r->body.find(key) : std::string::npos;
+  return at == std::string::npos ? 0 : std::stoull(r->body.substr(at + key.size()));
+}
+
+ProcessResult LedgerProcess::RunCommitting(const std::vector<std::string>& argv) const {
+  // Each run's output files are new, so runs never read each other's.
+  static std::atomic<int> runs{0};
+  const std::string base = home_ + "/committing-" + std::to_string(runs++);
+  ProcessResult result;
+  DaemonProcess child;
+  if (::testing::AssertionResult started = child.Start(argv, base + ".out", base + ".err"); !started) {
+    ADD_FAILURE() << started.message();
+    return result;
+  }
+  // The child's speed decides only how many of these rounds there are: every transaction it
+  // sends commits in the next block, whichever round sees it.
+  while (child.Running()) {
+    if (MempoolSize() > 0) {
+      EXPECT_TRUE(ProduceBlocks(1));
+    } else {
+      SystemClock().SleepFor(5ms);
+    }
+  }
+  result.exit_code = child.exit_code().value_or(-1);
+  result.out = ReadFileText(base + ".out");
+  result.err = ReadFileText(base + ".err");
+  return result;
 }
 
 }  // namespace polnode::testing

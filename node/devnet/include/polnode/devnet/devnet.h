@@ -4,7 +4,9 @@
 // without replaying), a whistleblower and a submitter with Fashion-MNIST tasks, waits until every
 // task is settled and the submitter has fetched the accepted models, audits every dispute game
 // (contracts/dispute_audit.h) and reports outcomes, accuracies, disputes with their pinpointed
-// operator, balance changes, where time went and where the logs are.
+// operator, balance changes, where time went and where the logs are. The devnet makes the blocks
+// (its ledger runs with --manual-blocks), each once every role has caught up with the last, so
+// the outcomes do not depend on how fast the machine is.
 #ifndef POLNODE_DEVNET_DEVNET_H_
 #define POLNODE_DEVNET_DEVNET_H_
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 
 namespace polnode::node {
@@ -32,6 +35,8 @@ struct DevnetOptions {
   /// which every verifier replays, so the cheat is always caught.
   std::string cheat;
   std::uint64_t forced_error_rate = 0;
+  /// The least time between blocks. The devnet makes each block itself, once every role has
+  /// caught up with the last one (devnet.cc PaceBlocks), so blocks may come further apart.
   std::int64_t block_interval_ms = 100;
   std::uint64_t payment = 100'000;
   std::chrono::seconds timeout{900};
@@ -83,8 +88,9 @@ struct DevnetReport {
 
 /// Runs the devnet to the end (or options.timeout) and returns its report. `progress` receives one
 /// line per phase (for the terminal). Errors: set-up failures (home, data, processes) and timeouts,
-/// with the log directory named.
-[[nodiscard]] Result<DevnetReport> RunDevnet(const DevnetOptions& options, std::ostream& progress);
+/// with the log directory named. `clock` times the devnet's waits and paces its blocks.
+[[nodiscard]] Result<DevnetReport> RunDevnet(const DevnetOptions& options, std::ostream& progress,
+                                             Clock& clock = SystemClock());
 
 }  // namespace polnode::node
 

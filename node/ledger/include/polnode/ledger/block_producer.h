@@ -2,12 +2,13 @@
 #ifndef POLNODE_LEDGER_BLOCK_PRODUCER_H_
 #define POLNODE_LEDGER_BLOCK_PRODUCER_H_
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
 
+#include "polnode/base/clock.h"
 #include "polnode/ledger/ledger.h"
 
 namespace polnode::node {
@@ -17,8 +18,10 @@ using BlockObserver = std::function<void(const Result<ProducedBlock>&)>;
 
 class BlockProducer {
  public:
-  /// `ledger` must outlive the producer. Nothing runs until Start.
-  BlockProducer(Ledger& ledger, std::chrono::milliseconds interval, BlockObserver observer);
+  /// `ledger` and `clock` must outlive the producer. Blocks are made on `clock`'s time and stamped
+  /// with its calendar time (SystemClock() in `polnode ledger`; a ManualClock makes a test decide
+  /// when each block is due). Nothing runs until Start.
+  BlockProducer(Ledger& ledger, Clock& clock, std::chrono::milliseconds interval, BlockObserver observer);
   ~BlockProducer();  // Stop()
   BlockProducer(const BlockProducer&) = delete;
   BlockProducer& operator=(const BlockProducer&) = delete;
@@ -34,11 +37,11 @@ class BlockProducer {
   void Loop();
 
   Ledger& ledger_;
+  Clock& clock_;
   const std::chrono::milliseconds interval_;
   BlockObserver observer_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
+  std::mutex mu_;                  // Start and Stop
+  std::atomic<bool> stop_{false};  // read by the clock's wait (Clock::WaitUntil)
   std::thread thread_;
 };
 

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/chain_store.h"
 #include "polnode/consensus/keys.h"
@@ -71,7 +72,7 @@ struct ProducedBlock {
   std::size_t tx_count = 0;      // txs in the block
   std::size_t failed_txs = 0;    // of those, txs whose payload failed (they still paid the fee)
   std::size_t dropped_from_mempool = 0;  // pending txs the post-commit recheck removed
-  std::int64_t elapsed_us = 0;   // wall time of ProduceBlock: execution, state root, signing, commit, recheck
+  std::int64_t elapsed_us = 0;   // the ledger's clock time of ProduceBlock: execution, state root, signing, commit, recheck
 };
 
 /// Monotonic counters for /metrics.
@@ -88,9 +89,11 @@ class Ledger {
  public:
   /// Opens (or creates, with block 0) the ledger in options.data_dir for `genesis`, producing
   /// blocks with `producer_key`. kFailedPrecondition if the store belongs to another chain or
-  /// another genesis; InitChain's errors for a bad genesis; ChainStore::Open's errors.
+  /// another genesis; InitChain's errors for a bad genesis; ChainStore::Open's errors. `clock`
+  /// (which must outlive the ledger) times each block's production (ProducedBlock::elapsed_us).
   [[nodiscard]] static Result<std::unique_ptr<Ledger>> Open(const LedgerOptions& options, const GenesisFile& genesis,
-                                                            const consensus::SecretKey& producer_key);
+                                                            const consensus::SecretKey& producer_key,
+                                                            Clock& clock = SystemClock());
 
   /// Mempool admission (mempool.h) with Application::CheckTx against the committed state. Returns
   /// the tx id, or the reason for rejection.
@@ -131,7 +134,7 @@ class Ledger {
 
  private:
   Ledger(const LedgerOptions& options, std::unique_ptr<consensus::ChainStore> store, std::string chain_id,
-         const consensus::SecretKey& producer_key);
+         const consensus::SecretKey& producer_key, Clock& clock);
 
   // Application::CheckTx of a pending tx against `committed`, recording in tx.check_reads the
   // keys it read (see the recheck in ProduceBlock).
@@ -149,6 +152,7 @@ class Ledger {
   std::unique_ptr<consensus::ChainStore> store_;
   const std::string chain_id_;
   const consensus::SecretKey producer_key_;
+  Clock& clock_;
   contracts::Application app_;
   consensus::Mempool mempool_;
   LedgerCounters counters_;

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/roles/stop_signals.h"
@@ -46,15 +47,17 @@ class RoleMetrics {
   std::map<std::string, double, std::less<>> values_;
 };
 
-/// One line per protocol event on stdout: "<unix ms> <role> <event> key=value ...", flushed.
+/// One line per protocol event on stdout: "<unix ms> <role> <event> key=value ...", flushed. The
+/// time is `clock`'s calendar time; `clock` must outlive the log.
 class EventLog {
  public:
-  explicit EventLog(std::string role) : role_(std::move(role)) {}
+  explicit EventLog(std::string role, Clock& clock = SystemClock()) : role_(std::move(role)), clock_(clock) {}
   void Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields = {});
 
  private:
   std::mutex mu_;
   std::string role_;
+  Clock& clock_;
 };
 
 /// What a duty's transaction is doing.
@@ -79,8 +82,10 @@ struct RoleOptions {
 /// What a role's pass may use. Methods are thread-safe (roles run long work on worker threads).
 class RoleContext {
  public:
+  /// `clock` (which must outlive the context) is the role's time: retry pauses, event times, the
+  /// replay stopwatch. Daemons get SystemClock(); tests may pass a ManualClock.
   RoleContext(std::string role, std::string home, consensus::SecretKey key, LedgerClient ledger,
-              FetchPolicy fetch = FetchPolicy());
+              FetchPolicy fetch = FetchPolicy(), Clock& clock = SystemClock());
 
   const std::string& role() const { return role_; }
   const std::string& home() const { return home_; }
@@ -90,6 +95,7 @@ class RoleContext {
   const LedgerClient& ledger() const { return ledger_; }
   /// What every fetch of a URI named on the ledger goes through; fixed for the context's life.
   const FetchPolicy& fetch_policy() const { return fetch_; }
+  Clock& clock() const { return clock_; }
   EventLog& log() { return log_; }
   RoleMetrics& metrics() { return metrics_; }
   /// The base URL of this role's HTTP server, once it is listening.
@@ -121,6 +127,7 @@ class RoleContext {
   std::string pubkey_;
   LedgerClient ledger_;
   FetchPolicy fetch_;
+  Clock& clock_;
   EventLog log_;
   RoleMetrics metrics_;
   mutable std::mutex mu_;  // serialises sends (nonces) and the journal
@@ -150,11 +157,12 @@ class Role {
 
 /// Runs `role` until a stop signal or role.Done(): creates the home, loads the key, starts the
 /// HTTP server on options.listen and prints one startup line to `out` (JSON when `json`: role,
-/// pubkey, url), then polls every options.poll_interval. Returns when stopped. `stop` must have
-/// been constructed before the caller started any thread (stop_signals.h).
+/// pubkey, url), then polls every options.poll_interval of `clock`'s time. A stop signal is taken
+/// at the end of that wait, so a daemon stops at most one interval after it. Returns when stopped.
+/// `stop` must have been constructed before the caller started any thread (stop_signals.h).
 [[nodiscard]] Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,
                                    const std::function<Status(RoleContext&)>& on_start, bool json, StopSignals& stop,
-                                   std::ostream& out);
+                                   std::ostream& out, Clock& clock = SystemClock());
 
 }  // namespace polnode::node
 

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/contracts.pb.h"
@@ -114,6 +115,8 @@ struct CheckRequest {
   /// Reads the checkpoints the task's solver published on the ledger (task.published()); those
   /// stand in for blobs its server does not hand over. Null: only the server is asked.
   const LedgerClient* ledger = nullptr;
+  /// Times the replay (ProofCheck::seconds) and the pause between fetch attempts; never null.
+  Clock* clock = &SystemClock();
 };
 
 /// Checks the proof `request.task` committed by replaying `request.segments` and the final segment,

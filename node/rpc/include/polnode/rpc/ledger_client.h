@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/keys.h"
 #include "polnode/contracts.pb.h"
@@ -75,8 +76,10 @@ class LedgerClient {
   [[nodiscard]] Result<TxState> Tx(std::string_view id_hex) const;
   /// Polls Tx until the transaction is in a block; returns its height. A committed tx whose payload
   /// failed is kFailedPrecondition with the ledger's reason; a tx that left the mempool unexecuted
-  /// is kFailedPrecondition too; kUnavailable after `timeout`.
-  [[nodiscard]] Result<std::uint64_t> WaitCommitted(std::string_view id_hex, std::chrono::milliseconds timeout) const;
+  /// is kFailedPrecondition too; kUnavailable once `timeout` has passed on `clock`, which also
+  /// times the pause between polls.
+  [[nodiscard]] Result<std::uint64_t> WaitCommitted(std::string_view id_hex, std::chrono::milliseconds timeout,
+                                                    Clock& clock = SystemClock()) const;
 
   /// GET `target` and the body of a 200 answer; the error otherwise.
   [[nodiscard]] Result<std::string> GetJson(std::string_view target) const;

@@ -15,6 +15,7 @@
 
 #include "polnode/rpc/http_client.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/subprocess.h"
 
 namespace polnode::testing {
 
@@ -54,9 +55,15 @@ class DaemonProcess {
 /// first Start lets the OS choose it (--listen 127.0.0.1:0, read back from the --json startup
 /// line), later Starts reuse it, so URLs handed to other processes stay valid across restarts.
 /// stdout goes to HOME/ledger.out, stderr (the block log) to HOME/ledger.log.
+///
+/// With `manual_blocks` it runs with --manual-blocks and makes a block only when the test asks
+/// (ProduceBlocks, RunCommitting): deadlines counted in blocks pass when the test says, however
+/// fast the machine is. Without, it makes blocks on its config's timer (for tests of that timer
+/// and of crashes at random moments).
 class LedgerProcess {
  public:
-  explicit LedgerProcess(std::string home) : home_(std::move(home)) {}
+  explicit LedgerProcess(std::string home, bool manual_blocks = false)
+      : home_(std::move(home)), manual_blocks_(manual_blocks) {}
 
   /// Starts it and waits (up to `timeout`) until GET /v1/status answers 200; on failure the
   /// message carries the ledger's log.
@@ -72,8 +79,19 @@ class LedgerProcess {
   /// Its stderr so far (block production and errors).
   std::string Log() const { return ReadFileText(home_ + "/ledger.log"); }
 
+  /// Manual blocks only: makes `count` blocks now (POST /v1/test/produce-block); the new height
+  /// goes to `height` when given.
+  ::testing::AssertionResult ProduceBlocks(int count = 1, std::uint64_t* height = nullptr) const;
+  /// The transactions waiting in its mempool (GET /v1/status); fails the test when it does not answer.
+  std::uint64_t MempoolSize() const;
+  /// Manual blocks only: runs argv to its end (RunProcess) while making a block whenever a
+  /// transaction waits in the mempool, so a command that waits for its transactions to commit
+  /// (`polnode tx ... --wait`) sees each commit in the first block after it arrived.
+  ProcessResult RunCommitting(const std::vector<std::string>& argv) const;
+
  private:
   std::string home_;
+  bool manual_blocks_ = false;
   std::uint16_t port_ = 0;
   DaemonProcess process_;
 };
