@@ -199,6 +199,8 @@ struct GptIndex {
                        kLn2B = 7, kW1 = 8, kW2 = 9;
   static int Final(const GptConfig& g) { return Block(g.layers); }  // lnf.g, lnf.b, head.w
 };
+static_assert(GptIndex::kLn1B == GptIndex::kLn1G + 1 && GptIndex::kLn2B == GptIndex::kLn2G + 1,
+              "AddLayerNorm and its backward read a LayerNorm's shift right after its gain");
 
 // What a block's backward reads from its forward.
 struct GptBlockTrace {

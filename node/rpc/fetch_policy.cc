@@ -347,7 +347,10 @@ Result<FetchPolicy> FetchPolicy::Load(const std::string& path) {
   std::string allow = defaults.allow_text_;
   std::int64_t max_bytes = static_cast<std::int64_t>(defaults.max_bytes_);
   std::int64_t max_redirects = defaults.max_redirects_;
-  for (const auto& [key, value] : table) {
+  for (const auto& setting : table) {
+    // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const std::string& key = setting.first;
+    const auto& value = setting.second;
     const auto fail = [&](std::string_view why) {
       return Status::InvalidArgument(path + ": " + key + " " + std::string(why));
     };
