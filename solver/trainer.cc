@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string_view>
 
@@ -58,26 +59,26 @@ double MeanOfLast(const std::vector<float>& losses, std::int64_t window) {
   return window > 0 ? sum / static_cast<double>(window) : 0.0;
 }
 
-// The GPT branch of TrainOnData; `model` is fitted to data.text.
-Result<TrainSummary> TrainText(const TrainConfig& config, const ModelSpec& model,
-                               const ImageDataset& data, kernels::Backend& backend,
-                               ProgressSink* sink) {
-  const TextCorpus& corpus = *data.text;
-  const std::int64_t context = model.gpt->context;
-  if (config.batch < 1) return Status::InvalidArgument("batch size must be >= 1");
-  if (config.loss_window < 1) return Status::InvalidArgument("loss window must be >= 1");
-  const std::int64_t steps_per_epoch = TextStepsPerEpoch(corpus, config.batch, context);
-  std::int64_t total = config.steps;
-  if (total <= 0) {
-    if (config.epochs < 1) return Status::InvalidArgument("give steps >= 1 or epochs >= 1");
-    if (config.epochs > INT64_MAX / steps_per_epoch) {
-      return Status::InvalidArgument("too many epochs: " + std::to_string(config.epochs));
-    }
-    total = config.epochs * steps_per_epoch;
+// The steps a run trains: config.steps, else config.epochs whole epochs of `steps_per_epoch`.
+Result<std::int64_t> TotalSteps(const TrainConfig& config, std::int64_t steps_per_epoch) {
+  if (config.steps > 0) return config.steps;
+  if (config.epochs < 1) return Status::InvalidArgument("give steps >= 1 or epochs >= 1");
+  if (config.epochs > INT64_MAX / steps_per_epoch) {
+    return Status::InvalidArgument("too many epochs: " + std::to_string(config.epochs));
   }
-  if (total > INT64_MAX / config.batch - 1) {
-    return Status::InvalidArgument("too many steps: " + std::to_string(total));
-  }
+  return config.epochs * steps_per_epoch;
+}
+
+// Fills `inputs` and `targets` with what step `t` trains on (in the shapes `graph` takes) and
+// returns the step's epoch, for progress reports.
+using GatherStep = std::function<Result<std::int64_t>(std::int64_t t, const StepGraph& graph,
+                                                      kernels::Tensor& inputs, kernels::Tensor& targets)>;
+
+// Trains `total` steps of `model` from the seed's initial state on the batches `gather` makes, and
+// fills every field of the summary but the evaluation (the caller's, by model family).
+Result<TrainSummary> RunSteps(const TrainConfig& config, const ModelSpec& model, const ImageDataset& data,
+                              std::int64_t total, std::int64_t steps_per_epoch, const GatherStep& gather,
+                              kernels::Backend& backend, ProgressSink* sink) {
   POLNODE_ASSIGN_OR_RETURN(StepGraph graph,
                            BuildTrainStepGraph(model, config.optimizer, config.batch));
   POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
@@ -85,21 +86,18 @@ Result<TrainSummary> TrainText(const TrainConfig& config, const ModelSpec& model
   summary.state = InitialState(model, config.optimizer.kind, config.seed);
   summary.steps_per_epoch = steps_per_epoch;
   summary.step_losses.reserve(static_cast<std::size_t>(std::min<std::int64_t>(total, 1 << 20)));
-  kernels::Tensor ids, targets;
+  kernels::Tensor inputs, targets;
   const Clock::time_point start = Clock::now();
   for (std::int64_t t = 0; t < total; ++t) {
-    POLNODE_RETURN_IF_ERROR(
-        GatherTextBatch(corpus, config.seed, t, config.batch, context, ids, targets));
-    POLNODE_ASSIGN_OR_RETURN(float loss, runner.Step(summary.state, ids, targets, backend));
+    POLNODE_ASSIGN_OR_RETURN(std::int64_t epoch, gather(t, runner.graph(), inputs, targets));
+    POLNODE_ASSIGN_OR_RETURN(float loss, runner.Step(summary.state, inputs, targets, backend));
     if (!std::isfinite(loss)) {
       return Status::FailedPrecondition("training diverged at step " + std::to_string(t + 1) +
                                         " (loss " + std::to_string(loss) +
                                         "); lower the learning rate");
     }
     summary.step_losses.push_back(loss);
-    if (sink != nullptr) {
-      sink->OnStep({t + 1, total, t / steps_per_epoch, loss, SecondsSince(start)});
-    }
+    if (sink != nullptr) sink->OnStep({t + 1, total, epoch, loss, SecondsSince(start)});
   }
   summary.elapsed_seconds = SecondsSince(start);
   summary.steps = total;
@@ -110,6 +108,29 @@ Result<TrainSummary> TrainText(const TrainConfig& config, const ModelSpec& model
   summary.state_hash_hex = consensus::ToHex(summary.state_hash);
   summary.dataset_hash_hex = consensus::ToHex(DatasetContentHash(data));
   summary.backend = backend.name();
+  return summary;
+}
+
+// The GPT branch of TrainOnData; `model` is fitted to data.text.
+Result<TrainSummary> TrainText(const TrainConfig& config, const ModelSpec& model,
+                               const ImageDataset& data, kernels::Backend& backend,
+                               ProgressSink* sink) {
+  const TextCorpus& corpus = *data.text;
+  const std::int64_t context = model.gpt->context;
+  if (config.batch < 1) return Status::InvalidArgument("batch size must be >= 1");
+  if (config.loss_window < 1) return Status::InvalidArgument("loss window must be >= 1");
+  const std::int64_t steps_per_epoch = TextStepsPerEpoch(corpus, config.batch, context);
+  POLNODE_ASSIGN_OR_RETURN(const std::int64_t total, TotalSteps(config, steps_per_epoch));
+  if (total > INT64_MAX / config.batch - 1) {
+    return Status::InvalidArgument("too many steps: " + std::to_string(total));
+  }
+  const GatherStep gather = [&](std::int64_t t, const StepGraph&, kernels::Tensor& ids,
+                                kernels::Tensor& targets) -> Result<std::int64_t> {
+    POLNODE_RETURN_IF_ERROR(GatherTextBatch(corpus, config.seed, t, config.batch, context, ids, targets));
+    return t / steps_per_epoch;
+  };
+  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary,
+                           RunSteps(config, model, data, total, steps_per_epoch, gather, backend, sink));
   if (config.evaluate) {
     const std::int64_t eval_batch = std::min<std::int64_t>(config.eval_batch, 64);
     POLNODE_ASSIGN_OR_RETURN(summary.eval_train_loss,
@@ -223,31 +244,14 @@ Result<TrainSummary> TrainOnData(const TrainConfig& config, const ImageDataset& 
   }
   if (config.loss_window < 1) return Status::InvalidArgument("loss window must be >= 1");
   const std::int64_t steps_per_epoch = train.count / config.batch;
-  std::int64_t total = config.steps;
-  if (total <= 0) {
-    if (config.epochs < 1) return Status::InvalidArgument("give steps >= 1 or epochs >= 1");
-    if (config.epochs > INT64_MAX / steps_per_epoch) {
-      return Status::InvalidArgument("too many epochs: " + std::to_string(config.epochs));
-    }
-    total = config.epochs * steps_per_epoch;
-  }
+  POLNODE_ASSIGN_OR_RETURN(const std::int64_t total, TotalSteps(config, steps_per_epoch));
   if ((total - 1) / steps_per_epoch > UINT32_MAX) {
     return Status::InvalidArgument("run exceeds 2^32 epochs");
   }
-
-  POLNODE_ASSIGN_OR_RETURN(StepGraph graph,
-                           BuildTrainStepGraph(model, config.optimizer, config.batch));
-  POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
-  TrainSummary summary;
-  summary.state = InitialState(model, config.optimizer.kind, config.seed);
-  summary.steps_per_epoch = steps_per_epoch;
-  summary.step_losses.reserve(static_cast<std::size_t>(std::min<std::int64_t>(total, 1 << 20)));
-  kernels::Tensor images, labels;
   std::vector<std::uint32_t> order;
   std::int64_t order_epoch = -1;
-
-  const Clock::time_point start = Clock::now();
-  for (std::int64_t t = 0; t < total; ++t) {
+  const GatherStep gather = [&](std::int64_t t, const StepGraph& graph, kernels::Tensor& images,
+                                kernels::Tensor& labels) -> Result<std::int64_t> {
     const BatchPosition pos = PositionOfStep(t, steps_per_epoch, config.batch);
     if (pos.epoch != order_epoch) {
       order = EpochPermutation(config.seed, static_cast<std::uint32_t>(pos.epoch),
@@ -256,33 +260,11 @@ Result<TrainSummary> TrainOnData(const TrainConfig& config, const ImageDataset& 
     }
     const std::span<const std::uint32_t> indices(order.data() + pos.first,
                                                  static_cast<std::size_t>(config.batch));
-    POLNODE_RETURN_IF_ERROR(
-        GatherBatch(train, indices, runner.graph().images_shape, images, labels));
-    POLNODE_ASSIGN_OR_RETURN(float loss, runner.Step(summary.state, images, labels, backend));
-    if (!std::isfinite(loss)) {
-      return Status::FailedPrecondition("training diverged at step " + std::to_string(t + 1) +
-                                        " (loss " + std::to_string(loss) +
-                                        "); lower the learning rate");
-    }
-    summary.step_losses.push_back(loss);
-    if (sink != nullptr) sink->OnStep({t + 1, total, pos.epoch, loss, SecondsSince(start)});
-  }
-  summary.elapsed_seconds = SecondsSince(start);
-  summary.steps = total;
-  summary.steps_per_second =
-      summary.elapsed_seconds > 0.0 ? static_cast<double>(total) / summary.elapsed_seconds : 0.0;
-
-  // Reporting only (nothing hashes it): summed in double, ascending step order.
-  const std::int64_t window = std::min(config.loss_window, total);
-  double sum = 0.0;
-  for (std::int64_t t = total - window; t < total; ++t)
-    sum += summary.step_losses[static_cast<std::size_t>(t)];
-  summary.train_loss = sum / static_cast<double>(window);
-
-  summary.state_hash = StateHash(summary.state);
-  summary.state_hash_hex = consensus::ToHex(summary.state_hash);
-  summary.dataset_hash_hex = consensus::ToHex(DatasetContentHash(data));
-  summary.backend = backend.name();
+    POLNODE_RETURN_IF_ERROR(GatherBatch(train, indices, graph.images_shape, images, labels));
+    return pos.epoch;
+  };
+  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary,
+                           RunSteps(config, model, data, total, steps_per_epoch, gather, backend, sink));
   if (config.evaluate) {
     POLNODE_ASSIGN_OR_RETURN(EvalResult test,
                              Evaluate(model, summary.state, data.test, backend, config.eval_batch));

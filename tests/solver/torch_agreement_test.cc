@@ -20,24 +20,10 @@
 #include "polnode/solver/step_runner.h"
 #include "polnode/testing/fashion_mnist.h"
 #include "polnode/testing/temp_dir.h"
+#include "polnode/testing/torch_files.h"
 
 namespace polnode::solver {
 namespace {
-
-constexpr const char* kPython = "/usr/bin/python3";
-
-void WriteRaw(const std::string& path, const kernels::Tensor& t) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.numel() * 4));
-}
-
-std::vector<float> ReadRaw(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), out.size() * 4);
-  return out;
-}
 
 float MaxAbs(std::span<const float> v) {
   float m = 0.0f;
@@ -47,10 +33,8 @@ float MaxAbs(std::span<const float> v) {
 
 TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
   POLNODE_REQUIRE_FASHION_MNIST(data);
-  const std::string probe = std::string(kPython) + " -c 'import torch, numpy' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
-    GTEST_SKIP() << kPython << " cannot import torch and numpy (install python3-torch)";
-  }
+  ASSERT_TRUE(polnode::testing::TorchAvailable())
+      << polnode::testing::kTorchPython << " cannot import torch and numpy (scripts/install-deps.sh installs python3-torch)";
   polnode::testing::TempDir dir("torch");
   Result<ModelSpec> model = ParseModelSpec("mlp:784-256-128-10");
   ASSERT_TRUE(model.ok());
@@ -71,7 +55,7 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
   manifest << "lr " << opt.lr << "\nmomentum " << opt.momentum << "\nweight_decay "
            << opt.weight_decay << "\n";
   for (const ParamSpec& p : model->params) {
-    WriteRaw(dir.File(p.name + ".bin"), *state.Find(p.name));
+    polnode::testing::WriteRawFloats(dir.File(p.name + ".bin"), *state.Find(p.name));
     manifest << "param " << p.name;
     for (std::int64_t d : p.shape) manifest << " " << d;
     manifest << "\n";
@@ -85,8 +69,8 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
                             std::span(order).subspan(static_cast<std::size_t>(step * batch), batch),
                             graph->images_shape, images, labels)
                     .ok());
-    WriteRaw(dir.File("x" + std::to_string(step) + ".bin"), images);
-    WriteRaw(dir.File("y" + std::to_string(step) + ".bin"), labels);
+    polnode::testing::WriteRawFloats(dir.File("x" + std::to_string(step) + ".bin"), images);
+    polnode::testing::WriteRawFloats(dir.File("y" + std::to_string(step) + ".bin"), labels);
     manifest << "batch " << step << " " << batch << " 784\n";
     Result<float> loss = runner->Step(state, images, labels, **backend);
     ASSERT_TRUE(loss.ok()) << loss.status().ToString();
@@ -95,10 +79,10 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
   manifest.close();
 
   const std::string script = std::string(POLNODE_SOURCE_DIR) + "/tests/solver/torch_sgd_step.py";
-  const std::string command = std::string(kPython) + " " + script + " " + dir.path();
+  const std::string command = std::string(polnode::testing::kTorchPython) + " " + script + " " + dir.path();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 
-  const std::vector<float> torch_losses = ReadRaw(dir.File("losses.out.bin"));
+  const std::vector<float> torch_losses = polnode::testing::ReadRawFloats(dir.File("losses.out.bin"));
   ASSERT_EQ(torch_losses.size(), 2u);
   for (int i = 0; i < 2; ++i)
     EXPECT_NEAR(our_losses[static_cast<std::size_t>(i)], torch_losses[static_cast<std::size_t>(i)],
@@ -106,12 +90,12 @@ TEST(TorchAgreementTest, TwoSgdMomentumStepsOfTheMlpMatchPyTorch) {
 
   for (const ParamSpec& p : model->params) {
     const kernels::Tensor& ours = *state.Find(p.name);
-    const std::vector<float> theirs = ReadRaw(dir.File(p.name + ".out.bin"));
+    const std::vector<float> theirs = polnode::testing::ReadRawFloats(dir.File(p.name + ".out.bin"));
     ASSERT_EQ(static_cast<std::int64_t>(theirs.size()), ours.numel()) << p.name;
     // A parameter moves by lr x its velocity each step, so an element that sits near zero (a bias)
     // carries the velocity's summation-order error (bounded below at 1e-5 of its largest element)
     // times lr, which no tolerance relative to the element itself covers.
-    const std::vector<float> their_v = ReadRaw(dir.File(p.name + ".velocity.out.bin"));
+    const std::vector<float> their_v = polnode::testing::ReadRawFloats(dir.File(p.name + ".velocity.out.bin"));
     const float v_scale = MaxAbs(their_v);
     const float floor = 1e-7f * MaxAbs(theirs) + opt.lr * 1e-5f * v_scale;
     double worst = 0.0;

@@ -20,30 +20,15 @@
 #include "polnode/solver/step_runner.h"
 #include "polnode/solver/trainer.h"
 #include "polnode/testing/temp_dir.h"
+#include "polnode/testing/torch_files.h"
 #include "polnode/testing/tiny_gpt.h"
 
 namespace polnode::solver {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
-
-void WriteRaw(const std::string& path, const kernels::Tensor& t) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.numel() * 4));
-}
-
-std::vector<float> ReadRaw(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), out.size() * 4);
-  return out;
-}
-
 TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
-  const std::string probe = std::string(kPython) + " -c 'import torch, numpy' >/dev/null 2>&1";
-  ASSERT_EQ(std::system(probe.c_str()), 0)
-      << kPython << " cannot import torch and numpy (scripts/install-deps.sh installs python3-torch)";
+  ASSERT_TRUE(polnode::testing::TorchAvailable())
+      << polnode::testing::kTorchPython << " cannot import torch and numpy (scripts/install-deps.sh installs python3-torch)";
   polnode::testing::TempDir dir("torch-gpt");
   const ImageDataset data = testing::TinyTextDataset();
   Result<ModelSpec> model = ModelForData(testing::kTinyGptSpec, data);
@@ -72,7 +57,7 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
                 static_cast<double>(opt.weight_decay));
   manifest << hyper;
   for (const ParamSpec& p : model->params) {
-    WriteRaw(dir.File(p.name + ".bin"), *state.Find(p.name));
+    polnode::testing::WriteRawFloats(dir.File(p.name + ".bin"), *state.Find(p.name));
     manifest << "param " << p.name << " " << (p.no_decay ? 0 : 1);
     for (std::int64_t d : p.shape) manifest << " " << d;
     manifest << "\n";
@@ -81,8 +66,8 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
   for (int step = 0; step < steps; ++step) {
     kernels::Tensor ids, targets;
     ASSERT_TRUE(GatherTextBatch(*data.text, 7, step, batch, g.context, ids, targets).ok());
-    WriteRaw(dir.File("x" + std::to_string(step) + ".bin"), ids);
-    WriteRaw(dir.File("y" + std::to_string(step) + ".bin"), targets);
+    polnode::testing::WriteRawFloats(dir.File("x" + std::to_string(step) + ".bin"), ids);
+    polnode::testing::WriteRawFloats(dir.File("y" + std::to_string(step) + ".bin"), targets);
     manifest << "batch " << step << " " << batch << "\n";
     Result<float> loss = runner->Step(state, ids, targets, *backend);
     ASSERT_TRUE(loss.ok()) << loss.status().ToString();
@@ -91,10 +76,10 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
   manifest.close();
 
   const std::string script = std::string(POLNODE_SOURCE_DIR) + "/tests/solver/torch_gpt_steps.py";
-  const std::string command = std::string(kPython) + " " + script + " " + dir.path();
+  const std::string command = std::string(polnode::testing::kTorchPython) + " " + script + " " + dir.path();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 
-  const std::vector<float> torch_losses = ReadRaw(dir.File("losses.out.bin"));
+  const std::vector<float> torch_losses = polnode::testing::ReadRawFloats(dir.File("losses.out.bin"));
   ASSERT_EQ(torch_losses.size(), static_cast<std::size_t>(steps));
   double worst_loss = 0.0;
   for (std::size_t i = 0; i < torch_losses.size(); ++i) {
@@ -106,7 +91,7 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
   double worst_param = 0.0;
   for (const ParamSpec& p : model->params) {
     const kernels::Tensor& ours = *state.Find(p.name);
-    const std::vector<float> theirs = ReadRaw(dir.File(p.name + ".out.bin"));
+    const std::vector<float> theirs = polnode::testing::ReadRawFloats(dir.File(p.name + ".out.bin"));
     ASSERT_EQ(static_cast<std::int64_t>(theirs.size()), ours.numel()) << p.name;
     float scale = 0.0f;
     for (float x : theirs) scale = std::max(scale, std::fabs(x));
