@@ -2,7 +2,6 @@
 // "what did I earn, what is locked, which tasks is this key part of": balance and nonce, each
 // role's stake (bonded, locked in tasks, free, unbonding), and every task the key submitted,
 // solved, verified or challenged, with its status and outcome.
-#include <array>
 #include <filesystem>
 #include <iomanip>
 #include <ostream>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "flag_groups.h"
+#include "id_lookup.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -40,19 +40,16 @@ struct TaskPart {
 
 std::uint64_t Free(const proto::StakeRecord& s) { return s.bonded() >= s.locked() ? s.bonded() - s.locked() : 0; }
 
-// The raw public key the flags name: PUBKEY, --key FILE, or --home DIR (a role home's role.key,
-// else a node home's node key). Also the ledger URL a node home implies when --ledger is not given.
+// The raw public key --key FILE or --home DIR names (a role home's role.key, else a node home's
+// node key); "" when PUBKEY names it (resolved on the ledger: it may be a prefix). Also the ledger
+// URL a node home implies when --ledger is not given.
 Result<std::string> AccountKey(const FlagSet& flags, std::string& ledger_url) {
   const int given = static_cast<int>(!flags.positional().empty()) + static_cast<int>(flags.Given("key")) +
                     static_cast<int>(flags.Given("home"));
   if (given != 1 || flags.positional().size() > 1) {
-    return Status::InvalidArgument("name the account once: PUBKEY (64 hex), --key FILE or --home DIR");
+    return Status::InvalidArgument("name the account once: PUBKEY (64 hex or a unique prefix), --key FILE or --home DIR");
   }
-  if (!flags.positional().empty()) {
-    std::array<std::uint8_t, 32> raw{};
-    POLNODE_RETURN_IF_ERROR(consensus::HexToFixed(flags.positional()[0], raw).WithContext("PUBKEY (64 hex)"));
-    return std::string(raw.begin(), raw.end());
-  }
+  if (!flags.positional().empty()) return std::string();
   std::string key_path = flags.Get("key");
   if (flags.Given("home")) {
     const std::string home = flags.Get("home");
@@ -153,6 +150,9 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::string pubkey, AccountKey(flags, ledger_url));
   if (ledger_url.empty()) return Status::InvalidArgument("give --ledger URL (or --home of a node home)");
   POLNODE_ASSIGN_OR_RETURN(LedgerClient ledger, LedgerClient::FromUrl(ledger_url));
+  if (pubkey.empty()) {
+    POLNODE_ASSIGN_OR_RETURN(pubkey, ResolvePubkey(ledger, flags.positional()[0], "PUBKEY"));
+  }
   POLNODE_ASSIGN_OR_RETURN(LedgerInfo info, ledger.Info());
   POLNODE_ASSIGN_OR_RETURN(proto::Account account, ledger.Account(pubkey));
   std::vector<RoleStake> stakes = {{"solver", proto::ROLE_SOLVER, {}},
@@ -178,7 +178,8 @@ int RunAccountCommand(const std::vector<std::string>& args, Io& io) {
                 "in tasks, free, unbonding) and every task it submitted, solved, verified or challenged with "
                 "the task's status, outcome and its verdict. Name the account by PUBKEY, --key FILE, or --home "
                 "DIR (a role daemon's home, or a node home, whose ledger is then the default).");
-  flags.Positional("[PUBKEY]", "the account's x-only public key (64 hex)");
+  flags.Positional("[PUBKEY]", "the account's x-only public key: 64 hex, or its first 8 or more hex characters when "
+                               "they name one key the ledger's tasks or verifier set hold");
   flags.Value("key", "FILE", "a key file; the account is its public key");
   DeclareNodeHomeFlag(flags, false);
   DeclareLedgerFlag(flags, false);

@@ -31,7 +31,7 @@ std::string ReportJson(const DevnetReport& r) {
       .Field("protocol_overhead", r.training_seconds > 0 ? (r.wall_seconds - r.training_seconds) / r.training_seconds : 0.0);
   w.Key("tasks").BeginArray();
   for (const DevnetTask& t : r.tasks) {
-    w.BeginObject().Field("id", t.id_hex).Field("solver", t.solver).Field("status", t.status).Field("outcome", t.outcome);
+    w.BeginObject().Field("task_id", t.id_hex).Field("solver", t.solver).Field("status", t.status).Field("outcome", t.outcome);
     w.Key("accuracy");
     if (t.accuracy >= 0) {
       w.Double(t.accuracy);

@@ -4,12 +4,11 @@
 // the referee's operator on the CPU reference kernel) and prints the path and the ruling, saying
 // clearly where the re-execution differs from what the ledger recorded.
 
-#include <cctype>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "flag_groups.h"
+#include "id_lookup.h"
 #include "polnode/cli/cli.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/chain_store.h"
@@ -124,35 +123,6 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
 // The task, its params and its games: from a running ledger (--ledger: GET /v1/tasks/{id}/games), or
 // straight from a node home's stored chain (--home, read-only: works with the ledger stopped or
 // running, as verify-chain does).
-// The full id (64 hex) of the one task whose id starts with `text`, which may be the whole id or
-// a prefix of at least 8 hex characters (the 16 that `status` and the devnet report print).
-// `page(start)` lists the tasks from sequence number `start`. kNotFound when no task matches,
-// kInvalidArgument when the text is not hex or matches several tasks.
-Result<std::string> ResolveTaskId(std::string text, const std::function<Result<contracts::TaskPage>(std::uint64_t)>& page) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool hex = !text.empty() && text.find_first_not_of("0123456789abcdef") == std::string::npos;
-  if (!hex || text.size() > 64 || text.size() < 8) {
-    return Status::InvalidArgument("TASK_ID must be a task id (64 hex) or its first 8 or more hex characters, got '" +
-                                   text + "'");
-  }
-  std::vector<std::string> matches;
-  for (std::uint64_t start = 0;;) {
-    POLNODE_ASSIGN_OR_RETURN(contracts::TaskPage tasks, page(start));
-    for (const proto::Task& task : tasks.tasks) {
-      const std::string id = consensus::ToHex(task.id());
-      if (id.compare(0, text.size(), text) == 0) matches.push_back(id);
-    }
-    start += tasks.tasks.size();
-    if (tasks.tasks.empty() || start >= tasks.total) break;
-  }
-  if (matches.empty()) return Status::NotFound("no task id starts with " + text);
-  if (matches.size() > 1) {
-    return Status::InvalidArgument(text + " names " + std::to_string(matches.size()) + " tasks (" + matches[0] + ", " +
-                                   matches[1] + (matches.size() > 2 ? ", ..." : "") + "): give more of the id");
-  }
-  return matches[0];
-}
-
 Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& task_text) {
   if (flags.Given("ledger") == flags.Given("home")) return Status::InvalidArgument("give exactly one of --ledger URL and --home DIR");
   if (flags.Given("home")) {
@@ -160,14 +130,14 @@ Result<contracts::TaskGames> LoadGames(const FlagSet& flags, const std::string& 
     POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<consensus::ChainStore> store,
                              consensus::ChainStore::Open(home.DataDir(), consensus::ChainStoreOptions{.read_only = true}));
     const BlockState committed(*store);
-    POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskId(task_text, [&](std::uint64_t start) {
+    POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskIdHex(task_text, "TASK_ID", [&](std::uint64_t start) {
                                return contracts::QueryTasks(committed, start, contracts::kMaxTasksPerPage);
                              }));
     POLNODE_ASSIGN_OR_RETURN(std::string task_id, RawFromHex(task_hex, "TASK_ID"));
     return contracts::QueryGames(committed, task_id);
   }
   POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(flags.Get("ledger")));
-  POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskId(task_text, [&](std::uint64_t start) {
+  POLNODE_ASSIGN_OR_RETURN(std::string task_hex, ResolveTaskIdHex(task_text, "TASK_ID", [&](std::uint64_t start) {
                              return client.Tasks(start, contracts::kMaxTasksPerPage);
                            }));
   POLNODE_ASSIGN_OR_RETURN(HttpEndpoint ledger, ParseHttpUrl(flags.Get("ledger")));
@@ -189,7 +159,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
   bool all_match = true;
   JsonWriter w;
   if (flags.json()) {
-    w.BeginObject().Field("task", task_hex).Field("status", proto::TaskStatus_Name(task.status()))
+    w.BeginObject().Field("task_id", task_hex).Field("status", proto::TaskStatus_Name(task.status()))
         .Field("outcome", proto::TaskOutcome_Name(task.outcome()));
     w.Key("games").BeginArray();
   } else {

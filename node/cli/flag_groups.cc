@@ -53,7 +53,17 @@ void DeclareRoleFlags(FlagSet& flags) {
   flags.Value("listen", "HOST:PORT", "where this role serves /metrics and its own routes (port 0: any free port)",
               "127.0.0.1:0");
   flags.Value("poll-ms", "N", "milliseconds between passes over the ledger", "200");
+  DeclareLogFormatFlag(flags);
 }
+
+void DeclareLogFormatFlag(FlagSet& flags) {
+  flags.Value("log-format", "text|json",
+              "event lines on the log: text ('<ISO-8601 UTC time> <who> <event> key=value ...') or json (one "
+              "object per line: time, role, event and each field as a string)",
+              "text");
+}
+
+Result<LogFormat> ReadLogFormatFlag(const FlagSet& flags) { return ParseLogFormat(flags.Get("log-format")); }
 
 namespace {
 
@@ -83,6 +93,7 @@ Result<RoleOptions> ReadRoleFlags(const FlagSet& flags) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t poll_ms, flags.GetInt("poll-ms", 10, 60000));
   options.poll_interval = std::chrono::milliseconds(poll_ms);
   POLNODE_ASSIGN_OR_RETURN(options.fetch, FetchPolicy::Load(options.home + "/" + kRoleConfigFile));
+  POLNODE_ASSIGN_OR_RETURN(options.log_format, ReadLogFormatFlag(flags));
   return options;
 }
 

@@ -42,8 +42,14 @@ void DeclareTaskFileFlag(FlagSet& flags, bool required);
 /// --proof DIR: a proof directory written by `polnode prove`.
 void DeclareProofDirFlag(FlagSet& flags, bool required);
 
-/// What every role daemon takes: --home (the role's home), --ledger, --listen, --poll-ms. Reading
-/// them also loads the fetch policy from HOME/role.toml (FetchPolicy::Load; absent: the default).
+/// --log-format text|json: how a daemon writes its event lines (role_runtime.h LogFormat; default
+/// text).
+void DeclareLogFormatFlag(FlagSet& flags);
+[[nodiscard]] Result<LogFormat> ReadLogFormatFlag(const FlagSet& flags);
+
+/// What every role daemon takes: --home (the role's home), --ledger, --listen, --poll-ms and
+/// --log-format. Reading them also loads the fetch policy from HOME/role.toml (FetchPolicy::Load;
+/// absent: the default).
 void DeclareRoleFlags(FlagSet& flags);
 [[nodiscard]] Result<RoleOptions> ReadRoleFlags(const FlagSet& flags);
 

@@ -59,7 +59,7 @@ Status Init(const FlagSet& flags, Io& io) {
     w.BeginObject()
         .Field("home", dir)
         .Field("chain_id", home.genesis.spec.chain_id())
-        .Field("node_pubkey", pubkey)
+        .Field("pubkey", pubkey)
         .Field("key_file", home.KeyPath())
         .Field("genesis", home.GenesisPath())
         .Field("config", home.ConfigPath())

@@ -26,7 +26,7 @@ int RunKeygenCommand(const std::vector<std::string>& args, Io& io) {
   }
   if (flags.json()) {
     JsonWriter w;
-    w.BeginObject().Field("public_key", pubkey).Field("key_file", path).EndObject();
+    w.BeginObject().Field("pubkey", pubkey).Field("key_file", path).EndObject();
     io.out << w.str() << "\n";
   } else {
     io.out << "public key: " << pubkey << "\nkey file:   " << path << " (mode 0600; keep it private)\n";

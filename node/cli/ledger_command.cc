@@ -16,6 +16,7 @@
 #include "polnode/ledger/block_producer.h"
 #include "polnode/ledger/chain_verifier.h"
 #include "polnode/ledger/ledger.h"
+#include "polnode/roles/role_runtime.h"
 #include "polnode/roles/stop_signals.h"
 #include "polnode/rpc/http_server.h"
 #include "polnode/rpc/json.h"
@@ -38,16 +39,18 @@ LedgerOptions LedgerOptionsFor(const NodeHome& home) {
   return o;
 }
 
-// Logs production: every block with transactions, every 100th empty one, and every failure.
-void LogBlock(const Result<ProducedBlock>& produced) {
+// Logs production on `log`: every block with transactions, every 100th empty one, and every failure.
+void LogBlock(EventLog& log, const Result<ProducedBlock>& produced) {
   if (!produced.ok()) {
-    std::cerr << "polnode ledger: block production failed: " << produced.status().ToString() << std::endl;
+    log.Event("block_failed", {{"error", produced.status().ToString()}});
     return;
   }
   if (produced->tx_count == 0 && produced->height % 100 != 0) return;
-  std::cerr << "polnode ledger: block " << produced->height << " " << consensus::ToHex(produced->hash).substr(0, 16)
-            << " txs=" << produced->tx_count << " failed=" << produced->failed_txs
-            << " ms=" << produced->elapsed_us / 1000 << std::endl;
+  log.Event("block", {{"height", std::to_string(produced->height)},
+                      {"hash", consensus::ToHex(produced->hash)},
+                      {"txs", std::to_string(produced->tx_count)},
+                      {"failed", std::to_string(produced->failed_txs)},
+                      {"ms", std::to_string(produced->elapsed_us / 1000)}});
 }
 
 // The test-only endpoint of --manual-blocks.
@@ -58,7 +61,7 @@ constexpr int kMaxBlocksPerRequest = 10'000;
 // `interval` later on `clock` than the one before, and answers {"height": the new tip, "txs": the
 // transactions they hold}. 400 for a bad count, 500 (and no further block) when production fails.
 HttpResponse ProduceBlocksNow(const HttpRequest& request, Ledger& ledger, ManualClock& clock,
-                              std::chrono::milliseconds interval) {
+                              std::chrono::milliseconds interval, EventLog& log) {
   if (request.method != "POST") {
     HttpResponse r = JsonErrorResponse(405, std::string(kProduceBlockPath) + " takes POST");
     r.allow = "POST";
@@ -78,7 +81,7 @@ HttpResponse ProduceBlocksNow(const HttpRequest& request, Ledger& ledger, Manual
   for (int i = 0; i < count; ++i) {
     clock.Advance(interval);
     Result<ProducedBlock> produced = ledger.ProduceBlock(clock.UnixMillis());
-    LogBlock(produced);
+    LogBlock(log, produced);
     if (!produced.ok()) return JsonErrorResponse(500, produced.status().ToString());
     txs += produced->tx_count;
   }
@@ -100,6 +103,10 @@ Status Serve(const FlagSet& flags, Io& io) {
     POLNODE_ASSIGN_OR_RETURN(home.config.block_interval_ms, flags.GetInt("block-interval-ms", 1, 3600 * 1000));
   }
   POLNODE_ASSIGN_OR_RETURN(auto host_port, SplitHostPort(home.config.listen));
+  POLNODE_ASSIGN_OR_RETURN(LogFormat log_format, ReadLogFormatFlag(flags));
+  // Events go to stderr: stdout holds only the startup line, which scripts and tests read.
+  EventLog log("ledger", SystemClock(), &std::cerr);
+  log.set_format(log_format);
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(home.KeyPath()));
   POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<Ledger> ledger, Ledger::Open(LedgerOptionsFor(home), home.genesis, key));
 
@@ -122,18 +129,22 @@ Status Serve(const FlagSet& flags, Io& io) {
           server_options,
           [&](const HttpRequest& r) {
             const std::string_view path = std::string_view(r.target).substr(0, r.target.find('?'));
-            if (manual_blocks && path == kProduceBlockPath) return ProduceBlocksNow(r, *ledger, block_clock, interval);
+            if (manual_blocks && path == kProduceBlockPath) return ProduceBlocksNow(r, *ledger, block_clock, interval, log);
             return api.Handle(r);
           },
           [&api](int status) { api.CountResponse(status); }));
-  BlockProducer producer(*ledger, SystemClock(), interval, LogBlock);
+  BlockProducer producer(*ledger, SystemClock(), interval,
+                         [&log](const Result<ProducedBlock>& produced) { LogBlock(log, produced); });
   if (!manual_blocks) producer.Start();
 
   const LedgerStatus status = ledger->GetStatus();
-  if (flags.json()) {
+  if (flags.json() || log_format == LogFormat::kJson) {
     JsonWriter w;
-    w.BeginObject()
-        .Field("chain_id", status.chain_id)
+    w.BeginObject();
+    if (log_format == LogFormat::kJson) {
+      w.Field("time", Iso8601Utc(SystemClock().UnixMillis())).Field("role", "ledger").Field("event", "started");
+    }
+    w.Field("chain_id", status.chain_id)
         .Field("height", status.height)
         .Field("listen", host_port.first + ":" + std::to_string(server->port()))
         .Field("producer", consensus::ToHex(status.producer))
@@ -149,7 +160,7 @@ Status Serve(const FlagSet& flags, Io& io) {
   }
 
   const int signal_number = stop.Wait();
-  std::cerr << "polnode ledger: stopping on signal " << signal_number << std::endl;
+  log.Event("stopping", {{"signal", std::to_string(signal_number)}});
   server->Stop();
   producer.Stop();
   return Status::Ok();
@@ -212,6 +223,7 @@ int RunLedgerCommand(const std::vector<std::string>& args, Io& io) {
   DeclareNodeHomeFlag(flags, true);
   flags.Value("listen", "HOST:PORT", "override config.toml's ledger.listen");
   flags.Value("block-interval-ms", "N", "override config.toml's ledger.block_interval_ms");
+  DeclareLogFormatFlag(flags);
   flags.Bool("manual-blocks",
              "for tests: make no block on a timer; each POST /v1/test/produce-block?count=N (N defaults to 1) "
              "makes N blocks at once, their times one interval apart. End-to-end tests drive block production "

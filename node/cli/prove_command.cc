@@ -44,7 +44,7 @@ int Prove(const FlagSet& flags, Io& io) {
   if (flags.json()) {
     JsonWriter w;
     w.BeginObject()
-        .Field("task_id", consensus::ToHex(m.task_id))
+        .Field("document_hash", consensus::ToHex(m.task_id))
         .Field("merkle_root", consensus::ToHex(m.merkle_root))
         .Field("final_state_hash", consensus::ToHex(m.checkpoint_hashes.back()))
         .Field("checkpoints", static_cast<std::int64_t>(m.checkpoint_hashes.size()))
@@ -58,7 +58,7 @@ int Prove(const FlagSet& flags, Io& io) {
         .EndObject();
     io.out << w.str() << "\n";
   } else {
-    io.out << "proved task " << consensus::ToHex(m.task_id) << " into " << options.out_dir << "\n"
+    io.out << "proved document " << consensus::ToHex(m.task_id) << " into " << options.out_dir << "\n"
            << m.checkpoint_hashes.size() << " checkpoints (k=" << m.checkpoint_interval << ", " << m.steps
            << " steps" << (result->resumed_from_step > 0 ? ", resumed from step " + std::to_string(result->resumed_from_step) : "")
            << ") on " << m.backend << (m.is_signed ? ", signed" : ", unsigned") << "\n"

@@ -40,7 +40,7 @@ int RunSignCommand(const std::vector<std::string>& args, Io& io) {
   std::string signer = consensus::ToHex(signed_tx->signer_pubkey);
   if (flags.json()) {
     JsonWriter w;
-    w.BeginObject().Field("tx_id", tx_id).Field("signer_pubkey", signer).Field("out", flags.Get("out"))
+    w.BeginObject().Field("tx_id", tx_id).Field("signer", signer).Field("out", flags.Get("out"))
         .Field("bytes", static_cast<std::uint64_t>(wire->size())).EndObject();
     io.out << w.str() << "\n";
   } else {

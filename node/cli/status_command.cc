@@ -92,7 +92,7 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     const proto::Task& t = view.task;
     const Verdicts v = CountVerdicts(t);
     w.BeginObject()
-        .Field("id", consensus::ToHex(t.id()))
+        .Field("task_id", consensus::ToHex(t.id()))
         .Field("status", proto::TaskStatus_Name(t.status()))
         .Field("outcome", proto::TaskOutcome_Name(t.outcome()))
         .Field("submitter", consensus::ToHex(t.submitter()))

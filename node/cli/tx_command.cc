@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "flag_groups.h"
+#include "id_lookup.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -160,10 +161,14 @@ struct TxKind {
   std::string_view payload_type;
   std::string_view summary;
   void (*declare)(FlagSet& flags);
-  Result<std::string> (*build)(const FlagSet& flags);
+  // `task_id`: the raw task id --task ID named (a full id or a unique prefix, resolved on the
+  // ledger), for kinds that declare it; empty otherwise.
+  Result<std::string> (*build)(const FlagSet& flags, const std::string& task_id);
 };
 
-void DeclareTaskId(FlagSet& f) { f.Value("task", "ID", "task id (64 hex)", "", true); }
+void DeclareTaskId(FlagSet& f) {
+  f.Value("task", "ID", "task id: 64 hex, or its first 8 or more hex characters when they name one task", "", true);
+}
 
 const TxKind kKinds[] = {
     {"transfer", payload::kTransfer, "move AMOUNT of your balance to another account",
@@ -171,7 +176,7 @@ const TxKind kKinds[] = {
        f.Value("to", "PUBKEY", "recipient's x-only public key (64 hex)", "", true);
        f.Value("amount", "AMOUNT", "base units to send", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string&) -> Result<std::string> {
        proto::TransferTx tx;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_to(), Bytes32(f, "to"));
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
@@ -183,7 +188,7 @@ const TxKind kKinds[] = {
        f.Value("role", "ROLE", "solver, verifier or whistleblower", "", true);
        f.Value("amount", "AMOUNT", "base units to bond", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string&) -> Result<std::string> {
        proto::StakeTx tx;
        POLNODE_ASSIGN_OR_RETURN(proto::Role role, RoleFlag(f));
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
@@ -196,7 +201,7 @@ const TxKind kKinds[] = {
        f.Value("role", "ROLE", "solver, verifier or whistleblower", "", true);
        f.Value("amount", "AMOUNT", "base units to unbond", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string&) -> Result<std::string> {
        proto::UnstakeTx tx;
        POLNODE_ASSIGN_OR_RETURN(proto::Role role, RoleFlag(f));
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t amount, Amount(f, "amount"));
@@ -230,7 +235,7 @@ const TxKind kKinds[] = {
        f.Bool("unchecked-spec-uri", "post without fetching --spec-uri first (solvers refuse the task until it serves "
               "the document)");
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string&) -> Result<std::string> {
        proto::SubmitTaskTx tx;
        POLNODE_ASSIGN_OR_RETURN(std::uint64_t payment, Amount(f, "payment"));
        POLNODE_ASSIGN_OR_RETURN(solver::TaskTerms terms, ReadTaskTermsFlags(f, payment));
@@ -277,9 +282,9 @@ const TxKind kKinds[] = {
        return Serialize(tx);
      }},
     {"cancel-task", payload::kCancelTask, "withdraw your task while nobody has claimed it", DeclareTaskId,
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet&, const std::string& task_id) -> Result<std::string> {
        proto::CancelTaskTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        return Serialize(tx);
      }},
     {"claim-task", payload::kClaimTask, "claim a task as its solver, committing to a secret",
@@ -287,9 +292,9 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("secret", "HEX", "your 32-byte secret (64 hex); keep it for the reveal", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::ClaimTaskTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        POLNODE_ASSIGN_OR_RETURN(std::string secret, Bytes32(f, "secret"));
        const consensus::Hash256 commitment = contracts::SecretCommitment(secret);
        tx.set_secret_commitment(commitment.data(), commitment.size());
@@ -303,9 +308,9 @@ const TxKind kKinds[] = {
        f.Value("initial-proof", "HEX", "the serialized Merkle proof that checkpoint 0 is the task's initial state "
                "(consensus::SerializeMerkleProof)", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::CommitProofTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_proof_root(), Bytes32(f, "proof-root"));
        tx.set_proof_uri(f.Get("proof-uri"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_initial_proof(), OptionalHex(f, "initial-proof"));
@@ -322,9 +327,9 @@ const TxKind kKinds[] = {
                "key, segment, the state hash your replay of it reached), 64 hex each, comma-separated", "");
        f.Value("report-hash", "HEX", "hash of your replay report (64 hex)", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::VerdictTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        POLNODE_ASSIGN_OR_RETURN(std::int64_t slot, f.GetInt("slot", 0, UINT32_MAX));
        tx.set_slot(static_cast<std::uint32_t>(slot));
        const std::string word = f.Get("verdict");
@@ -354,9 +359,9 @@ const TxKind kKinds[] = {
        f.Value("segment-digests", "LIST", "a whistleblower, exact mode: per failed segment, in the same order, "
                "SegmentDigest(your key, segment, the state hash your replay of it reached), 64 hex each, comma-separated");
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::DisputeTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        if (f.Given("verifier") != f.Given("slot")) {
          return Status::InvalidArgument("the solver names the disputed verdict by --verifier and --slot together");
        }
@@ -381,9 +386,9 @@ const TxKind kKinds[] = {
        DeclareTaskId(f);
        f.Value("seed", "HEX", "the seed given to submit-task --seed (64 hex)", "", true);
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::SeedRevealTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_seed(), Bytes32(f, "seed"));
        return Serialize(tx);
      }},
@@ -396,9 +401,9 @@ const TxKind kKinds[] = {
                "RevealCheckpoints), ascending, comma-separated, each CHECKPOINT:COMMITTED_HASH:COMMITTED_PROOF:"
                "RESULT_HASH:RESULT_PROOF (hashes 64 hex, proofs serialized Merkle proofs in hex)");
      },
-     [](const FlagSet& f) -> Result<std::string> {
+     [](const FlagSet& f, const std::string& task_id) -> Result<std::string> {
        proto::RevealTx tx;
-       POLNODE_ASSIGN_OR_RETURN(*tx.mutable_task_id(), Bytes32(f, "task"));
+       *tx.mutable_task_id() = task_id;
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_secret(), Bytes32(f, "secret"));
        POLNODE_ASSIGN_OR_RETURN(*tx.mutable_result_root(), Bytes32(f, "result-root"));
        POLNODE_ASSIGN_OR_RETURN(std::vector<proto::RevealedLeaf> leaves, LeafList(f, "leaves"));
@@ -449,7 +454,12 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey key, consensus::ReadKeyFile(key_path));
   const std::string signer = consensus::ToHex(key.PublicKey().bytes());
 
-  POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags));
+  // A kind that takes --task ID (not submit-task's --task FILE) accepts a unique prefix of the id.
+  std::string task_id;
+  if (flags.Given("task") && kind.payload_type != payload::kSubmitTask) {
+    POLNODE_ASSIGN_OR_RETURN(task_id, ResolveTaskId(ledger, flags.Get("task"), "--task"));
+  }
+  POLNODE_ASSIGN_OR_RETURN(std::string payload, kind.build(flags, task_id));
   if (kind.payload_type == payload::kStake) {
     const auto pub = key.PublicKey();
     POLNODE_RETURN_IF_ERROR(CheckStakeUseful(
@@ -461,8 +471,19 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   }
   std::optional<std::string> chain_id;
   if (flags.Given("chain-id")) chain_id = flags.Get("chain-id");
+  // A submitted task's id follows from its spec, the signer and the nonce (contracts/beacon.h
+  // TaskIdFor), so the poster learns the id every other command takes without asking the ledger.
+  std::string task_hex = task_id.empty() ? std::string() : consensus::ToHex(task_id);
+  proto::SubmitTaskTx submitted;
+  const bool is_submit = kind.payload_type == payload::kSubmitTask && submitted.ParseFromString(payload);
   POLNODE_ASSIGN_OR_RETURN(LedgerClient::Sent sent, ledger.Send(key, kind.payload_type, std::move(payload), nonce, chain_id));
   const std::string& id = sent.id_hex;
+  if (is_submit) {
+    const auto pub = key.PublicKey();
+    task_hex = consensus::ToHex(contracts::TaskIdFor(
+        contracts::TaskSpecHash(submitted.spec()),
+        std::string_view(reinterpret_cast<const char*>(pub.bytes().data()), pub.bytes().size()), sent.nonce));
+  }
 
   std::optional<std::uint64_t> height;
   if (flags.GetBool("wait")) {
@@ -472,12 +493,14 @@ Status SendTx(const TxKind& kind, const FlagSet& flags, Io& io) {
   if (flags.json()) {
     JsonWriter w;
     w.BeginObject().Field("tx_id", id).Field("signer", signer).Field("nonce", sent.nonce).Field("payload_type", kind.payload_type);
+    if (!task_hex.empty()) w.Field("task_id", task_hex);
     if (height) w.Field("height", *height);
     w.Field("status", height ? "committed" : "pending").EndObject();
     io.out << w.str() << "\n";
   } else {
-    io.out << kind.name << " " << id << " (signer " << signer.substr(0, 16) << "..., nonce " << sent.nonce << ") "
+    io.out << kind.name << ": tx " << id << " (signer " << signer.substr(0, 16) << "..., nonce " << sent.nonce << ") "
            << (height ? "committed in block " + std::to_string(*height) : std::string("accepted into the mempool")) << "\n";
+    if (!task_hex.empty()) io.out << "task " << task_hex << "\n";
   }
   return Status::Ok();
 }

@@ -53,7 +53,7 @@ void WriteVerdictJson(std::ostream& out, const verifier::Verdict& v, const solve
   w.BeginObject()
       .Field("accept", v.accept)
       .Field("reason", v.reason)
-      .Field("task_id", consensus::ToHex(m.task_id))
+      .Field("document_hash", consensus::ToHex(m.task_id))
       .Field("task_source", task_source)
       .Field("merkle_root", consensus::ToHex(m.merkle_root))
       .Field("signed", v.is_signed)
@@ -90,7 +90,7 @@ int VerifyProofDir(const FlagSet& flags, Io& io) {
   }
   Result<BackendChoice> backend = ReadBackendFlags(flags);
   if (!backend.ok()) return ReportError(io, kName, backend.status()), kExitUsage;
-  // Without --task the proof's own copy is used: the verdict then shows its task id, which the
+  // Without --task the proof's own copy is used: the verdict then shows its document hash, which the
   // caller must compare with the one committed on the ledger.
   const std::string task_path = flags.Given("task") ? flags.Get("task") : dir + "/task.pb";
   Result<solver::TaskSpec> task = solver::ReadTaskFile(task_path);

@@ -113,7 +113,7 @@ Result<int> DisputeDuty::Poll(RoleContext& ctx, const proto::Task& task) {
     ctx.metrics().Add("dispute_moves_total");
     ctx.metrics().Add("dispute_move_bytes_total", static_cast<double>(bytes));
     const bool as_challenger = game.challenger().key() == ctx.pubkey();
-    ctx.log().Event("dispute_move", {{"task", consensus::ToHex(task.id())},
+    ctx.log().Event("dispute_move", {{"task_id", consensus::ToHex(task.id())},
                                      {"challenger", challenger},
                                      {"as", as_challenger ? "challenger" : "defender"},
                                      {"phase", proto::GamePhase_Name(game.phase())},

@@ -1,6 +1,9 @@
 #include "polnode/roles/role_runtime.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -58,50 +61,157 @@ Result<std::pair<std::string, std::uint16_t>> HostPort(const std::string& listen
 
 // ---- metrics and events ---------------------------------------------------------------------
 
-void RoleMetrics::Add(std::string_view name, double delta) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = values_.find(name);
-  if (it == values_.end()) it = values_.emplace(std::string(name), 0.0).first;
-  it->second += delta;
+namespace {
+
+struct HelpEntry {
+  std::string_view name;
+  std::string_view help;
+};
+
+// Every family a role sets (ctx.metrics() in node/roles), sorted by name for the lookup.
+constexpr HelpEntry kMetricHelp[] = {
+    {"assignments_total", "Verifier slots assigned to this key."},
+    {"balance", "The key's balance at the last settlement it saw, in base units of the chain's currency."},
+    {"blobs_fetched_total", "Checkpoint blobs fetched from solvers' proof servers."},
+    {"challenges_total", "Whistleblower challenges sent."},
+    {"checking", "1 while a replay runs or waits to be retried, else 0."},
+    {"checkpoints_published_total", "Checkpoints published on the ledger to answer an unavailable verdict."},
+    {"checkpoints_saved_total", "Proof checkpoints written to disk."},
+    {"checks_total", "Verifier slots re-checked by the whistleblower."},
+    {"disagreements_total", "Re-checked verdicts the whistleblower's replay disagreed with."},
+    {"dispute_move_bytes_total", "Bytes of dispute-game move payloads sent."},
+    {"dispute_moves_total", "Dispute-game moves sent."},
+    {"disputes_total", "Reject verdicts the solver disputed."},
+    {"forced_errors_total", "Forced-error rounds the solver trained."},
+    {"http_responses_total", "HTTP responses this role's server sent, by status code."},
+    {"ledger_reachable", "1 when the last pass reached the ledger, else 0."},
+    {"model_failures_total", "Delivered models the submitter could not fetch or evaluate."},
+    {"model_fetch_retries_total", "Retried fetches of a delivered model."},
+    {"models_delivered_total", "Trained models fetched and evaluated by the submitter."},
+    {"pass_errors_total", "Passes over the ledger that ended in an error (logged as pass_error)."},
+    {"passes_total", "Passes over the ledger."},
+    {"proofs_committed_total", "Proof roots committed on the ledger."},
+    {"published_loaded_total", "Checkpoints read from the ledger's published copies instead of the solver."},
+    {"segments_replayed_total", "Proof segments replayed."},
+    {"settled_total", "Tasks this role took part in that settled."},
+    {"staked", "1 when the role's stake is bonded and free, else 0."},
+    {"steps_trained_total", "Training steps run for proofs."},
+    {"task_errors_total", "Tasks whose document or proof could not be used (the task's fault)."},
+    {"tasks_accepted_total", "Tasks whose proof was accepted."},
+    {"tasks_cancelled_total", "Submitted tasks that closed without settlement (unclaimed, cancelled)."},
+    {"tasks_claimed_total", "Tasks claimed by the solver."},
+    {"tasks_failed_total", "Task submissions that failed."},
+    {"tasks_found_total", "Submitted tasks found on the ledger after a restart."},
+    {"tasks_in_flight", "Submitted tasks not closed yet."},
+    {"tasks_paid_total", "Solved tasks that settled with the solver paid."},
+    {"tasks_settled_total", "Submitted tasks that settled."},
+    {"tasks_submitted_total", "Tasks posted to the ledger."},
+    {"tasks_unpaid_total", "Solved tasks that settled without paying the solver."},
+    {"training_active", "1 while a task trains, else 0."},
+    {"training_seconds_total", "Seconds spent training proofs."},
+    {"training_threads", "Tasks training at once."},
+    {"txs_committed_total", "Transactions this role sent that committed."},
+    {"txs_failed_total", "Transactions this role sent whose payload failed on the ledger."},
+    {"txs_refused_total", "Transactions the ledger refused at admission."},
+    {"txs_sent_total", "Transactions sent."},
+    {"verdicts_total", "Verdicts posted, by verdict."},
+    {"verifications_total", "Replays of a task's drawn segments."},
+    {"verify_errors_total", "Replays that ended in an error (retried)."},
+    {"verify_seconds_total", "Seconds spent replaying proof segments."},
+};
+
+std::string LabelText(const MetricLabel& label) {
+  if (label.name.empty()) return "";
+  return std::string(label.name) + "=" + JsonQuote(label.value);
 }
 
-void RoleMetrics::Set(std::string_view name, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = values_.find(name);
-  if (it == values_.end()) it = values_.emplace(std::string(name), 0.0).first;
-  it->second = value;
+}  // namespace
+
+std::string_view MetricHelp(std::string_view name) {
+  const auto* it = std::lower_bound(std::begin(kMetricHelp), std::end(kMetricHelp), name,
+                                    [](const HelpEntry& e, std::string_view n) { return e.name < n; });
+  if (it != std::end(kMetricHelp) && it->name == name) return it->help;
+  return "polnode role metric";
 }
 
-double RoleMetrics::Get(std::string_view name) const {
+void RoleMetrics::Add(std::string_view name, double delta, const MetricLabel& label) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = values_.find(name);
-  return it == values_.end() ? 0.0 : it->second;
+  if (it == values_.end()) it = values_.emplace(std::string(name), std::map<std::string, double>()).first;
+  it->second[LabelText(label)] += delta;
+}
+
+void RoleMetrics::Set(std::string_view name, double value, const MetricLabel& label) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) it = values_.emplace(std::string(name), std::map<std::string, double>()).first;
+  it->second[LabelText(label)] = value;
+}
+
+double RoleMetrics::Get(std::string_view name, const MetricLabel& label) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) return 0.0;
+  auto sample = it->second.find(LabelText(label));
+  return sample == it->second.end() ? 0.0 : sample->second;
 }
 
 std::string RoleMetrics::Text(std::string_view role) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::ostringstream out;
   out.precision(17);
-  for (const auto& [name, value] : values_) {
+  for (const auto& [name, samples] : values_) {
     const std::string metric = MetricName(role, name);
-    out << "# TYPE " << metric << (name.ends_with("_total") ? " counter" : " gauge") << "\n" << metric << " " << value << "\n";
+    out << "# HELP " << metric << " " << MetricHelp(name) << "\n"
+        << "# TYPE " << metric << (name.ends_with("_total") ? " counter" : " gauge") << "\n";
+    for (const auto& [labels, value] : samples) {
+      out << metric << (labels.empty() ? "" : "{" + labels + "}") << " " << value << "\n";
+    }
   }
   return out.str();
 }
 
+Result<LogFormat> ParseLogFormat(std::string_view text) {
+  if (text == "text") return LogFormat::kText;
+  if (text == "json") return LogFormat::kJson;
+  return Status::InvalidArgument("--log-format must be text or json, got '" + std::string(text) + "'");
+}
+
+std::string Iso8601Utc(std::int64_t unix_ms) {
+  const std::int64_t ms = ((unix_ms % 1000) + 1000) % 1000;
+  const std::time_t seconds = static_cast<std::time_t>((unix_ms - ms) / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[80];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms));
+  return text;
+}
+
 void EventLog::Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields) {
-  std::ostringstream line;
-  line << clock_.UnixMillis() << " " << role_ << " " << event;
-  for (const auto& [key, value] : fields) {
-    line << " " << key << "=";
-    if (value.find_first_of(" \"=") != std::string::npos) {
-      line << JsonQuote(value);
-    } else {
-      line << value;
+  const std::string time = Iso8601Utc(clock_.UnixMillis());
+  std::string line;
+  if (format_.load() == LogFormat::kJson) {
+    JsonWriter w;
+    w.BeginObject().Field("time", time).Field("role", role_).Field("event", event);
+    for (const auto& [key, value] : fields) w.Field(key, value);
+    w.EndObject();
+    line = w.str();
+  } else {
+    std::ostringstream text;
+    text << time << " " << role_ << " " << event;
+    for (const auto& [key, value] : fields) {
+      text << " " << key << "=";
+      if (value.find_first_of(" \"=") != std::string::npos) {
+        text << JsonQuote(value);
+      } else {
+        text << value;
+      }
     }
+    line = text.str();
   }
   std::lock_guard<std::mutex> lock(mu_);
-  std::cout << line.str() << std::endl;
+  (out_ != nullptr ? *out_ : std::cout) << line << std::endl;
 }
 
 // ---- context --------------------------------------------------------------------------------
@@ -170,10 +280,10 @@ Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view 
       case TxState::Kind::kFailed:
         POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " failed " + OneLine(state.error) + "\n"));
         metrics_.Add("txs_failed_total");
-        log_.Event("tx_failed", {{"duty", std::string(name)}, {"tx", id}, {"error", state.error}});
+        log_.Event("tx_failed", {{"duty", std::string(name)}, {"tx_id", id}, {"error", state.error}});
         return DutyState::kFailed;
       case TxState::Kind::kUnknown:
-        log_.Event("tx_lost", {{"duty", std::string(name)}, {"tx", id}});
+        log_.Event("tx_lost", {{"duty", std::string(name)}, {"tx_id", id}});
         break;  // the ledger lost it (restarted with an empty mempool): send again below
     }
   }
@@ -191,7 +301,7 @@ Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view 
     return posted.status().WithContext("duty " + std::string(name));
   }
   metrics_.Add("txs_sent_total");
-  log_.Event("tx_sent", {{"duty", std::string(name)}, {"type", std::string(payload_type)}, {"tx", sent.id_hex}});
+  log_.Event("tx_sent", {{"duty", std::string(name)}, {"type", std::string(payload_type)}, {"tx_id", sent.id_hex}});
   return DutyState::kSent;
 }
 
@@ -210,7 +320,7 @@ Result<bool> RoleContext::EnsureStake(proto::Role role, std::uint64_t amount) {
     std::lock_guard<std::mutex> lock(mu_);
     if (notice != funding_notice_) {
       funding_notice_ = notice;
-      log_.Event("needs_funds", {{"key", consensus::ToHex(pubkey_)},
+      log_.Event("needs_funds", {{"pubkey", consensus::ToHex(pubkey_)},
                                  {"role", proto::Role_Name(role)},
                                  {"balance", std::to_string(account.balance())},
                                  {"need", std::to_string(need)},
@@ -278,20 +388,23 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
             if (std::optional<HttpResponse> r = role.Handle(request)) return std::move(*r);
             return JsonErrorResponse(404, "no such endpoint: " + request.target);
           },
-          [&ctx](int status) { ctx.metrics().Add("http_responses_" + std::to_string(status) + "_total"); }));
+          [&ctx](int status) { ctx.metrics().Add("http_responses_total", 1.0, {"code", std::to_string(status)}); }));
   ctx.set_http_url("http://" + host_port.first + ":" + std::to_string(server->port()));
   // Kept for the next run of this home (ReadRoleFlags): URLs this role put on the ledger stay valid.
   POLNODE_RETURN_IF_ERROR(WriteFileAtomically(options.home + "/" + kRoleListenFile,
                                               host_port.first + ":" + std::to_string(server->port()) + "\n"));
 
-  if (json) {
+  ctx.log().set_format(options.log_format);
+  if (json || options.log_format == LogFormat::kJson) {
     JsonWriter w;
-    w.BeginObject()
-        .Field("role", role_name)
-        .Field("pubkey", consensus::ToHex(ctx.pubkey()))
-        .Field("url", ctx.http_url())
-        .Field("ledger", ctx.ledger().url())
-        .EndObject();
+    w.BeginObject();
+    if (options.log_format == LogFormat::kJson) {
+      w.Field("time", Iso8601Utc(clock.UnixMillis())).Field("role", role_name).Field("event", "started");
+    } else {
+      w.Field("role", role_name);
+    }
+    w.Field("pubkey", consensus::ToHex(ctx.pubkey())).Field("url", ctx.http_url()).Field("ledger", ctx.ledger().url());
+    w.EndObject();
     out << w.str() << std::endl;
   } else {
     out << "polnode " << role_name << ": key " << consensus::ToHex(ctx.pubkey()) << ", serving " << ctx.http_url()

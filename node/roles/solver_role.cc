@@ -155,7 +155,7 @@ Status SolverRole::Poll(RoleContext& ctx) {
       if (task.solver() == ctx.pubkey()) {
         POLNODE_RETURN_IF_ERROR(HandleOwnTask(ctx, task));
       } else if (auto it = claimed_.find(task.id()); it != claimed_.end() && task.status() != proto::TASK_OPEN) {
-        ctx.log().Event("claim_lost", {{"task", consensus::ToHex(task.id())}});
+        ctx.log().Event("claim_lost", {{"task_id", consensus::ToHex(task.id())}});
         claimed_.erase(it);  // another solver's claim landed first
         --claims_;
       } else if (task.status() == proto::TASK_OPEN) {
@@ -206,7 +206,7 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
   if (!usable.ok()) {
     // Not retried: a document that is unreachable now is retried, anything else is final.
     if (usable.code() != StatusCode::kUnavailable) refused_[task.id()] = usable.ToString();
-    ctx.log().Event("task_refused", {{"task", consensus::ToHex(task.id())}, {"reason", usable.ToString()}});
+    ctx.log().Event("task_refused", {{"task_id", consensus::ToHex(task.id())}, {"reason", usable.ToString()}});
     return Status::Ok();
   }
 
@@ -215,7 +215,7 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
   POLNODE_ASSIGN_OR_RETURN(bool checkable, AnyVerifierCouldTake(ctx, task));
   if (!checkable) {
     if (waiting_for_verifiers_.insert(task.id()).second) {
-      ctx.log().Event("claim_deferred", {{"task", consensus::ToHex(task.id())},
+      ctx.log().Event("claim_deferred", {{"task_id", consensus::ToHex(task.id())},
                                          {"reason", "no staked verifier has the free stake this task's lock needs, so "
                                                     "it would settle unverified and unpaid"}});
     }
@@ -258,7 +258,7 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
     refused_[task.id()] = "claim failed";
     return Status::Ok();
   }
-  ctx.log().Event("claiming", {{"task", consensus::ToHex(task.id())}, {"model", document->model}, {"steps", std::to_string(document->steps)}});
+  ctx.log().Event("claiming", {{"task_id", consensus::ToHex(task.id())}, {"model", document->model}, {"steps", std::to_string(document->steps)}});
   ctx.metrics().Add("tasks_claimed_total");
   ++claims_;
   claimed_[task.id()] = std::move(claimed);
@@ -283,7 +283,7 @@ Result<SolverRole::Claimed*> SolverRole::Restore(RoleContext& ctx, const proto::
   }
   if (task.status() != proto::TASK_CLAIMED) claimed->committed_root = HashOf(task.proof_root());
   claimed->settled_logged = task.status() == proto::TASK_SETTLED || task.status() == proto::TASK_CANCELLED;
-  ctx.log().Event("restored", {{"task", consensus::ToHex(task.id())}, {"status", proto::TaskStatus_Name(task.status())}});
+  ctx.log().Event("restored", {{"task_id", consensus::ToHex(task.id())}, {"status", proto::TaskStatus_Name(task.status())}});
   ++claims_;
   Claimed* raw = claimed.get();
   claimed_[task.id()] = std::move(claimed);
@@ -310,7 +310,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
       // Durable progress, so an operator (or the devnet) can see where a restart will resume.
       prove.on_checkpoint_saved = [&ctx, &task_hex](std::int64_t step) {
         ctx.metrics().Add("checkpoints_saved_total");
-        ctx.log().Event("checkpoint_saved", {{"task", task_hex}, {"step", std::to_string(step)}});
+        ctx.log().Event("checkpoint_saved", {{"task_id", task_hex}, {"step", std::to_string(step)}});
       };
       if (options_.cheat) {
         POLNODE_ASSIGN_OR_RETURN(solver::TaskStepper stepper, solver::TaskStepper::Create(claimed.document, *data));
@@ -323,7 +323,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
       const double seconds = std::chrono::duration<double>(ctx.clock().Now() - started).count();
       ctx.metrics().Add("training_seconds_total", seconds);
       ctx.metrics().Add("steps_trained_total", static_cast<double>(claimed.document.steps - result.resumed_from_step));
-      ctx.log().Event("trained", {{"task", task_hex},
+      ctx.log().Event("trained", {{"task_id", task_hex},
                                   {"steps", std::to_string(claimed.document.steps)},
                                   {"resumed_from", std::to_string(result.resumed_from_step)},
                                   {"seconds", std::to_string(seconds)},
@@ -333,7 +333,7 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
     claimed.result = status;
     claimed.done = true;
   });
-  ctx.log().Event("training", {{"task", task_hex},
+  ctx.log().Event("training", {{"task_id", task_hex},
                                {"backend", options_.backend},
                                {"cheating", options_.cheat ? "true" : "false"},
                                {"forced_checkpoints", forced ? std::to_string(forced->checkpoints.size()) : "0"}});
@@ -376,7 +376,7 @@ Status SolverRole::CommitProof(RoleContext& ctx, const proto::Task& task, Claime
   tx.set_initial_proof(std::move(initial_proof));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("commit-" + consensus::ToHex(task.id()), contracts::payload::kCommitProof, Serialized(tx)));
   if (state == DutyState::kSent) {
-    ctx.log().Event("committing", {{"task", consensus::ToHex(task.id())}, {"root", consensus::ToHex(root)}, {"forced", forced ? "true" : "false"}});
+    ctx.log().Event("committing", {{"task_id", consensus::ToHex(task.id())}, {"root", consensus::ToHex(root)}, {"forced", forced ? "true" : "false"}});
     ctx.metrics().Add("proofs_committed_total");
     if (forced) ctx.metrics().Add("forced_errors_total");
   }
@@ -443,7 +443,7 @@ Status SolverRole::Publish(RoleContext& ctx, const proto::Task& task, Claimed& c
       const std::string name = "publish-" + task_hex + "-" + std::to_string(checkpoint) + "-" + std::to_string(i);
       POLNODE_ASSIGN_OR_RETURN(DutyState sent, ctx.SendDuty(name, contracts::payload::kPublish, Serialized(txs[i])));
       if (i == 0 && sent == DutyState::kSent) {
-        ctx.log().Event("publishing", {{"task", task_hex},
+        ctx.log().Event("publishing", {{"task_id", task_hex},
                                        {"checkpoint", std::to_string(checkpoint)},
                                        {"transactions", std::to_string(txs.size())}});
         ctx.metrics().Add("checkpoints_published_total");
@@ -501,7 +501,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       if (!claimed->worker) StartTraining(ctx, task, *claimed);
       if (!claimed->done) return Status::Ok();
       if (!claimed->result.ok()) {
-        ctx.log().Event("training_failed", {{"task", task_hex}, {"error", claimed->result.ToString()}});
+        ctx.log().Event("training_failed", {{"task_id", task_hex}, {"error", claimed->result.ToString()}});
         claimed->worker->join();
         claimed->worker.reset();  // retried next pass; Prove resumes from its last checkpoint
         return Status::Ok();
@@ -526,7 +526,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
                                                                contracts::payload::kDispute, Serialized(tx)));
         if (state == DutyState::kSent) {
           ctx.log().Event("disputing",
-                          {{"task", task_hex}, {"slot", std::to_string(i)}, {"verifier", consensus::ToHex(slot.verifier())}});
+                          {{"task_id", task_hex}, {"slot", std::to_string(i)}, {"verifier", consensus::ToHex(slot.verifier())}});
           ctx.metrics().Add("disputes_total");
         }
       }
@@ -545,7 +545,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
       POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("reveal-" + task_hex, contracts::payload::kReveal, Serialized(tx)));
       if (state == DutyState::kSent) {
         ctx.log().Event("revealing",
-                        {{"task", task_hex}, {"forced", forced ? "true" : "false"}, {"leaves", std::to_string(tx.leaves_size())}});
+                        {{"task_id", task_hex}, {"forced", forced ? "true" : "false"}, {"leaves", std::to_string(tx.leaves_size())}});
       }
       return Status::Ok();
     }
@@ -572,7 +572,7 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
     case proto::TASK_CANCELLED:
       if (!claimed->settled_logged) {
         POLNODE_ASSIGN_OR_RETURN(proto::Account account, ctx.ledger().Account(ctx.pubkey()));
-        ctx.log().Event("settled", {{"task", task_hex},
+        ctx.log().Event("settled", {{"task_id", task_hex},
                                     {"outcome", proto::TaskOutcome_Name(task.outcome())},
                                     {"balance", std::to_string(account.balance())}});
         ctx.metrics().Add(task.outcome() == proto::OUTCOME_ACCEPTED ? "tasks_paid_total" : "tasks_unpaid_total");

@@ -58,7 +58,7 @@ std::string SubmitterReportJson(const SubmitterReport& report) {
   for (const TaskReport& t : report.tasks) {
     w.BeginObject()
         .Field("file", t.file)
-        .Field("document_id", t.document_id)
+        .Field("document_hash", t.document_hash)
         .Field("spec_uri", t.spec_uri)
         .Field("task_id", t.task_id)
         .Field("status", t.status)

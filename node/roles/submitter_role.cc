@@ -73,7 +73,7 @@ SubmitterRole::SubmitterRole(std::vector<SubmitterTask> tasks, std::unique_ptr<k
     documents_.emplace(task.document_hex, task.encoded);
     TaskReport r;
     r.file = task.file;
-    r.document_id = task.document_hex;
+    r.document_hash = task.document_hex;
     r.payment = task.spec.payment();
     report_.tasks.push_back(std::move(r));
     Tracked t;
@@ -97,6 +97,7 @@ Status SubmitterRole::Start(RoleContext& ctx) {
     report_.tasks[i].spec_uri = tx.spec_uri();
     tracked_[i].payload = tx.SerializeAsString();
   }
+  POLNODE_RETURN_IF_ERROR(KeepEarlierReport(ctx.home()));
   return WriteReport(ctx);
 }
 
@@ -137,7 +138,7 @@ Status SubmitterRole::RevealSeed(RoleContext& ctx, const Tracked& t, const proto
   tx.set_seed(t.seed);
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty("seed-" + consensus::ToHex(task.id()),
                                                          contracts::payload::kRevealSeed, tx.SerializeAsString()));
-  if (state == DutyState::kSent) ctx.log().Event("seed_revealed", {{"task", consensus::ToHex(task.id())}});
+  if (state == DutyState::kSent) ctx.log().Event("seed_revealed", {{"task_id", consensus::ToHex(task.id())}});
   return Status::Ok();
 }
 
@@ -205,7 +206,7 @@ void SubmitterRole::Fail(RoleContext& ctx, std::size_t i, std::string why) {
   report_.tasks[i].status = "failed";
   report_.tasks[i].error = std::move(why);
   ctx.metrics().Add("tasks_failed_total");
-  ctx.log().Event("task_failed", {{"document", tracked_[i].task.document_hex}, {"error", report_.tasks[i].error}});
+  ctx.log().Event("task_failed", {{"document_hash", tracked_[i].task.document_hex}, {"error", report_.tasks[i].error}});
 }
 
 Status SubmitterRole::Scan(RoleContext& ctx) {
@@ -227,13 +228,13 @@ Status SubmitterRole::Scan(RoleContext& ctx) {
         r.refund = facts.refund;
         r.model = facts.model;
         ctx.metrics().Add("tasks_found_total");
-        ctx.log().Event("task_found", {{"task", r.task_id},
-                                       {"document", t.task.document_hex},
+        ctx.log().Event("task_found", {{"task_id", r.task_id},
+                                       {"document_hash", t.task.document_hex},
                                        {"file", t.task.file},
                                        {"submit_height", std::to_string(r.submit_height)}});
         if (task.spec_uri() != r.spec_uri) {
           // Posted by an earlier run serving elsewhere: solvers fetch the document there, not here.
-          ctx.log().Event("spec_uri_elsewhere", {{"task", r.task_id}, {"spec_uri", task.spec_uri()}});
+          ctx.log().Event("spec_uri_elsewhere", {{"task_id", r.task_id}, {"spec_uri", task.spec_uri()}});
         }
         break;
       }
@@ -266,7 +267,7 @@ Status SubmitterRole::Submit(RoleContext& ctx) {
     switch (*state) {
       case DutyState::kSent:
         ctx.metrics().Add("tasks_submitted_total");
-        ctx.log().Event("task_submitted", {{"document", t.task.document_hex}, {"file", t.task.file}});
+        ctx.log().Event("task_submitted", {{"document_hash", t.task.document_hex}, {"file", t.task.file}});
         break;
       case DutyState::kFailed:
         Fail(ctx, i, "the submission failed on the ledger: " + ctx.DutyFailure(duty) +
@@ -316,7 +317,7 @@ Status SubmitterRole::Follow(RoleContext& ctx) {
   for (std::size_t i : newly_closed) {
     const TaskReport& r = report_.tasks[i];
     const std::optional<std::int64_t> change = r.balance_change();
-    ctx.log().Event("task_settled", {{"task", r.task_id},
+    ctx.log().Event("task_settled", {{"task_id", r.task_id},
                                      {"status", r.status},
                                      {"outcome", r.outcome},
                                      {"refund", r.refund ? std::to_string(*r.refund) : "unknown"},
@@ -337,7 +338,7 @@ Result<bool> SubmitterRole::Observe(RoleContext& ctx, std::size_t i, const proto
   if (status != r.status) {
     r.status = status;
     ctx.log().Event("task_status",
-                    {{"task", r.task_id}, {"status", status}, {"deadline", std::to_string(task.deadline())}});
+                    {{"task_id", r.task_id}, {"status", status}, {"deadline", std::to_string(task.deadline())}});
   }
   if (!IsClosed(task.status())) return false;
 
@@ -399,20 +400,20 @@ Status SubmitterRole::DeliverModels(RoleContext& ctx) {
       r.model = std::move(model).value();
       POLNODE_RETURN_IF_ERROR(SaveTaskFacts(ctx.home(), r.task_id, TaskFacts{r.refund, r.model}));
       ctx.metrics().Add("models_delivered_total");
-      ctx.log().Event("model_delivered", {{"task", r.task_id},
+      ctx.log().Event("model_delivered", {{"task_id", r.task_id},
                                           {"accuracy", Decimal(r.model->test_accuracy(), 4)},
                                           {"state_hash", r.model->state_hash},
                                           {"path", r.model->path}});
       continue;
     }
     if (model.status().code() == StatusCode::kUnavailable && now - *t.first_model_try < model_wait_) {
-      if (first_try) ctx.log().Event("model_unavailable", {{"task", r.task_id}, {"error", model.status().ToString()}});
+      if (first_try) ctx.log().Event("model_unavailable", {{"task_id", r.task_id}, {"error", model.status().ToString()}});
       ctx.metrics().Add("model_fetch_retries_total");
       continue;
     }
     r.error = "the model could not be had: " + model.status().ToString();
     ctx.metrics().Add("model_failures_total");
-    ctx.log().Event("model_failed", {{"task", r.task_id}, {"error", model.status().ToString()}});
+    ctx.log().Event("model_failed", {{"task_id", r.task_id}, {"error", model.status().ToString()}});
   }
   return Status::Ok();
 }
@@ -429,6 +430,19 @@ Result<double> SubmitterRole::SecondsBetween(RoleContext& ctx, std::uint64_t fro
     times[k] = block.header.time_unix_ms;
   }
   return (static_cast<double>(times[1]) - static_cast<double>(times[0])) / 1000.0;
+}
+
+Status SubmitterRole::KeepEarlierReport(const std::string& home) {
+  const std::filesystem::path current = home + "/report.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(current, ec)) return Status::Ok();
+  for (int n = 1;; ++n) {
+    const std::filesystem::path kept = home + "/report-" + std::to_string(n) + ".json";
+    if (std::filesystem::exists(kept, ec)) continue;
+    std::filesystem::rename(current, kept, ec);
+    if (ec) return Status::IOError("cannot keep the earlier " + current.string() + " as " + kept.string() + ": " + ec.message());
+    return Status::Ok();
+  }
 }
 
 Status SubmitterRole::WriteReport(RoleContext& ctx) {

@@ -372,7 +372,7 @@ Status TaskScan::Pass(RoleContext& ctx, const std::function<Status(const proto::
         std::string& last = errors_[task.id()];
         if (last != status.ToString()) {
           last = status.ToString();
-          ctx.log().Event("task_error", {{"task", consensus::ToHex(task.id())}, {"error", last}});
+          ctx.log().Event("task_error", {{"task_id", consensus::ToHex(task.id())}, {"error", last}});
         }
       }
       all_closed_so_far = all_closed_so_far && status.ok() && TaskClosed(task);

@@ -177,7 +177,7 @@ Status VerifierRole::Collect(RoleContext& ctx) {
     Failure& failure = failures_[id];
     if (failure.error != check.status().ToString()) {
       failure.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", failure.error}});
+      ctx.log().Event("verify_failed", {{"task_id", consensus::ToHex(id)}, {"error", failure.error}});
     }
     failure.retry_at = ctx.clock().Now() + kRetryPause;
     return Status::Ok();
@@ -212,7 +212,7 @@ Status VerifierRole::HandleAssigned(RoleContext& ctx, const proto::Task& task, c
   const std::string& id = task.id();
   if (assigned_.insert(id).second) {
     ctx.metrics().Add("assignments_total", static_cast<double>(open.size()));
-    ctx.log().Event("assigned", {{"task", consensus::ToHex(id)},
+    ctx.log().Event("assigned", {{"task_id", consensus::ToHex(id)},
                                  {"slots", JoinSlots(open)},
                                  {"segments", JoinSegments(SegmentsOfSlots(task, open))}});
   }
@@ -253,7 +253,7 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   // One replay of the union of the slots' segments (and the final one, replayed once) answers all.
   std::vector<std::int64_t> segments = SegmentsOfSlots(task, slots);
   ctx.log().Event("verifying",
-                  {{"task", consensus::ToHex(task.id())}, {"slots", JoinSlots(slots)}, {"segments", JoinSegments(segments)}});
+                  {{"task_id", consensus::ToHex(task.id())}, {"slots", JoinSlots(slots)}, {"segments", JoinSegments(segments)}});
   CheckRequest request;
   request.task = task;
   request.segments = std::move(segments);
@@ -275,14 +275,14 @@ Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std:
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
   if (state != DutyState::kSent) return Status::Ok();
   const std::string word = VerdictWord(tx.verdict());
-  ctx.metrics().Add("verdicts_" + word + "_total");
+  ctx.metrics().Add("verdicts_total", 1.0, {"verdict", word});
   std::string reason = "see the report";
   if (auto task_reasons = reasons_.find(task.id()); task_reasons != reasons_.end()) {
     if (auto r = task_reasons->second.find(slot); r != task_reasons->second.end()) reason = r->second;
   }
   std::string failed;
   for (std::uint64_t s : tx.failed_segments()) failed += (failed.empty() ? "" : ",") + std::to_string(s);
-  ctx.log().Event("verdict", {{"task", consensus::ToHex(task.id())},
+  ctx.log().Event("verdict", {{"task_id", consensus::ToHex(task.id())},
                               {"slot", std::to_string(slot)},
                               {"verdict", word},
                               {"failed", failed},

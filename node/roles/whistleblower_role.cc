@@ -141,7 +141,7 @@ void WhistleblowerRole::Collect(RoleContext& ctx) {
     ctx.metrics().Add("verify_errors_total");
     if (audit->second.error != check.status().ToString()) {
       audit->second.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task", consensus::ToHex(id)}, {"error", audit->second.error}});
+      ctx.log().Event("verify_failed", {{"task_id", consensus::ToHex(id)}, {"error", audit->second.error}});
     }
     audit->second.retry_at = ctx.clock().Now() + kRetryPause;
     return;
@@ -182,7 +182,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   request.ledger = &ctx.ledger();
   request.clock = &ctx.clock();
   audit.published_seen = task.published_size();
-  ctx.log().Event("auditing", {{"task", consensus::ToHex(task.id())},
+  ctx.log().Event("auditing", {{"task_id", consensus::ToHex(task.id())},
                                {"slots", std::to_string(audit.slots.size())},
                                {"segments", JoinSegments(request.segments)}});
   running_.emplace(Running{task.id(), std::async(std::launch::async, [request = std::move(request)] {
@@ -200,7 +200,7 @@ Status WhistleblowerRole::Compare(RoleContext& ctx, const proto::Task& task, Tas
     const bool agree = mine.verdict == slot.verdict();
     ctx.metrics().Add("checks_total");
     if (!agree) ctx.metrics().Add("disagreements_total");
-    ctx.log().Event("checked", {{"task", consensus::ToHex(task.id())},
+    ctx.log().Event("checked", {{"task_id", consensus::ToHex(task.id())},
                                 {"slot", std::to_string(i)},
                                 {"verifier", consensus::ToHex(slot.verifier())},
                                 {"result", agree ? "agree" : "disagree"},
@@ -256,7 +256,7 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   ctx.metrics().Add("challenges_total");
   std::string failed;
   for (std::uint64_t s : mine.failed_segments) failed += (failed.empty() ? "" : ",") + std::to_string(s);
-  ctx.log().Event("challenged", {{"task", consensus::ToHex(task.id())}, {"failed", failed}, {"reason", mine.reason}});
+  ctx.log().Event("challenged", {{"task_id", consensus::ToHex(task.id())}, {"failed", failed}, {"reason", mine.reason}});
   return Status::Ok();
 }
 
@@ -290,7 +290,7 @@ Status WhistleblowerRole::ReportSettled(RoleContext& ctx, const proto::Task& tas
   const std::int64_t change = static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before);
   ctx.metrics().Add("settled_total");
   ctx.metrics().Set("balance", static_cast<double>(now.balance));
-  ctx.log().Event("settled", {{"task", consensus::ToHex(task.id())},
+  ctx.log().Event("settled", {{"task_id", consensus::ToHex(task.id())},
                               {"outcome", proto::TaskOutcome_Name(task.outcome())},
                               {"forced_error", task.forced_error() ? "true" : "false"},
                               {"balance", std::to_string(now.balance)},

@@ -72,7 +72,7 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
       continue;
     }
     ASSERT_EQ(solver, "solver-cheat");
-    cheat_task = t["id"].GetString();
+    cheat_task = t["task_id"].GetString();
     EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED");
     EXPECT_TRUE(t["accuracy"].IsNull()) << "no model is delivered from a rejected proof";
     for (const rapidjson::Value& g : t["games"].GetArray()) {

@@ -43,7 +43,7 @@ class KeysCliTest : public ::testing::Test {
 TEST_F(KeysCliTest, KeygenJsonPrintsXOnlyPublicKeyAndWritesPrivateFile) {
   ProcessResult r = Polnode({"keygen", "--json", "--out", "k.key"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string pubkey = JsonString(r.out, "public_key");
+  std::string pubkey = JsonString(r.out, "pubkey");
   EXPECT_EQ(pubkey.size(), 64u) << r.out;
   EXPECT_EQ(pubkey.find_first_not_of("0123456789abcdef"), std::string::npos);
   struct stat st {};
@@ -59,7 +59,7 @@ TEST_F(KeysCliTest, KeygenWithoutOutPicksAFileNamedByTheKey) {
   ProcessResult r = Polnode({"keygen", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string file = JsonString(r.out, "key_file");
-  EXPECT_EQ(file, "key-" + JsonString(r.out, "public_key").substr(0, 16) + ".key");
+  EXPECT_EQ(file, "key-" + JsonString(r.out, "pubkey").substr(0, 16) + ".key");
   EXPECT_FALSE(ReadAll(dir_.File(file)).empty());
 }
 
@@ -73,7 +73,7 @@ TEST_F(KeysCliTest, SignThenVerifyAndEveryTamperingIsCaught) {
   ASSERT_EQ(verify.exit_code, 0) << verify.err;
   EXPECT_NE(verify.out.find("\"valid\":true"), std::string::npos);
   EXPECT_EQ(JsonString(verify.out, "tx_id"), JsonString(sign.out, "tx_id"));
-  EXPECT_EQ(JsonString(verify.out, "signer_pubkey"), JsonString(sign.out, "signer_pubkey"));
+  EXPECT_EQ(JsonString(verify.out, "signer_pubkey"), JsonString(sign.out, "signer"));
 
   // Flip every bit position's byte in turn: each altered envelope must be rejected (exit 1),
   // whether the change lands in a field, a length, a tag or the signature.

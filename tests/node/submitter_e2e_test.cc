@@ -73,7 +73,7 @@ class SubmitterE2ETest : public ::testing::Test {
     std::filesystem::create_directory(home_);
     auto keygen = RunProcess({PolnodeBinary(), "keygen", "--out", home_ + "/role.key", "--json"});
     ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
-    pubkey_ = JsonString(keygen.out, "public_key");
+    pubkey_ = JsonString(keygen.out, "pubkey");
     ASSERT_EQ(pubkey_.size(), 64u) << keygen.out;
     auto init = RunProcess({PolnodeBinary(), "init", "--home", dir_.File("ledger"), "--chain-id", "submitter-chain",
                             "--block-interval-ms", "100", "--accounts", pubkey_ + "=" + std::to_string(kFunds), "--json"});
@@ -175,7 +175,7 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   // `polnode status` lists it in flight, in JSON and as a table.
   auto status = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url(), "--json"});
   ASSERT_EQ(status.exit_code, 0) << status.err;
-  EXPECT_TRUE(Has(status.out, "\"id\":\"" + task_hex + "\",\"status\":\"TASK_OPEN\"")) << status.out;
+  EXPECT_TRUE(Has(status.out, "\"task_id\":\"" + task_hex + "\",\"status\":\"TASK_OPEN\"")) << status.out;
   EXPECT_TRUE(Has(status.out, "\"total_tasks\":1")) << status.out;
   auto table = RunProcess({PolnodeBinary(), "status", "--ledger", ledger_->url()});
   ASSERT_EQ(table.exit_code, 0) << table.err;
@@ -193,6 +193,8 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   ASSERT_TRUE(Committing([&] { return Has(Out("second.out"), " task_found "); })) << Out("second.out") << Err();
   EXPECT_EQ(JsonString(Out("second.out"), "url"), url) << "the spec URI on the ledger must stay valid";
   EXPECT_TRUE(FetchTaskDocument(loopback, task.spec_uri()).ok());
+  // The first run's report is kept beside the new one, not overwritten.
+  EXPECT_EQ(ReadFileText(home_ + "/report-1.json"), interim);
 
   // Nobody claims it: the claim window closes it and the submitter, with nothing left to wait for,
   // exits 0 and prints its report.
@@ -204,7 +206,7 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   const std::string out = Out("second.out");
   EXPECT_FALSE(Has(out, " tx_sent ")) << out;
   EXPECT_FALSE(Has(out, " task_submitted ")) << out;
-  EXPECT_TRUE(Has(out, " task_settled task=" + task_hex + " status=TASK_CANCELLED outcome=OUTCOME_UNCLAIMED")) << out;
+  EXPECT_TRUE(Has(out, " task_settled task_id=" + task_hex + " status=TASK_CANCELLED outcome=OUTCOME_UNCLAIMED")) << out;
 
   own = OwnTasks();
   ASSERT_EQ(own.size(), 1u) << "the restarted submitter posted the task again";

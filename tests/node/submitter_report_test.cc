@@ -17,8 +17,8 @@ using polnode::testing::TempDir;
 TaskReport SettledTask() {
   TaskReport t;
   t.file = "a.toml";
-  t.document_id = std::string(64, 'd');
-  t.spec_uri = "http://127.0.0.1:9/v1/specs/" + t.document_id;
+  t.document_hash = std::string(64, 'd');
+  t.spec_uri = "http://127.0.0.1:9/v1/specs/" + t.document_hash;
   t.task_id = std::string(64, 'e');
   t.status = "TASK_SETTLED";
   t.outcome = "OUTCOME_ACCEPTED";
@@ -43,7 +43,7 @@ TEST(SubmitterReportTest, JsonHasTheDocumentedShape) {
   report.tasks.push_back(SettledTask());
   TaskReport open;
   open.file = "b.toml";
-  open.document_id = std::string(64, 'f');
+  open.document_hash = std::string(64, 'f');
   open.payment = 5;
   open.cost = 6;
   report.tasks.push_back(open);
@@ -52,14 +52,14 @@ TEST(SubmitterReportTest, JsonHasTheDocumentedShape) {
   EXPECT_EQ(SubmitterReportJson(report),
             "{\"submitter\":\"" + std::string(64, 'a') +
                 "\",\"ledger\":\"http://127.0.0.1:1\",\"balance\":99,\"done\":true,\"tasks\":["
-                "{\"file\":\"a.toml\",\"document_id\":\"" + std::string(64, 'd') + "\",\"spec_uri\":\"http://127.0.0.1:9/v1/specs/" +
+                "{\"file\":\"a.toml\",\"document_hash\":\"" + std::string(64, 'd') + "\",\"spec_uri\":\"http://127.0.0.1:9/v1/specs/" +
                 std::string(64, 'd') + "\",\"task_id\":\"" + e +
                 "\",\"status\":\"TASK_SETTLED\",\"outcome\":\"OUTCOME_ACCEPTED\",\"payment\":1000,\"cost\":1001,"
                 "\"refund\":10,\"balance_change\":-991,\"submit_height\":3,\"settle_height\":40,\"seconds_to_settle\":3.5,"
                 "\"solver\":\"" + std::string(64, '5') + "\",\"result_root\":\"" + std::string(64, '7') +
                 "\",\"accuracy\":0.75,\"model\":{\"path\":\"/h/models/" + e + ".state\",\"state_hash\":\"" +
                 std::string(64, '9') + "\",\"test_correct\":3,\"test_total\":4},\"error\":\"\"},"
-                "{\"file\":\"b.toml\",\"document_id\":\"" + std::string(64, 'f') +
+                "{\"file\":\"b.toml\",\"document_hash\":\"" + std::string(64, 'f') +
                 "\",\"spec_uri\":\"\",\"task_id\":\"\",\"status\":\"submitting\",\"outcome\":\"\",\"payment\":5,"
                 "\"cost\":6,\"refund\":null,\"balance_change\":null,\"submit_height\":0,\"settle_height\":0,"
                 "\"seconds_to_settle\":null,\"solver\":\"\",\"result_root\":\"\",\"accuracy\":null,\"model\":null,\"error\":\"\"}]}");

@@ -154,7 +154,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     auto init = RunProcess({PolnodeBinary(), "init", "--home", home_, "--chain-id", kChain, "--block-interval-ms",
                             "100", "--accounts", submitter_.pubkey + "=1000000000", "--json"});
     ASSERT_EQ(init.exit_code, 0) << init.err;
-    producer_ = Str(Json(init.out), "node_pubkey");
+    producer_ = Str(Json(init.out), "pubkey");
     ASSERT_EQ(producer_.size(), 64u) << init.out;
 
     // Short waits, long acting windows, no random forced errors, a solver lock that splits
@@ -226,7 +226,7 @@ class TaskLifecycleE2ETest : public ::testing::Test {
     Actor a{name, keys_.File(name + ".key"), ""};
     auto r = RunProcess({PolnodeBinary(), "keygen", "--out", a.key_file, "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    a.pubkey = Str(Json(r.out), "public_key");
+    a.pubkey = Str(Json(r.out), "pubkey");
     EXPECT_EQ(a.pubkey.size(), 64u) << r.out;
     return a;
   }

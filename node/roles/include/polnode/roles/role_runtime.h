@@ -34,30 +34,61 @@
 
 namespace polnode::node {
 
-/// Thread-safe counters and gauges, exposed as Prometheus text under polnode_<role>_<name>.
+/// A metric's one label (Prometheus: a dimension of one family, such as an HTTP status code);
+/// none when `name` is empty.
+struct MetricLabel {
+  std::string_view name;
+  std::string value;
+};
+
+/// Thread-safe counters and gauges, exposed as Prometheus text under polnode_<role>_<name>. A name
+/// ending in `_total` is a counter, any other a gauge; each family gets the `# HELP` line
+/// MetricHelp gives and a `# TYPE` line, then one sample per label value.
 class RoleMetrics {
  public:
-  void Add(std::string_view name, double delta = 1.0);
-  void Set(std::string_view name, double value);
-  double Get(std::string_view name) const;
+  void Add(std::string_view name, double delta = 1.0, const MetricLabel& label = {});
+  void Set(std::string_view name, double value, const MetricLabel& label = {});
+  double Get(std::string_view name, const MetricLabel& label = {}) const;
   std::string Text(std::string_view role) const;
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, double, std::less<>> values_;
+  // family name -> label text ("" or `code="200"`) -> value
+  std::map<std::string, std::map<std::string, double>, std::less<>> values_;
 };
 
-/// One line per protocol event on stdout: "<unix ms> <role> <event> key=value ...", flushed. The
-/// time is `clock`'s calendar time; `clock` must outlive the log.
+/// The help text of role metric `name` (a family RoleMetrics holds): what it counts or measures
+/// and in which unit. Every name a role sets has one; an unknown name gets "polnode role metric".
+std::string_view MetricHelp(std::string_view name);
+
+/// How a daemon writes its log lines (--log-format).
+enum class LogFormat {
+  kText,  // "<ISO-8601 UTC time> <role> <event> key=value ...", values with spaces JSON-quoted
+  kJson,  // {"time":"<ISO-8601 UTC>","role":"...","event":"...","key":"value",...}, values as strings
+};
+/// "text" or "json"; kInvalidArgument naming both for anything else.
+[[nodiscard]] Result<LogFormat> ParseLogFormat(std::string_view text);
+
+/// `unix_ms` as ISO-8601 UTC with milliseconds: "2026-11-26T13:08:57.123Z".
+std::string Iso8601Utc(std::int64_t unix_ms);
+
+/// One line per protocol event on `out` (stdout when null) in the chosen format (text unless
+/// set_format says otherwise), flushed. The time is `clock`'s calendar time; `clock` and `out` must
+/// outlive the log.
 class EventLog {
  public:
-  explicit EventLog(std::string role, Clock& clock = SystemClock()) : role_(std::move(role)), clock_(clock) {}
+  explicit EventLog(std::string role, Clock& clock = SystemClock(), std::ostream* out = nullptr)
+      : role_(std::move(role)), clock_(clock), out_(out) {}
+  /// Set before the first event (the daemon does, from --log-format).
+  void set_format(LogFormat format) { format_ = format; }
   void Event(std::string_view event, std::initializer_list<std::pair<std::string_view, std::string>> fields = {});
 
  private:
   std::mutex mu_;
   std::string role_;
   Clock& clock_;
+  std::ostream* out_;
+  std::atomic<LogFormat> format_{LogFormat::kText};
 };
 
 /// What a duty's transaction is doing.
@@ -77,6 +108,7 @@ struct RoleOptions {
   std::string listen = "127.0.0.1:0";
   std::chrono::milliseconds poll_interval{200};
   FetchPolicy fetch;  // what the role may fetch from URIs on the ledger (HOME/role.toml's [fetch])
+  LogFormat log_format = LogFormat::kText;  // event lines and the startup line (--log-format)
 };
 
 /// What a role's pass may use. Methods are thread-safe (roles run long work on worker threads).
@@ -156,8 +188,9 @@ class Role {
 [[nodiscard]] Result<consensus::SecretKey> LoadOrCreateRoleKey(const std::string& home);
 
 /// Runs `role` until a stop signal or role.Done(): creates the home, loads the key, starts the
-/// HTTP server on options.listen and prints one startup line to `out` (JSON when `json`: role,
-/// pubkey, url), then polls every options.poll_interval of `clock`'s time. A stop signal is taken
+/// HTTP server on options.listen and prints one startup line to `out` (a JSON object when `json`
+/// or options.log_format is kJson: role, pubkey, url, ledger, and with kJson the time and event
+/// "started" as every event line has), then polls every options.poll_interval of `clock`'s time. A stop signal is taken
 /// at the end of that wait, so a daemon stops at most one interval after it. Returns when stopped.
 /// `stop` must have been constructed before the caller started any thread (stop_signals.h).
 [[nodiscard]] Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& options,

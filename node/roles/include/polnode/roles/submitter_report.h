@@ -1,5 +1,7 @@
 // What `polnode submitter` reports about its tasks: DIR/report.json, rewritten atomically whenever
-// something in it changes (`polnode devnet` reads it for its final report), the summary printed at
+// something in it changes (`polnode devnet` reads it for its final report); a run that finds an
+// earlier run's report.json first renames it to report-N.json (the first free N from 1), so no
+// run's report is ever lost; the summary printed at
 // exit, and the few facts only the submitter can know (DIR/tasks/<task id hex>), kept so that a
 // restarted submitter reports them again.
 //
@@ -11,7 +13,7 @@
 //     "done": true | false,                 every task closed and every model fetched or given up
 //     "tasks": [ {                          one per --task file, in the order given
 //       "file": "PATH",                     as given on the command line
-//       "document_id": "<64 hex>",          solver::TaskId of the task document
+//       "document_hash": "<64 hex>",        solver::TaskId of the task document
 //       "spec_uri": "URI",                  where this submitter serves the document
 //       "task_id": "<64 hex>" | "",         the ledger's task id, once found on the ledger
 //       "status": "submitting" | "TASK_OPEN" | ... | "TASK_SETTLED" | "TASK_CANCELLED" | "failed",
@@ -60,7 +62,7 @@ struct DeliveredModel {
 
 struct TaskReport {
   std::string file;
-  std::string document_id;
+  std::string document_hash;
   std::string spec_uri;
   std::string task_id;
   std::string status = "submitting";

@@ -115,6 +115,9 @@ class SubmitterRole final : public Role {
   [[nodiscard]] Status DeliverModels(RoleContext& ctx);
   // Block time of `to` minus block time of `from`, in seconds.
   [[nodiscard]] Result<double> SecondsBetween(RoleContext& ctx, std::uint64_t from, std::uint64_t to) const;
+  // Renames an earlier run's HOME/report.json to the first free HOME/report-N.json (N from 1), so
+  // this run's report never overwrites it.
+  [[nodiscard]] static Status KeepEarlierReport(const std::string& home);
   // Rewrites report.json if its text changed.
   [[nodiscard]] Status WriteReport(RoleContext& ctx);
   void Fail(RoleContext& ctx, std::size_t i, std::string why);
