@@ -100,9 +100,11 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
           << " the ledger\n";
     }
   }
-  out << "balances (change since genesis, stake included):\n";
+  // Ids print as 16-hex prefixes, which every command that takes an id accepts back (id_lookup.h).
+  out << "balances (change since genesis, stake included; key prefix for 'polnode account'):\n";
   for (const DevnetAccount& a : r.accounts) {
-    out << "  " << std::left << std::setw(16) << a.name << std::right << std::setw(12) << a.change() << "\n";
+    out << "  " << std::left << std::setw(16) << a.name << std::right << std::setw(12) << a.change() << "  "
+        << a.pubkey_hex.substr(0, 16) << "\n";
   }
   const double overhead = r.training_seconds > 0 ? (r.wall_seconds - r.training_seconds) / r.training_seconds : 0.0;
   out << "time: wall " << r.wall_seconds << " s; training " << r.training_seconds << " s ("
@@ -112,6 +114,10 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
       << std::setprecision(2) << overhead << "x the training time\n";
   if (r.ledger_down_seconds > 0) out << "ledger outage: down " << r.ledger_down_seconds << " s, then served again\n";
   out << "logs: " << r.home << "/logs (one file per process)\n";
+  if (!r.tasks.empty()) {
+    out << "audit a task: polnode dispute replay " << r.tasks.front().id_hex.substr(0, 16) << " --home " << r.home
+        << "/ledger\n";
+  }
   out << (r.all_settled && r.audits_match ? "every task settled; every dispute re-executed as the ledger ruled\n"
                                           : "NOT every task settled, or an audit differed\n");
 }
@@ -143,6 +149,8 @@ Status Run(const FlagSet& flags, Io& io) {
   o.restart_roles = flags.GetBool("restart-roles");
   POLNODE_ASSIGN_OR_RETURN(std::int64_t outage, flags.GetInt("ledger-outage-s", 0, 3600));
   o.ledger_outage = std::chrono::seconds(outage);
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t base_port, flags.GetInt("base-port", 0, 65535 - 6));
+  o.base_port = static_cast<std::uint16_t>(base_port);
   if (o.steps % o.checkpoint_interval != 0) return Status::InvalidArgument("--steps must be a multiple of --checkpoint-interval");
 
   std::ostream& progress = flags.json() ? io.err : io.out;
@@ -189,6 +197,10 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("ledger-outage-s", "S",
               "once a task is being verified, kill the ledger, keep it down S seconds and restart it on the same "
               "address (tests that the roles ride out an outage; 0: no outage)",
+              "0");
+  flags.Value("base-port", "P",
+              "serve the ledger on 127.0.0.1:P and the six role daemons on P+1..P+6 (solver-honest, solver-cheat, "
+              "verifier-honest, verifier-lazy, whistleblower, submitter); 0: free ports the system picks",
               "0");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);

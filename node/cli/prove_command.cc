@@ -1,8 +1,13 @@
 // `polnode prove`: trains a task with proof of learning into a directory (resumable: run the same
 // command again after an interruption and it continues from the last checkpoint).
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
 #include <ostream>
 
 #include "flag_groups.h"
+#include "progress_printer.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -28,14 +33,22 @@ int Prove(const FlagSet& flags, Io& io) {
   Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
   if (!data.ok()) return ReportError(io, kCommand, data.status());
 
+  Result<std::int64_t> every = flags.GetInt("log-every", 1, INT64_MAX);
+  if (!every.ok()) return ReportError(io, kCommand, every.status());
+
   solver::ProveOptions options;
   options.out_dir = flags.Get("out");
   options.key = &*key;
-  // Progress on stderr, one line per durable checkpoint: stdout stays the result (one JSON object
-  // with --json), and a run stopped after a line resumes from that step.
+  // Progress on stderr: the step, loss, speed and time left, and one line per durable checkpoint
+  // (a run stopped after such a line resumes from that step). stdout stays the result (one JSON
+  // object with --json).
+  const bool terminal = &io.err == &std::cerr && isatty(STDERR_FILENO) == 1;
+  ProgressPrinter progress(io.err, terminal, *every);
+  options.sink = &progress;
   const std::int64_t total_steps = task->steps;
-  options.on_checkpoint_saved = [&io, total_steps](std::int64_t step) {
-    io.err << "polnode prove: checkpoint at step " << step << " of " << total_steps << " saved\n" << std::flush;
+  options.on_checkpoint_saved = [&progress, total_steps](std::int64_t step) {
+    progress.Note("polnode prove: checkpoint at step " + std::to_string(step) + " of " + std::to_string(total_steps) +
+                  " saved");
   };
   Result<solver::ProveResult> result = solver::Prove(*task, *data, *backend->backend, options);
   if (!result.ok()) return ReportError(io, kCommand, result.status());
@@ -79,6 +92,8 @@ int RunProveCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("key", "FILE", "solver key file (polnode keygen) that signs the manifest; verifiers reject unsigned proofs",
               "", true);
   DeclareBackendFlags(flags);
+  flags.Value("log-every", "N", "steps between progress lines (step, loss, steps/s, ETA) when stderr is not a terminal",
+              "50");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   return Prove(flags, io);
 }

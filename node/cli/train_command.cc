@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "flag_groups.h"
+#include "progress_printer.h"
 #include "polnode/cli/commands.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/rpc/json.h"
@@ -26,51 +27,6 @@ namespace polnode::node {
 namespace {
 
 constexpr const char* kCommand = "polnode train";
-
-std::string FormatDuration(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  std::ostringstream out;
-  if (s >= 3600) out << s / 3600 << "h";
-  out << std::setfill('0');
-  if (s >= 60) out << (s >= 3600 ? std::setw(2) : std::setw(1)) << (s / 60) % 60 << "m";
-  out << (s >= 60 ? std::setw(2) : std::setw(1)) << s % 60 << "s";
-  return out.str();
-}
-
-// Shows progress: on a terminal one line redrawn in place (at most ten times a second, so drawing
-// never slows training), otherwise a plain line every `every` steps.
-class ProgressPrinter : public solver::ProgressSink {
- public:
-  ProgressPrinter(std::ostream& err, bool terminal, std::int64_t every)
-      : err_(err), terminal_(terminal), every_(every) {}
-
-  void OnStep(const solver::StepProgress& p) override {
-    const double rate =
-        p.elapsed_seconds > 0.0 ? static_cast<double>(p.step) / p.elapsed_seconds : 0.0;
-    const double eta = rate > 0.0 ? static_cast<double>(p.total - p.step) / rate : 0.0;
-    const bool last = p.step == p.total;
-    if (terminal_) {
-      if (!last && p.elapsed_seconds - last_draw_ < 0.1) return;
-      last_draw_ = p.elapsed_seconds;
-      std::ostringstream line;
-      line << "\rstep " << p.step << "/" << p.total << "  epoch " << p.epoch + 1 << "  loss "
-           << std::fixed << std::setprecision(4) << p.loss << "  " << std::setprecision(1) << rate
-           << " steps/s  ETA " << FormatDuration(eta) << "   ";
-      err_ << line.str() << (last ? "\n" : "") << std::flush;
-      return;
-    }
-    if (p.step % every_ != 0 && !last) return;
-    err_ << "step " << p.step << "/" << p.total << " epoch " << p.epoch + 1 << " loss "
-         << std::fixed << std::setprecision(4) << p.loss << " steps/s " << std::setprecision(1)
-         << rate << " eta " << FormatDuration(eta) << "\n";
-  }
-
- private:
-  std::ostream& err_;
-  bool terminal_;
-  std::int64_t every_;
-  double last_draw_ = -1.0;
-};
 
 void DeclareFlags(FlagSet& flags) {
   flags.Value("model", "SPEC",

@@ -229,6 +229,12 @@ Status Devnet::SetUp() {
   members_[4].extra_flags = {"--threads", "1"};
   members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window", "300",
                              "--training-window", "1200"};
+  if (o_.base_port != 0) {
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      members_[i].extra_flags.push_back("--listen");
+      members_[i].extra_flags.push_back("127.0.0.1:" + std::to_string(o_.base_port + 1 + i));
+    }
+  }
 
   NodeHomeSpec ledger_home;
   ledger_home.chain_id = "polnode-devnet";
@@ -606,7 +612,7 @@ void Devnet::StopAll() {
 Result<DevnetReport> Devnet::Run() {
   started_ = clock_.Now();
   POLNODE_RETURN_IF_ERROR(SetUp());
-  POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:0"));
+  POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:" + std::to_string(o_.base_port)));
   report_.ledger_url = "http://" + ledger_listen_;
   POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(report_.ledger_url));
   ledger_.emplace(std::move(client));

@@ -321,7 +321,7 @@ Result<bool> RoleContext::EnsureStake(proto::Role role, std::uint64_t amount) {
     if (notice != funding_notice_) {
       funding_notice_ = notice;
       log_.Event("needs_funds", {{"pubkey", consensus::ToHex(pubkey_)},
-                                 {"role", proto::Role_Name(role)},
+                                 {"stake_role", proto::Role_Name(role)},
                                  {"balance", std::to_string(account.balance())},
                                  {"need", std::to_string(need)},
                                  {"hint", "transfer at least " + std::to_string(need - account.balance()) +

@@ -99,10 +99,20 @@ Result<solver::TamperSpec> ResolveCheat(const CheatSpec& cheat, const solver::Ta
     if (it == nodes.end()) return Status::InvalidArgument("--cheat: the step graph has no node '" + cheat.node_name + "'");
     tamper.node = it->index;
   }
-  if (tamper.node >= static_cast<int>(nodes.size()) ||
-      tamper.output >= static_cast<int>(nodes[static_cast<std::size_t>(tamper.node)].output_shapes.size()) ||
-      tamper.step >= document.steps) {
-    return Status::InvalidArgument("--cheat: no such node, output or step in this task");
+  // Each part is checked on its own, so the message names the one that is wrong.
+  if (tamper.step >= document.steps) {
+    return Status::InvalidArgument("--cheat: step=" + std::to_string(tamper.step) + " is past the task's last step (" +
+                                   std::to_string(document.steps - 1) + ")");
+  }
+  if (tamper.node >= static_cast<int>(nodes.size())) {
+    return Status::InvalidArgument("--cheat: node=" + std::to_string(tamper.node) + " is past the step graph's " +
+                                   std::to_string(nodes.size()) + " nodes");
+  }
+  const std::size_t outputs = nodes[static_cast<std::size_t>(tamper.node)].output_shapes.size();
+  if (tamper.output >= static_cast<int>(outputs)) {
+    return Status::InvalidArgument("--cheat: output=" + std::to_string(tamper.output) + ", but node " +
+                                   nodes[static_cast<std::size_t>(tamper.node)].name + " has " +
+                                   std::to_string(outputs) + " output(s)");
   }
   return tamper;
 }

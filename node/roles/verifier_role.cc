@@ -284,7 +284,7 @@ Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std:
   for (std::uint64_t s : tx.failed_segments()) failed += (failed.empty() ? "" : ",") + std::to_string(s);
   ctx.log().Event("verdict", {{"task_id", consensus::ToHex(task.id())},
                               {"slot", std::to_string(slot)},
-                              {"verdict", word},
+                              {"verdict", proto::Verdict_Name(tx.verdict())},
                               {"failed", failed},
                               {"reason", reason},
                               {"report", consensus::ToHex(tx.report_hash())}});

@@ -130,7 +130,7 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   const std::string absent = std::string(cheat_task[0] == 'f' ? "0" : "f") + cheat_task.substr(1, 15);
   const ProcessResult unknown =
       RunProcess({PolnodeBinary(), "dispute", "replay", absent, "--home", home + "/ledger"});
-  EXPECT_NE(unknown.err.find("no task id starts with " + absent), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("no task id on the ledger starts with " + absent), std::string::npos) << unknown.err;
 }
 
 // Every round forced (--forced-error-rate 1): each solver falsifies its forced checkpoints while it

@@ -202,7 +202,7 @@ TEST_F(LedgerE2ETest, ASecondRoleDaemonOnTheSameHomeIsRefusedByName) {
   const std::size_t notice = log.find(" needs_funds ");
   ASSERT_NE(notice, std::string::npos) << log;
   EXPECT_EQ(log.find(" needs_funds ", notice + 1), std::string::npos) << "logged once per shortfall: " << log;
-  EXPECT_NE(log.find("role=ROLE_VERIFIER balance=0 need="), std::string::npos) << log;
+  EXPECT_NE(log.find("stake_role=ROLE_VERIFIER balance=0 need="), std::string::npos) << log;
   EXPECT_NE(log.find("hint=\"transfer at least "), std::string::npos) << log;
   EXPECT_EQ(log.find(" pass_error "), std::string::npos) << log;
 

@@ -131,8 +131,8 @@ TEST_F(PolCliTest, ProveVerifyAcceptThenTamperedBlobIsRejected) {
   const auto pubkey_of = [&](const std::string& key_file) {
     ProcessResult keygen = Polnode({"keygen", "--out", key_file, "--json"});
     EXPECT_EQ(keygen.exit_code, 0) << keygen.err;
-    const std::size_t at = keygen.out.find("\"public_key\":\"");
-    return at == std::string::npos ? std::string() : keygen.out.substr(at + 14, 64);
+    const std::size_t at = keygen.out.find("\"pubkey\":\"");
+    return at == std::string::npos ? std::string() : keygen.out.substr(at + 10, 64);
   };
   const std::string other_pubkey = pubkey_of("other.key");
   ASSERT_EQ(other_pubkey.size(), 64u);

@@ -46,6 +46,11 @@ struct DevnetOptions {
   /// When > 0: once a task is being verified, kill (SIGKILL) the ledger, keep it down this long and
   /// start it again on the same address; every role must ride the outage out.
   std::chrono::seconds ledger_outage{0};
+  /// 0: every process serves on a free port the system picks. Else the ledger serves on
+  /// 127.0.0.1:base_port and the six role daemons on the next six ports, in the order solver-honest,
+  /// solver-cheat, verifier-honest, verifier-lazy, whistleblower, submitter (for firewalls and
+  /// dashboards that need fixed addresses).
+  std::uint16_t base_port = 0;
 };
 
 struct DevnetGame {
