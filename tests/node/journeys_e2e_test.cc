@@ -194,6 +194,28 @@ TEST(JourneysE2eTest, SubmitterMinerValidatorAndAuditorFromTheReadmeAlone) {
   EXPECT_EQ(RunProcess({PolnodeBinary(), "dispute", "--help"}).exit_code, 0);
 }
 
+// A GPU backend the machine cannot run is refused when the daemon starts, naming the flag, never
+// found later as a pass error repeated forever. On a machine that has the device the solver
+// starts instead (its startup line), so either way it does not sit in a retry loop.
+TEST(JourneysE2eTest, AGpuBackendWithoutItsDeviceIsRefusedAtStart) {
+  TempDir dir;
+  for (const std::string backend : {"cuda", "hip"}) {
+    DaemonProcess solver;
+    const std::string out = dir.File(backend + ".out"), err = dir.File(backend + ".err");
+    ASSERT_TRUE(solver.Start({PolnodeBinary(), "solver", "--home", dir.File(backend), "--ledger", "http://127.0.0.1:1",
+                              "--backend", backend},
+                             out, err));
+    ASSERT_TRUE(Eventually([&] { return !solver.Running() || Has(ReadFileText(out), "polnode solver: key "); }))
+        << ReadFileText(err);
+    if (!solver.Running()) {
+      EXPECT_EQ(solver.exit_code(), 2) << ReadFileText(err);
+      EXPECT_TRUE(Has(ReadFileText(err), "polnode solver: error: --backend")) << ReadFileText(err);
+    } else {
+      EXPECT_EQ(solver.Terminate(), 0);
+    }
+  }
+}
+
 // Pinned devnet ports are checked before anything starts: the last role would serve past 65535.
 TEST(JourneysE2eTest, ADevnetBasePortTooHighIsAUsageError) {
   TempDir dir;
