@@ -274,8 +274,7 @@ Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std:
   const std::string duty = "verdict-" + consensus::ToHex(task.id()) + "-" + std::to_string(slot) + round;
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kVerdict, tx.SerializeAsString()));
   if (state != DutyState::kSent) return Status::Ok();
-  const std::string word = VerdictWord(tx.verdict());
-  ctx.metrics().Add("verdicts_total", 1.0, {"verdict", word});
+  ctx.metrics().Add("verdicts_total", 1.0, {"verdict", proto::Verdict_Name(tx.verdict())});
   std::string reason = "see the report";
   if (auto task_reasons = reasons_.find(task.id()); task_reasons != reasons_.end()) {
     if (auto r = task_reasons->second.find(slot); r != task_reasons->second.end()) reason = r->second;

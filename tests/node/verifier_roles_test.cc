@@ -417,10 +417,10 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   polnode::testing::Eventually(
       [&] {
         EXPECT_TRUE(verifier.role->Poll(*verifier.ctx).ok());
-        return verifier.ctx->metrics().Get("verdicts_total", {"verdict", "accept"}) + verifier.ctx->metrics().Get("verdicts_total", {"verdict", "reject"}) != 0;
+        return verifier.ctx->metrics().Get("verdicts_total", {"verdict", "VERDICT_ACCEPT"}) + verifier.ctx->metrics().Get("verdicts_total", {"verdict", "VERDICT_REJECT"}) != 0;
       },
       60s, 5ms);
-  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "accept"}), 1);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "VERDICT_ACCEPT"}), 1);
   EXPECT_EQ(verifier.ctx->metrics().Get("verifications_total"), 1);
   const std::string report = ReadFile(report_path);
   ASSERT_FALSE(report.empty());
@@ -533,7 +533,7 @@ TEST_F(RolesTest, AVerifierHoldingSeveralSlotsReplaysOnceAndAnswersEachSlot) {
   task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
   EXPECT_EQ(verifier.ctx->metrics().Get("verifications_total"), 1);
-  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "reject"}), 3);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "VERDICT_REJECT"}), 3);
   const std::string task_hex = consensus::ToHex(task.id());
   for (int i = 0; i < 3; ++i) {
     const proto::VerifierSlot& slot = task.verifiers(i);
@@ -587,7 +587,7 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   proto::Task task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
   EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_UNAVAILABLE);
-  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "unavailable"}), 1);
+  EXPECT_EQ(verifier.ctx->metrics().Get("verdicts_total", {"verdict", "VERDICT_UNAVAILABLE"}), 1);
   std::set<std::uint64_t> required(task.publish_required().begin(), task.publish_required().end());
   std::set<std::uint64_t> expected = {7, 8};
   for (std::uint64_t s : SlotOf(task, honest_)->segments()) expected.insert({s, s + 1});
