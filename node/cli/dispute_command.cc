@@ -4,6 +4,8 @@
 // the referee's operator on the CPU reference kernel) and prints the path and the ruling, saying
 // clearly where the re-execution differs from what the ledger recorded.
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -155,7 +157,19 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
   const std::string task_hex = consensus::ToHex(view.task.id());
   const proto::Task& task = view.task;
   const proto::Params& params = view.params;
-  const std::string only = flags.Get("challenger");
+  // --challenger takes a key or a prefix of one, like every id on the command line (id_lookup.h).
+  std::string only = flags.Get("challenger");
+  for (char& c : only) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (flags.Given("challenger")) {
+    if (only.size() < kMinIdPrefix || only.size() > 64 || only.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return Status::InvalidArgument("--challenger must be a public key (64 hex) or its first " +
+                                     std::to_string(kMinIdPrefix) + " or more hex characters, got '" + only + "'");
+    }
+    const bool any = std::any_of(view.games.begin(), view.games.end(), [&only](const proto::DisputeGame& game) {
+      return consensus::ToHex(game.challenger().key()).starts_with(only);
+    });
+    if (!any) return Status::NotFound("--challenger: no dispute game of task " + task_hex + " has a challenger starting with " + only);
+  }
   bool all_match = true;
   JsonWriter w;
   if (flags.json()) {
@@ -167,7 +181,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
            << proto::TaskOutcome_Name(task.outcome()) << ", " << view.games.size() << " dispute game(s)\n";
   }
   for (const proto::DisputeGame& game : view.games) {
-    if (!only.empty() && consensus::ToHex(game.challenger().key()) != only) continue;
+    if (!only.empty() && !consensus::ToHex(game.challenger().key()).starts_with(only)) continue;
     POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(params, task, game));
     all_match = all_match && audit.differences.empty();
     if (flags.json()) {
@@ -206,7 +220,9 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
   flags.Positional("TASK_ID", "the task id (64 hex), or its first 8 or more hex characters when they name one task");
   DeclareNodeHomeFlag(flags, false);
   DeclareLedgerFlag(flags, false);
-  flags.Value("challenger", "PUBKEY", "only the game of this challenger: a rejecting verifier or a whistleblower (64 hex)");
+  flags.Value("challenger", "PUBKEY",
+              "only the games of this challenger, a rejecting verifier or a whistleblower (64 hex, or a prefix of 8 or "
+              "more hex characters)");
   if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;
   Result<bool> matched = Replay(flags, io);
   if (!matched.ok()) return ReportError(io, kCommand, matched.status());

@@ -172,6 +172,18 @@ TEST(JourneysE2eTest, SubmitterMinerValidatorAndAuditorFromTheReadmeAlone) {
   const std::string full_task = StringAfter(stored.out, "task_id");
   EXPECT_EQ(full_task.substr(0, 16), cheat_task);
   EXPECT_TRUE(Has(stored.out, "\"matches_ledger\":true}")) << stored.out;
+  // One challenger's games, named by a prefix of its key.
+  const std::string challenger = StringAfter(stored.out, "challenger");
+  ASSERT_EQ(challenger.size(), 64u) << stored.out;
+  const ProcessResult one_game = RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task, "--ledger", ledger.url(),
+                                             "--challenger", challenger.substr(0, 12)});
+  EXPECT_EQ(one_game.exit_code, 0) << one_game.err;
+  EXPECT_TRUE(Has(one_game.out, "game of challenger " + challenger + "\n")) << one_game.out;
+  const std::string absent = std::string(challenger[0] == '0' ? "1" : "0") + challenger.substr(1, 11);
+  const ProcessResult no_game = RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task, "--ledger", ledger.url(),
+                                            "--challenger", absent});
+  EXPECT_NE(no_game.exit_code, 0);
+  EXPECT_TRUE(Has(no_game.err, "has a challenger starting with " + absent)) << no_game.err;
   // `tx` takes the same prefix: cancelling a settled task reaches the ledger and fails there
   // (the full id went into the payload), while an unknown prefix never leaves the command line.
   const ProcessResult unknown = RunProcess({PolnodeBinary(), "tx", "cancel-task", "--home", devnet + "/ledger",
