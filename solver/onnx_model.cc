@@ -1,5 +1,6 @@
 #include "polnode/solver/onnx_model.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -9,6 +10,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
 #include "polnode/onnx.pb.h"
 
 namespace polnode::solver {
@@ -673,16 +676,53 @@ Result<OnnxImport> ImportOnnx(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
-TrainState ImportedInitialState(const OnnxImport& imported, OptimizerKind optimizer) {
+TrainState ImportedInitialState(const ModelSpec& model, const std::vector<NamedTensor>& params,
+                                OptimizerKind optimizer) {
   TrainState state;
-  state.tensors = imported.params;
+  state.tensors = params;
   const std::vector<std::string> suffixes = OptimizerBufferSuffixes(optimizer);
-  for (const ParamSpec& p : imported.model.params) {
+  for (const ParamSpec& p : model.params) {
     for (const std::string& suffix : suffixes) {
       state.tensors.push_back({p.name + "." + suffix, kernels::Tensor(p.shape)});
     }
   }
   return state;
+}
+
+bool IsOnnxModel(std::string_view text) { return text.starts_with("onnx:"); }
+
+Result<consensus::Hash256> OnnxModelHash(std::string_view text) {
+  const std::string_view hex = text.substr(std::min<std::size_t>(text.size(), 5));
+  bool lower_hex = IsOnnxModel(text) && hex.size() == 64;
+  for (char c : hex) lower_hex = lower_hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!lower_hex) {
+    return Status::InvalidArgument("'" + std::string(text.substr(0, 80)) +
+                                   "' is not onnx: followed by a SHA-256 in 64 lowercase hex digits");
+  }
+  return consensus::HashFromHex(hex);
+}
+
+Result<OnnxImport> LoadOnnxTaskModel(const TaskSpec& task) {
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 want, OnnxModelHash(task.model));
+  if (task.model_location.empty()) {
+    return Status::InvalidArgument("task model " + task.model + " needs its file (model_file)");
+  }
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(task.model_location, kMaxOnnxBytes);
+  if (!bytes.ok()) return bytes.status().WithContext("model file " + task.model_location);
+  const consensus::Hash256 got = consensus::Sha256(*bytes);
+  if (got != want) {
+    return Status::FailedPrecondition("model file " + task.model_location + " has SHA-256 " + consensus::ToHex(got) +
+                                      ", not the task's " + consensus::ToHex(want));
+  }
+  Result<OnnxImport> imported = ImportOnnx(*bytes);
+  if (!imported.ok()) return imported.status().WithContext("model file " + task.model_location);
+  return imported;
+}
+
+Result<ModelSpec> TaskModelSpec(const TaskSpec& task) {
+  if (!IsOnnxModel(task.model)) return ParseModelSpec(task.model);
+  POLNODE_ASSIGN_OR_RETURN(OnnxImport imported, LoadOnnxTaskModel(task));
+  return std::move(imported.model);
 }
 
 }  // namespace polnode::solver

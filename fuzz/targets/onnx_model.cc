@@ -28,7 +28,7 @@ void Run(FuzzInput input) {
     POLNODE_FUZZ_CHECK(imported->params[i].tensor.shape() == imported->model.params[i].shape,
                        "an imported parameter's shape differs from the spec's");
   }
-  const solver::TrainState state = solver::ImportedInitialState(*imported, solver::OptimizerKind::kSgd);
+  const solver::TrainState state = solver::ImportedInitialState(imported->model, imported->params, solver::OptimizerKind::kSgd);
   Result<std::string> exported = solver::ExportOnnx(imported->model, state);
   POLNODE_FUZZ_CHECK(exported.ok(), "an imported model does not export");
   Result<solver::OnnxImport> again = solver::ImportOnnx(

@@ -30,7 +30,7 @@ std::string ShapeText(const kernels::Shape& sample) {
 
 Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(flags.Get("task")));
-  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(document.model));
+  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::TaskModelSpec(document));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(flags.Get("model"), kMaxStateBytes));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
   Result<std::string> onnx = solver::ExportOnnx(model, state);

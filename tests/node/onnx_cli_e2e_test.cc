@@ -15,6 +15,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/onnx.pb.h"
+#include "polnode/solver/init.h"
 #include "polnode/solver/onnx_model.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/proof_manifest.h"
@@ -149,6 +150,69 @@ TEST(OnnxImportCliTest, UnsupportedOperatorsAndGarbageAreClearErrors) {
   ProcessResult garbage = RunProcess({PolnodeBinary(), "import", dir.File("garbage.onnx")});
   EXPECT_NE(garbage.exit_code, 0);
   EXPECT_NE(garbage.err.find("not an ONNX model"), std::string::npos) << garbage.err;
+}
+
+// A task whose model is an ONNX file by hash: proven on 1 and 2 threads to the same final state,
+// verified, exported; a file whose hash differs is refused before any training.
+TEST(OnnxTaskCliTest, AnOnnxTaskProvesVerifiesAndExportsAndAnotherFileIsRefused) {
+  TempDir dir("onnx-task");
+  const solver::ImageDataset data = solver::testing::TinyDataset();
+  std::filesystem::create_directory(dir.File("data"));
+  ASSERT_TRUE(IsOk(WriteIdxDataset(dir.File("data"), data)));
+  Result<solver::ModelSpec> model = solver::ParseModelSpec("mlp:16-8-3");
+  ASSERT_TRUE(model.ok());
+  // The starting weights come from the file (seed 99), not from the task's seed.
+  Result<std::string> start = solver::ExportOnnx(*model, solver::InitialState(*model, solver::OptimizerKind::kSgd, 99));
+  ASSERT_TRUE(start.ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.File("start.onnx"), *start).ok());
+  solver::TaskSpec task = solver::testing::TinyTask(data);
+  task.model = "onnx:" + consensus::ToHex(consensus::Sha256(*start));
+  task.data_location = dir.File("data");
+  std::ofstream(dir.File("task.toml")) << solver::testing::TinyTaskToml(task) << "model_file = \"start.onnx\"\n";
+  const auto polnode = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), PolnodeBinary());
+    return RunProcess(args, dir.path());
+  };
+  ASSERT_EQ(polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  const auto final_state = [&](const std::string& proof) {
+    const std::string wire = ReadFileText(dir.File(proof + "/manifest.pb"));
+    Result<solver::ProofManifest> manifest =
+        solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+    EXPECT_TRUE(manifest.ok());
+    return manifest.ok() ? consensus::ToHex(manifest->checkpoint_hashes.back()) : std::string();
+  };
+  for (const char* threads : {"1", "2"}) {
+    ProcessResult prove = polnode({"prove", "--task", "task.toml", "--out", std::string("proof") + threads, "--key",
+                                   "solver.key", "--threads", threads});
+    ASSERT_EQ(prove.exit_code, 0) << prove.err;
+  }
+  EXPECT_EQ(final_state("proof1"), final_state("proof2"));
+  ProcessResult verify = polnode({"verify", "--proof", "proof1", "--task", "task.toml", "--segments", "8", "--beacon",
+                                  consensus::ToHex(consensus::Sha256(std::string("beacon")))});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+
+  // The imported model trained: its first checkpoint holds the file's weights, and the export of
+  // its last maps back to the same layers.
+  const std::string wire = ReadFileText(dir.File("proof1/manifest.pb"));
+  Result<solver::ProofManifest> manifest =
+      solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_EQ(consensus::ToHex(manifest->checkpoint_hashes.front()),
+            consensus::ToHex(solver::StateHash(solver::InitialState(*model, solver::OptimizerKind::kSgd, 99))));
+  const std::string last = "proof1/blobs/" + consensus::ToHex(manifest->checkpoint_blobs.back());
+  ProcessResult exported = polnode({"export", "--task", "task.toml", "--model", last, "--out", "trained.onnx"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  ProcessResult imported = polnode({"import", "trained.onnx"});
+  EXPECT_NE(imported.out.find("maps to        mlp:16-8-3\n"), std::string::npos) << imported.out << imported.err;
+
+  // Another file under the task's model_file: refused by hash, nothing trained or written.
+  Result<std::string> other = solver::ExportOnnx(*model, solver::InitialState(*model, solver::OptimizerKind::kSgd, 100));
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.File("start.onnx"), *other).ok());
+  ProcessResult refused = polnode({"prove", "--task", "task.toml", "--out", "proof3", "--key", "solver.key"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("model file start.onnx has SHA-256"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("proof3/manifest.pb")));
 }
 
 }  // namespace

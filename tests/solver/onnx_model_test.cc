@@ -20,6 +20,7 @@
 #include "polnode/solver/philox.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
+#include "polnode/solver/task_steps.h"
 #include "polnode/testing/data_files.h"
 #include "polnode/testing/fashion_mnist.h"
 #include "polnode/testing/temp_dir.h"
@@ -132,7 +133,7 @@ TEST_P(OnnxTorchTest, ImportsTrainsAndExportsATorchModel) {
   const std::vector<float> torch_y = polnode::testing::ReadRawFloats(dir.File("y.bin"));
   ASSERT_EQ(x.size(), 8u * 784u);
   ASSERT_EQ(torch_y.size(), 80u);
-  const TrainState initial = ImportedInitialState(*imported, OptimizerKind::kSgd);
+  const TrainState initial = ImportedInitialState(imported->model, imported->params, OptimizerKind::kSgd);
   const std::vector<float> ours = PolnodeLogits(imported->model, initial, x, 8);
   EXPECT_LE(RelativeError(ours, torch_y), 1e-5);
   RecordProperty("torch_relative_error", std::to_string(RelativeError(ours, torch_y)));
@@ -174,7 +175,7 @@ TEST(OnnxModelTest, ExportThenImportKeepsSpecAndBits) {
       EXPECT_EQ(back->params[i].name, model->params[i].name);
       EXPECT_TRUE(back->params[i].tensor.BitwiseEqual(state.tensors[i].tensor)) << model->params[i].name;
     }
-    const TrainState restarted = ImportedInitialState(*back, OptimizerKind::kAdam);
+    const TrainState restarted = ImportedInitialState(back->model, back->params, OptimizerKind::kAdam);
     ASSERT_EQ(restarted.tensors.size(), state.tensors.size());
     for (std::size_t i = 0; i < state.tensors.size(); ++i) EXPECT_EQ(restarted.tensors[i].name, state.tensors[i].name);
   }
@@ -290,6 +291,81 @@ TEST(OnnxModelTest, TruncatedAndHostileBytesAreErrorsNotCrashes) {
   }
   EXPECT_FALSE(ImportOnnx(noise).ok());
   EXPECT_TRUE(ImportOnnx(std::span(p, good.size())).ok());
+}
+
+// A task whose model is "onnx:<sha256>" of a PyTorch export trains from the file's weights, with
+// the same state hash on 1 and 2 threads; a file with another hash is refused before training.
+TEST(OnnxTaskTest, AnOnnxTaskTrainsFromTheFilesWeightsOnEveryThreadCount) {
+  POLNODE_REQUIRE_FASHION_MNIST(data);
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx");
+  ASSERT_TRUE(TorchExport("cnn", dir.path()));
+  const std::vector<std::uint8_t> file = ReadBytes(dir.File("model.onnx"));
+  Result<OnnxImport> imported = ImportOnnx(file);
+  ASSERT_TRUE(imported.ok());
+  TaskSpec task;
+  task.model = "onnx:" + consensus::ToHex(consensus::Sha256(file));
+  task.model_location = dir.File("model.onnx");
+  task.dataset_hash = DatasetContentHash(*data);
+  task.batch = 16;
+  task.steps = 4;
+  task.checkpoint_interval = 2;
+  task.seed = 5;
+  ASSERT_TRUE(ValidateTask(task).ok());
+  const auto train = [&](int threads) {
+    Result<TaskStepper> stepper = TaskStepper::Create(task, *data);
+    EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
+    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+    EXPECT_TRUE(backend.ok());
+    TrainState state = stepper->Initial();
+    for (std::size_t i = 0; i < imported->params.size(); ++i) {
+      EXPECT_TRUE(state.tensors[i].tensor.BitwiseEqual(imported->params[i].tensor)) << imported->params[i].name;
+    }
+    while (state.step < task.steps) EXPECT_TRUE(stepper->Step(state, **backend).ok());
+    return consensus::ToHex(StateHash(state));
+  };
+  EXPECT_EQ(train(1), train(2));
+
+  // The file is part of the task only through its hash: another file under the same name is refused.
+  TaskSpec other = task;
+  other.model = "onnx:" + std::string(64, '0');
+  Result<TaskStepper> refused = TaskStepper::Create(other, *data);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("not the task's 0000"), std::string::npos) << refused.status().ToString();
+  // A model the data does not fit is refused too (a CNN for 28 x 28 images on 4 x 4 ones).
+  ImageDataset small;
+  small.train.count = 32;
+  small.train.rows = 4;
+  small.train.cols = 4;
+  small.train.pixels.resize(32 * 16);
+  small.train.labels.resize(32);
+  small.num_classes = 3;
+  EXPECT_FALSE(TaskStepper::Create(task, small).ok());
+}
+
+TEST(OnnxTaskTest, TheModelFileTravelsWithTheTaskButIsNotPartOfItsId) {
+  const std::string hash(64, 'a');
+  Result<TaskSpec> task = ParseTaskToml("model = \"onnx:" + hash + "\"\nmodel_file = \"m.onnx\"\n"
+                                        "dataset_hash = \"" + hash + "\"\nbatch = 4\nsteps = 4\n"
+                                        "checkpoint_interval = 2\nseed = 1\n");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->model_location, "m.onnx");
+  const std::string wire = EncodeTaskProto(*task);
+  Result<TaskSpec> back = DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->model_location, "m.onnx");
+  TaskSpec moved = *task;
+  moved.model_location = "elsewhere.onnx";
+  EXPECT_EQ(TaskId(moved), TaskId(*task));
+  for (const char* bad : {"onnx:", "onnx:abc", "onnx:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}) {
+    TaskSpec t = *task;
+    t.model = bad;
+    EXPECT_FALSE(ValidateTask(t).ok()) << bad;
+  }
+  TaskSpec missing = *task;
+  missing.model_location.clear();
+  EXPECT_EQ(LoadOnnxTaskModel(missing).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

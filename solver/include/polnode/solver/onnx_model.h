@@ -36,9 +36,11 @@
 #include <vector>
 
 #include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
 #include "polnode/kernels/tensor.h"
 #include "polnode/solver/model_spec.h"
 #include "polnode/solver/optimizer.h"
+#include "polnode/solver/task_spec.h"
 #include "polnode/solver/train_state.h"
 
 namespace polnode::solver {
@@ -84,9 +86,30 @@ struct OnnxImport {
 /// non-float32 tensor).
 Result<OnnxImport> ImportOnnx(std::span<const std::uint8_t> bytes);
 
-/// The state at step 0 of a task whose model is `imported`: its parameters, then every optimizer
-/// buffer of `optimizer` at +0.0f, in state order (train_state.h), as InitialState lays it out.
-TrainState ImportedInitialState(const OnnxImport& imported, OptimizerKind optimizer);
+/// The state at step 0 of a task whose model is imported: `params` (OnnxImport::params), then every
+/// optimizer buffer of `optimizer` at +0.0f, in state order (train_state.h), as InitialState lays
+/// it out. Precondition: params are model.params in order.
+TrainState ImportedInitialState(const ModelSpec& model, const std::vector<NamedTensor>& params,
+                                OptimizerKind optimizer);
+
+/// A task names an ONNX model as "onnx:" followed by the file's SHA-256 in 64 lowercase hex digits
+/// (the hash is part of the task id, so no solver can be handed another file); the file's location
+/// is TaskSpec::model_location (TOML key model_file), which, like the data's, is not.
+
+/// True when `text` starts with "onnx:", whatever follows.
+bool IsOnnxModel(std::string_view text);
+
+/// The SHA-256 an "onnx:<64 hex>" model names. kInvalidArgument for anything else.
+Result<consensus::Hash256> OnnxModelHash(std::string_view text);
+
+/// Reads the onnx: model of `task` from task.model_location (at most kMaxOnnxBytes) and imports
+/// it. kInvalidArgument when the task has no model_location or its model is not onnx:;
+/// kFailedPrecondition, before anything is decoded, when the file's SHA-256 is not the one the
+/// task names; the read's and ImportOnnx's errors otherwise.
+Result<OnnxImport> LoadOnnxTaskModel(const TaskSpec& task);
+
+/// The model of `task`: ParseModelSpec of a built-in spec, or an onnx: model's (LoadOnnxTaskModel).
+Result<ModelSpec> TaskModelSpec(const TaskSpec& task);
 
 }  // namespace polnode::solver
 
