@@ -411,6 +411,7 @@ Status GraphMapper::Map(OnnxImport& out) {
   }
   const kernels::Shape input_shape = cur_shape_;
   out.input_name = input->name();
+  out.input_shape = input_shape;
   cur_ = input->name();
   if (g_.output_size() != 1) {
     return Status::InvalidArgument("the graph has " + std::to_string(g_.output_size()) +

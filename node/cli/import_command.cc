@@ -59,7 +59,8 @@ Status Run(const FlagSet& flags, Io& io) {
          << "producer       " << (m.producer.empty() ? "(none)" : m.producer) << ", opset " << m.opset << "\n"
          << "maps to        " << m.spec << "\n"
          << "task model     model = \"onnx:" << file_hash << "\"\n"
-         << "input          '" << m.input_name << "' float32 " << SampleText(m.model.input_shape) << "\n"
+         << "input          '" << m.input_name << "' float32 " << SampleText(m.input_shape)
+         << (m.input_shape == m.model.input_shape ? "" : ", read as " + SampleText(m.model.input_shape)) << "\n"
          << "output         '" << m.output_name << "' float32 " << SampleText({m.model.num_outputs()})
          << " (logits)\n"
          << "parameters     " << m.parameter_count << " in " << m.params.size() << " tensors\n";

@@ -126,6 +126,7 @@ TEST_P(OnnxTorchTest, ImportsTrainsAndExportsATorchModel) {
   EXPECT_EQ(imported->opset, 17);
   EXPECT_EQ(imported->input_name, "input");
   EXPECT_EQ(imported->output_name, "logits");
+  EXPECT_EQ(imported->input_shape, (kernels::Shape{1, 28, 28}));
   EXPECT_EQ(imported->parameter_count, GetParam() == "mlp" ? 784 * 32 + 32 + 32 * 10 + 10
                                                              : 4 * 9 + 4 + 8 * 4 * 9 + 8 + 392 * 16 + 16 + 16 * 10 + 10);
 

@@ -68,6 +68,7 @@ struct OnnxImport {
   std::int64_t opset = 0;   // the default domain's opset the file declares
   std::string producer;     // producer_name and producer_version, as the file gives them
   std::string input_name;   // the graph input the batch feeds
+  kernels::Shape input_shape;  // one sample as the file declares it (an MLP may take images)
   std::string output_name;  // the graph output holding the logits
   std::string spec;         // the built-in spec the graph maps onto: "cnn:i1x28x28-c8-p-10"
   ModelSpec model;          // ParseModelSpec(spec)
