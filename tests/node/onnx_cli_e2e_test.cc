@@ -105,7 +105,7 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
     scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
   }
   EXPECT_LE(diff, 1e-5 * scale) << "max difference " << diff << " at logit scale " << scale;
-  RecordProperty("onnxruntime_relative_error", std::to_string(diff / scale));
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(diff / scale));
 
   // onnxruntime's classes are what `polnode evaluate` predicts.
   ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict",

@@ -137,7 +137,7 @@ TEST_P(OnnxTorchTest, ImportsTrainsAndExportsATorchModel) {
   const TrainState initial = ImportedInitialState(imported->model, imported->params, OptimizerKind::kSgd);
   const std::vector<float> ours = PolnodeLogits(imported->model, initial, x, 8);
   EXPECT_LE(RelativeError(ours, torch_y), 1e-5);
-  RecordProperty("torch_relative_error", std::to_string(RelativeError(ours, torch_y)));
+  RecordProperty("torch_relative_error", ::testing::PrintToString(RelativeError(ours, torch_y)));
 
   const TrainState one = TrainSteps(imported->model, initial, *data, 1, 3);
   const TrainState two = TrainSteps(imported->model, initial, *data, 2, 3);
@@ -153,7 +153,7 @@ TEST_P(OnnxTorchTest, ImportsTrainsAndExportsATorchModel) {
   const std::vector<float> ort = OnnxRuntimeLogits(dir.path(), dir.File("trained.onnx"), x, shape);
   ASSERT_EQ(ort.size(), trained.size());
   EXPECT_LE(RelativeError(ort, trained), 1e-5);
-  RecordProperty("onnxruntime_relative_error", std::to_string(RelativeError(ort, trained)));
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, trained)));
 }
 
 INSTANTIATE_TEST_SUITE_P(MlpAndCnn, OnnxTorchTest, ::testing::Values("mlp", "cnn"));
