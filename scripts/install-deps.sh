@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist
   jargon-text  # the default GPT corpus: /usr/share/doc/jargon-text/jargon.txt.gz (public domain)
   python3-torch libopenblas-dev
+  python3-pip  # installs onnxruntime (below) for Debian's python3
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,4 +52,18 @@ else
   ln -sf libcudart.so.13 "$cuda_root/nvidia/cu13/lib/libcudart.so"
   "$cuda_root/nvidia/cu13/bin/nvcc" --version >/dev/null
   echo "${cuda_wheels[*]}" > "$cuda_stamp"
+fi
+
+# onnxruntime, which the ONNX tests run polnode's exported models in, from PyPI into Debian's
+# python3 (the one with python3-torch and python3-numpy). --no-deps: importing onnxruntime and
+# running a session needs only numpy, which Debian provides; its other requirements (sympy,
+# protobuf, ...) serve its tools, and pip would replace Debian's numpy with an incompatible one.
+onnxruntime_version=1.20.1
+if /usr/bin/python3 -c "import onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$onnxruntime_version')" 2>/dev/null; then
+  echo "install-deps.sh: onnxruntime $onnxruntime_version present"
+else
+  echo "install-deps.sh: installing onnxruntime==$onnxruntime_version for /usr/bin/python3"
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --root-user-action=ignore --break-system-packages --no-deps "onnxruntime==$onnxruntime_version"
+  /usr/bin/python3 -c "import onnxruntime" >/dev/null
 fi

@@ -12,6 +12,7 @@
 #include "polnode/consensus/encoding.h"
 #include "polnode/pol.pb.h"
 #include "polnode/solver/model_spec.h"
+#include "polnode/solver/onnx_model.h"
 
 namespace polnode::solver {
 namespace {
@@ -120,8 +121,12 @@ void WriteCanonical(consensus::Writer& w, const TaskSpec& t) {
 std::string_view ReproModeName(ReproMode mode) { return mode == ReproMode::kExact ? "exact" : "tolerant"; }
 
 Status ValidateTask(const TaskSpec& t) {
-  Result<ModelSpec> model = ParseModelSpec(t.model);
-  if (!model.ok()) return model.status().WithContext("task model");
+  if (IsOnnxModel(t.model)) {
+    POLNODE_RETURN_IF_ERROR(OnnxModelHash(t.model).status().WithContext("task model"));
+  } else {
+    Result<ModelSpec> model = ParseModelSpec(t.model);
+    if (!model.ok()) return model.status().WithContext("task model");
+  }
   POLNODE_RETURN_IF_ERROR(ValidateOptimizer(t.optimizer).WithContext("task optimizer"));
   if (t.batch < 1 || t.steps < 1 || t.checkpoint_interval < 1) {
     return Status::InvalidArgument("task batch, steps and checkpoint_interval must be >= 1");
@@ -143,7 +148,7 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   if (text.size() > kMaxTaskBytes) return Status::ResourceExhausted("task file larger than 64 KiB");
   POLNODE_ASSIGN_OR_RETURN(auto pairs, ReadPairs(text));
   static const std::set<std::string, std::less<>> kKnown = {
-      "model", "data", "dataset_hash", "optimizer", "lr", "momentum", "weight_decay", "beta1",
+      "model", "model_file", "data", "dataset_hash", "optimizer", "lr", "momentum", "weight_decay", "beta1",
       "beta2", "eps", "batch", "steps", "checkpoint_interval", "seed", "mode", "segments"};
   for (const auto& [key, value] : pairs) {
     if (!kKnown.contains(key)) return LineError(value.line, "unknown key '" + key + "'");
@@ -159,6 +164,7 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   };
   TaskSpec t;
   POLNODE_ASSIGN_OR_RETURN(t.model, string_of("model", ""));
+  POLNODE_ASSIGN_OR_RETURN(t.model_location, string_of("model_file", ""));
   POLNODE_ASSIGN_OR_RETURN(t.data_location, string_of("data", "fashion-mnist"));
   POLNODE_ASSIGN_OR_RETURN(std::string hash_hex, string_of("dataset_hash", ""));
   POLNODE_ASSIGN_OR_RETURN(t.dataset_hash, consensus::HashFromHex(hash_hex));
@@ -194,6 +200,7 @@ std::string EncodeTaskProto(const TaskSpec& t) {
   pol::TaskSpec m;
   m.set_model(t.model);
   m.set_data_location(t.data_location);
+  m.set_model_location(t.model_location);
   m.set_dataset_hash(t.dataset_hash.data(), t.dataset_hash.size());
   m.set_optimizer(std::string(OptimizerName(t.optimizer.kind)));
   m.set_lr(t.optimizer.lr);
@@ -229,6 +236,7 @@ Result<TaskSpec> DecodeTaskProto(std::span<const std::uint8_t> bytes) {
   TaskSpec t;
   t.model = m.model();
   t.data_location = m.data_location();
+  t.model_location = m.model_location();
   std::copy(m.dataset_hash().begin(), m.dataset_hash().end(), t.dataset_hash.begin());
   Result<OptimizerKind> kind = ParseOptimizerKind(m.optimizer());
   if (!kind.ok()) return Status::Corruption("task optimizer: " + kind.status().message());

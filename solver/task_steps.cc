@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "polnode/solver/init.h"
+#include "polnode/solver/onnx_model.h"
 #include "polnode/solver/philox.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/trainer.h"
@@ -21,17 +22,30 @@ Status CheckTaskData(const TaskSpec& task, const ImageDataset& data) {
 
 Result<TaskStepper> TaskStepper::Create(const TaskSpec& task, const ImageDataset& data) {
   POLNODE_RETURN_IF_ERROR(ValidateTask(task));
-  POLNODE_ASSIGN_OR_RETURN(ModelSpec model, ModelForData(task.model, data));
+  ModelSpec model;
+  std::vector<NamedTensor> initial;
+  if (IsOnnxModel(task.model)) {
+    POLNODE_ASSIGN_OR_RETURN(OnnxImport imported, LoadOnnxTaskModel(task));
+    if (data.text) return Status::InvalidArgument("an onnx: model trains on an image data set, not text");
+    POLNODE_RETURN_IF_ERROR(CheckModelFitsData(imported.model, data.train, data.num_classes));
+    model = std::move(imported.model);
+    initial = std::move(imported.params);
+  } else {
+    POLNODE_ASSIGN_OR_RETURN(model, ModelForData(task.model, data));
+  }
   if (!data.text && task.batch > data.train.count) {
     return Status::InvalidArgument("task batch " + std::to_string(task.batch) + " exceeds the " +
                                    std::to_string(data.train.count) + " training samples");
   }
   POLNODE_ASSIGN_OR_RETURN(StepGraph graph, BuildTrainStepGraph(model, task.optimizer, task.batch));
   POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
-  return TaskStepper(task, &data, std::move(model), std::move(runner));
+  return TaskStepper(task, &data, std::move(model), std::move(initial), std::move(runner));
 }
 
-TrainState TaskStepper::Initial() const { return InitialState(model_, task_.optimizer.kind, task_.seed); }
+TrainState TaskStepper::Initial() const {
+  if (!initial_.empty()) return ImportedInitialState(model_, initial_, task_.optimizer.kind);
+  return InitialState(model_, task_.optimizer.kind, task_.seed);
+}
 
 Status TaskStepper::Batch(std::int64_t step, kernels::Tensor& images, kernels::Tensor& labels) {
   if (step < 0 || step >= task_.steps) {

@@ -37,6 +37,8 @@ constexpr Command kCommands[] = {
     {"sample", "generate text from a trained GPT state (seed, temperature, prompt)", RunSampleCommand},
     {"evaluate", "evaluate a delivered model (a training state) on its task's test split; --predict N shows predictions",
      RunEvaluateCommand},
+    {"export", "write a delivered model (a training state) as an ONNX file for onnxruntime or PyTorch", RunExportCommand},
+    {"import", "check an ONNX model file and print the layers, parameters and task model it maps to", RunImportCommand},
     {"version", "print the version, the compiled kernel backends and the build's determinism flags",
      RunVersionCommand},
 };

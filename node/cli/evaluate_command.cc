@@ -12,6 +12,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/rpc/json.h"
 #include "polnode/solver/model_spec.h"
+#include "polnode/solver/onnx_model.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
@@ -29,7 +30,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(solver::TaskSpec document, solver::ReadTaskFile(flags.Get("task")));
   if (flags.Given("data")) document.data_location = flags.Get("data");
   POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadTaskData(document));
-  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(document.model));
+  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::TaskModelSpec(document));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(flags.Get("model"), kMaxStateBytes));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
   POLNODE_ASSIGN_OR_RETURN(std::int64_t show, flags.GetInt("predict", 0, data.test.count));

@@ -30,7 +30,8 @@ namespace polnode::solver {
 enum class ReproMode : std::uint8_t { kExact, kTolerant };
 
 struct TaskSpec {
-  std::string model;                  // ModelSpec text
+  std::string model;                  // ModelSpec text, or "onnx:<sha256>" (solver/onnx_model.h)
+  std::string model_location;         // an onnx: model's file (not part of the task id, as data)
   std::string data_location;          // directory for LoadImageDataset
   consensus::Hash256 dataset_hash{};  // DatasetContentHash the data must have
   OptimizerConfig optimizer;
@@ -50,12 +51,13 @@ inline constexpr std::size_t kMaxTaskBytes = 64 * 1024;
 /// Most checkpoints a task may ask for, which bounds every manifest.
 inline constexpr std::int64_t kMaxCheckpoints = 1 << 20;
 
-/// kInvalidArgument naming the field unless: the model parses, the optimizer is valid, batch,
+/// kInvalidArgument naming the field unless: the model parses (a built-in spec, or "onnx:" and 64
+/// lowercase hex digits), the optimizer is valid, batch,
 /// steps and k are >= 1, steps is a multiple of k, steps / k < kMaxCheckpoints, and
 /// 1 <= segments_per_check <= steps / k.
 [[nodiscard]] Status ValidateTask(const TaskSpec& task);
 
-/// Parses the TOML form. Keys: model, data, dataset_hash (64 hex), optimizer, lr, momentum,
+/// Parses the TOML form. Keys: model, model_file (an onnx: model's file), data, dataset_hash (64 hex), optimizer, lr, momentum,
 /// weight_decay, beta1, beta2, eps, batch, steps, checkpoint_interval, seed, mode ("exact" or
 /// "tolerant"), segments. Required: model, dataset_hash, batch, steps, checkpoint_interval, seed;
 /// the others default as OptimizerConfig does (data: "fashion-mnist", mode exact, segments 1).

@@ -26,10 +26,12 @@ class TaskStepper {
  public:
   /// Builds the task's step graph. `data` must outlive the stepper. kInvalidArgument when the
   /// task is invalid, the model does not fit the data or the batch exceeds the training split.
-  /// Does not hash the data (CheckTaskData does).
+  /// Does not hash the data (CheckTaskData does). An onnx: model is read from task.model_location
+  /// and checked against its hash (LoadOnnxTaskModel, whose errors it returns).
   static Result<TaskStepper> Create(const TaskSpec& task, const ImageDataset& data);
 
-  /// InitialState of the task: a pure function of model, optimizer and seed.
+  /// InitialState of the task: a pure function of model, optimizer and seed; for an onnx: model,
+  /// the file's parameters and zero optimizer buffers (ImportedInitialState).
   TrainState Initial() const;
   /// Runs step state.step (one batch) and returns its loss. kFailedPrecondition when the state is
   /// already at the task's last step or the loss is not finite. `observer`, when given, sees every
@@ -48,11 +50,14 @@ class TaskStepper {
   const StepGraph& graph() const { return runner_.graph(); }
 
  private:
-  TaskStepper(TaskSpec task, const ImageDataset* data, ModelSpec model, StepRunner runner)
-      : task_(std::move(task)), data_(data), model_(std::move(model)), runner_(std::move(runner)) {}
+  TaskStepper(TaskSpec task, const ImageDataset* data, ModelSpec model, std::vector<NamedTensor> initial,
+              StepRunner runner)
+      : task_(std::move(task)), data_(data), model_(std::move(model)), initial_(std::move(initial)),
+        runner_(std::move(runner)) {}
   TaskSpec task_;
   const ImageDataset* data_;
   ModelSpec model_;
+  std::vector<NamedTensor> initial_;  // an onnx: model's parameters at step 0; empty otherwise
   StepRunner runner_;
   std::int64_t order_epoch_ = -1;  // epoch whose permutation `order_` holds
   std::vector<std::uint32_t> order_;

@@ -27,6 +27,8 @@ int RunVerifyCommand(const std::vector<std::string>& args, Io& io);
 int RunTrainCommand(const std::vector<std::string>& args, Io& io);
 int RunSampleCommand(const std::vector<std::string>& args, Io& io);
 int RunEvaluateCommand(const std::vector<std::string>& args, Io& io);
+int RunExportCommand(const std::vector<std::string>& args, Io& io);
+int RunImportCommand(const std::vector<std::string>& args, Io& io);
 int RunProveCommand(const std::vector<std::string>& args, Io& io);
 int RunProfileCommand(const std::vector<std::string>& args, Io& io);
 int RunDisputeCommand(const std::vector<std::string>& args, Io& io);

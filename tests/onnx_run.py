@@ -1,0 +1,17 @@
+# Runs an ONNX model in onnxruntime (scripts/install-deps.sh installs it for Debian's python3) on
+# raw float32 inputs, for the ONNX tests of tests/solver and tests/node.
+#   onnx_run.py MODEL INPUT.bin OUTPUT.bin D0 D1 ...   (the input's shape)
+# Writes the model's first output as raw little-endian float32. Exits non-zero, saying why, when
+# onnxruntime cannot be imported or the model does not load: the tests then fail, never skip.
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+model, x_path, y_path = sys.argv[1:4]
+shape = [int(d) for d in sys.argv[4:]]
+x = np.fromfile(x_path, dtype="<f4").reshape(shape)
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+(y,) = session.run(None, {session.get_inputs()[0].name: x})
+np.ascontiguousarray(y, dtype="<f4").tofile(y_path)
+print("onnxruntime", ort.__version__, "output", list(y.shape))

@@ -1,0 +1,373 @@
+// ONNX import and export (solver/onnx_model.h) against the real tools: PyTorch writes the files
+// (torch.onnx.export through Debian's python3-torch) and onnxruntime runs what polnode exports.
+// Neither is mocked; without them the tests fail, naming scripts/install-deps.sh.
+//
+// Agreement bound: max |polnode - peer| <= 1e-5 * max |peer| over the batch's logits (the two
+// sides sum in different orders, so bits differ).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "polnode/base/file_util.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/onnx.pb.h"
+#include "polnode/solver/init.h"
+#include "polnode/solver/onnx_model.h"
+#include "polnode/solver/philox.h"
+#include "polnode/solver/step_graph.h"
+#include "polnode/solver/step_runner.h"
+#include "polnode/solver/task_steps.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
+#include "polnode/testing/torch_files.h"
+
+namespace polnode::solver {
+namespace {
+
+using polnode::testing::kTorchPython;
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// Runs tests/solver/onnx_torch_export.py KIND DIR; true on success.
+bool TorchExport(const std::string& kind, const std::string& dir) {
+  const std::string cmd = std::string(kTorchPython) + " " + POLNODE_SOURCE_DIR "/tests/solver/onnx_torch_export.py " +
+                          kind + " " + Quote(dir) + " >" + Quote(dir + "/export.log") + " 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+std::vector<std::uint8_t> ReadBytes(const std::string& path) {
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxOnnxBytes);
+  return bytes.ok() ? *bytes : std::vector<std::uint8_t>{};
+}
+
+// max |a - b| / max |b|.
+double RelativeError(std::span<const float> a, std::span<const float> b) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// polnode's logits for `inputs` (any shape with the model's per-sample element count).
+std::vector<float> PolnodeLogits(const ModelSpec& model, const TrainState& state, const std::vector<float>& inputs,
+                                 std::int64_t batch) {
+  Result<StepGraph> graph = BuildForwardGraph(model, batch);
+  EXPECT_TRUE(graph.ok());
+  Result<StepRunner> runner = StepRunner::Create(*graph);
+  EXPECT_TRUE(runner.ok());
+  Result<kernels::Tensor> images = kernels::Tensor::FromValues(graph->images_shape, inputs);
+  EXPECT_TRUE(images.ok()) << images.status().ToString();
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 1);
+  EXPECT_TRUE(backend.ok());
+  Result<const kernels::Tensor*> logits = runner->Forward(state, *images, **backend);
+  EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+  return std::vector<float>((*logits)->values().begin(), (*logits)->values().end());
+}
+
+// onnxruntime's output for `model` on `inputs` of `shape` (tests/onnx_run.py).
+std::vector<float> OnnxRuntimeLogits(const std::string& dir, const std::string& model,
+                                     const std::vector<float>& inputs, const kernels::Shape& shape) {
+  Result<kernels::Tensor> x = kernels::Tensor::FromValues(shape, inputs);
+  EXPECT_TRUE(x.ok());
+  polnode::testing::WriteRawFloats(dir + "/ort_x.bin", *x);
+  std::string cmd = std::string(kTorchPython) + " " + POLNODE_SOURCE_DIR "/tests/onnx_run.py " + Quote(model) + " " +
+                    Quote(dir + "/ort_x.bin") + " " + Quote(dir + "/ort_y.bin");
+  for (std::int64_t d : shape) cmd += " " + std::to_string(d);
+  cmd += " >" + Quote(dir + "/ort.log") + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0)
+      << "onnxruntime failed (scripts/install-deps.sh installs it for " << kTorchPython
+      << "): " << polnode::testing::ReadFileText(dir + "/ort.log");
+  return polnode::testing::ReadRawFloats(dir + "/ort_y.bin");
+}
+
+// Trains `steps` SGD-momentum steps of batch 32 on Fashion-MNIST from `state` with `threads`.
+TrainState TrainSteps(const ModelSpec& model, TrainState state, const ImageDataset& data, int threads, int steps) {
+  OptimizerConfig opt;
+  opt.lr = 0.05f;
+  const std::int64_t batch = 32;
+  Result<StepGraph> graph = BuildTrainStepGraph(model, opt, batch);
+  EXPECT_TRUE(graph.ok());
+  Result<StepRunner> runner = StepRunner::Create(*graph);
+  EXPECT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+  EXPECT_TRUE(backend.ok());
+  const std::vector<std::uint32_t> order = EpochPermutation(5, 0, static_cast<std::uint32_t>(data.train.count));
+  for (int s = 0; s < steps; ++s) {
+    kernels::Tensor images, labels;
+    EXPECT_TRUE(GatherBatch(data.train, std::span(order).subspan(static_cast<std::size_t>(s * batch), batch),
+                            graph->images_shape, images, labels)
+                    .ok());
+    Result<float> loss = runner->Step(state, images, labels, **backend);
+    EXPECT_TRUE(loss.ok()) << loss.status().ToString();
+  }
+  return state;
+}
+
+class OnnxTorchTest : public ::testing::TestWithParam<std::string> {};
+
+// The whole path for a PyTorch export: import, forward equal to PyTorch's, a few training steps
+// with the same state hash on 1 and 2 threads, export, and onnxruntime equal to polnode's forward.
+TEST_P(OnnxTorchTest, ImportsTrainsAndExportsATorchModel) {
+  POLNODE_REQUIRE_FASHION_MNIST(data);
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx");
+  ASSERT_TRUE(TorchExport(GetParam(), dir.path())) << "torch.onnx.export failed, see " << dir.File("export.log");
+  const std::vector<std::uint8_t> file = ReadBytes(dir.File("model.onnx"));
+  Result<OnnxImport> imported = ImportOnnx(file);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  EXPECT_EQ(imported->spec, GetParam() == "mlp" ? "mlp:784-32-10" : "cnn:i1x28x28-c4-p-c8-p-f16-10");
+  EXPECT_EQ(imported->opset, 17);
+  EXPECT_EQ(imported->input_name, "input");
+  EXPECT_EQ(imported->output_name, "logits");
+  EXPECT_EQ(imported->input_shape, (kernels::Shape{1, 28, 28}));
+  EXPECT_EQ(imported->parameter_count, GetParam() == "mlp" ? 784 * 32 + 32 + 32 * 10 + 10
+                                                             : 4 * 9 + 4 + 8 * 4 * 9 + 8 + 392 * 16 + 16 + 16 * 10 + 10);
+
+  const std::vector<float> x = polnode::testing::ReadRawFloats(dir.File("x.bin"));
+  const std::vector<float> torch_y = polnode::testing::ReadRawFloats(dir.File("y.bin"));
+  ASSERT_EQ(x.size(), 8u * 784u);
+  ASSERT_EQ(torch_y.size(), 80u);
+  const TrainState initial = ImportedInitialState(imported->model, imported->params, OptimizerKind::kSgd);
+  const std::vector<float> ours = PolnodeLogits(imported->model, initial, x, 8);
+  EXPECT_LE(RelativeError(ours, torch_y), 1e-5);
+  RecordProperty("torch_relative_error", ::testing::PrintToString(RelativeError(ours, torch_y)));
+
+  const TrainState one = TrainSteps(imported->model, initial, *data, 1, 3);
+  const TrainState two = TrainSteps(imported->model, initial, *data, 2, 3);
+  EXPECT_EQ(one.step, 3);
+  EXPECT_EQ(consensus::ToHex(StateHash(one)), consensus::ToHex(StateHash(two)));
+  EXPECT_NE(consensus::ToHex(StateHash(one)), consensus::ToHex(StateHash(initial)));
+
+  Result<std::string> exported = ExportOnnx(imported->model, one);
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  ASSERT_TRUE(WriteFileAtomically(dir.File("trained.onnx"), *exported).ok());
+  const std::vector<float> trained = PolnodeLogits(imported->model, one, x, 8);
+  const kernels::Shape shape = GetParam() == "mlp" ? kernels::Shape{8, 784} : kernels::Shape{8, 1, 28, 28};
+  const std::vector<float> ort = OnnxRuntimeLogits(dir.path(), dir.File("trained.onnx"), x, shape);
+  ASSERT_EQ(ort.size(), trained.size());
+  EXPECT_LE(RelativeError(ort, trained), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, trained)));
+}
+
+INSTANTIATE_TEST_SUITE_P(MlpAndCnn, OnnxTorchTest, ::testing::Values("mlp", "cnn"));
+
+// polnode's own export imports back to the same spec and the same parameter bits.
+TEST(OnnxModelTest, ExportThenImportKeepsSpecAndBits) {
+  for (const char* text : {"mlp:16-8-3", "cnn:i2x6x6-c3-p-f5-4", "cnn:i1x4x4-p-c2-3"}) {
+    Result<ModelSpec> model = ParseModelSpec(text);
+    ASSERT_TRUE(model.ok());
+    const TrainState state = InitialState(*model, OptimizerKind::kAdam, 3);
+    Result<std::string> bytes = ExportOnnx(*model, state);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    Result<std::string> again = ExportOnnx(*model, state);
+    EXPECT_EQ(*bytes, *again) << "export is deterministic";
+    Result<OnnxImport> back = ImportOnnx(std::span(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size()));
+    ASSERT_TRUE(back.ok()) << text << ": " << back.status().ToString();
+    EXPECT_EQ(back->spec, std::string(text).starts_with("cnn:i1x4x4") ? "cnn:i1x4x4-p-c2-3" : text);
+    ASSERT_EQ(back->params.size(), model->params.size());
+    for (std::size_t i = 0; i < model->params.size(); ++i) {
+      EXPECT_EQ(back->params[i].name, model->params[i].name);
+      EXPECT_TRUE(back->params[i].tensor.BitwiseEqual(state.tensors[i].tensor)) << model->params[i].name;
+    }
+    const TrainState restarted = ImportedInitialState(back->model, back->params, OptimizerKind::kAdam);
+    ASSERT_EQ(restarted.tensors.size(), state.tensors.size());
+    for (std::size_t i = 0; i < state.tensors.size(); ++i) EXPECT_EQ(restarted.tensors[i].name, state.tensors[i].name);
+  }
+}
+
+TEST(OnnxModelTest, ExportRefusesGptAndForeignStates) {
+  Result<ModelSpec> gpt = ParseModelSpec("gpt:layers=1,heads=1,width=4,context=4,vocab=5");
+  ASSERT_TRUE(gpt.ok());
+  EXPECT_FALSE(ExportOnnx(*gpt, InitialState(*gpt, OptimizerKind::kSgd, 1)).ok());
+  Result<ModelSpec> a = ParseModelSpec("mlp:16-8-3");
+  Result<ModelSpec> b = ParseModelSpec("mlp:16-9-3");
+  ASSERT_TRUE(a.ok() && b.ok());
+  Result<std::string> wrong = ExportOnnx(*a, InitialState(*b, OptimizerKind::kSgd, 1));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("fc1.w"), std::string::npos) << wrong.status().ToString();
+}
+
+std::string ExportedMlp() {
+  Result<ModelSpec> model = ParseModelSpec("mlp:16-8-3");
+  return *ExportOnnx(*model, InitialState(*model, OptimizerKind::kSgd, 1));
+}
+
+Result<OnnxImport> ImportProto(const onnx::ModelProto& m) {
+  const std::string bytes = m.SerializeAsString();
+  return ImportOnnx(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+}
+
+TEST(OnnxModelTest, TorchOperatorsPolnodeCannotMapAreNamed) {
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx");
+  ASSERT_TRUE(TorchExport("softmax", dir.path()));
+  Result<OnnxImport> softmax = ImportOnnx(ReadBytes(dir.File("model.onnx")));
+  ASSERT_FALSE(softmax.ok());
+  EXPECT_EQ(softmax.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(softmax.status().message().find("unsupported operator Softmax"), std::string::npos)
+      << softmax.status().ToString();
+  EXPECT_NE(softmax.status().message().find("node '/4/Softmax'"), std::string::npos) << softmax.status().ToString();
+
+  ASSERT_TRUE(TorchExport("stride2", dir.path()));
+  Result<OnnxImport> stride = ImportOnnx(ReadBytes(dir.File("model.onnx")));
+  ASSERT_FALSE(stride.ok());
+  EXPECT_NE(stride.status().message().find("node '/0/Conv' (Conv): attribute strides is [2,2]"), std::string::npos)
+      << stride.status().ToString();
+}
+
+TEST(OnnxModelTest, NewerOpsetAndOtherDomainsAreRefused) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(ExportedMlp()));
+  m.mutable_opset_import(0)->set_version(18);
+  Result<OnnxImport> newer = ImportProto(m);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.status().message().find("opset 18"), std::string::npos) << newer.status().ToString();
+
+  m.mutable_opset_import(0)->set_version(17);
+  m.mutable_graph()->mutable_node(1)->set_domain("com.microsoft");
+  Result<OnnxImport> domain = ImportProto(m);
+  ASSERT_FALSE(domain.ok());
+  EXPECT_NE(domain.status().message().find("node 'fc1.relu' (Relu): unsupported operator domain"), std::string::npos)
+      << domain.status().ToString();
+}
+
+TEST(OnnxModelTest, BrokenGraphsAreRefusedWithTheReason) {
+  onnx::ModelProto base;
+  ASSERT_TRUE(base.ParseFromString(ExportedMlp()));
+  {  // an initializer whose raw data is one element short
+    onnx::ModelProto m = base;
+    std::string* raw = m.mutable_graph()->mutable_initializer(0)->mutable_raw_data();
+    raw->resize(raw->size() - 4);
+    Result<OnnxImport> r = ImportProto(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  }
+  {  // a weight whose shape does not fit the layer
+    onnx::ModelProto m = base;
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, 15);
+    m.mutable_graph()->mutable_initializer(0)->mutable_raw_data()->resize(15 * 8 * 4);
+    Result<OnnxImport> r = ImportProto(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("'fc1.w' is [15x8]; the layer needs [16x8]"), std::string::npos)
+        << r.status().ToString();
+  }
+  {  // the graph output is not the last layer's
+    onnx::ModelProto m = base;
+    m.mutable_graph()->mutable_output(0)->set_name("elsewhere");
+    EXPECT_FALSE(ImportProto(m).ok());
+  }
+  {  // a hidden layer without its Relu
+    onnx::ModelProto m = base;
+    m.mutable_graph()->mutable_node()->DeleteSubrange(1, 1);
+    m.mutable_graph()->mutable_node(1)->set_input(0, "fc1.matmul");
+    Result<OnnxImport> r = ImportProto(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("without a Relu"), std::string::npos) << r.status().ToString();
+  }
+  {  // no graph
+    onnx::ModelProto m = base;
+    m.clear_graph();
+    EXPECT_EQ(ImportProto(m).status().code(), StatusCode::kCorruption);
+  }
+}
+
+TEST(OnnxModelTest, TruncatedAndHostileBytesAreErrorsNotCrashes) {
+  const std::string good = ExportedMlp();
+  const auto* p = reinterpret_cast<const std::uint8_t*>(good.data());
+  for (std::size_t len = 0; len < good.size(); len += 97) {
+    EXPECT_FALSE(ImportOnnx(std::span(p, len)).ok()) << "prefix of " << len << " bytes";
+  }
+  std::vector<std::uint8_t> noise(4096);
+  std::uint32_t s = 1;
+  for (std::uint8_t& b : noise) {
+    s = s * 1664525u + 1013904223u;
+    b = static_cast<std::uint8_t>(s >> 24);
+  }
+  EXPECT_FALSE(ImportOnnx(noise).ok());
+  EXPECT_TRUE(ImportOnnx(std::span(p, good.size())).ok());
+}
+
+// A task whose model is "onnx:<sha256>" of a PyTorch export trains from the file's weights, with
+// the same state hash on 1 and 2 threads; a file with another hash is refused before training.
+TEST(OnnxTaskTest, AnOnnxTaskTrainsFromTheFilesWeightsOnEveryThreadCount) {
+  POLNODE_REQUIRE_FASHION_MNIST(data);
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx");
+  ASSERT_TRUE(TorchExport("cnn", dir.path()));
+  const std::vector<std::uint8_t> file = ReadBytes(dir.File("model.onnx"));
+  Result<OnnxImport> imported = ImportOnnx(file);
+  ASSERT_TRUE(imported.ok());
+  TaskSpec task;
+  task.model = "onnx:" + consensus::ToHex(consensus::Sha256(file));
+  task.model_location = dir.File("model.onnx");
+  task.dataset_hash = DatasetContentHash(*data);
+  task.batch = 16;
+  task.steps = 4;
+  task.checkpoint_interval = 2;
+  task.seed = 5;
+  ASSERT_TRUE(ValidateTask(task).ok());
+  const auto train = [&](int threads) {
+    Result<TaskStepper> stepper = TaskStepper::Create(task, *data);
+    EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
+    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+    EXPECT_TRUE(backend.ok());
+    TrainState state = stepper->Initial();
+    for (std::size_t i = 0; i < imported->params.size(); ++i) {
+      EXPECT_TRUE(state.tensors[i].tensor.BitwiseEqual(imported->params[i].tensor)) << imported->params[i].name;
+    }
+    while (state.step < task.steps) EXPECT_TRUE(stepper->Step(state, **backend).ok());
+    return consensus::ToHex(StateHash(state));
+  };
+  EXPECT_EQ(train(1), train(2));
+
+  // The file is part of the task only through its hash: another file under the same name is refused.
+  TaskSpec other = task;
+  other.model = "onnx:" + std::string(64, '0');
+  Result<TaskStepper> refused = TaskStepper::Create(other, *data);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("not the task's 0000"), std::string::npos) << refused.status().ToString();
+  // A model the data does not fit is refused too (a CNN for 28 x 28 images on 4 x 4 ones).
+  ImageDataset small;
+  small.train.count = 32;
+  small.train.rows = 4;
+  small.train.cols = 4;
+  small.train.pixels.resize(32 * 16);
+  small.train.labels.resize(32);
+  small.num_classes = 3;
+  EXPECT_FALSE(TaskStepper::Create(task, small).ok());
+}
+
+TEST(OnnxTaskTest, TheModelFileTravelsWithTheTaskButIsNotPartOfItsId) {
+  const std::string hash(64, 'a');
+  Result<TaskSpec> task = ParseTaskToml("model = \"onnx:" + hash + "\"\nmodel_file = \"m.onnx\"\n"
+                                        "dataset_hash = \"" + hash + "\"\nbatch = 4\nsteps = 4\n"
+                                        "checkpoint_interval = 2\nseed = 1\n");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->model_location, "m.onnx");
+  const std::string wire = EncodeTaskProto(*task);
+  Result<TaskSpec> back = DecodeTaskProto(std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->model_location, "m.onnx");
+  TaskSpec moved = *task;
+  moved.model_location = "elsewhere.onnx";
+  EXPECT_EQ(TaskId(moved), TaskId(*task));
+  for (const char* bad : {"onnx:", "onnx:abc", "onnx:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}) {
+    TaskSpec t = *task;
+    t.model = bad;
+    EXPECT_FALSE(ValidateTask(t).ok()) << bad;
+  }
+  TaskSpec missing = *task;
+  missing.model_location.clear();
+  EXPECT_EQ(LoadOnnxTaskModel(missing).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace polnode::solver
