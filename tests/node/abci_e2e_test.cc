@@ -118,46 +118,53 @@ std::string Upper(std::string s) {
   return s;
 }
 
-// One validator: a CometBFT home and the polnode application it drives.
+::testing::AssertionResult HaveCometbft() {
+  if (std::filesystem::exists(CometbftBinary())) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no CometBFT at " << CometbftBinary()
+                                       << ": scripts/install-deps.sh builds it (or set POLNODE_COMETBFT)";
+}
+
+// Puts the polnode genesis into CometBFT's genesis.json as app_state, under polnode's chain id.
+::testing::AssertionResult SetAppState(const std::string& comet_home) {
+  const std::string path = comet_home + "/config/genesis.json";
+  std::string genesis = ReadFile(path);
+  const std::size_t chain_at = genesis.find("\"chain_id\": \"");
+  if (chain_at == std::string::npos) return ::testing::AssertionFailure() << path << " has no chain_id";
+  const std::size_t chain_end = genesis.find('"', chain_at + 13);
+  genesis.replace(chain_at, chain_end + 1 - chain_at, "\"chain_id\": \"" + std::string(kChain) + "\"");
+  const std::string app_state = FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance));
+  auto replaced = ReplaceOnce(genesis, "\"app_hash\": \"\"", "\"app_hash\": \"\",\n  \"app_state\": " + app_state);
+  if (!replaced) return replaced;
+  WriteFile(path, genesis);
+  return ::testing::AssertionSuccess();
+}
+
+// One validator: a CometBFT home and the polnode application it drives, on loopback ports of its own.
 class ValidatorNode {
  public:
-  explicit ValidatorNode(const polnode::testing::TempDir& dir)
-      : comet_home_(dir.File("cometbft")), app_home_(dir.File("app")), rpc_{"127.0.0.1", FreePort()} {}
+  ValidatorNode(std::string comet_home, std::string app_home)
+      : comet_home_(std::move(comet_home)), app_home_(std::move(app_home)), rpc_{"127.0.0.1", FreePort()},
+        p2p_port_(FreePort()), app_port_(FreePort()) {}
 
-  ::testing::AssertionResult Init() {
-    const std::string cometbft = CometbftBinary();
-    if (!std::filesystem::exists(cometbft)) {
-      return ::testing::AssertionFailure() << "no CometBFT at " << cometbft
-                                           << ": scripts/install-deps.sh builds it (or set POLNODE_COMETBFT)";
-    }
-    polnode::testing::ProcessResult init = polnode::testing::RunProcess({cometbft, "init", "--home", comet_home_});
-    if (init.exit_code != 0) return ::testing::AssertionFailure() << "cometbft init failed: " << init.out << init.err;
-    // The polnode genesis goes into CometBFT's as app_state, under the same chain id.
-    std::string genesis = ReadFile(comet_home_ + "/config/genesis.json");
-    const std::string app_state = FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance));
-    const std::size_t chain_at = genesis.find("\"chain_id\": \"");
-    if (chain_at == std::string::npos) return ::testing::AssertionFailure() << "genesis.json has no chain_id";
-    const std::size_t chain_end = genesis.find('"', chain_at + 13);
-    genesis.replace(chain_at, chain_end + 1 - chain_at, "\"chain_id\": \"" + std::string(kChain) + "\"");
-    auto replaced = ReplaceOnce(genesis, "\"app_hash\": \"\"", "\"app_hash\": \"\",\n  \"app_state\": " + app_state);
-    if (!replaced) return replaced;
-    WriteFile(comet_home_ + "/config/genesis.json", genesis);
-
-    const std::uint16_t p2p = FreePort();
-    app_port_ = FreePort();
+  // Points config.toml at this node's ports, with fast timeouts; `more` are further replacements.
+  ::testing::AssertionResult Configure(const std::vector<std::pair<std::string, std::string>>& more = {}) {
     std::string config = ReadFile(comet_home_ + "/config/config.toml");
-    for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
-             {"proxy_app = \"tcp://127.0.0.1:26658\"", "proxy_app = \"tcp://127.0.0.1:" + std::to_string(app_port_) + "\""},
-             {"laddr = \"tcp://127.0.0.1:26657\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(rpc_.port) + "\""},
-             {"laddr = \"tcp://0.0.0.0:26656\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(p2p) + "\""},
-             {"timeout_propose = \"3s\"", "timeout_propose = \"1s\""},
-             {"timeout_commit = \"1s\"", "timeout_commit = \"100ms\""}}) {
-      auto r = ReplaceOnce(config, from, to);
+    std::vector<std::pair<std::string, std::string>> edits = {
+        {"proxy_app = \"tcp://127.0.0.1:26658\"", "proxy_app = \"tcp://127.0.0.1:" + std::to_string(app_port_) + "\""},
+        {"laddr = \"tcp://127.0.0.1:26657\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(rpc_.port) + "\""},
+        {"laddr = \"tcp://0.0.0.0:26656\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(p2p_port_) + "\""},
+        {"timeout_propose = \"3s\"", "timeout_propose = \"1s\""},
+        {"timeout_commit = \"1s\"", "timeout_commit = \"100ms\""}};
+    edits.insert(edits.end(), more.begin(), more.end());
+    for (const auto& edit : edits) {
+      auto r = ReplaceOnce(config, edit.first, edit.second);
       if (!r) return r;
     }
     WriteFile(comet_home_ + "/config/config.toml", config);
     return ::testing::AssertionSuccess();
   }
+
+  std::uint16_t p2p_port() const { return p2p_port_; }
 
   // Starts `polnode abci` on `app_home` and waits for its startup line; returns the height and app
   // hash (hex) it reports from its own store.
@@ -178,10 +185,17 @@ class ValidatorNode {
   ::testing::AssertionResult StartComet() {
     auto started = comet_.Start({CometbftBinary(), "start", "--home", comet_home_}, comet_home_ + ".out", comet_home_ + ".log");
     if (!started) return started;
-    if (!Eventually([&] { return Height() >= 1; }, kWait)) {
-      return ::testing::AssertionFailure() << "CometBFT made no block; its log ends:\n" << Tail(ReadFile(comet_home_ + ".out"));
+    // Its RPC starts after the ABCI handshake (InitChain, replay) is done.
+    if (!Eventually([&] { return !Get("/status").empty(); }, kWait)) {
+      return ::testing::AssertionFailure() << "CometBFT's RPC did not start; its log ends:\n" << Tail(ReadFile(comet_home_ + ".out"));
     }
     return ::testing::AssertionSuccess();
+  }
+
+  // Waits until CometBFT has committed block `height`.
+  ::testing::AssertionResult WaitForHeight(std::int64_t height) {
+    if (Eventually([&] { return Height() >= height; }, kWait)) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "no block " << height << "; CometBFT's log ends:\n" << CometLog();
   }
 
   void KillBoth() {
@@ -232,11 +246,28 @@ class ValidatorNode {
   const std::string& app_home() const { return app_home_; }
   std::string CometLog() const { return Tail(ReadFile(comet_home_ + ".out")); }
 
+  // Waits until `hash` (hex, from Broadcast) is in a block that executed it without error; returns
+  // that block's height (0 with a test failure otherwise).
+  std::int64_t WaitForTx(const std::string& hash) {
+    std::string found;
+    if (!Eventually([&] {
+          found = Get("/tx?hash=0x" + hash);
+          return !found.empty();
+        }, kWait)) {
+      ADD_FAILURE() << "tx " << hash << " never reached a block; CometBFT's log:\n" << CometLog();
+      return 0;
+    }
+    EXPECT_NE(found.find("\"code\":0,"), std::string::npos) << found;
+    const std::string height = JsonString(found, "height");
+    return height.empty() ? 0 : std::stoll(height);
+  }
+
  private:
   std::string comet_home_;
   std::string app_home_;
   HttpEndpoint rpc_;
-  std::uint16_t app_port_ = 0;
+  std::uint16_t p2p_port_;
+  std::uint16_t app_port_;
   DaemonProcess app_;
   DaemonProcess comet_;
 };
@@ -248,13 +279,18 @@ std::pair<std::int64_t, std::string> StartupState(const std::string& line) {
 }
 
 TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
+  ASSERT_TRUE(HaveCometbft());
   polnode::testing::TempDir dir("abci-e2e");
-  ValidatorNode node(dir);
-  ASSERT_TRUE(node.Init());
+  ValidatorNode node(dir.File("cometbft"), dir.File("app"));
+  polnode::testing::ProcessResult init = polnode::testing::RunProcess({CometbftBinary(), "init", "--home", dir.File("cometbft")});
+  ASSERT_EQ(init.exit_code, 0) << init.out << init.err;
+  ASSERT_TRUE(SetAppState(dir.File("cometbft")));
+  ASSERT_TRUE(node.Configure());
   std::string startup;
   ASSERT_TRUE(node.StartApp(node.app_home(), startup));
   EXPECT_EQ(StartupState(startup).first, 0);
   ASSERT_TRUE(node.StartComet());
+  ASSERT_TRUE(node.WaitForHeight(1));
 
   proto::Params params;
   ASSERT_TRUE(params.ParseFromString(node.Query("/v1/params")));
@@ -272,14 +308,8 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   ASSERT_FALSE(transfer_hash.empty());
   ASSERT_FALSE(stake_hash.empty());
   // Both end up in blocks, executed without error.
-  for (const std::string& hash : {transfer_hash, stake_hash}) {
-    std::string found;
-    ASSERT_TRUE(Eventually([&] {
-      found = node.Get("/tx?hash=0x" + hash);
-      return !found.empty();
-    }, kWait)) << "tx " << hash << " never reached a block; CometBFT's log:\n" << node.CometLog();
-    EXPECT_NE(found.find("\"code\":0,"), std::string::npos) << found;
-  }
+  ASSERT_GT(node.WaitForTx(transfer_hash), 0);
+  ASSERT_GT(node.WaitForTx(stake_hash), 0);
   const std::string recipient = "/v1/accounts/" + consensus::ToHex(KeyFromByte(2).PublicKey().bytes());
   const std::string sender = "/v1/accounts/" + consensus::ToHex(KeyFromByte(1).PublicKey().bytes());
   proto::Account received;
@@ -298,7 +328,7 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   ASSERT_GE(height, 2);
   ASSERT_EQ(app_hash.size(), 64u);
   ASSERT_TRUE(node.StartComet());
-  ASSERT_TRUE(Eventually([&] { return node.Height() > height + 1; }, kWait)) << node.CometLog();
+  ASSERT_TRUE(node.WaitForHeight(height + 2));
   EXPECT_EQ(node.HeaderAppHash(height + 1), app_hash);
   paid.Clear();
   ASSERT_TRUE(paid.ParseFromString(node.Query(sender)));
@@ -312,12 +342,84 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   EXPECT_EQ(StartupState(startup).first, 0);
   ASSERT_TRUE(node.StartComet());
   const std::int64_t replayed_to = node.Height();
-  ASSERT_TRUE(Eventually([&] { return node.Height() > replayed_to + 1; }, kWait)) << node.CometLog();
+  ASSERT_TRUE(node.WaitForHeight(replayed_to + 2));
   EXPECT_EQ(node.HeaderAppHash(height + 1), app_hash);
   received.Clear();
   ASSERT_TRUE(received.ParseFromString(node.Query(recipient)));
   EXPECT_EQ(received.balance(), 12345u);
   node.KillBoth();
+}
+
+// Four validators from `cometbft testnet`, each with its own polnode application, on loopback
+// ports: a transfer goes in at one node and every node executes it to the same app hash; one
+// validator (CometBFT node and application) is killed with SIGKILL, the other three go on with a
+// second transfer, and the killed one restarts, catches up and agrees again.
+TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
+  ASSERT_TRUE(HaveCometbft());
+  polnode::testing::TempDir dir("abci-4v");
+  polnode::testing::ProcessResult made = polnode::testing::RunProcess(
+      {CometbftBinary(), "testnet", "--v", "4", "--n", "0", "--o", dir.File("net"), "--starting-ip-address", "127.0.0.2",
+       "--populate-persistent-peers"});
+  ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  constexpr int kNodes = 4;
+  std::vector<std::unique_ptr<ValidatorNode>> nodes;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string home = dir.File("net/node" + std::to_string(i));
+    nodes.push_back(std::make_unique<ValidatorNode>(home, dir.File("app" + std::to_string(i))));
+    ASSERT_TRUE(SetAppState(home));
+  }
+  // testnet names peer i at 127.0.0.(2+i):26656; each node listens on a port of its own instead.
+  std::vector<std::pair<std::string, std::string>> peers;
+  for (int i = 0; i < kNodes; ++i) {
+    peers.push_back({"@127.0.0." + std::to_string(2 + i) + ":26656",
+                     "@127.0.0.1:" + std::to_string(nodes[static_cast<std::size_t>(i)]->p2p_port())});
+  }
+  for (auto& node : nodes) ASSERT_TRUE(node->Configure());
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string path = dir.File("net/node" + std::to_string(i) + "/config/config.toml");
+    std::string config = ReadFile(path);
+    for (const auto& peer : peers) ASSERT_TRUE(ReplaceOnce(config, peer.first, peer.second));
+    WriteFile(path, config);
+  }
+  std::string startup;
+  for (auto& node : nodes) ASSERT_TRUE(node->StartApp(node->app_home(), startup));
+  for (auto& node : nodes) ASSERT_TRUE(node->StartComet());
+  for (auto& node : nodes) ASSERT_TRUE(node->WaitForHeight(1));
+
+  const std::string recipient = "/v1/accounts/" + consensus::ToHex(KeyFromByte(2).PublicKey().bytes());
+  const auto transfer = [](std::uint64_t nonce, std::uint64_t amount) {
+    return polnode::testing::SignedTx(KeyFromByte(1), kChain, nonce, contracts::payload::kTransfer,
+                                      polnode::testing::TransferTo(KeyFromByte(2), amount));
+  };
+  // Every node's block `height + 1` carries the same app hash (the state root after `height`),
+  // and every node's application answers `balance` for the recipient.
+  const auto agree = [&](std::int64_t height, std::uint64_t balance, std::size_t count) {
+    std::string first;
+    for (std::size_t i = 0; i < count; ++i) {
+      ValidatorNode& node = *nodes[i];
+      ASSERT_TRUE(node.WaitForHeight(height + 1));
+      const std::string app_hash = node.HeaderAppHash(height + 1);
+      ASSERT_EQ(app_hash.size(), 64u);
+      if (i == 0) first = app_hash;
+      EXPECT_EQ(app_hash, first) << "node " << i << " at height " << height;
+      proto::Account account;
+      ASSERT_TRUE(account.ParseFromString(node.Query(recipient)));
+      EXPECT_EQ(account.balance(), balance) << "node " << i;
+    }
+  };
+  const std::int64_t first_height = nodes[0]->WaitForTx(nodes[0]->Broadcast(transfer(0, 100)));
+  ASSERT_GT(first_height, 0);
+  agree(first_height, 100, kNodes);
+
+  nodes[3]->KillBoth();
+  const std::int64_t second_height = nodes[1]->WaitForTx(nodes[1]->Broadcast(transfer(1, 50)));
+  ASSERT_GT(second_height, first_height);
+  agree(second_height, 150, 3);
+
+  ASSERT_TRUE(nodes[3]->StartApp(nodes[3]->app_home(), startup));
+  ASSERT_TRUE(nodes[3]->StartComet());
+  agree(second_height, 150, kNodes);
+  for (auto& node : nodes) node->KillBoth();
 }
 
 }  // namespace
