@@ -75,7 +75,7 @@ else
   # The module and build caches live beside the binary, not in the user's home, so a rebuild after
   # an interrupted one reuses the downloaded modules.
   mkdir -p "$cometbft_root"
-  CGO_ENABLED=0 GOFLAGS=-mod=mod GOPATH="/opt/polnode-cometbft/gopath" \
+  CGO_ENABLED=0 GOPATH="/opt/polnode-cometbft/gopath" \
     GOCACHE="/opt/polnode-cometbft/gocache" GOBIN="$cometbft_root/bin.tmp" \
     go install "github.com/cometbft/cometbft/cmd/cometbft@$cometbft_version"
   mv "$cometbft_root/bin.tmp" "$cometbft_root/bin"

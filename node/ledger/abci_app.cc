@@ -44,6 +44,19 @@ contracts::PubKey ProposerAccount(std::string_view proposer_address) {
   return consensus::Sha256("polnode/abci-proposer/v1" + std::string(proposer_address));
 }
 
+// The context of CometBFT's block `height`. `block_hash` is empty in PrepareProposal, where the block
+// (so its hash and randomness) does not exist yet; the ante checks its simulation runs do not read
+// the randomness.
+contracts::BlockContext MakeContext(std::int64_t height, const google::protobuf::Timestamp& time,
+                                    std::string_view block_hash, std::string_view proposer_address) {
+  contracts::BlockContext context;
+  context.height = static_cast<std::uint64_t>(height);
+  context.time_unix_ms = UnixMillis(time);
+  if (!block_hash.empty()) context.randomness = BlockRandomness(block_hash);
+  context.proposer = ProposerAccount(proposer_address);
+  return context;
+}
+
 // The protobuf size of `tx` as one element of a repeated bytes field: what CometBFT counts against
 // max_tx_bytes (types.ComputeProtoSizeForTxs).
 std::uint64_t ProtoSizeOfTx(const std::string& tx) {
@@ -324,12 +337,7 @@ Result<abci::ResponsePrepareProposal> AbciApp::PrepareProposal(const abci::Reque
   for (const consensus::PendingTx& tx : decoded) {
     candidates.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
   }
-  contracts::BlockContext context;
-  context.height = static_cast<std::uint64_t>(request.height());
-  context.time_unix_ms = UnixMillis(request.time());
-  context.proposer = ProposerAccount(request.proposer_address());
-  // The randomness is not known yet (it hashes the block being built); the ante checks the
-  // simulation runs do not read it.
+  const contracts::BlockContext context = MakeContext(request.height(), request.time(), {}, request.proposer_address());
   const std::uint64_t max_bytes = request.max_tx_bytes() > 0 ? static_cast<std::uint64_t>(request.max_tx_bytes()) : 0;
   const BlockState committed(*store_);
   POLNODE_ASSIGN_OR_RETURN(std::vector<contracts::VerifiedTx> chosen,
@@ -360,11 +368,8 @@ Result<abci::ResponseProcessProposal> AbciApp::ProcessProposal(const abci::Reque
   }
   std::vector<contracts::VerifiedTx> txs;
   for (const consensus::PendingTx& tx : decoded) txs.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
-  contracts::BlockContext context;
-  context.height = static_cast<std::uint64_t>(request.height());
-  context.time_unix_ms = UnixMillis(request.time());
-  context.randomness = BlockRandomness(request.hash());
-  context.proposer = ProposerAccount(request.proposer_address());
+  const contracts::BlockContext context =
+      MakeContext(request.height(), request.time(), request.hash(), request.proposer_address());
   const BlockState committed(*store_);
   const contracts::ProposalLimits limits{options_.max_txs_per_block, std::numeric_limits<std::uint64_t>::max()};
   if (app_.ProcessProposal(txs, context, committed, limits).ok()) response.set_status(abci::ResponseProcessProposal::ACCEPT);
@@ -403,11 +408,8 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
     verified.push_back(contracts::MakeVerifiedTx(pending->envelope, pending->id, raw.size()));
     slot.push_back(static_cast<std::size_t>(i));
   }
-  contracts::BlockContext context;
-  context.height = height;
-  context.time_unix_ms = UnixMillis(request.time());
-  context.randomness = BlockRandomness(request.hash());
-  context.proposer = ProposerAccount(request.proposer_address());
+  const contracts::BlockContext context =
+      MakeContext(request.height(), request.time(), request.hash(), request.proposer_address());
   block.state = std::make_unique<BlockState>(*store_);
   POLNODE_ASSIGN_OR_RETURN(contracts::BlockResult executed, app_.FinalizeBlock(context, verified, *block.state));
   if (executed.tx_results.size() != verified.size()) {
