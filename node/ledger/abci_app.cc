@@ -29,9 +29,10 @@ std::int64_t UnixMillis(const google::protobuf::Timestamp& t) {
 // on. It is unknown before the block is proposed, but the proposer can bias it: the block hash
 // covers the header (time, the txs it chose and their order, the last commit it includes), so a
 // proposer can try many variants and propose the one whose beacon it likes, and it can also
-// withhold a proposal and let the round pass. Issue 17 item 2 replaces this with a beacon no single
-// validator controls; until then a CometBFT network trusts each proposer with one block's draw, as
-// the embedded ledger trusts its single producer.
+// withhold a proposal and let the round pass. That is weaker than the embedded ledger's beacon (its
+// producer's VRF output, fixed before any tx is chosen, so that producer can only withhold a
+// block). Issue 17 item 2 replaces this with a beacon no single validator controls; until then a
+// CometBFT network trusts each proposer with its block's draw.
 Hash256 BlockRandomness(std::string_view block_hash) {
   return consensus::Sha256("polnode/abci-beacon/v1" + std::string(block_hash));
 }

@@ -21,9 +21,9 @@
 namespace polnode::node {
 
 /// The largest ABCI message body polnode accepts: 64 MiB. A block's txs travel in one
-/// FinalizeBlock request; CometBFT's default block max_bytes is 21 MiB (4 MiB since v0.38.x
-/// defaults), so the cap leaves room for a raised block size without letting a peer make the
-/// server allocate gigabytes (Go's reader allows 2^31-1).
+/// FinalizeBlock request and CometBFT's default block max_bytes is 21 MiB (22020096 in a
+/// v0.38.26 genesis), so the cap leaves room for a raised block size without letting a peer make
+/// the server allocate gigabytes (Go's reader allows 2^31-1).
 inline constexpr std::size_t kMaxAbciFrameBytes = std::size_t{64} << 20;
 
 /// One complete frame found at the start of a buffer.
