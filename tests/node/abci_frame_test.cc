@@ -74,6 +74,13 @@ TEST(AbciFrameTest, BodiesThatAreNotKnownRequests) {
   EXPECT_TRUE(StatusIs(ParseAbciRequest("\x0a\x05hi"), StatusCode::kCorruption));
 }
 
+TEST(AbciFrameTest, TextFieldsAreBytesSoNonUtf8IsDataNotAParseError) {
+  // RequestQuery.path (field 2 of field 6) holding 0xff: CometBFT's string, polnode's bytes.
+  auto request = ParseAbciRequest(std::string("\x32\x03\x12\x01\xff", 5));
+  ASSERT_TRUE(IsOk(request));
+  EXPECT_EQ(request->query().path(), "\xff");
+}
+
 TEST(AbciFrameTest, EmptyMessageHasAZeroLengthFrame) {
   abci::Response response;
   response.mutable_flush();
