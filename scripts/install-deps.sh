@@ -67,3 +67,32 @@ else
     --root-user-action=ignore --break-system-packages --no-deps "onnxruntime==$onnxruntime_version"
   /usr/bin/python3 -c "import onnxruntime" >/dev/null
 fi
+
+# CometBFT, the BFT engine that drives polnode's ABCI server (node/ledger/abci_*) when validators
+# are many. The version is pinned: proto/polnode/abci.proto copies this tag's ABCI field numbers,
+# which are the wire contract. Built from source with the Go toolchain (pure Go, CGO off) into a
+# versioned directory and reused when present; the tests find it through POLNODE_COMETBFT or this
+# path (tests/node/abci_e2e_test.cc).
+cometbft_version=v0.38.26
+cometbft_root=/opt/polnode-cometbft/$cometbft_version
+if [ -x "$cometbft_root/bin/cometbft" ]; then
+  echo "install-deps.sh: cometbft $cometbft_version present ($cometbft_root)"
+else
+  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    echo "install-deps.sh: building cometbft $cometbft_version needs Go 1.22 or newer (not found)" >&2
+    exit 1
+  fi
+  echo "install-deps.sh: building cometbft $cometbft_version into $cometbft_root"
+  cometbft_start=$(date +%s)
+  # The module and build caches live beside the binary, not in the user's home, so a rebuild after
+  # an interrupted one reuses the downloaded modules.
+  mkdir -p "$cometbft_root"
+  CGO_ENABLED=0 GOPATH="/opt/polnode-cometbft/gopath" \
+    GOCACHE="/opt/polnode-cometbft/gocache" GOBIN="$cometbft_root/bin.tmp" \
+    go install "github.com/cometbft/cometbft/cmd/cometbft@$cometbft_version"
+  mv "$cometbft_root/bin.tmp" "$cometbft_root/bin"
+  echo "install-deps.sh: cometbft $("$cometbft_root/bin/cometbft" version) built in $(( $(date +%s) - cometbft_start )) s"
+fi

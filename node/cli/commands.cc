@@ -9,6 +9,7 @@ namespace {
 constexpr Command kCommands[] = {
     {"init", "create a node home: node key, genesis.json and config.toml for a new chain", RunInitCommand},
     {"ledger", "run the embedded ledger (block producer + HTTP API); 'ledger verify-chain' checks it", RunLedgerCommand},
+    {"abci", "run polnode as a CometBFT ABCI 2.0 application (CometBFT orders blocks, the contracts execute them)", RunAbciCommand},
     {"tx", "sign a transaction (transfer, stake, submit-task, ...) and send it to a ledger", RunTxCommand},
     {"keygen", "create a key file (mode 0600) and print its BIP-340 x-only public key", RunKeygenCommand},
     {"sign", "sign a transaction file with a key file, writing the signed envelope", RunSignCommand},

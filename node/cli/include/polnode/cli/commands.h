@@ -20,6 +20,7 @@ int RunCli(const std::vector<std::string>& args, Io& io);
 int RunVersionCommand(const std::vector<std::string>& args, Io& io);
 int RunInitCommand(const std::vector<std::string>& args, Io& io);
 int RunLedgerCommand(const std::vector<std::string>& args, Io& io);
+int RunAbciCommand(const std::vector<std::string>& args, Io& io);
 int RunTxCommand(const std::vector<std::string>& args, Io& io);
 int RunKeygenCommand(const std::vector<std::string>& args, Io& io);
 int RunSignCommand(const std::vector<std::string>& args, Io& io);

@@ -1,0 +1,71 @@
+// `polnode abci`: runs polnode as a CometBFT ABCI 2.0 application (node/ledger/abci_app.h): CometBFT
+// orders the blocks, polnode's contracts execute them. One application serves one CometBFT node
+// (its `proxy_app` address).
+
+#include <filesystem>
+#include <iostream>
+#include <ostream>
+
+#include "polnode/base/dir_lock.h"
+#include "polnode/cli/commands.h"
+#include "polnode/consensus/hex.h"
+#include "polnode/ledger/abci_app.h"
+#include "polnode/ledger/abci_server.h"
+#include "polnode/roles/stop_signals.h"
+#include "polnode/rpc/genesis_json.h"
+#include "polnode/rpc/json.h"
+
+namespace polnode::node {
+namespace {
+
+constexpr std::string_view kCommand = "polnode abci";
+
+Status Serve(const FlagSet& flags, Io& io) {
+  StopSignals stop;  // before RocksDB and the server start their threads
+  const std::string home = flags.Get("home");
+  std::error_code ec;
+  std::filesystem::create_directories(home, ec);
+  if (ec) return Status::IOError("cannot create " + home + ": " + ec.message());
+  // Before the store opens, so a second application on this home is told so, not RocksDB's lock error.
+  POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(home, "ABCI application home"));
+  AbciAppOptions options;
+  options.data_dir = (std::filesystem::path(home) / "data").string();
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<AbciApp> app, AbciApp::Open(options, ParseGenesisJson));
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<AbciServer> server,
+                           AbciServer::Start(flags.Get("listen"), [&app](const abci::Request& r) { return app->Handle(r); }));
+  if (flags.json()) {
+    JsonWriter w;
+    w.BeginObject()
+        .Field("height", app->height())
+        .Field("app_hash", consensus::ToHex(app->state_root()))
+        .Field("port", static_cast<std::uint64_t>(server->port()))
+        .EndObject();
+    io.out << w.str() << std::endl;
+  } else {
+    io.out << "polnode abci: at height " << app->height() << ", listening on " << flags.Get("listen")
+           << " (port " << server->port() << ")" << std::endl;
+  }
+  const int signal_number = stop.Wait();
+  std::cerr << "polnode abci: stopping on signal " << signal_number << std::endl;
+  server->Stop();
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunAbciCommand(const std::vector<std::string>& args, Io& io) {
+  FlagSet flags(std::string(kCommand),
+                "Run polnode as a CometBFT ABCI 2.0 application (CometBFT v0.38): CometBFT connects to --listen "
+                "(its proxy_app), orders the transactions and polnode's contracts execute every block; genesis "
+                "accounts and params come from the app_state of CometBFT's genesis.json (polnode's genesis.json "
+                "format). Reads: CometBFT's abci_query with the ledger API's paths (/v1/accounts/{pubkey}, "
+                "/v1/tasks/{id}, /v1/params, /v1/jackpot), answered as protobuf records. Stops cleanly on "
+                "SIGINT/SIGTERM; after a crash CometBFT replays the blocks it is missing.");
+  flags.Value("home", "DIR", "the application's directory; its RocksDB store is DIR/data (created if missing)", "", true);
+  flags.Value("listen", "ADDR", "tcp://IPV4:PORT or unix:///PATH (CometBFT's proxy_app)", "tcp://127.0.0.1:26658");
+  if (auto exit = ParseOrExit(flags, args, io)) return *exit;
+  if (Status s = Serve(flags, io); !s.ok()) return ReportError(io, kCommand, s);
+  return kExitOk;
+}
+
+}  // namespace polnode::node

@@ -1,0 +1,126 @@
+// AbciApp: polnode's state machine (contracts::Application over the RocksDB ChainStore) driven by
+// CometBFT through ABCI 2.0 (abci.proto) instead of by the embedded block producer (ledger.h).
+// The contracts execute blocks exactly as in the embedded ledger; what changes is who orders them.
+//
+// Heights: polnode's block 0 is the genesis state InitChain writes; CometBFT's block H is polnode's
+// block H. Each block is kept in the ChainStore as the embedded ledger keeps its own (block record,
+// tx index with outcomes, state writes, one atomic WriteBatch), so FindTx and the chain's blocks
+// read the same; the header carries no producer signature (CometBFT's commit signs the block) and
+// its randomness is the beacon described at BlockRandomness in abci_app.cc.
+//
+//   Info             last committed height and its state root (the app hash), so that CometBFT's
+//                    handshake replays the blocks a restarted node is missing
+//   InitChain        genesis accounts and params from app_state_bytes (polnode's genesis.json,
+//                    parsed by the injected GenesisParser); block 0; app hash = genesis state root.
+//                    Again on a store that has block 0 (a crash before block 1): checks the genesis
+//                    is the stored one and answers the same app hash
+//   CheckTx          mempool admission (consensus::Mempool + Application::CheckTx, the nonce window
+//                    and fee rules) against the committed state, never the block being finalized;
+//                    a RECHECK passes while polnode's pool still holds the tx after the last Commit
+//   PrepareProposal  Application::PrepareProposal over the txs CometBFT offers, within max_tx_bytes
+//   ProcessProposal  REJECT a block with a tx that does not decode, is not signed, is for another
+//                    chain, or whose ante fails (Application::ProcessProposal); ACCEPT otherwise
+//   FinalizeBlock    Application::FinalizeBlock into a BlockState overlay; per-tx results (a tx
+//                    that cannot execute at all gets a non-zero code and changes nothing);
+//                    app_hash = the state root after the block. Nothing is written yet
+//   Commit           the block and its writes in one RocksDB batch; the pool drops the block's txs
+//                    and rechecks the rest
+//   Query            path = the embedded ledger's HTTP state paths (see Query in abci_app.cc);
+//                    the value is the record's protobuf bytes
+//   Echo, Flush      answered; vote extensions ACCEPT and are empty; there are no snapshots
+// Any failure of a method is answered with ResponseException (CometBFT stops on one: it means the
+// application cannot follow the chain).
+//
+// Thread safety: Handle may be called from any number of connection threads; one mutex serializes
+// them (CometBFT's own socket server does the same).
+#ifndef POLNODE_LEDGER_ABCI_APP_H_
+#define POLNODE_LEDGER_ABCI_APP_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "polnode/abci.pb.h"
+#include "polnode/base/status.h"
+#include "polnode/consensus/block.h"
+#include "polnode/consensus/chain_store.h"
+#include "polnode/consensus/mempool.h"
+#include "polnode/contracts/application.h"
+#include "polnode/ledger/chain_state.h"
+#include "polnode/ledger/genesis_file.h"
+
+namespace polnode::node {
+
+/// Parses InitChain's app_state_bytes (genesis.json text; node/rpc's ParseGenesisJson). Injected
+/// because the JSON reader lives above node/ledger.
+using GenesisParser = std::function<Result<GenesisFile>(std::string_view json)>;
+
+struct AbciAppOptions {
+  std::string data_dir;          // RocksDB directory (created if missing)
+  bool sync_writes = true;       // fsync each block's batch
+  /// Limits that decide which txs a block may hold. FinalizeBlock applies them too, so every
+  /// validator must run with the same values: they are not command-line options.
+  std::size_t max_tx_bytes = 64 * 1024;
+  std::size_t max_txs_per_block = 10000;
+  std::size_t mempool_max_txs = 50000;
+};
+
+class AbciApp {
+ public:
+  /// Opens (creating if needed) the store in options.data_dir. kCorruption if the store has blocks
+  /// but no readable block 0 or tip; ChainStore::Open's errors.
+  [[nodiscard]] static Result<std::unique_ptr<AbciApp>> Open(const AbciAppOptions& options, GenesisParser parse_genesis);
+
+  /// Answers one request (see the file comment). Never fails: an error is a ResponseException.
+  abci::Response Handle(const abci::Request& request);
+
+  /// The last committed height and its state root (what Info answers).
+  std::uint64_t height() const;
+  consensus::Hash256 state_root() const;
+
+ private:
+  // The finalized block waiting for Commit.
+  struct PendingBlock {
+    std::unique_ptr<BlockState> state;
+    consensus::Block block;
+    std::vector<consensus::Hash256> ids;
+    std::vector<consensus::TxOutcome> outcomes;
+  };
+
+  AbciApp(const AbciAppOptions& options, GenesisParser parse_genesis, std::unique_ptr<consensus::ChainStore> store);
+
+  abci::ResponseInfo Info() const;
+  [[nodiscard]] Result<abci::ResponseInitChain> InitChain(const abci::RequestInitChain& request);
+  abci::ResponseCheckTx CheckTx(const abci::RequestCheckTx& request);
+  [[nodiscard]] Result<abci::ResponsePrepareProposal> PrepareProposal(const abci::RequestPrepareProposal& request);
+  [[nodiscard]] Result<abci::ResponseProcessProposal> ProcessProposal(const abci::RequestProcessProposal& request);
+  [[nodiscard]] Result<abci::ResponseFinalizeBlock> FinalizeBlock(const abci::RequestFinalizeBlock& request);
+  [[nodiscard]] Result<abci::ResponseCommit> Commit();
+  abci::ResponseQuery Query(const abci::RequestQuery& request) const;
+
+  // Loads the chain id and tip header from a store that has blocks, and makes the pool.
+  [[nodiscard]] Status LoadChain();
+  // Application::CheckTx of a pending tx against `committed`; records the signer's next nonce.
+  [[nodiscard]] Status CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const;
+  // kFailedPrecondition before InitChain.
+  [[nodiscard]] Status RequireChain() const;
+
+  const AbciAppOptions options_;
+  const GenesisParser parse_genesis_;
+  std::unique_ptr<consensus::ChainStore> store_;
+  contracts::Application app_;
+  mutable std::mutex mu_;                      // the one application mutex: every Handle holds it
+  std::string chain_id_;                       // empty before InitChain
+  std::unique_ptr<consensus::Mempool> mempool_;  // made once the chain id is known
+  consensus::BlockHeader tip_header_;          // the last committed block's header
+  std::optional<PendingBlock> pending_;        // set by FinalizeBlock, consumed by Commit
+};
+
+}  // namespace polnode::node
+
+#endif  // POLNODE_LEDGER_ABCI_APP_H_
