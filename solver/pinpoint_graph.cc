@@ -119,6 +119,8 @@ Result<std::vector<proto::PinpointDescriptor>> PinpointDescriptors(const StepGra
     p.set_eps(n.attrs.eps);
     p.set_pool_input_h(n.attrs.pool_input_h);
     p.set_pool_input_w(n.attrs.pool_input_w);
+    if (n.op == kernels::Op::kCausalSoftmax || n.op == kernels::Op::kCausalSoftmaxGrad) p.set_scale(n.attrs.scale);
+    p.set_num_embeddings(n.attrs.num_embeddings);
     for (const TensorRef& r : n.inputs) {
       proto::PinpointInput& in = *p.add_inputs();
       in.set_leaf(layout.LeafOf(r));
