@@ -124,10 +124,10 @@ proto::DisputeGame RealMatch::Game() {
   return game;
 }
 
-void RealMatch::Play(int max_rounds) {
+void RealMatch::Play(int max_rounds, proto::GamePhase until) {
   for (int round = 0; round < max_rounds; ++round) {
     const proto::DisputeGame game = Game();
-    if (game.phase() == proto::GAME_RESOLVED) break;
+    if (game.phase() == proto::GAME_RESOLVED || game.phase() == until) break;
     if (options_.restart_players) MakePlayers();
     const proto::Task task = LedgerTask();
     std::vector<contracts::VerifiedTx> txs;
@@ -162,6 +162,7 @@ void RealMatch::Play(int max_rounds) {
     }
   }
   const proto::DisputeGame game = Game();
+  if (until != proto::GAME_RESOLVED && game.phase() == until) return;
   ASSERT_EQ(game.phase(), proto::GAME_RESOLVED) << "undecided after " << max_rounds << " rounds";
   stats_.recorded = game.moves_size();
   stats_.recorded_bytes = 0;

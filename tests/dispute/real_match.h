@@ -65,9 +65,10 @@ class RealMatch {
 
   /// Proves (unless the options hold a proof), submits, verifies, disputes and reveals: afterwards the game is opening.
   void Setup();
-  /// Plays from where the game stands until it is decided, sending every move through the
-  /// ledger. Fails the test when a player errs, a move is refused, or nobody moves.
-  void Play(int max_rounds = 64);
+  /// Plays from where the game stands until it is decided (or reaches phase `until`, before
+  /// anyone moves in it), sending every move through the ledger. Fails the test when a player
+  /// errs, a move is refused, or nobody moves.
+  void Play(int max_rounds = 64, proto::GamePhase until = proto::GAME_RESOLVED);
   /// Sends `moves` (signer, move) in one block and returns the ledger's results.
   contracts::BlockResult Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves);
   /// Prints the stats (for the lead's report) and records them as test properties.
