@@ -1,4 +1,4 @@
-#include "referee.h"
+#include "polnode/contracts/referee.h"
 
 #include <array>
 #include <cstring>

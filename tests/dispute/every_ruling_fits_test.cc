@@ -33,7 +33,6 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_steps.h"
-#include "polnode/solver/text_data.h"
 #include "real_match.h"
 
 namespace polnode::dispute_testing {
@@ -66,22 +65,6 @@ solver::ImageDataset Synthetic28() {
   return d;
 }
 
-// 20,000 bytes of text over 65 symbols (bytes 32..96, each at least once), the vocabulary size of
-// nanoGPT's shakespeare_char: the GPT's embedding table and head are then of the shape.
-solver::ImageDataset Text65() {
-  std::vector<std::uint8_t> bytes;
-  std::uint32_t x = 2463534242u;
-  for (int i = 0; i < 20000; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    bytes.push_back(static_cast<std::uint8_t>(32 + (i < 65 ? i : static_cast<int>(x % 65))));
-  }
-  Result<solver::TextCorpus> corpus = solver::MakeTextCorpus(std::move(bytes));
-  EXPECT_TRUE(corpus.ok()) << corpus.status().ToString();
-  return corpus.ok() ? solver::TextDataset(std::move(*corpus)) : solver::ImageDataset{};
-}
-
 enum class Data { kSynthetic28, kTiny, kText65 };
 
 struct ModelCase {
@@ -99,8 +82,8 @@ const ModelCase kModels[] = {
     {"devnet-mlp-784-64-10", "mlp:784-64-10", solver::OptimizerKind::kSgd, 64, Data::kSynthetic28},
     {"cnn-c8-p-c16-p-f64-10", "cnn:c8-p-c16-p-f64-10", solver::OptimizerKind::kAdam, 128, Data::kSynthetic28},
     {"dispute-cnn-i1x4x4-c2-p-f5-3", "cnn:i1x4x4-c2-p-f5-3", solver::OptimizerKind::kAdam, 8, Data::kTiny},
-    {"nanogpt-cpu-l4-h4-w128-t64", "gpt:layers=4,heads=4,width=128,context=64", solver::OptimizerKind::kAdam, 12,
-     Data::kText65, true},
+    {"nanogpt-cpu-l4-h4-w128-t64", solver::testing::kNanoGptCpuSpec, solver::OptimizerKind::kAdam, 12, Data::kText65,
+     true},
 };
 
 void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.name; }
@@ -163,8 +146,10 @@ class EveryRulingFits : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(EveryRulingFits, EveryOperatorOutputIsRefereedWithinTheLimits) {
   const ModelCase& c = GetParam();
+  Result<solver::ImageDataset> text = solver::testing::Text65Dataset();
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
   const solver::ImageDataset data = c.data == Data::kTiny     ? solver::testing::TinyDataset()
-                                    : c.data == Data::kText65 ? Text65()
+                                    : c.data == Data::kText65 ? *text
                                                               : Synthetic28();
   const solver::TaskSpec task = OneStepTask(c, data);
   const solver::StepGraph graph = GraphOf(task, data);

@@ -15,7 +15,6 @@
 #include <ostream>
 #include <string>
 
-#include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/testing/tiny_gpt.h"
@@ -141,25 +140,8 @@ TEST_P(GptRulings, PinpointsAndRulesTheTamperedOperator) {
   EXPECT_EQ(task.status(), proto::TASK_SETTLED);
   EXPECT_EQ(task.outcome(), match.proof_wrong() ? proto::OUTCOME_REJECTED : proto::OUTCOME_ACCEPTED);
   EXPECT_EQ(task.standing(), match.proof_wrong() ? proto::PROOF_DISPROVEN : proto::PROOF_UPHELD);
-  // The auditor (dispute replay) re-executes the game to the same ruling and names the operator;
-  // the other party's referee evidence, re-executed in place of the deciding one, agrees too.
-  Result<contracts::GameAudit> audit = contracts::AuditGame(match.flow().chain.params(), task, game);
-  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
-  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
-  EXPECT_TRUE(audit->decided);
-  EXPECT_EQ(audit->result, match.proof_wrong() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
-  ASSERT_TRUE(audit->node.has_value());
-  EXPECT_EQ(audit->node->name(), c.node);
-  ASSERT_EQ(match.referee_moves().size(), 2u);
-  for (const auto& [signer, move] : match.referee_moves()) {
-    proto::DisputeGame swapped = game;
-    proto::MoveRecord& last = *swapped.mutable_moves(swapped.moves_size() - 1);
-    last.set_signer(Raw(signer));
-    last.set_payload(move.SerializeAsString());
-    Result<contracts::GameAudit> again = contracts::AuditGame(match.flow().chain.params(), task, swapped);
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    EXPECT_TRUE(again->differences.empty()) << again->differences.front();
-  }
+  // The auditor (dispute replay) re-executes the game to the same ruling and names the operator.
+  match.ExpectAuditAgrees(c.node);
 }
 
 INSTANTIATE_TEST_SUITE_P(Games, GptRulings, ::testing::ValuesIn(kCases),

@@ -12,7 +12,6 @@
 
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/pinpoint.h"
-#include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/testing/tiny_task.h"
@@ -166,26 +165,7 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   }
 
   // The auditor's re-execution of the recorded game agrees with the ledger and names the operator.
-  Result<contracts::GameAudit> audit = contracts::AuditGame(flow.chain.params(), task, game);
-  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
-  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
-  EXPECT_TRUE(audit->decided);
-  EXPECT_EQ(audit->result, result);
-  ASSERT_TRUE(audit->node.has_value());
-  EXPECT_EQ(audit->node->name(), c.node);
-  // Both parties posted evidence; the ledger ruled on the first and refused the second as late.
-  // Re-executed in its place, the other party's evidence passes the referee's checks and gets
-  // the same ruling.
-  ASSERT_EQ(match.referee_moves().size(), 2u);
-  for (const auto& [signer, move] : match.referee_moves()) {
-    proto::DisputeGame swapped = game;
-    proto::MoveRecord& last = *swapped.mutable_moves(swapped.moves_size() - 1);
-    last.set_signer(Raw(signer));
-    last.set_payload(move.SerializeAsString());
-    Result<contracts::GameAudit> again = contracts::AuditGame(flow.chain.params(), task, swapped);
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    EXPECT_TRUE(again->differences.empty()) << again->differences.front();
-  }
+  match.ExpectAuditAgrees(c.node);
 }
 
 INSTANTIATE_TEST_SUITE_P(Games, RealDisputeGame, ::testing::ValuesIn(kCases),

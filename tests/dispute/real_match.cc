@@ -10,6 +10,7 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/payloads.h"
 
 namespace polnode::dispute_testing {
@@ -174,6 +175,31 @@ contracts::BlockResult RealMatch::Post(const std::vector<std::pair<PubKey, proto
   std::vector<contracts::VerifiedTx> txs;
   for (const auto& [signer, move] : moves) txs.push_back(flow_.chain.Tx(signer, contracts::payload::kDisputeMove, move));
   return flow_.chain.Block(txs);
+}
+
+void RealMatch::ExpectAuditAgrees(std::string_view node) {
+  const proto::DisputeGame game = Game();
+  const proto::Task task = LedgerTask();
+  Result<contracts::GameAudit> audit = contracts::AuditGame(flow_.chain.params(), task, game);
+  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
+  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
+  EXPECT_TRUE(audit->decided);
+  EXPECT_EQ(audit->result, proof_wrong() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
+  ASSERT_TRUE(audit->node.has_value());
+  EXPECT_EQ(audit->node->name(), node);
+  // Both parties posted evidence; the ledger ruled on the first and refused the second as late.
+  // Re-executed in its place, the other party's evidence passes the referee's checks and gets
+  // the same ruling.
+  ASSERT_EQ(referee_moves_.size(), 2u);
+  for (const auto& [signer, move] : referee_moves_) {
+    proto::DisputeGame swapped = game;
+    proto::MoveRecord& last = *swapped.mutable_moves(swapped.moves_size() - 1);
+    last.set_signer(Raw(signer));
+    last.set_payload(move.SerializeAsString());
+    Result<contracts::GameAudit> again = contracts::AuditGame(flow_.chain.params(), task, swapped);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(again->differences.empty()) << again->differences.front();
+  }
 }
 
 void RealMatch::Report(const char* name) const {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,10 @@ class RealMatch {
   void Play(int max_rounds = 64, proto::GamePhase until = proto::GAME_RESOLVED);
   /// Sends `moves` (signer, move) in one block and returns the ledger's results.
   contracts::BlockResult Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves);
+  /// The auditor's re-execution of the decided game (contracts::AuditGame, what `polnode dispute
+  /// replay` runs) agrees with the ledger's record, reaches its result and names operator `node`;
+  /// each referee move Play sent, re-executed in place of the deciding one, agrees too.
+  void ExpectAuditAgrees(std::string_view node);
   /// Prints the stats (for the lead's report) and records them as test properties.
   void Report(const char* name) const;
 
