@@ -114,12 +114,7 @@ TEST_P(GptRulings, PinpointsAndRulesTheTamperedOperator) {
   const proto::DisputeGame game = match.Game();
   const proto::Task task = match.LedgerTask();
   // Pinpointed: the tamper's segment, step and operator output.
-  const std::int64_t k = options.task.checkpoint_interval;
-  EXPECT_EQ(game.segment(), static_cast<std::uint64_t>(c.step / k));
-  EXPECT_EQ(game.first_step() + game.lo(), static_cast<std::uint64_t>(c.step));
-  EXPECT_EQ(game.hi(), game.lo() + 1);
-  EXPECT_EQ(game.leaf(),
-            solver::StepLeafLayout(graph).first_output_leaf(options.tamper.node) + static_cast<std::uint64_t>(c.output));
+  match.ExpectPinpointed(graph);
   // Ruled by the real referee for the honest party; its value is the honest block.
   EXPECT_TRUE(game.ruling().starts_with("leaf ")) << game.ruling();
   EXPECT_FALSE(game.forfeit());

@@ -102,11 +102,8 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   const proto::DisputeGame game = match.Game();
   const proto::Task task = match.LedgerTask();
   // Pinpointed: the segment and step of the tamper, and the tampered output of its operator.
+  match.ExpectPinpointed(graph);
   const std::int64_t k = options.task.checkpoint_interval;
-  EXPECT_EQ(game.segment(), static_cast<std::uint64_t>(c.step / k));
-  EXPECT_EQ(game.first_step() + game.lo(), static_cast<std::uint64_t>(c.step));
-  EXPECT_EQ(game.hi(), game.lo() + 1);
-  EXPECT_EQ(game.leaf(), solver::StepLeafLayout(graph).first_output_leaf(node) + static_cast<std::uint64_t>(c.output));
   // Ruled by the referee, for the honest party.
   EXPECT_TRUE(game.ruling().starts_with("leaf ")) << game.ruling();
   EXPECT_EQ(game.winner(), Raw(honest)) << game.ruling();

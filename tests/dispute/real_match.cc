@@ -12,6 +12,7 @@
 #include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/pinpoint_graph.h"
 
 namespace polnode::dispute_testing {
 namespace {
@@ -175,6 +176,15 @@ contracts::BlockResult RealMatch::Post(const std::vector<std::pair<PubKey, proto
   std::vector<contracts::VerifiedTx> txs;
   for (const auto& [signer, move] : moves) txs.push_back(flow_.chain.Tx(signer, contracts::payload::kDisputeMove, move));
   return flow_.chain.Block(txs);
+}
+
+void RealMatch::ExpectPinpointed(const solver::StepGraph& graph) {
+  const proto::DisputeGame game = Game();
+  const solver::TamperSpec& t = options_.tamper;
+  EXPECT_EQ(game.segment(), static_cast<std::uint64_t>(t.step / options_.task.checkpoint_interval));
+  EXPECT_EQ(game.first_step() + game.lo(), static_cast<std::uint64_t>(t.step));
+  EXPECT_EQ(game.hi(), game.lo() + 1);
+  EXPECT_EQ(game.leaf(), solver::StepLeafLayout(graph).first_output_leaf(t.node) + static_cast<std::uint64_t>(t.output));
 }
 
 void RealMatch::ExpectAuditAgrees(std::string_view node) {

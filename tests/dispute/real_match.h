@@ -72,6 +72,9 @@ class RealMatch {
   void Play(int max_rounds = 64, proto::GamePhase until = proto::GAME_RESOLVED);
   /// Sends `moves` (signer, move) in one block and returns the ledger's results.
   contracts::BlockResult Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves);
+  /// The decided game narrowed down to the tamper's segment and step (the state before it agreed,
+  /// after it disputed) and to the tampered output's leaf in `graph`, the task's step graph.
+  void ExpectPinpointed(const solver::StepGraph& graph);
   /// The auditor's re-execution of the decided game (contracts::AuditGame, what `polnode dispute
   /// replay` runs) agrees with the ledger's record, reaches its result and names operator `node`;
   /// each referee move Play sent, re-executed in place of the deciding one, agrees too.
