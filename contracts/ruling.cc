@@ -36,15 +36,17 @@ kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step
   attrs.eps = node.eps();
   attrs.pool_input_h = node.pool_input_h();
   attrs.pool_input_w = node.pool_input_w();
-  const auto op = static_cast<kernels::Op>(node.op());
-  // Other nodes leave scale unset (0 on the wire): they keep OpAttrs' 1, which they never read.
-  if (op == kernels::Op::kCausalSoftmax || op == kernels::Op::kCausalSoftmaxGrad) attrs.scale = node.scale();
-  attrs.num_embeddings = node.num_embeddings();
-  if (op == kernels::Op::kAdamW) {
+  if (node.op() == static_cast<std::uint32_t>(kernels::Op::kAdamW)) {
     // As solver::AttrsForStep: the step that starts after `step` completed steps is step + 1.
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, static_cast<std::int64_t>(step) + 1);
     attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, static_cast<std::int64_t>(step) + 1);
   }
+  // Other nodes leave scale unset (0 on the wire): they keep OpAttrs' 1, which they never read.
+  if (node.op() == static_cast<std::uint32_t>(kernels::Op::kCausalSoftmax) ||
+      node.op() == static_cast<std::uint32_t>(kernels::Op::kCausalSoftmaxGrad)) {
+    attrs.scale = node.scale();
+  }
+  attrs.num_embeddings = node.num_embeddings();
   return attrs;
 }
 
