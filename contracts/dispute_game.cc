@@ -13,7 +13,7 @@
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/ruling.h"
 #include "records.h"
-#include "referee.h"
+#include "polnode/contracts/referee.h"
 #include "settlement.h"
 #include "staking.h"
 #include "task_ops.h"

@@ -1,7 +1,8 @@
-#include "referee.h"
+#include "polnode/contracts/referee.h"
 
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,18 +235,31 @@ Result<Hash256> RefereeTile(const proto::TaskSpec& spec, const proto::DisputeGam
     return Status::InvalidArgument("tile_inputs must list each of the operator's " + std::to_string(node.inputs_size()) +
                                    " inputs");
   }
-  const std::vector<std::vector<std::uint64_t>> blocks = BoxBlocks(kernel, node, box);
-  std::vector<BlockSource> sources;
-  sources.reserve(blocks.size());
-  for (int i = 0; i < node.inputs_size(); ++i) {
-    POLNODE_RETURN_IF_ERROR(CheckTileInput(game, node.inputs(i), blocks[static_cast<std::size_t>(i)],
-                                           evidence.tile_inputs(i), i));
-    const std::vector<std::int64_t> dims(node.inputs(i).source_shape().dims().begin(),
-                                         node.inputs(i).source_shape().dims().end());
-    sources.emplace_back(BlockGrid::Of(dims), blocks[static_cast<std::size_t>(i)], evidence.tile_inputs(i));
+  const std::vector<std::vector<std::uint64_t>> bound = BoxBlocks(kernel, node, box);
+  // An input read where its index input points (the embeddings' token ids) is checked after the
+  // index input: the ids' proven blocks name exactly the blocks it must give.
+  std::vector<std::optional<BlockSource>> sources(static_cast<std::size_t>(node.inputs_size()));
+  for (const bool indexed : {false, true}) {
+    for (int i = 0; i < node.inputs_size(); ++i) {
+      const int index = kernel.IndexInputOf(i);
+      if ((index >= 0) != indexed) continue;
+      std::vector<std::uint64_t> blocks = bound[static_cast<std::size_t>(i)];
+      if (indexed) {
+        Result<std::vector<std::uint64_t>> exact =
+            ExactBoxBlocks(kernel, node, box, i, *sources[static_cast<std::size_t>(index)]);
+        if (!exact.ok()) {
+          return Status::InvalidArgument("tile input " + std::to_string(index) + "'s indices: " + exact.status().message());
+        }
+        blocks = std::move(*exact);
+      }
+      POLNODE_RETURN_IF_ERROR(CheckTileInput(game, node.inputs(i), blocks, evidence.tile_inputs(i), i));
+      const std::vector<std::int64_t> dims(node.inputs(i).source_shape().dims().begin(),
+                                           node.inputs(i).source_shape().dims().end());
+      sources[static_cast<std::size_t>(i)].emplace(BlockGrid::Of(dims), blocks, evidence.tile_inputs(i));
+    }
   }
   std::vector<const kernels::TileSource*> in;
-  for (const BlockSource& s : sources) in.push_back(&s);
+  for (const std::optional<BlockSource>& s : sources) in.push_back(&*s);
   const GridRect rect = out_grid.BlockRect(box.tile);
   std::vector<float> state;
   if (box.lo == 0) {
@@ -270,8 +284,8 @@ Result<Hash256> RefereeTile(const proto::TaskSpec& spec, const proto::DisputeGam
   } else {
     truth = consensus::ChainStateHash(box.hi, state);
   }
-  for (const BlockSource& s : sources) {
-    if (s.missing()) return Status::Internal("the tile kernel read an element outside the blocks it declared");
+  for (const std::optional<BlockSource>& s : sources) {
+    if (s->missing()) return Status::Internal("the tile kernel read an element outside the blocks it declared");
   }
   return truth;
 }

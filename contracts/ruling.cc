@@ -41,6 +41,12 @@ kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, static_cast<std::int64_t>(step) + 1);
     attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, static_cast<std::int64_t>(step) + 1);
   }
+  // Other nodes leave scale unset (0 on the wire): they keep OpAttrs' 1, which they never read.
+  if (node.op() == static_cast<std::uint32_t>(kernels::Op::kCausalSoftmax) ||
+      node.op() == static_cast<std::uint32_t>(kernels::Op::kCausalSoftmaxGrad)) {
+    attrs.scale = node.scale();
+  }
+  attrs.num_embeddings = node.num_embeddings();
   return attrs;
 }
 
@@ -80,6 +86,16 @@ std::vector<std::vector<std::uint64_t>> BoxBlocks(const kernels::TileKernel& ker
     blocks.push_back(BlockGrid::Of(source).BlocksOfRuns(runs));
   }
   return blocks;
+}
+
+Result<std::vector<std::uint64_t>> ExactBoxBlocks(const kernels::TileKernel& kernel, const proto::PinpointNode& node,
+                                                  const TileBox& box, int input, const kernels::TileSource& index) {
+  const std::vector<std::int64_t> source(node.inputs(input).source_shape().dims().begin(),
+                                         node.inputs(input).source_shape().dims().end());
+  POLNODE_ASSIGN_OR_RETURN(std::vector<FlatRun> runs,
+                           kernel.ReadsGiven(kernel.grid().BlockRect(box.tile), input, static_cast<std::int64_t>(box.lo),
+                                             static_cast<std::int64_t>(box.hi), index));
+  return BlockGrid::Of(source).BlocksOfRuns(runs);
 }
 
 RulingCost CostOf(const kernels::TileKernel& kernel, const proto::PinpointNode& node, const TileBox& box) {

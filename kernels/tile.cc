@@ -148,10 +148,27 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       return std::vector<Shape>{s[0], {s[0].back()}, {s[0].back()}};
     }
     case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
-    case Op::kEmbedding:
-    case Op::kEmbeddingGrad:
-      return Bad(op, "has no tile kernel yet (see tile.h: the transformer's operators)");
+    case Op::kCausalSoftmaxGrad: {
+      const Shape& x = s[0];
+      if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2] || x.back() < 1) {
+        return Bad(op, "expected square score matrices [..., T, T] with T >= 1");
+      }
+      if (op == Op::kCausalSoftmaxGrad && s[1] != s[0]) return Bad(op, "P and dP differ in shape");
+      return std::vector<Shape>{x};
+    }
+    case Op::kEmbedding: {  // W[V, C], ids[...] -> Y[..., C]
+      if (!rank(0, 2) || s[0][0] < 1) return Bad(op, "expected a table W[V, C] with V >= 1, and ids");
+      Shape y = s[1];
+      y.push_back(s[0][1]);
+      return std::vector<Shape>{y};
+    }
+    case Op::kEmbeddingGrad: {  // ids[...], dY[..., C] -> dW[V, C]
+      if (s[1].size() != s[0].size() + 1 || !std::equal(s[0].begin(), s[0].end(), s[1].begin())) {
+        return Bad(op, "expected ids[...] and dY[..., C]");
+      }
+      if (attrs.num_embeddings < 1) return Bad(op, "num_embeddings must be the table's row count V >= 1");
+      return std::vector<Shape>{{attrs.num_embeddings, s[1].back()}};
+    }
   }
   return Bad(op, "unknown operator");
 }
@@ -270,6 +287,8 @@ Result<TileKernel> TileKernel::Create(Op op, const OpAttrs& attrs, std::vector<S
     case Op::kBatchedMatmulGradA: k.units_ = s[0][s[0].size() - 1]; break;
     case Op::kBatchedMatmulGradB: k.units_ = s[0][s[0].size() - 2]; break;
     case Op::kLayerNormGrad: k.units_ = output == 0 ? 0 : NumElements(s[2]); break;
+    // One unit per position (ids in row-major order): the scatter-add's chain over positions.
+    case Op::kEmbeddingGrad: k.units_ = NumElements(s[0]); break;
     default: k.units_ = 0;
   }
   return k;
@@ -315,6 +334,10 @@ std::int64_t TileKernel::Work(const GridRect& tile, std::int64_t lo, std::int64_
     case Op::kSoftmaxCrossEntropy:
       if (output_ == 0) return n * 3 * s[0][1] + 1;
       return tile.rows() * n + (hi == units_ ? e : 0);
+    case Op::kCausalSoftmax: return tile.rows() * 3 * s[0].back() + e;
+    case Op::kCausalSoftmaxGrad: return tile.rows() * 2 * s[0].back() + e;
+    case Op::kEmbedding: return e;
+    case Op::kEmbeddingGrad: return n * (tile.cols() + 1);  // a compare per position, adds where it hits
     default: return e * static_cast<int64_t>(s.size());
   }
 }
@@ -539,10 +562,54 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
       break;
     }
     case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
-    case Op::kEmbedding:
-    case Op::kEmbeddingGrad:
-      break;  // Create refuses them: no kernel of theirs exists to read
+    case Op::kCausalSoftmaxGrad: {  // row r (query i = r % T) reads keys 0..i of every input
+      const int64_t t = s[0].back();
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) runs.push_back({r * t, r % t + 1});
+      break;
+    }
+    case Op::kEmbedding: {  // W[V, C], ids: the tile's ids; the table's rows they name (bound: all)
+      if (input == 1) return {{tile.row_begin, tile.rows()}};
+      for (int64_t v = 0; v < s[0][0]; ++v) runs.push_back({v * s[0][1] + tile.col_begin, tile.cols()});
+      break;
+    }
+    case Op::kEmbeddingGrad: {  // ids, dY: ids [lo, hi); dY's rows among them that hit the tile (bound: all)
+      if (hi <= lo) break;
+      if (input == 0) return {{lo, hi - lo}};
+      const int64_t c = s[1].back();
+      for (int64_t n = lo; n < hi; ++n) runs.push_back({n * c + tile.col_begin, tile.cols()});
+      break;
+    }
+  }
+  return runs;
+}
+
+int TileKernel::IndexInputOf(int input) const {
+  if (op_ == Op::kEmbedding && input == 0) return 1;
+  if (op_ == Op::kEmbeddingGrad && input == 1) return 0;
+  return -1;
+}
+
+Result<std::vector<FlatRun>> TileKernel::ReadsGiven(const GridRect& tile, int input, std::int64_t lo, std::int64_t hi,
+                                                    const TileSource& index) const {
+  if (IndexInputOf(input) < 0 || !Inside(tile) || lo < 0 || hi < lo || hi > units_) return Reads(tile, input, lo, hi);
+  const std::vector<Shape>& s = inputs_;
+  std::vector<FlatRun> runs;
+  if (op_ == Op::kEmbedding) {  // row ids[r] of the table, at the tile's columns, per tile row r
+    for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+      const float id = index.At(r);
+      POLNODE_RETURN_IF_ERROR(CheckIndex(op_, id, s[0][0]));
+      runs.push_back({static_cast<int64_t>(id) * s[0][1] + tile.col_begin, tile.cols()});
+    }
+    return runs;
+  }
+  // kEmbeddingGrad: dY's row n, at the tile's columns, for the positions n in [lo, hi) whose id is
+  // one of the tile's rows of dW.
+  const int64_t c = s[1].back();
+  for (int64_t n = lo; n < hi; ++n) {
+    const float id = index.At(n);
+    POLNODE_RETURN_IF_ERROR(CheckIndex(op_, id, attrs_.num_embeddings));
+    const auto v = static_cast<int64_t>(id);
+    if (v >= tile.row_begin && v < tile.row_end) runs.push_back({n * c + tile.col_begin, tile.cols()});
   }
   return runs;
 }
@@ -798,6 +865,20 @@ Status TileKernel::Advance(const GridRect& tile, std::span<const TileSource* con
       }
       return Status::Ok();
     }
+    case Op::kEmbeddingGrad: {
+      // Position by position, dY's row added to the accumulators of its id's row when the tile
+      // holds that row: each dW[v, c] is the chain over the positions holding v, in order.
+      const int64_t c = s[1].back();
+      for (int64_t n = lo; n < hi; ++n) {
+        const float id = in[0]->At(n);
+        POLNODE_RETURN_IF_ERROR(CheckIndex(op_, id, attrs_.num_embeddings));
+        const auto v = static_cast<int64_t>(id);
+        if (v < tile.row_begin || v >= tile.row_end) continue;
+        float* row = acc + (v - tile.row_begin) * cols;
+        for (int64_t j = 0; j < cols; ++j) row[j] = row[j] + in[1]->At(n * c + tile.col_begin + j);
+      }
+      return Status::Ok();
+    }
     case Op::kLayerNormGrad: {
       // Per column: dGamma = fma(dY[r,c], xhat[r,c], acc) with xhat = (x - mean) * rstd as the
       // forward computed it; dBeta = acc + dY[r,c]; rows ascending.
@@ -838,6 +919,7 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kBatchedMatmul:
     case Op::kBatchedMatmulGradA:
     case Op::kBatchedMatmulGradB:
+    case Op::kEmbeddingGrad:
       return std::vector<float>(state.begin(), state.end());
     case Op::kSoftmaxCrossEntropy: {
       const int64_t classes = s[0][1];
@@ -999,11 +1081,58 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
       }
       return out;
     }
-    case Op::kCausalSoftmax:
-    case Op::kCausalSoftmaxGrad:
-    case Op::kEmbedding:
-    case Op::kEmbeddingGrad:
-      return Bad(op_, "has no tile kernel yet (see tile.h: the transformer's operators)");
+    case Op::kCausalSoftmax: {
+      // The reference's row loop (reference_backend.cc CausalSoftmax) on each tile row's visible
+      // keys 0..i, then the tile's columns (+0.0f beyond i).
+      const int64_t t = s[0].back();
+      const float scale = attrs_.scale;
+      std::vector<float> out, e(static_cast<std::size_t>(t));
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        const int64_t i = r % t;
+        float mx = in[0]->At(r * t) * scale;
+        for (int64_t j = 1; j <= i; ++j) {
+          if (in[0]->At(r * t + j) * scale > mx) mx = in[0]->At(r * t + j) * scale;
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) {
+          e[static_cast<std::size_t>(j)] = det::Exp(in[0]->At(r * t + j) * scale - mx);
+          sum = sum + e[static_cast<std::size_t>(j)];
+        }
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) {
+          out.push_back(j <= i ? e[static_cast<std::size_t>(j)] / sum : 0.0f);
+        }
+      }
+      return out;
+    }
+    case Op::kCausalSoftmaxGrad: {
+      // The reference's row loop (CausalSoftmaxGrad): the row's dot over keys 0..i, then dS.
+      const int64_t t = s[0].back();
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        const int64_t i = r % t;
+        float dot = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) dot = std::fma(in[0]->At(r * t + j), in[1]->At(r * t + j), dot);
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) {
+          out.push_back(j <= i ? (in[0]->At(r * t + j) * (in[1]->At(r * t + j) - dot)) * attrs_.scale : 0.0f);
+        }
+      }
+      return out;
+    }
+    case Op::kEmbedding: {
+      // Bits copied unchanged from the table row each tile row's id names.
+      const int64_t c = s[0][1];
+      std::vector<float> out;
+      out.reserve(static_cast<std::size_t>(tile.elements()));
+      for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+        const float id = in[1]->At(r);
+        POLNODE_RETURN_IF_ERROR(CheckIndex(op_, id, s[0][0]));
+        const int64_t base = static_cast<int64_t>(id) * c;
+        for (int64_t j = tile.col_begin; j < tile.col_end; ++j) out.push_back(in[0]->At(base + j));
+      }
+      return out;
+    }
   }
   return Bad(op_, "unknown operator");
 }

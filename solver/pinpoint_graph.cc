@@ -130,6 +130,9 @@ Result<std::vector<proto::PinpointDescriptor>> PinpointDescriptors(const StepGra
     }
     for (const kernels::Shape& s : n.output_shapes) *p.add_outputs() = ToProto(s);
     p.set_first_output_leaf(layout.first_output_leaf(n.index));
+    // The scale only on the nodes that read it, so no other descriptor's bytes change.
+    if (n.op == kernels::Op::kCausalSoftmax || n.op == kernels::Op::kCausalSoftmaxGrad) p.set_scale(n.attrs.scale);
+    p.set_num_embeddings(n.attrs.num_embeddings);
   }
   proto::PinpointStateLayout& state = *out.emplace_back().mutable_state();
   for (const std::string& name : graph.state_names) state.add_names(name);

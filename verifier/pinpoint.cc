@@ -338,7 +338,15 @@ Result<proto::RefereeMove> PinpointResponder::TileEvidence(std::int64_t steps, s
     proto::TileInput& input = *move.add_tile_inputs();
     const kernels::Tensor& t = captured->inputs[i];
     const BlockGrid grid = BlockGrid::Of(t.shape());
-    const std::vector<std::uint64_t> blocks = grid.BlocksOfRuns(kernel.Reads(rect, static_cast<int>(i), lo, hi));
+    // Exactly the blocks the referee asks for: for an input read where token ids point, those
+    // the ids name (contracts/ruling.h ExactBoxBlocks).
+    const int index = kernel.IndexInputOf(static_cast<int>(i));
+    std::vector<FlatRun> runs = kernel.Reads(rect, static_cast<int>(i), lo, hi);
+    if (index >= 0) {
+      const kernels::TensorSource ids(captured->inputs[static_cast<std::size_t>(index)]);
+      POLNODE_ASSIGN_OR_RETURN(runs, kernel.ReadsGiven(rect, static_cast<int>(i), lo, hi, ids));
+    }
+    const std::vector<std::uint64_t> blocks = grid.BlocksOfRuns(runs);
     if (blocks.empty()) continue;
     if (!captured->input_trees[i]) captured->input_trees[i].emplace(t.shape(), t.values());
     const consensus::TensorBlockTree& tree = *captured->input_trees[i];

@@ -12,7 +12,6 @@
 
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/pinpoint.h"
-#include "polnode/contracts/dispute_audit.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/testing/tiny_task.h"
@@ -103,11 +102,8 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   const proto::DisputeGame game = match.Game();
   const proto::Task task = match.LedgerTask();
   // Pinpointed: the segment and step of the tamper, and the tampered output of its operator.
+  match.ExpectPinpointed(graph);
   const std::int64_t k = options.task.checkpoint_interval;
-  EXPECT_EQ(game.segment(), static_cast<std::uint64_t>(c.step / k));
-  EXPECT_EQ(game.first_step() + game.lo(), static_cast<std::uint64_t>(c.step));
-  EXPECT_EQ(game.hi(), game.lo() + 1);
-  EXPECT_EQ(game.leaf(), solver::StepLeafLayout(graph).first_output_leaf(node) + static_cast<std::uint64_t>(c.output));
   // Ruled by the referee, for the honest party.
   EXPECT_TRUE(game.ruling().starts_with("leaf ")) << game.ruling();
   EXPECT_EQ(game.winner(), Raw(honest)) << game.ruling();
@@ -166,26 +162,7 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   }
 
   // The auditor's re-execution of the recorded game agrees with the ledger and names the operator.
-  Result<contracts::GameAudit> audit = contracts::AuditGame(flow.chain.params(), task, game);
-  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
-  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
-  EXPECT_TRUE(audit->decided);
-  EXPECT_EQ(audit->result, result);
-  ASSERT_TRUE(audit->node.has_value());
-  EXPECT_EQ(audit->node->name(), c.node);
-  // Both parties posted evidence; the ledger ruled on the first and refused the second as late.
-  // Re-executed in its place, the other party's evidence passes the referee's checks and gets
-  // the same ruling.
-  ASSERT_EQ(match.referee_moves().size(), 2u);
-  for (const auto& [signer, move] : match.referee_moves()) {
-    proto::DisputeGame swapped = game;
-    proto::MoveRecord& last = *swapped.mutable_moves(swapped.moves_size() - 1);
-    last.set_signer(Raw(signer));
-    last.set_payload(move.SerializeAsString());
-    Result<contracts::GameAudit> again = contracts::AuditGame(flow.chain.params(), task, swapped);
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    EXPECT_TRUE(again->differences.empty()) << again->differences.front();
-  }
+  match.ExpectAuditAgrees(c.node);
 }
 
 INSTANTIATE_TEST_SUITE_P(Games, RealDisputeGame, ::testing::ValuesIn(kCases),

@@ -10,7 +10,9 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/solver/pinpoint_graph.h"
 
 namespace polnode::dispute_testing {
 namespace {
@@ -124,10 +126,10 @@ proto::DisputeGame RealMatch::Game() {
   return game;
 }
 
-void RealMatch::Play(int max_rounds) {
+void RealMatch::Play(int max_rounds, proto::GamePhase until) {
   for (int round = 0; round < max_rounds; ++round) {
     const proto::DisputeGame game = Game();
-    if (game.phase() == proto::GAME_RESOLVED) break;
+    if (game.phase() == proto::GAME_RESOLVED || game.phase() == until) break;
     if (options_.restart_players) MakePlayers();
     const proto::Task task = LedgerTask();
     std::vector<contracts::VerifiedTx> txs;
@@ -162,6 +164,7 @@ void RealMatch::Play(int max_rounds) {
     }
   }
   const proto::DisputeGame game = Game();
+  if (until != proto::GAME_RESOLVED && game.phase() == until) return;
   ASSERT_EQ(game.phase(), proto::GAME_RESOLVED) << "undecided after " << max_rounds << " rounds";
   stats_.recorded = game.moves_size();
   stats_.recorded_bytes = 0;
@@ -173,6 +176,40 @@ contracts::BlockResult RealMatch::Post(const std::vector<std::pair<PubKey, proto
   std::vector<contracts::VerifiedTx> txs;
   for (const auto& [signer, move] : moves) txs.push_back(flow_.chain.Tx(signer, contracts::payload::kDisputeMove, move));
   return flow_.chain.Block(txs);
+}
+
+void RealMatch::ExpectPinpointed(const solver::StepGraph& graph) {
+  const proto::DisputeGame game = Game();
+  const solver::TamperSpec& t = options_.tamper;
+  EXPECT_EQ(game.segment(), static_cast<std::uint64_t>(t.step / options_.task.checkpoint_interval));
+  EXPECT_EQ(game.first_step() + game.lo(), static_cast<std::uint64_t>(t.step));
+  EXPECT_EQ(game.hi(), game.lo() + 1);
+  EXPECT_EQ(game.leaf(), solver::StepLeafLayout(graph).first_output_leaf(t.node) + static_cast<std::uint64_t>(t.output));
+}
+
+void RealMatch::ExpectAuditAgrees(std::string_view node) {
+  const proto::DisputeGame game = Game();
+  const proto::Task task = LedgerTask();
+  Result<contracts::GameAudit> audit = contracts::AuditGame(flow_.chain.params(), task, game);
+  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
+  EXPECT_TRUE(audit->differences.empty()) << audit->differences.front();
+  EXPECT_TRUE(audit->decided);
+  EXPECT_EQ(audit->result, proof_wrong() ? proto::GAME_CHALLENGER_WON : proto::GAME_DEFENDER_WON);
+  ASSERT_TRUE(audit->node.has_value());
+  EXPECT_EQ(audit->node->name(), node);
+  // Both parties posted evidence; the ledger ruled on the first and refused the second as late.
+  // Re-executed in its place, the other party's evidence passes the referee's checks and gets
+  // the same ruling.
+  ASSERT_EQ(referee_moves_.size(), 2u);
+  for (const auto& [signer, move] : referee_moves_) {
+    proto::DisputeGame swapped = game;
+    proto::MoveRecord& last = *swapped.mutable_moves(swapped.moves_size() - 1);
+    last.set_signer(Raw(signer));
+    last.set_payload(move.SerializeAsString());
+    Result<contracts::GameAudit> again = contracts::AuditGame(flow_.chain.params(), task, swapped);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(again->differences.empty()) << again->differences.front();
+  }
 }
 
 void RealMatch::Report(const char* name) const {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,11 +66,19 @@ class RealMatch {
 
   /// Proves (unless the options hold a proof), submits, verifies, disputes and reveals: afterwards the game is opening.
   void Setup();
-  /// Plays from where the game stands until it is decided, sending every move through the
-  /// ledger. Fails the test when a player errs, a move is refused, or nobody moves.
-  void Play(int max_rounds = 64);
+  /// Plays from where the game stands until it is decided (or reaches phase `until`, before
+  /// anyone moves in it), sending every move through the ledger. Fails the test when a player
+  /// errs, a move is refused, or nobody moves.
+  void Play(int max_rounds = 64, proto::GamePhase until = proto::GAME_RESOLVED);
   /// Sends `moves` (signer, move) in one block and returns the ledger's results.
   contracts::BlockResult Post(const std::vector<std::pair<PubKey, proto::DisputeMoveTx>>& moves);
+  /// The decided game narrowed down to the tamper's segment and step (the state before it agreed,
+  /// after it disputed) and to the tampered output's leaf in `graph`, the task's step graph.
+  void ExpectPinpointed(const solver::StepGraph& graph);
+  /// The auditor's re-execution of the decided game (contracts::AuditGame, what `polnode dispute
+  /// replay` runs) agrees with the ledger's record, reaches its result and names operator `node`;
+  /// each referee move Play sent, re-executed in place of the deciding one, agrees too.
+  void ExpectAuditAgrees(std::string_view node);
   /// Prints the stats (for the lead's report) and records them as test properties.
   void Report(const char* name) const;
 

@@ -128,6 +128,32 @@ std::vector<OpCase> Cases() {
       {RandomTensor({2, 3, 40, 70}, 66), RandomTensor({2, 3, 9, 70}, 67)});
   add("batched_matmul_grad_b", Op::kBatchedMatmulGradB, none,
       {RandomTensor({2, 3, 40, 9}, 68), RandomTensor({2, 3, 40, 70}, 69)});
+  // The masked softmax over [B, H, T, T] (T < 64: several matrices per tile) and over a
+  // [G, T, T] whose T = 70 spans two block columns; its gradient reads the forward's P.
+  OpAttrs scaled;
+  scaled.scale = 0.35355338f;
+  Tensor scores = RandomTensor({2, 3, 40, 40}, 80, -4.0f, 4.0f);
+  Sprinkle(scores, 81);  // specials above the diagonal are never read; below they poison their row
+  add("causal_softmax", Op::kCausalSoftmax, scaled, {scores});
+  add("causal_softmax_wide", Op::kCausalSoftmax, scaled, {RandomTensor({2, 70, 70}, 82, -4.0f, 4.0f)});
+  {
+    const Tensor s = RandomTensor({2, 3, 40, 40}, 83, -4.0f, 4.0f);
+    std::unique_ptr<Backend> ref = MakeReferenceBackend();
+    Result<std::vector<Tensor>> fwd = testing::RunOp(*ref, Op::kCausalSoftmax, scaled, {&s});
+    if (fwd.ok()) {
+      add("causal_softmax_grad", Op::kCausalSoftmaxGrad, scaled, {(*fwd)[0], RandomTensor({2, 3, 40, 40}, 84)});
+    } else {
+      ADD_FAILURE() << fwd.status().ToString();
+    }
+  }
+  // Token embeddings: a 70-row table (two block rows) read at ids [3, 50], and the scatter-add
+  // gradient back into it.
+  Tensor ids = RandomLabels(150, 70, 85);
+  EXPECT_TRUE(ids.Reshape({3, 50}).ok());
+  add("embedding", Op::kEmbedding, none, {RandomTensor({70, 67}, 86), ids});
+  OpAttrs table;
+  table.num_embeddings = 70;
+  add("embedding_grad", Op::kEmbeddingGrad, table, {ids, RandomTensor({3, 50, 67}, 87)});
   add("conv", Op::kConv2d3x3, none, {RandomTensor({2, 3, 9, 67}, 17), RandomTensor({5, 3, 3, 3}, 18)});
   add("conv_small", Op::kConv2d3x3, none, {RandomTensor({4, 2, 7, 5}, 19), RandomTensor({9, 2, 3, 3}, 20)});
   add("conv_grad_input", Op::kConv2d3x3GradInput, none, {RandomTensor({2, 5, 9, 67}, 21), RandomTensor({5, 3, 3, 3}, 22)});
@@ -157,6 +183,27 @@ std::vector<GridRect> Partition(std::int64_t rows, std::int64_t cols, std::int64
   return tiles;
 }
 
+
+// The reads a tile declares for input `input`: Reads, or, for an input read at the positions an
+// index input names, ReadsGiven over the index tensor, each of whose runs lies inside Reads' bound.
+std::vector<FlatRun> Declared(const TileKernel& kernel, const GridRect& tile, int input, std::int64_t lo,
+                              std::int64_t hi, const std::vector<Tensor>& inputs) {
+  const std::vector<FlatRun> bound = kernel.Reads(tile, input, lo, hi);
+  const int index = kernel.IndexInputOf(input);
+  if (index < 0) return bound;
+  const TensorSource ids(inputs[static_cast<std::size_t>(index)]);
+  Result<std::vector<FlatRun>> exact = kernel.ReadsGiven(tile, input, lo, hi, ids);
+  EXPECT_TRUE(exact.ok()) << exact.status().ToString();
+  if (!exact.ok()) return bound;
+  std::vector<bool> in_bound(static_cast<std::size_t>(NumElements(kernel.input_shapes()[static_cast<std::size_t>(input)])));
+  for (const FlatRun& r : bound) {
+    for (std::int64_t e = r.begin; e < r.begin + r.length; ++e) in_bound[static_cast<std::size_t>(e)] = true;
+  }
+  for (const FlatRun& r : *exact) {
+    for (std::int64_t e = r.begin; e < r.begin + r.length; ++e) EXPECT_TRUE(in_bound[static_cast<std::size_t>(e)]);
+  }
+  return *exact;
+}
 
 TEST(TileKernelTest, EveryOperatorTileByTileAndUnitByUnitGivesTheReferenceBits) {
   std::unique_ptr<Backend> reference = MakeReferenceBackend();
@@ -202,7 +249,7 @@ TEST(TileKernelTest, EveryOperatorTileByTileAndUnitByUnitGivesTheReferenceBits) 
           ASSERT_EQ(static_cast<std::int64_t>(state.size()), kernel->StateSize(tile));
           for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
             for (std::size_t k = 0; k < sources.size(); ++k) {
-              sources[k].Allow(kernel->Reads(tile, static_cast<int>(k), cuts[i], cuts[i + 1]));
+              sources[k].Allow(Declared(*kernel, tile, static_cast<int>(k), cuts[i], cuts[i + 1], c.inputs));
             }
             ASSERT_TRUE(kernel->Advance(tile, src, cuts[i], cuts[i + 1], state).ok());
             EXPECT_GT(kernel->Work(tile, cuts[i], cuts[i + 1]) + 1, 0);
@@ -210,7 +257,7 @@ TEST(TileKernelTest, EveryOperatorTileByTileAndUnitByUnitGivesTheReferenceBits) 
           // The finish reads are declared with the last range.
           const std::int64_t last_lo = cuts.size() >= 2 ? cuts[cuts.size() - 2] : 0;
           for (std::size_t k = 0; k < sources.size(); ++k) {
-            sources[k].Allow(kernel->Reads(tile, static_cast<int>(k), last_lo, kernel->units()));
+            sources[k].Allow(Declared(*kernel, tile, static_cast<int>(k), last_lo, kernel->units(), c.inputs));
           }
           Result<std::vector<float>> values = kernel->Finish(tile, src, state);
           ASSERT_TRUE(values.ok()) << values.status().ToString();
@@ -259,6 +306,21 @@ TEST(TileKernelTest, RefusesWhatBreaksTheContract) {
   std::vector<float> total = loss->Init({0, 1, 0, 1});
   EXPECT_TRUE(loss->Advance({0, 1, 0, 1}, lsrc, 0, 2, total).ok());
   EXPECT_FALSE(loss->Advance({0, 1, 0, 1}, lsrc, 2, 3, total).ok());
+  // A token id outside the table is refused where the reads are listed and where it is read.
+  Tensor bad_ids = RandomLabels(4, 5, 5);
+  bad_ids.data()[1] = 5.0f;
+  const Tensor w = RandomTensor({5, 3}, 6);
+  Result<TileKernel> gather = TileKernel::Create(Op::kEmbedding, none, {{5, 3}, {4}}, 0);
+  ASSERT_TRUE(gather.ok());
+  TensorSource sw(w), sids(bad_ids);
+  const TileSource* gsrc[] = {&sw, &sids};
+  EXPECT_EQ(gather->IndexInputOf(0), 1);
+  EXPECT_EQ(gather->IndexInputOf(1), -1);
+  EXPECT_FALSE(gather->ReadsGiven({0, 4, 0, 3}, 0, 0, 0, sids).ok());
+  EXPECT_TRUE(gather->ReadsGiven({0, 1, 0, 3}, 0, 0, 0, sids).ok());
+  EXPECT_FALSE(gather->Compute({0, 4, 0, 3}, gsrc).ok());
+  EXPECT_FALSE(TileKernel::Create(Op::kEmbeddingGrad, none, {{4}, {4, 3}}, 0).ok()) << "num_embeddings unset";
+  EXPECT_FALSE(TileKernel::Create(Op::kCausalSoftmax, none, {{2, 3, 4}}, 0).ok()) << "non-square scores";
 }
 
 }  // namespace

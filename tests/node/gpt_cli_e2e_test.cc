@@ -134,10 +134,13 @@ TEST_F(GptCliTest, DevnetSettlesGptTasksAndPinpointsTheCheat) {
   }
 }
 
-TEST_F(GptCliTest, DevnetRefereeRulesOnTamperedAttentionAndGeluOperators) {
-  // Transformer operators with tile kernels: the ledger's referee re-executes one tile of the
-  // attention's P V product, or of the GELU.
-  for (const std::string& node : {std::string("h0.attn.mix"), std::string("h0.mlp.gelu")}) {
+TEST_F(GptCliTest, DevnetRefereeRulesOnTamperedTransformerOperators) {
+  // The ledger's referee re-executes one tile of the attention's P V product, the causal softmax
+  // (with the scale its descriptor carries), the GELU, or the embedding gather (the table rows its
+  // proven token ids name). The cheat flips a bit of element 0: P's row 0 is [1, 0, ...], and the
+  // gathered row is a random initial weight, so both reach the proof.
+  for (const std::string& node : {std::string("h0.attn.mix"), std::string("h0.attn.softmax"), std::string("h0.mlp.gelu"),
+                                  std::string("wte.embedding")}) {
     ProcessResult run = Polnode({"devnet", "--home", dir_.File("devnet-" + node), "--tasks", "2",
                                  "--model", solver::testing::kTinyGptSpec, "--data",
                                  dir_.File("corpus.txt"), "--steps", "24", "--checkpoint-interval",

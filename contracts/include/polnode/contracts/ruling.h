@@ -79,10 +79,20 @@ kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step
 /// (read and source shapes of equal size) or output shape do not make a valid operator output.
 Result<kernels::TileKernel> TileKernelOf(const proto::PinpointNode& node, std::uint32_t output, std::uint64_t step);
 
-/// Per operator input, the blocks (of the input's source tensor, ascending) that `box` reads.
+/// Per operator input, the blocks (of the input's source tensor, ascending) that `box` reads; for
+/// an input read where its index input's values point (kernels::TileKernel::IndexInputOf: the
+/// embeddings' token ids), the blocks of the bound Reads gives, which the cost prices without data.
 /// Precondition: box.tile is a block of the kernel's output and lo <= hi <= units().
 std::vector<std::vector<std::uint64_t>> BoxBlocks(const kernels::TileKernel& kernel, const proto::PinpointNode& node,
                                                   const TileBox& box);
+
+/// The blocks of input `input` that `box` reads, exactly: BoxBlocks's for an input without an
+/// index input, else those of the elements the index values name (TileKernel::ReadsGiven), read
+/// from `index`, the index input's source (its proven blocks, in the referee). A subset of
+/// BoxBlocks's. kInvalidArgument for an index value that is not an integer in range.
+/// Precondition: as BoxBlocks.
+Result<std::vector<std::uint64_t>> ExactBoxBlocks(const kernels::TileKernel& kernel, const proto::PinpointNode& node,
+                                                  const TileBox& box, int input, const kernels::TileSource& index);
 
 /// The cost of `box` (see the file comment). Precondition: as BoxBlocks.
 RulingCost CostOf(const kernels::TileKernel& kernel, const proto::PinpointNode& node, const TileBox& box);

@@ -35,12 +35,25 @@
 // transpose (a permutation of rows) have tile kernels (Finish on the gathered elements), and the
 // batched products chain over their contracted axis like matmul (a unit is one k, n or m);
 // layer_norm and layer_norm_grad's dX run the reference kernel on the whole rows their tile
-// needs, and layer_norm_grad's dGamma and dBeta chain over the rows (a unit is one row). Any other new operator needs its case in every switch here (shapes, units, Reads,
-// Advance or Finish) and in tests/kernels/tile_test.cc; until then Create refuses it, and a game
-// whose disputed leaf is its output cannot be refereed (the first tile move is refused, so both
-// parties forfeit). Keep its units small enough that one unit of one 64 x 64 tile fits a ruling
-// (contracts/ruling.h): a softmax row is one unit of the loss, a reduction over many rows is a
-// unit per row.
+// needs, and layer_norm_grad's dGamma and dBeta chain over the rows (a unit is one row).
+// causal_softmax and its gradient have no chain: each tile row i of a T x T matrix reads the
+// visible keys 0..i of its row (T is small: one row is a few hundred bytes) and runs the
+// reference's row loop with attrs.scale. embedding (no chain) copies the table rows its tile's ids
+// name; embedding_grad chains over the positions (a unit is one position: its id, and its dY row
+// when the id is one of the tile's rows of dW).
+//
+// Index-dependent reads. The table rows embedding reads, and the dY rows embedding_grad reads,
+// depend on the token ids' values: IndexInputOf names the ids input, Reads lists a bound (every
+// row of the table, every position's dY row) that depends on shapes alone (so the ledger can
+// price a ruling without data), and ReadsGiven the exact elements, given the ids. The referee
+// proves the ids' blocks first and then exactly the blocks the ids name; a dishonest id cannot
+// be posted, since the ids are proven against their agreed tensor like every other input.
+//
+// Any new operator needs its case in every switch here (shapes, units, Reads, Advance or Finish)
+// and in tests/kernels/tile_test.cc; until then Create refuses it, and a game whose disputed leaf
+// is its output cannot be refereed (the first tile move is refused, so both parties forfeit). Keep
+// its units small enough that one unit of one 64 x 64 tile fits a ruling (contracts/ruling.h): a
+// softmax row is one unit of the loss, a reduction over many rows is a unit per row.
 #ifndef POLNODE_KERNELS_TILE_H_
 #define POLNODE_KERNELS_TILE_H_
 
@@ -103,7 +116,19 @@ class TileKernel {
   /// The flat runs of input `input` read by units [lo, hi) of `tile` and, when hi == units(), by
   /// its finish (see the file comment). Runs may overlap. Empty for a tile outside the output or a
   /// range outside [0, units()].
+  /// For an input with an index input (IndexInputOf), a bound on the exact reads that depends on
+  /// the shapes alone (see the file comment).
   std::vector<FlatRun> Reads(const GridRect& tile, int input, std::int64_t lo, std::int64_t hi) const;
+
+  /// The index input whose values decide which elements of input `input` a tile reads (the
+  /// token ids of embedding and embedding_grad), or -1 when its reads follow from the shapes.
+  int IndexInputOf(int input) const;
+
+  /// The exact reads of input `input`: Reads itself for an input without an index input, else
+  /// the elements the index values name, read from `index` (only at elements Reads lists for the
+  /// index input). kInvalidArgument for an index value that is not an integer in range.
+  Result<std::vector<FlatRun>> ReadsGiven(const GridRect& tile, int input, std::int64_t lo, std::int64_t hi,
+                                          const TileSource& index) const;
 
   /// The chain state of `tile` before its first unit.
   std::vector<float> Init(const GridRect& tile) const;

@@ -1,11 +1,13 @@
 // A tiny text corpus and GPT task for the tests: text with structure to learn (words from a small
 // list, in sentences), written by the test itself, so no test depends on files outside the
-// repository or on the network.
+// repository or on the network; and a text of nanoGPT's vocabulary size for its CPU configuration
+// (tests/dispute and bench/referee_bench.cc).
 #ifndef POLNODE_TESTING_TINY_GPT_H_
 #define POLNODE_TESTING_TINY_GPT_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "polnode/solver/dataset.h"
@@ -44,6 +46,24 @@ inline ImageDataset TinyTextDataset(std::size_t bytes = 4000) {
   Result<TextCorpus> corpus = MakeTextCorpus(std::vector<std::uint8_t>(text.begin(), text.end()));
   return TextDataset(std::move(*corpus));
 }
+
+/// 20,000 bytes over the 65 symbols 32..96 (each at least once, then drawn by a fixed xorshift):
+/// nanoGPT's shakespeare_char vocabulary size, so a GPT on it has that run's tensor shapes.
+inline Result<ImageDataset> Text65Dataset() {
+  std::vector<std::uint8_t> bytes;
+  std::uint32_t x = 2463534242u;
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    bytes.push_back(static_cast<std::uint8_t>(32 + (i < 65 ? i : static_cast<int>(x % 65))));
+  }
+  POLNODE_ASSIGN_OR_RETURN(TextCorpus corpus, MakeTextCorpus(std::move(bytes)));
+  return TextDataset(std::move(corpus));
+}
+
+/// nanoGPT's CPU configuration (issue 12): 4 layers, 4 heads, width 128, context 64 (batch 12).
+inline constexpr const char* kNanoGptCpuSpec = "gpt:layers=4,heads=4,width=128,context=64";
 
 /// The smallest useful GPT: 1 layer, 2 heads, width 16, context 8.
 inline constexpr const char* kTinyGptSpec = "gpt:layers=1,heads=2,width=16,context=8";

@@ -18,7 +18,9 @@
 //                  chain is long, to units [chain_lo, chain_hi) of the tile's chain (ruling.h).
 //                  The evidence gives, per operator input, the input's block root (which with the
 //                  source dims must hash to the input's earlier leaf, proven against an agreed
-//                  subtree), the blocks the box reads (ruling.h BoxBlocks) and their multiproof;
+//                  subtree), the blocks the box reads (ruling.h BoxBlocks; for an input read
+//                  where token ids point, ExactBoxBlocks from the ids' proven blocks) and their
+//                  multiproof;
 //                  and, when chain_lo > 0, the chain state after chain_lo units (its hash must be
 //                  the agreed chain_lo_hash). The ledger advances the state through the box's
 //                  units with the reference tile kernel (kernels/tile.h) and names the state
