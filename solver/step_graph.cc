@@ -397,6 +397,9 @@ void AddOptimizer(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads)
   attrs.beta1 = o.beta1;
   attrs.beta2 = o.beta2;
   attrs.eps = o.eps;
+  attrs.lr_warmup_steps = o.warmup_steps;
+  attrs.lr_decay_steps = o.decay_steps;
+  attrs.min_lr = o.min_lr;
   for (int p = 0; p < num_params; ++p) {
     const ParamSpec& ps = g.model.params[static_cast<std::size_t>(p)];
     attrs.weight_decay = ps.no_decay ? 0.0f : o.weight_decay;
@@ -464,6 +467,9 @@ Result<StepGraph> BuildForwardGraph(const ModelSpec& model, std::int64_t batch) 
 
 kernels::OpAttrs AttrsForStep(const StepNode& node, std::int64_t step) {
   kernels::OpAttrs attrs = node.attrs;
+  if (node.op == kernels::Op::kAdamW || node.op == kernels::Op::kSgdMomentum) {
+    attrs.lr = kernels::ScheduledLr(node.attrs, step);
+  }
   if (node.op == kernels::Op::kAdamW) {
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, step + 1);
     attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, step + 1);

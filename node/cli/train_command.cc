@@ -88,7 +88,13 @@ void DeclareFlags(FlagSet& flags) {
   flags.Value("batch", "B", "samples per step", "128");
   flags.Value("optimizer", "NAME", "sgd (momentum) or adam (AdamW; Adam with --weight-decay 0)",
               "sgd");
-  flags.Value("lr", "X", "learning rate, constant (default: 0.05 for sgd, 0.001 for adam)");
+  flags.Value("lr", "X",
+              "learning rate, the peak under a schedule (default: 0.05 for sgd, 0.001 for adam)");
+  flags.Value("warmup-steps", "N", "steps of linear learning-rate warm-up", "0");
+  flags.Value("lr-decay-steps", "N",
+              "cosine decay of the learning rate to --min-lr at this step (0: no decay)", "0");
+  flags.Value("min-lr", "X", "the learning rate after the decay", "0");
+  flags.Value("beta2", "B", "Adam's second-moment decay", "0.999");
   flags.Value("momentum", "M", "SGD momentum", "0.9");
   flags.Value("weight-decay", "W",
               "weight decay (added to the gradient for sgd, decoupled for adam)", "0");
@@ -123,6 +129,13 @@ Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   c.optimizer.momentum = static_cast<float>(momentum);
   POLNODE_ASSIGN_OR_RETURN(double wd, flags.GetDouble("weight-decay"));
   c.optimizer.weight_decay = static_cast<float>(wd);
+  POLNODE_ASSIGN_OR_RETURN(c.optimizer.warmup_steps, flags.GetInt("warmup-steps", 0, solver::kMaxScheduleSteps));
+  POLNODE_ASSIGN_OR_RETURN(c.optimizer.decay_steps,
+                           flags.GetInt("lr-decay-steps", 0, solver::kMaxScheduleSteps));
+  POLNODE_ASSIGN_OR_RETURN(double min_lr, flags.GetDouble("min-lr"));
+  c.optimizer.min_lr = static_cast<float>(min_lr);
+  POLNODE_ASSIGN_OR_RETURN(double beta2, flags.GetDouble("beta2"));
+  c.optimizer.beta2 = static_cast<float>(beta2);
   if (Status s = solver::ValidateOptimizer(c.optimizer); !s.ok()) return s;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t seed, flags.GetInt("seed", 0, INT64_MAX));
   c.seed = static_cast<std::uint64_t>(seed);

@@ -1,5 +1,5 @@
 // The transformer operators against PyTorch (Debian's python3-torch through /usr/bin/python3):
-// forward and backward of each, on random inputs at the GPT configuration's sizes, computed by
+// forward and backward of each (and the AdamW update against torch.optim.AdamW), on random inputs at the GPT configuration's sizes, computed by
 // polnode's reference backend (every other backend has its bits, cpu_backend_test.cc and
 // gpu_twin_test.cc) and by tests/kernels/torch_ops.py with autograd.
 //
@@ -263,6 +263,54 @@ TEST_F(TorchOpsTest, TransformerOperatorsAgreeWithPyTorch) {
          {{"Z", z}, {"labels", labels}},
          {},
          {{"loss", fwd[0]}, {"dZ", Run(Op::kSoftmaxCrossEntropyGrad, {&fwd[1], &labels})[0]}}});
+  }
+  {  // The projections' plain matmul [B*T, C] x [C, 4C] and its gradients.
+    const Tensor a = RandomTensor({768, 128}, seed++), b = RandomTensor({128, 512}, seed++);
+    const Tensor dc = RandomTensor({768, 512}, seed++);
+    cases.push_back({"matmul",
+                     "matmul",
+                     {{"A", a}, {"B", b}, {"dC", dc}},
+                     {},
+                     {{"C", Run(Op::kMatmul, {&a, &b})[0]},
+                      {"dA", Run(Op::kMatmulGradA, {&dc, &b})[0]},
+                      {"dB", Run(Op::kMatmulGradB, {&a, &dc})[0]}}});
+  }
+  {  // The position embedding's add over the [B, T * C] view, and its gradient (a column sum).
+    const Tensor x = RandomTensor({12, 64 * 128}, seed++), b = RandomTensor({64 * 128}, seed++);
+    const Tensor dy = RandomTensor({12, 64 * 128}, seed++);
+    cases.push_back({"bias_add",
+                     "bias_add",
+                     {{"X", x}, {"b", b}, {"dY", dy}},
+                     {},
+                     {{"Y", Run(Op::kBiasAdd, {&x, &b})[0], true},
+                      {"db", Run(Op::kBiasGrad, {&dy})[0]}}});
+  }
+  {  // AdamW at step 7 with a scheduled lr and weight decay; the weights are the size of one
+     // update, so the comparison sees the update itself, not just the weights it moves.
+    const Tensor w = RandomTensor({128, 512}, seed++, -2e-3f, 2e-3f),
+                 g = RandomTensor({128, 512}, seed++),
+                 m = RandomTensor({128, 512}, seed++, -0.1f, 0.1f),
+                 v = RandomTensor({128, 512}, seed++, 0.0f, 0.01f);
+    OpAttrs attrs;
+    attrs.lr = 7.3e-4f;
+    attrs.weight_decay = 0.1f;
+    attrs.beta1 = 0.9f;
+    attrs.beta2 = 0.99f;
+    attrs.eps = 1e-8f;
+    constexpr std::int64_t kStep = 7;
+    attrs.bias_correction1 = AdamBiasCorrection(attrs.beta1, kStep);
+    attrs.bias_correction2 = AdamBiasCorrection(attrs.beta2, kStep);
+    const std::vector<Tensor> out = Run(Op::kAdamW, {&w, &g, &m, &v}, attrs);
+    cases.push_back({"adamw",
+                     "adamw",
+                     {{"W", w}, {"G", g}, {"M", m}, {"V", v}},
+                     {{"lr", attrs.lr},
+                      {"weight_decay", attrs.weight_decay},
+                      {"beta1", attrs.beta1},
+                      {"beta2", attrs.beta2},
+                      {"eps", attrs.eps},
+                      {"step", static_cast<float>(kStep)}},
+                     {{"W", out[0]}, {"M", out[1]}, {"V", out[2]}}});
   }
   CompareWithTorch(cases);
 }

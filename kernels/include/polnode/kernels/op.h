@@ -206,11 +206,31 @@ struct OpAttrs {
   std::int64_t pool_input_w = 0;
   float scale = 1.0f;  // kCausalSoftmax, kCausalSoftmaxGrad: the scores' factor (1/sqrt(D))
   std::int64_t num_embeddings = 0;  // kEmbeddingGrad: the table's row count V
+  // kSgdMomentum, kAdamW: the learning-rate schedule (ScheduledLr). All zero: lr is constant.
+  // The step graph keeps the peak lr in `lr`; the attributes a step runs with carry
+  // ScheduledLr's value there instead.
+  std::int64_t lr_warmup_steps = 0;
+  std::int64_t lr_decay_steps = 0;
+  float min_lr = 0.0f;
 };
 
 /// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square
 /// and multiply, most significant bit first). Pure and platform-independent.
 float AdamBiasCorrection(float beta, std::int64_t t);
+
+/// The learning rate of step t (0-based: the step that starts after t completed steps) under
+/// nanoGPT's schedule, from attrs.lr (the peak), lr_warmup_steps (W), lr_decay_steps (D) and
+/// min_lr (m):
+///   W = D = 0:        lr (constant);
+///   t < W:            lr * (t + 1) / (W + 1)   (linear warm-up, never 0);
+///   D = 0, t >= W:    lr;
+///   W <= t <= D:      m + c * (lr - m), c = (1 + cos(pi * (t - W) / (D - W))) / 2;
+///   t > D:            m.
+/// Evaluated in double with + - * / and det::CosPi (no libm), then rounded to float once, so
+/// every platform, backend and the referee get the same bits. The formulas hold for 0 <= t and the
+/// ranges solver::ValidateOptimizer checks (D = 0 or D > W; W, D <= 2^40); other integers (a
+/// malformed descriptor) still give a deterministic float, without undefined behaviour.
+float ScheduledLr(const OpAttrs& attrs, std::int64_t t);
 
 /// Number of inputs and outputs of `op`.
 int NumInputs(Op op);

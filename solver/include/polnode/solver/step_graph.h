@@ -97,8 +97,10 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
 Result<StepGraph> BuildForwardGraph(const ModelSpec& model, std::int64_t batch);
 
 /// The attributes `node` runs with in the step that starts from a state with `step` completed
-/// steps: node.attrs, plus, for kAdamW, bias_correction{1,2} = AdamBiasCorrection(beta{1,2},
-/// step + 1). (The learning rate is constant, so nothing else depends on the step.)
+/// steps: node.attrs, with, for kSgdMomentum and kAdamW, lr = kernels::ScheduledLr(node.attrs,
+/// step) (the optimizer's schedule; node.attrs.lr is the peak), and for kAdamW
+/// bias_correction{1,2} = AdamBiasCorrection(beta{1,2}, step + 1). Nothing else depends on the
+/// step.
 kernels::OpAttrs AttrsForStep(const StepNode& node, std::int64_t step);
 
 /// The shape a consumer sees through `ref`: its view if set, else the source's own shape.
