@@ -147,8 +147,16 @@ void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver:
                   int threads) {
   out << "trained " << c.model << " on " << c.data << ": " << s.steps << " steps ("
       << s.steps_per_epoch << " per epoch), " << solver::OptimizerName(c.optimizer.kind) << " lr "
-      << c.optimizer.lr << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend
-      << " (" << threads << " threads)\n";
+      << c.optimizer.lr;
+  if (solver::HasLrSchedule(c.optimizer)) {
+    out << " (warm-up " << c.optimizer.warmup_steps << " steps";
+    if (c.optimizer.decay_steps > 0) {
+      out << ", cosine decay to " << c.optimizer.min_lr << " at step " << c.optimizer.decay_steps;
+    }
+    out << ")";
+  }
+  out << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend << " ("
+      << threads << " threads)\n";
   out << std::fixed << std::setprecision(4);
   out << "train loss     " << s.train_loss << " (mean of the last "
       << std::min<std::int64_t>(c.loss_window, s.steps) << " steps)\n";
