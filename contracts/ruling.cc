@@ -39,6 +39,7 @@ kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step
   attrs.lr_warmup_steps = node.lr_warmup_steps();
   attrs.lr_decay_steps = node.lr_decay_steps();
   attrs.min_lr = node.min_lr();
+  attrs.max_norm = node.max_norm();
   const bool optimizer = node.op() == static_cast<std::uint32_t>(kernels::Op::kAdamW) ||
                          node.op() == static_cast<std::uint32_t>(kernels::Op::kSgdMomentum);
   if (optimizer) {

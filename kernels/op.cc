@@ -51,6 +51,7 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kBatchedMatmulGradB, "batched_matmul_grad_b", 2, 1},
     {Op::kEmbedding, "embedding", 2, 1},
     {Op::kEmbeddingGrad, "embedding_grad", 2, 1},
+    {Op::kClipCoefficient, "clip_coefficient", 1, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -456,7 +457,8 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
       const Shape& x = c.shape(0);
       return std::vector<Shape>{{x[0], x[2], x[1], x[3]}};
     }
-    case Op::kGelu: return std::vector<Shape>{c.shape(0)};
+    case Op::kGelu:
+    case Op::kClipCoefficient: return std::vector<Shape>{c.shape(0)};
     case Op::kGeluGrad:
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
       return std::vector<Shape>{c.shape(0)};

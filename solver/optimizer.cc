@@ -55,6 +55,10 @@ Status ValidateOptimizer(const OptimizerConfig& c) {
   if (c.min_lr != 0.0f && c.decay_steps == 0) {
     return Status::InvalidArgument("min_lr needs lr_decay_steps > 0 (the decay it ends)");
   }
+  if (!(std::isfinite(c.grad_clip) && c.grad_clip >= 0.0f)) {
+    return Status::InvalidArgument("grad_clip must be finite and >= 0 (0: no clipping), got " +
+                                   std::to_string(c.grad_clip));
+  }
   return Status::Ok();
 }
 

@@ -122,6 +122,7 @@ Result<std::vector<proto::PinpointDescriptor>> PinpointDescriptors(const StepGra
     p.set_lr_warmup_steps(n.attrs.lr_warmup_steps);
     p.set_lr_decay_steps(n.attrs.lr_decay_steps);
     p.set_min_lr(n.attrs.min_lr);
+    p.set_max_norm(n.attrs.max_norm);
     for (const TensorRef& r : n.inputs) {
       proto::PinpointInput& in = *p.add_inputs();
       in.set_leaf(layout.LeafOf(r));

@@ -18,6 +18,7 @@ namespace {
 
 constexpr std::string_view kTaskDomain = "polnode/pol-task/v1";
 constexpr std::string_view kScheduleTag = "lr-schedule/v1";
+constexpr std::string_view kGradClipTag = "grad-clip/v1";
 
 Result<ReproMode> ParseMode(std::string_view name) {
   if (name == "exact") return ReproMode::kExact;
@@ -114,12 +115,17 @@ void WriteCanonical(consensus::Writer& w, const TaskSpec& t) {
   w.U64(t.seed);
   w.String(ReproModeName(t.mode));
   w.I64(t.segments_per_check);
-  // A constant learning rate adds nothing, so the ids of tasks from before schedules existed stay.
+  // A constant learning rate and no clipping add nothing, so the ids of tasks from before these
+  // existed stay.
   if (HasLrSchedule(t.optimizer)) {
     w.String(kScheduleTag);
     w.I64(t.optimizer.warmup_steps);
     w.I64(t.optimizer.decay_steps);
     w.F32(t.optimizer.min_lr);
+  }
+  if (t.optimizer.grad_clip != 0.0f) {
+    w.String(kGradClipTag);
+    w.F32(t.optimizer.grad_clip);
   }
 }
 
@@ -153,7 +159,7 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "data", "dataset_hash", "optimizer", "lr", "momentum", "weight_decay", "beta1",
       "beta2", "eps", "batch", "steps", "checkpoint_interval", "seed", "mode", "segments",
-      "warmup_steps", "lr_decay_steps", "min_lr"};
+      "warmup_steps", "lr_decay_steps", "min_lr", "grad_clip"};
   for (const auto& [key, value] : pairs) {
     if (!kKnown.contains(key)) return LineError(value.line, "unknown key '" + key + "'");
   }
@@ -178,7 +184,8 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   const std::pair<std::string_view, float*> floats[] = {
       {"lr", &t.optimizer.lr},       {"momentum", &t.optimizer.momentum},
       {"weight_decay", &t.optimizer.weight_decay}, {"beta1", &t.optimizer.beta1},
-      {"beta2", &t.optimizer.beta2}, {"eps", &t.optimizer.eps}, {"min_lr", &t.optimizer.min_lr}};
+      {"beta2", &t.optimizer.beta2}, {"eps", &t.optimizer.eps}, {"min_lr", &t.optimizer.min_lr},
+      {"grad_clip", &t.optimizer.grad_clip}};
   for (const auto& [key, out] : floats) {
     auto it = pairs.find(key);
     if (it != pairs.end()) {
@@ -221,6 +228,7 @@ std::string EncodeTaskProto(const TaskSpec& t) {
   m.set_warmup_steps(t.optimizer.warmup_steps);
   m.set_lr_decay_steps(t.optimizer.decay_steps);
   m.set_min_lr(t.optimizer.min_lr);
+  m.set_grad_clip(t.optimizer.grad_clip);
   std::string out;
   {
     google::protobuf::io::StringOutputStream stream(&out);
@@ -263,6 +271,7 @@ Result<TaskSpec> DecodeTaskProto(std::span<const std::uint8_t> bytes) {
   t.optimizer.warmup_steps = m.warmup_steps();
   t.optimizer.decay_steps = m.lr_decay_steps();
   t.optimizer.min_lr = m.min_lr();
+  t.optimizer.grad_clip = m.grad_clip();
   POLNODE_RETURN_IF_ERROR(ValidateTask(t));
   return t;
 }

@@ -58,6 +58,11 @@ const Case kCases[] = {
      Scenario::kCheatingSolverDisputesReject, "fc2.w.adam", 0, 23, false},
     {"ScheduledCnnHonestUpdateInWarmUpRejectedByLyingVerifier", Model::kScheduledCnn,
      Scenario::kLazyVerifierRejectedHonest, "conv1.w.adam", 0, 2, false},
+    // Gradient clipping's coefficient and one scaled gradient, ruled like any operator.
+    {"ScheduledCnnCheatInTheClipCoefficient", Model::kScheduledCnn, Scenario::kCheatingSolverDisputesReject,
+     "grad_norm.clip", 0, 12, false},
+    {"ScheduledCnnCheatInAClippedGradientAcceptedByLazyVerifier", Model::kScheduledCnn,
+     Scenario::kLazyVerifierAcceptedCheat, "fc2.w.grad.clipped", 0, 31, false},
 };
 
 // gtest names a parameter by its case name instead of dumping its bytes.

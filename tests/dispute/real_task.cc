@@ -42,6 +42,7 @@ solver::TaskSpec ScheduledCnnTask(const solver::ImageDataset& data) {
   t.optimizer.warmup_steps = 5;
   t.optimizer.decay_steps = 35;
   t.optimizer.min_lr = 0.001f;
+  t.optimizer.grad_clip = 0.05f;
   return t;
 }
 

@@ -169,7 +169,8 @@ TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
   EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradB), 26);
   EXPECT_EQ(static_cast<int>(Op::kEmbedding), 27);
   EXPECT_EQ(static_cast<int>(Op::kEmbeddingGrad), 28);
-  EXPECT_EQ(kNumOps, 29);
+  EXPECT_EQ(static_cast<int>(Op::kClipCoefficient), 29);
+  EXPECT_EQ(kNumOps, 30);
   EXPECT_EQ(OpName(Op::kBatchedMatmul), "batched_matmul");
   EXPECT_EQ(OpName(Op::kBatchedMatmulGradA), "batched_matmul_grad_a");
   EXPECT_EQ(OpName(Op::kBatchedMatmulGradB), "batched_matmul_grad_b");

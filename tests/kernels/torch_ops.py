@@ -111,6 +111,17 @@ def adamw(t, a, dtype):
     return {"W": p, "M": state["exp_avg"], "V": state["exp_avg_sq"]}
 
 
+def clip_grad_norm(t, a, dtype):
+    """torch.nn.utils.clip_grad_norm_ over two gradients G0 and G1."""
+    params = []
+    for name in ("G0", "G1"):
+        p = torch.nn.Parameter(torch.zeros(t[name].shape, dtype=dtype))
+        p.grad = t[name].to(dtype, copy=True)
+        params.append(p)
+    torch.nn.utils.clip_grad_norm_(params, a["max_norm"])
+    return {"G0": params[0].grad, "G1": params[1].grad}
+
+
 def run(op, tensors, attrs, dtype):
     if op == "gelu":
         return gelu(tensors, dtype)
@@ -124,6 +135,8 @@ def run(op, tensors, attrs, dtype):
         return bias_add(tensors, dtype)
     if op == "adamw":
         return adamw(tensors, attrs, dtype)
+    if op == "clip_grad_norm":
+        return clip_grad_norm(tensors, attrs, dtype)
     if op == "embedding":
         return embedding(tensors, dtype)
     if op == "transpose_heads":

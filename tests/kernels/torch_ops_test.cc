@@ -312,6 +312,29 @@ TEST_F(TorchOpsTest, TransformerOperatorsAgreeWithPyTorch) {
                       {"step", static_cast<float>(kStep)}},
                      {{"W", out[0]}, {"M", out[1]}, {"V", out[2]}}});
   }
+  {  // Gradient-norm clipping as the step graph composes it: each gradient's sum of squares as
+     // a [1, N] x [N, 1] product, their sum, the coefficient, and each gradient times it.
+    const Tensor g0 = RandomTensor({128, 512}, seed++), g1 = RandomTensor({65, 128}, seed++);
+    OpAttrs attrs;
+    attrs.max_norm = 1.0f;
+    const auto view = [](const Tensor& t, Shape shape) {
+      Tensor v = t;
+      EXPECT_TRUE(v.Reshape(std::move(shape)).ok());
+      return v;
+    };
+    const Tensor r0 = view(g0, {1, g0.numel()}), c0 = view(g0, {g0.numel(), 1});
+    const Tensor r1 = view(g1, {1, g1.numel()}), c1 = view(g1, {g1.numel(), 1});
+    const Tensor s0 = Run(Op::kMatmul, {&r0, &c0})[0], s1 = Run(Op::kMatmul, {&r1, &c1})[0];
+    const Tensor total = Run(Op::kAdd, {&s0, &s1})[0];
+    const Tensor coefficient = Run(Op::kClipCoefficient, {&total}, attrs)[0];
+    EXPECT_LT(coefficient.data()[0], 1.0f);  // the norm (about 170) is far above 1: it clips
+    cases.push_back({"clip_grad_norm",
+                     "clip_grad_norm",
+                     {{"G0", g0}, {"G1", g1}},
+                     {{"max_norm", attrs.max_norm}},
+                     {{"G0", view(Run(Op::kMatmul, {&c0, &coefficient})[0], g0.shape())},
+                      {"G1", view(Run(Op::kMatmul, {&c1, &coefficient})[0], g1.shape())}}});
+  }
   CompareWithTorch(cases);
 }
 

@@ -132,6 +132,13 @@ TEST(ProofTaskSpecTest, LearningRateScheduleIsPartOfTheTaskAndItsId) {
   other.optimizer.decay_steps = 0;
   other.optimizer.min_lr = 0.0f;
   EXPECT_EQ(TaskId(other), TaskId(*constant));
+  other.optimizer.grad_clip = 1.0f;
+  EXPECT_NE(TaskId(other), TaskId(*constant));
+  Result<TaskSpec> clipped = ParseTaskToml(std::string(kToml) + "grad_clip = 1.0\n");
+  ASSERT_TRUE(clipped.ok()) << clipped.status().ToString();
+  EXPECT_EQ(TaskId(*clipped), TaskId(other));
+  EXPECT_NE(ParseTaskToml(std::string(kToml) + "grad_clip = -1\n").status().message().find("grad_clip"),
+            std::string::npos);
 }
 
 TEST(ProofTaskSpecTest, RefusesABadScheduleNamingIt) {

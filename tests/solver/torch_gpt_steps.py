@@ -11,6 +11,7 @@ DIR/manifest.txt, written by the test, holds lines "key value...":
   batch INDEX N             token ids DIR/x<INDEX>.bin [N, CONTEXT] and next-symbol targets
                             DIR/y<INDEX>.bin [N * CONTEXT] (float32 holding ids)
   lr X / beta1 X / beta2 X / eps X / weight_decay X
+  grad_clip X               torch.nn.utils.clip_grad_norm_ before every step when X > 0
   warmup_steps N / lr_decay_steps N / min_lr X   nanoGPT's learning-rate schedule (optional; all
                             absent or 0: a constant lr), computed here as nanoGPT's get_lr does,
                             with Python floats and math.cos
@@ -105,6 +106,8 @@ def main(directory):
         logits = forward(p, cfg, ids)
         loss = F.cross_entropy(logits.view(-1, cfg[4]), targets)
         loss.backward()
+        if hyper.get("grad_clip", 0.0) > 0.0:
+            torch.nn.utils.clip_grad_norm_([p[n] for n in names], hyper["grad_clip"])
         opt.step()
         losses.append(loss.item())
     np.asarray(losses, dtype="<f4").tofile(os.path.join(directory, "losses.out.bin"))

@@ -54,9 +54,10 @@ void ExpectFiftyStepsMatchPyTorch(const OptimizerConfig& opt) {
                 static_cast<double>(opt.beta2), static_cast<double>(opt.eps),
                 static_cast<double>(opt.weight_decay));
   manifest << hyper;
-  std::snprintf(hyper, sizeof hyper, "warmup_steps %lld\nlr_decay_steps %lld\nmin_lr %.9g\n",
+  std::snprintf(hyper, sizeof hyper,
+                "warmup_steps %lld\nlr_decay_steps %lld\nmin_lr %.9g\ngrad_clip %.9g\n",
                 static_cast<long long>(opt.warmup_steps), static_cast<long long>(opt.decay_steps),
-                static_cast<double>(opt.min_lr));
+                static_cast<double>(opt.min_lr), static_cast<double>(opt.grad_clip));
   manifest << hyper;
   for (const ParamSpec& p : model->params) {
     polnode::testing::WriteRawFloats(dir.File(p.name + ".bin"), *state.Find(p.name));
@@ -122,13 +123,16 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
 }
 
 // nanoGPT's schedule (PyTorch's side sets each step's lr from its get_lr formula in Python) and
-// its beta2: warm-up over 10 steps, cosine decay to a tenth at step 40, the floor after it.
-TEST(TorchGptTest, FiftyStepsWithNanoGptsLearningRateScheduleMatchPyTorch) {
+// its beta2: warm-up over 10 steps, cosine decay to a tenth at step 40, the floor after it; and
+// gradient-norm clipping (clip_grad_norm_ on PyTorch's side) at a norm the tiny model's
+// gradients exceed, so it scales every step.
+TEST(TorchGptTest, FiftyStepsWithNanoGptsScheduleAndClippingMatchPyTorch) {
   OptimizerConfig opt = TinyAdamW();
   opt.beta2 = 0.99f;
   opt.warmup_steps = 10;
   opt.decay_steps = 40;
   opt.min_lr = opt.lr / 10.0f;
+  opt.grad_clip = 0.05f;
   ExpectFiftyStepsMatchPyTorch(opt);
 }
 

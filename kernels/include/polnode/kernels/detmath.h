@@ -191,6 +191,20 @@ POLNODE_HOST_DEVICE inline float GeluTanhGrad(float x, float dy) {
   return dy * (left + right);
 }
 
+/// PyTorch's clip_grad_norm_ coefficient for a sum of squares s, clamped to 1:
+/// q = max_norm / (sqrt(s) + 1e-6f), then q > 1 ? 1 : q (so a NaN stays NaN). sqrt, + and / are
+/// each correctly rounded (nvcc --prec-sqrt=true --prec-div=true, hipcc
+/// -fhip-fp32-correctly-rounded-divide-sqrt).
+POLNODE_HOST_DEVICE inline float ClipCoefficient(float sum_squares, float max_norm) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  const float norm = sqrtf(sum_squares);
+#else
+  const float norm = std::sqrt(sum_squares);
+#endif
+  const float q = max_norm / (norm + 1e-6f);
+  return q > 1.0f ? 1.0f : q;
+}
+
 /// cos(pi * x) in double for 0 <= x <= 1 (the learning-rate schedule's cosine decay, op.h
 /// ScheduledLr); other x are outside the contract. Only + - * on doubles and constants that the
 /// compiler rounds once, so the bits are the same on every IEEE-754 platform. Symmetries bring the

@@ -182,9 +182,20 @@ enum class Op : std::uint8_t {
   // A scatter-add in one fixed order, no atomics: backends split the table's rows and columns,
   // never a row's chain over the positions.
   kEmbeddingGrad,
+
+  // ---- Gradient-norm clipping (PyTorch's clip_grad_norm_ with the coefficient clamped to 1).
+  // The step graph builds it from matrix products (step_graph.h): each gradient's sum of squares
+  // is kMatmul of its [1, N] view by an [N, 1] copy (one fma chain over its elements in order),
+  // the sums are added with kAdd in parameter order, and each gradient is scaled by the
+  // coefficient as kMatmul of its [N, 1] view by the coefficient's [1, 1].
+  // in: S (the sum of squares of every gradient), attrs.max_norm. out: C (S's shape), per element
+  // det::ClipCoefficient(S[e], max_norm):
+  //   q = max_norm / (sqrt(S[e]) + 1e-6f)   (IEEE sqrt, addition and division, each rounded once)
+  //   C[e] = q > 1.0f ? 1.0f : q             (a NaN stays NaN)
+  kClipCoefficient,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kEmbeddingGrad) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kClipCoefficient) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
@@ -209,6 +220,7 @@ struct OpAttrs {
   // kSgdMomentum, kAdamW: the learning-rate schedule (ScheduledLr). All zero: lr is constant.
   // The step graph keeps the peak lr in `lr`; the attributes a step runs with carry
   // ScheduledLr's value there instead.
+  float max_norm = 0.0f;  // kClipCoefficient: the largest gradient norm left unscaled
   std::int64_t lr_warmup_steps = 0;
   std::int64_t lr_decay_steps = 0;
   float min_lr = 0.0f;

@@ -27,6 +27,10 @@ struct OptimizerConfig {
   std::int64_t warmup_steps = 0;
   std::int64_t decay_steps = 0;
   float min_lr = 0.0f;
+  /// Gradient-norm clipping: when > 0, every gradient is scaled by
+  /// min(1, grad_clip / (global L2 norm + 1e-6)) before the update, as PyTorch's
+  /// clip_grad_norm_ (step_graph.h says how). 0: no clipping.
+  float grad_clip = 0.0f;
   float momentum = 0.9f;  // kSgd only
   float weight_decay = 0.0f;
   float beta1 = 0.9f;  // kAdam only
@@ -47,7 +51,7 @@ inline constexpr std::int64_t kMaxScheduleSteps = std::int64_t{1} << 40;
 /// kInvalidArgument unless: lr finite and > 0; momentum in [0, 1); weight_decay finite and >= 0;
 /// beta1, beta2 in [0, 1); eps finite and > 0; warmup_steps and decay_steps in
 /// [0, kMaxScheduleSteps]; decay_steps 0 or > warmup_steps; min_lr finite, in [0, lr], and 0
-/// unless decay_steps > 0 (a floor without a decay would be ignored).
+/// unless decay_steps > 0 (a floor without a decay would be ignored); grad_clip finite and >= 0.
 [[nodiscard]] Status ValidateOptimizer(const OptimizerConfig& config);
 
 /// True when the learning rate changes over the run (warmup_steps or decay_steps set).
