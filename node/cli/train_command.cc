@@ -95,6 +95,8 @@ void DeclareFlags(FlagSet& flags) {
               "cosine decay of the learning rate to --min-lr at this step (0: no decay)", "0");
   flags.Value("min-lr", "X", "the learning rate after the decay", "0");
   flags.Value("beta2", "B", "Adam's second-moment decay", "0.999");
+  flags.Value("grad-clip", "X",
+              "scale the gradients down to this global L2 norm when above it (0: no clipping)", "0");
   flags.Value("momentum", "M", "SGD momentum", "0.9");
   flags.Value("weight-decay", "W",
               "weight decay (added to the gradient for sgd, decoupled for adam)", "0");
@@ -136,6 +138,8 @@ Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   c.optimizer.min_lr = static_cast<float>(min_lr);
   POLNODE_ASSIGN_OR_RETURN(double beta2, flags.GetDouble("beta2"));
   c.optimizer.beta2 = static_cast<float>(beta2);
+  POLNODE_ASSIGN_OR_RETURN(double grad_clip, flags.GetDouble("grad-clip"));
+  c.optimizer.grad_clip = static_cast<float>(grad_clip);
   if (Status s = solver::ValidateOptimizer(c.optimizer); !s.ok()) return s;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t seed, flags.GetInt("seed", 0, INT64_MAX));
   c.seed = static_cast<std::uint64_t>(seed);
@@ -155,6 +159,7 @@ void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver:
     }
     out << ")";
   }
+  if (c.optimizer.grad_clip > 0.0f) out << ", gradient norm clipped to " << c.optimizer.grad_clip;
   out << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend << " ("
       << threads << " threads)\n";
   out << std::fixed << std::setprecision(4);
