@@ -36,6 +36,16 @@ kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step
   attrs.eps = node.eps();
   attrs.pool_input_h = node.pool_input_h();
   attrs.pool_input_w = node.pool_input_w();
+  attrs.lr_warmup_steps = node.lr_warmup_steps();
+  attrs.lr_decay_steps = node.lr_decay_steps();
+  attrs.min_lr = node.min_lr();
+  attrs.max_norm = node.max_norm();
+  const bool optimizer = node.op() == static_cast<std::uint32_t>(kernels::Op::kAdamW) ||
+                         node.op() == static_cast<std::uint32_t>(kernels::Op::kSgdMomentum);
+  if (optimizer) {
+    // As solver::AttrsForStep: the descriptor's lr is the schedule's peak.
+    attrs.lr = kernels::ScheduledLr(attrs, static_cast<std::int64_t>(step));
+  }
   if (node.op() == static_cast<std::uint32_t>(kernels::Op::kAdamW)) {
     // As solver::AttrsForStep: the step that starts after `step` completed steps is step + 1.
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, static_cast<std::int64_t>(step) + 1);

@@ -106,6 +106,11 @@ class CpuBackend final : public Backend {
       case Op::kBatchedMatmulGradB: BatchedMatmul(op, in(0), in(1), out(0)); break;
       case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
       case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
+      case Op::kClipCoefficient:  // one element in a step graph: nothing to vectorize
+        for (int64_t e = 0; e < in(0).numel(); ++e) {
+          out(0).data()[e] = det::ClipCoefficient(in(0).data()[e], attrs.max_norm);
+        }
+        break;
     }
     return Status::Ok();
   }

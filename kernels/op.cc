@@ -1,4 +1,5 @@
-// Operator names, arity, shape inference and Adam's bias correction (op.h).
+// Operator names, arity, shape inference, Adam's bias correction and the learning-rate schedule
+// (op.h).
 #include "polnode/kernels/op.h"
 
 #include <algorithm>
@@ -6,6 +7,8 @@
 #include <cstddef>
 #include <string>
 #include <utility>
+
+#include "polnode/kernels/detmath.h"
 
 namespace polnode::kernels {
 namespace {
@@ -48,6 +51,7 @@ constexpr std::array<OpInfo, kNumOps> kOpInfo = {{
     {Op::kBatchedMatmulGradB, "batched_matmul_grad_b", 2, 1},
     {Op::kEmbedding, "embedding", 2, 1},
     {Op::kEmbeddingGrad, "embedding_grad", 2, 1},
+    {Op::kClipCoefficient, "clip_coefficient", 1, 1},
 }};
 
 constexpr bool OpInfoIsIndexedByEnum() {
@@ -371,6 +375,22 @@ float AdamBiasCorrection(float beta, std::int64_t t) {
   return 1.0f - power;
 }
 
+float ScheduledLr(const OpAttrs& attrs, std::int64_t t) {
+  const std::int64_t warmup = attrs.lr_warmup_steps, decay = attrs.lr_decay_steps;
+  if (warmup == 0 && decay == 0) return attrs.lr;
+  // The counts are converted before any arithmetic, so no integer can overflow whatever a
+  // descriptor holds; within the validated ranges (below 2^41) every conversion and every sum and
+  // difference of them is exact.
+  const double step = static_cast<double>(t), w = static_cast<double>(warmup),
+               d = static_cast<double>(decay), peak = attrs.lr;
+  if (t < warmup) return static_cast<float>(peak * (step + 1.0) / (w + 1.0));
+  if (decay == 0) return attrs.lr;
+  if (t > decay) return attrs.min_lr;
+  const double c = 0.5 * (1.0 + det::CosPi((step - w) / (d - w)));
+  const double floor = attrs.min_lr;
+  return static_cast<float>(floor + c * (peak - floor));
+}
+
 int NumInputs(Op op) { return static_cast<std::size_t>(op) < kOpInfo.size() ? Info(op).inputs : 0; }
 
 int NumOutputs(Op op) {
@@ -437,7 +457,8 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
       const Shape& x = c.shape(0);
       return std::vector<Shape>{{x[0], x[2], x[1], x[3]}};
     }
-    case Op::kGelu: return std::vector<Shape>{c.shape(0)};
+    case Op::kGelu:
+    case Op::kClipCoefficient: return std::vector<Shape>{c.shape(0)};
     case Op::kGeluGrad:
       POLNODE_RETURN_IF_ERROR(c.RequireSameShape(0, "X", 1, "dY"));
       return std::vector<Shape>{c.shape(0)};

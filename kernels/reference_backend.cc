@@ -300,6 +300,10 @@ void Gelu(const Tensor& x, Tensor& y) {
   for (int64_t e = 0; e < x.numel(); ++e) y.data()[e] = det::GeluTanh(x.data()[e]);
 }
 
+void ClipCoefficient(const OpAttrs& attrs, const Tensor& s, Tensor& c) {
+  for (int64_t e = 0; e < s.numel(); ++e) c.data()[e] = det::ClipCoefficient(s.data()[e], attrs.max_norm);
+}
+
 void GeluGrad(const Tensor& x, const Tensor& dy, Tensor& dx) {
   for (int64_t e = 0; e < x.numel(); ++e)
     dx.data()[e] = det::GeluTanhGrad(x.data()[e], dy.data()[e]);
@@ -521,6 +525,7 @@ class ReferenceBackend final : public Backend {
       case Op::kBatchedMatmulGradB: BatchedMatmulGradB(in(0), in(1), out(0)); break;
       case Op::kEmbedding: Embedding(in(0), in(1), out(0)); break;
       case Op::kEmbeddingGrad: EmbeddingGrad(in(0), in(1), out(0)); break;
+      case Op::kClipCoefficient: ClipCoefficient(attrs, in(0), out(0)); break;
     }
     return Status::Ok();
   }

@@ -104,6 +104,7 @@ Result<std::vector<Shape>> OutputShapes(Op op, const OpAttrs& attrs, const std::
       if (s[0] != s[1] || s[0] != s[2] || s[0] != s[3]) return Bad(op, "W, G, M, V differ in shape");
       return std::vector<Shape>{s[0], s[0], s[0]};
     case Op::kGelu:
+    case Op::kClipCoefficient:
       return std::vector<Shape>{s[0]};
     case Op::kAdd:
     case Op::kGeluGrad:
@@ -501,6 +502,7 @@ std::vector<FlatRun> TileKernel::Reads(const GridRect& tile, int input, std::int
     case Op::kAdd:
     case Op::kGelu:
     case Op::kGeluGrad:
+    case Op::kClipCoefficient:
       return TileRows(tile, out_cols);
     case Op::kTransposeHeads:  // Y[n,b,a,:] = X[n,a,b,:]: each output row is one input row
       for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
@@ -1007,7 +1009,8 @@ Result<std::vector<float>> TileKernel::Finish(const GridRect& tile, std::span<co
     case Op::kAdamW:
     case Op::kAdd:
     case Op::kGelu:
-    case Op::kGeluGrad: {
+    case Op::kGeluGrad:
+    case Op::kClipCoefficient: {
       // Elementwise: the reference kernel on the tile's elements of every input.
       std::vector<Tensor> inputs;
       for (const TileSource* src : in) inputs.push_back(Gather(*src, tile, out_cols));

@@ -109,8 +109,8 @@ Result<std::vector<proto::PinpointDescriptor>> PinpointDescriptors(const StepGra
     proto::PinpointNode& p = *out.emplace_back().mutable_node();
     p.set_name(n.name);
     p.set_op(static_cast<std::uint32_t>(n.op));
-    // Only the step-independent attributes: the referee derives kAdamW's bias corrections from
-    // the disputed step, so one descriptor serves every step.
+    // Only the step-independent attributes: the referee derives the scheduled lr and kAdamW's
+    // bias corrections from the disputed step, so one descriptor serves every step.
     p.set_lr(n.attrs.lr);
     p.set_momentum(n.attrs.momentum);
     p.set_weight_decay(n.attrs.weight_decay);
@@ -119,6 +119,10 @@ Result<std::vector<proto::PinpointDescriptor>> PinpointDescriptors(const StepGra
     p.set_eps(n.attrs.eps);
     p.set_pool_input_h(n.attrs.pool_input_h);
     p.set_pool_input_w(n.attrs.pool_input_w);
+    p.set_lr_warmup_steps(n.attrs.lr_warmup_steps);
+    p.set_lr_decay_steps(n.attrs.lr_decay_steps);
+    p.set_min_lr(n.attrs.min_lr);
+    p.set_max_norm(n.attrs.max_norm);
     for (const TensorRef& r : n.inputs) {
       proto::PinpointInput& in = *p.add_inputs();
       in.set_leaf(layout.LeafOf(r));

@@ -386,6 +386,37 @@ std::vector<TensorRef> AddGptBackward(StepGraph& g, Builder& b, const GptTrace& 
   return grads;
 }
 
+// Gradient-norm clipping (step_graph.h, part 3b): returns every gradient scaled by the clip
+// coefficient, each as a [N, 1] node output (the optimizer reads it under the parameter's shape).
+std::vector<TensorRef> AddGradClip(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads) {
+  TensorRef total;
+  for (std::size_t p = 0; p < grads.size(); ++p) {
+    const ParamSpec& ps = g.model.params[p];
+    const std::int64_t n = kernels::NumElements(ps.shape);
+    // A node reads a tensor under one view only, so the [N, 1] operand is a copy: a head
+    // transpose of a [1, 1, N, 1] view swaps an axis of size 1, which keeps every element in place.
+    const TensorRef copy = b.Add1(ps.name + ".grad.copy", Op::kTransposeHeads,
+                                  {WithView(grads[p], {1, 1, n, 1})}, {1, n, 1, 1});
+    const TensorRef squares = b.Add1(ps.name + ".grad.squares", Op::kMatmul,
+                                     {WithView(grads[p], {1, n}), WithView(copy, {n, 1})}, {1, 1});
+    total = p == 0 ? squares
+                   : b.Add1("grad_norm.sum." + ps.name, Op::kAdd, {total, squares}, {1, 1});
+  }
+  OpAttrs clip;
+  clip.max_norm = g.optimizer.grad_clip;
+  const TensorRef coefficient =
+      b.Add1("grad_norm.clip", Op::kClipCoefficient, {total}, {1, 1}, clip);
+  std::vector<TensorRef> clipped;
+  for (std::size_t p = 0; p < grads.size(); ++p) {
+    const ParamSpec& ps = g.model.params[p];
+    const std::int64_t n = kernels::NumElements(ps.shape);
+    clipped.push_back(WithView(b.Add1(ps.name + ".grad.clipped", Op::kMatmul,
+                                      {WithView(grads[p], {n, 1}), coefficient}, {n, 1}),
+                               ps.shape));
+  }
+  return clipped;
+}
+
 void AddOptimizer(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads) {
   const OptimizerConfig& o = g.optimizer;
   const int num_params = static_cast<int>(g.model.params.size());
@@ -397,6 +428,9 @@ void AddOptimizer(StepGraph& g, Builder& b, const std::vector<TensorRef>& grads)
   attrs.beta1 = o.beta1;
   attrs.beta2 = o.beta2;
   attrs.eps = o.eps;
+  attrs.lr_warmup_steps = o.warmup_steps;
+  attrs.lr_decay_steps = o.decay_steps;
+  attrs.min_lr = o.min_lr;
   for (int p = 0; p < num_params; ++p) {
     const ParamSpec& ps = g.model.params[static_cast<std::size_t>(p)];
     attrs.weight_decay = ps.no_decay ? 0.0f : o.weight_decay;
@@ -443,9 +477,10 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
   g.loss_node = loss[0].index;
   const TensorRef dlogits = b.Add1("loss.softmax_xent.grad", kernels::Op::kSoftmaxCrossEntropyGrad,
                                    {loss[1], labels}, logits_shape);
-  AddOptimizer(g, b,
-               model.gpt ? AddGptBackward(g, b, gpt_trace, dlogits)
-                         : AddBackward(g, b, traces, dlogits));
+  std::vector<TensorRef> grads = model.gpt ? AddGptBackward(g, b, gpt_trace, dlogits)
+                                           : AddBackward(g, b, traces, dlogits);
+  if (optimizer.grad_clip > 0.0f) grads = AddGradClip(g, b, grads);
+  AddOptimizer(g, b, grads);
   return g;
 }
 
@@ -464,6 +499,9 @@ Result<StepGraph> BuildForwardGraph(const ModelSpec& model, std::int64_t batch) 
 
 kernels::OpAttrs AttrsForStep(const StepNode& node, std::int64_t step) {
   kernels::OpAttrs attrs = node.attrs;
+  if (node.op == kernels::Op::kAdamW || node.op == kernels::Op::kSgdMomentum) {
+    attrs.lr = kernels::ScheduledLr(node.attrs, step);
+  }
   if (node.op == kernels::Op::kAdamW) {
     attrs.bias_correction1 = kernels::AdamBiasCorrection(attrs.beta1, step + 1);
     attrs.bias_correction2 = kernels::AdamBiasCorrection(attrs.beta2, step + 1);

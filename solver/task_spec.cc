@@ -18,6 +18,8 @@ namespace polnode::solver {
 namespace {
 
 constexpr std::string_view kTaskDomain = "polnode/pol-task/v1";
+constexpr std::string_view kScheduleTag = "lr-schedule/v1";
+constexpr std::string_view kGradClipTag = "grad-clip/v1";
 
 Result<ReproMode> ParseMode(std::string_view name) {
   if (name == "exact") return ReproMode::kExact;
@@ -114,6 +116,18 @@ void WriteCanonical(consensus::Writer& w, const TaskSpec& t) {
   w.U64(t.seed);
   w.String(ReproModeName(t.mode));
   w.I64(t.segments_per_check);
+  // A constant learning rate and no clipping add nothing, so the ids of tasks from before these
+  // existed stay.
+  if (HasLrSchedule(t.optimizer)) {
+    w.String(kScheduleTag);
+    w.I64(t.optimizer.warmup_steps);
+    w.I64(t.optimizer.decay_steps);
+    w.F32(t.optimizer.min_lr);
+  }
+  if (t.optimizer.grad_clip != 0.0f) {
+    w.String(kGradClipTag);
+    w.F32(t.optimizer.grad_clip);
+  }
 }
 
 }  // namespace
@@ -149,7 +163,8 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   POLNODE_ASSIGN_OR_RETURN(auto pairs, ReadPairs(text));
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "model_file", "data", "dataset_hash", "optimizer", "lr", "momentum", "weight_decay", "beta1",
-      "beta2", "eps", "batch", "steps", "checkpoint_interval", "seed", "mode", "segments"};
+      "beta2", "eps", "batch", "steps", "checkpoint_interval", "seed", "mode", "segments",
+      "warmup_steps", "lr_decay_steps", "min_lr", "grad_clip"};
   for (const auto& [key, value] : pairs) {
     if (!kKnown.contains(key)) return LineError(value.line, "unknown key '" + key + "'");
   }
@@ -175,7 +190,8 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   const std::pair<std::string_view, float*> floats[] = {
       {"lr", &t.optimizer.lr},       {"momentum", &t.optimizer.momentum},
       {"weight_decay", &t.optimizer.weight_decay}, {"beta1", &t.optimizer.beta1},
-      {"beta2", &t.optimizer.beta2}, {"eps", &t.optimizer.eps}};
+      {"beta2", &t.optimizer.beta2}, {"eps", &t.optimizer.eps}, {"min_lr", &t.optimizer.min_lr},
+      {"grad_clip", &t.optimizer.grad_clip}};
   for (const auto& [key, out] : floats) {
     auto it = pairs.find(key);
     if (it != pairs.end()) {
@@ -184,7 +200,8 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   }
   const std::pair<std::string_view, std::int64_t*> ints[] = {
       {"batch", &t.batch}, {"steps", &t.steps}, {"checkpoint_interval", &t.checkpoint_interval},
-      {"segments", &t.segments_per_check}};
+      {"segments", &t.segments_per_check}, {"warmup_steps", &t.optimizer.warmup_steps},
+      {"lr_decay_steps", &t.optimizer.decay_steps}};
   for (const auto& [key, out] : ints) {
     auto it = pairs.find(key);
     if (it != pairs.end()) {
@@ -215,6 +232,10 @@ std::string EncodeTaskProto(const TaskSpec& t) {
   m.set_seed(t.seed);
   m.set_mode(std::string(ReproModeName(t.mode)));
   m.set_segments_per_check(t.segments_per_check);
+  m.set_warmup_steps(t.optimizer.warmup_steps);
+  m.set_lr_decay_steps(t.optimizer.decay_steps);
+  m.set_min_lr(t.optimizer.min_lr);
+  m.set_grad_clip(t.optimizer.grad_clip);
   std::string out;
   {
     google::protobuf::io::StringOutputStream stream(&out);
@@ -255,6 +276,10 @@ Result<TaskSpec> DecodeTaskProto(std::span<const std::uint8_t> bytes) {
   if (!mode.ok()) return Status::Corruption("task " + mode.status().message());
   t.mode = *mode;
   t.segments_per_check = m.segments_per_check();
+  t.optimizer.warmup_steps = m.warmup_steps();
+  t.optimizer.decay_steps = m.lr_decay_steps();
+  t.optimizer.min_lr = m.min_lr();
+  t.optimizer.grad_clip = m.grad_clip();
   POLNODE_RETURN_IF_ERROR(ValidateTask(t));
   return t;
 }

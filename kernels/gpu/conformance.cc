@@ -421,6 +421,20 @@ std::vector<Case> CasesFor(Op op, Rng& rng) {
         }
       }
       break;
+    case Op::kClipCoefficient:
+      // max_norm 0.5 over sums in [0, 1) puts coefficients on both sides of the clamp at 1.
+      for (float max_norm : {0.5f, 1.0f}) {
+        OpAttrs attrs;
+        attrs.max_norm = max_norm;
+        for (const Shape& s : ElementwiseShapes()) {
+          for (Fill fill : {Fill::kPositive, Fill::kSmallPos}) {
+            std::vector<Tensor> in;
+            in.push_back(Random(s, rng, fill));
+            cases.push_back(Make(Describe(name, in) + " max_norm " + std::to_string(max_norm), std::move(in), attrs));
+          }
+        }
+      }
+      break;
     case Op::kGeluGrad:
       for (const Shape& s : ElementwiseShapes()) {
         for (Fill fill : {Fill::kLogits, Fill::kWide, Fill::kCoarse}) {

@@ -186,6 +186,10 @@ __global__ void TransposeHeadsKernel(const float* x, float* y, gpu::TransposeDim
   for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::TransposeHeadsAt(x, t, e);
 }
 
+__global__ void ClipCoefficientKernel(const float* s, float* c, float max_norm, i64 n) {
+  for (i64 e = GlobalThread(); e < n; e += GridStride()) c[e] = gpu::ClipCoefficientAt(s[e], max_norm);
+}
+
 __global__ void GeluKernel(const float* x, float* y, i64 n) {
   for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::GeluAt(x[e]);
 }
@@ -437,6 +441,9 @@ class GpuBackend final : public Backend {
         return Status::Ok();
       case Op::kGelu:
         if (n > 0) GeluKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], n);
+        return Status::Ok();
+      case Op::kClipCoefficient:
+        if (n > 0) ClipCoefficientKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], attrs.max_norm, n);
         return Status::Ok();
       case Op::kGeluGrad:
         if (n > 0) GeluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);

@@ -442,6 +442,8 @@ POLNODE_HOST_DEVICE inline float TransposeHeadsAt(const float* x, TransposeDims 
 
 /// kGelu and kGeluGrad, element e: detmath.h's formulas, the reference's own code.
 POLNODE_HOST_DEVICE inline float GeluAt(float x) { return det::GeluTanh(x); }
+/// kClipCoefficient, element e.
+POLNODE_HOST_DEVICE inline float ClipCoefficientAt(float s, float max_norm) { return det::ClipCoefficient(s, max_norm); }
 POLNODE_HOST_DEVICE inline float GeluGradAt(float x, float dy) { return det::GeluTanhGrad(x, dy); }
 
 // ---- LayerNorm ------------------------------------------------------------------------------

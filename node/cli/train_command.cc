@@ -44,7 +44,15 @@ void DeclareFlags(FlagSet& flags) {
   flags.Value("batch", "B", "samples per step", "128");
   flags.Value("optimizer", "NAME", "sgd (momentum) or adam (AdamW; Adam with --weight-decay 0)",
               "sgd");
-  flags.Value("lr", "X", "learning rate, constant (default: 0.05 for sgd, 0.001 for adam)");
+  flags.Value("lr", "X",
+              "learning rate, the peak under a schedule (default: 0.05 for sgd, 0.001 for adam)");
+  flags.Value("warmup-steps", "N", "steps of linear learning-rate warm-up", "0");
+  flags.Value("lr-decay-steps", "N",
+              "cosine decay of the learning rate to --min-lr at this step (0: no decay)", "0");
+  flags.Value("min-lr", "X", "the learning rate after the decay", "0");
+  flags.Value("beta2", "B", "Adam's second-moment decay", "0.999");
+  flags.Value("grad-clip", "X",
+              "scale the gradients down to this global L2 norm when above it (0: no clipping)", "0");
   flags.Value("momentum", "M", "SGD momentum", "0.9");
   flags.Value("weight-decay", "W",
               "weight decay (added to the gradient for sgd, decoupled for adam)", "0");
@@ -79,6 +87,15 @@ Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   c.optimizer.momentum = static_cast<float>(momentum);
   POLNODE_ASSIGN_OR_RETURN(double wd, flags.GetDouble("weight-decay"));
   c.optimizer.weight_decay = static_cast<float>(wd);
+  POLNODE_ASSIGN_OR_RETURN(c.optimizer.warmup_steps, flags.GetInt("warmup-steps", 0, solver::kMaxScheduleSteps));
+  POLNODE_ASSIGN_OR_RETURN(c.optimizer.decay_steps,
+                           flags.GetInt("lr-decay-steps", 0, solver::kMaxScheduleSteps));
+  POLNODE_ASSIGN_OR_RETURN(double min_lr, flags.GetDouble("min-lr"));
+  c.optimizer.min_lr = static_cast<float>(min_lr);
+  POLNODE_ASSIGN_OR_RETURN(double beta2, flags.GetDouble("beta2"));
+  c.optimizer.beta2 = static_cast<float>(beta2);
+  POLNODE_ASSIGN_OR_RETURN(double grad_clip, flags.GetDouble("grad-clip"));
+  c.optimizer.grad_clip = static_cast<float>(grad_clip);
   if (Status s = solver::ValidateOptimizer(c.optimizer); !s.ok()) return s;
   POLNODE_ASSIGN_OR_RETURN(std::int64_t seed, flags.GetInt("seed", 0, INT64_MAX));
   c.seed = static_cast<std::uint64_t>(seed);
@@ -90,8 +107,17 @@ void PrintSummary(std::ostream& out, const solver::TrainConfig& c, const solver:
                   int threads) {
   out << "trained " << c.model << " on " << c.data << ": " << s.steps << " steps ("
       << s.steps_per_epoch << " per epoch), " << solver::OptimizerName(c.optimizer.kind) << " lr "
-      << c.optimizer.lr << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend
-      << " (" << threads << " threads)\n";
+      << c.optimizer.lr;
+  if (solver::HasLrSchedule(c.optimizer)) {
+    out << " (warm-up " << c.optimizer.warmup_steps << " steps";
+    if (c.optimizer.decay_steps > 0) {
+      out << ", cosine decay to " << c.optimizer.min_lr << " at step " << c.optimizer.decay_steps;
+    }
+    out << ")";
+  }
+  if (c.optimizer.grad_clip > 0.0f) out << ", gradient norm clipped to " << c.optimizer.grad_clip;
+  out << ", batch " << c.batch << ", seed " << c.seed << ", backend " << s.backend << " ("
+      << threads << " threads)\n";
   out << std::fixed << std::setprecision(4);
   out << "train loss     " << s.train_loss << " (mean of the last "
       << std::min<std::int64_t>(c.loss_window, s.steps) << " steps)\n";

@@ -23,7 +23,7 @@ namespace {
 
 using contracts::testing::Raw;
 
-enum class Model { kMlp, kCnn };
+enum class Model { kMlp, kCnn, kScheduledCnn };
 
 struct Case {
   const char* name;
@@ -51,6 +51,17 @@ const Case kCases[] = {
      "conv1.conv.grad_weight", 0, 4, false},
     {"CnnHonestProofRejectedByLyingVerifier", Model::kCnn, Scenario::kLazyVerifierRejectedHonest, "conv1.conv", 0, 38,
      false},
+    // The referee runs the update with the scheduled lr of the disputed step (in warm-up and in
+    // the decay), not the descriptor's peak: the honest party wins either way round.
+    {"ScheduledCnnCheatInOptimizerUpdateDuringTheDecay", Model::kScheduledCnn,
+     Scenario::kCheatingSolverDisputesReject, "fc2.w.adam", 0, 23, false},
+    {"ScheduledCnnHonestUpdateInWarmUpRejectedByLyingVerifier", Model::kScheduledCnn,
+     Scenario::kLazyVerifierRejectedHonest, "conv1.w.adam", 0, 2, false},
+    // Gradient clipping's coefficient and one scaled gradient, ruled like any operator.
+    {"ScheduledCnnCheatInTheClipCoefficient", Model::kScheduledCnn, Scenario::kCheatingSolverDisputesReject,
+     "grad_norm.clip", 0, 12, false},
+    {"ScheduledCnnCheatInAClippedGradientAcceptedByLazyVerifier", Model::kScheduledCnn,
+     Scenario::kLazyVerifierAcceptedCheat, "fc2.w.grad.clipped", 0, 31, false},
 };
 
 // gtest names a parameter by its case name instead of dumping its bytes.
@@ -75,7 +86,9 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   const solver::ImageDataset data = solver::testing::TinyDataset();
   MatchOptions options;
   options.scenario = c.scenario;
-  options.task = c.model == Model::kMlp ? MlpTask(data) : CnnTask(data);
+  options.task = c.model == Model::kMlp ? MlpTask(data)
+                 : c.model == Model::kCnn ? CnnTask(data)
+                                          : ScheduledCnnTask(data);
   const solver::StepGraph graph = GraphOf(options.task, data);
   const int node = NodeIndex(graph, c.node);
   ASSERT_GE(node, 0);

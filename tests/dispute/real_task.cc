@@ -37,6 +37,15 @@ solver::TaskSpec CnnTask(const solver::ImageDataset& data) {
   return t;
 }
 
+solver::TaskSpec ScheduledCnnTask(const solver::ImageDataset& data) {
+  solver::TaskSpec t = CnnTask(data);
+  t.optimizer.warmup_steps = 5;
+  t.optimizer.decay_steps = 35;
+  t.optimizer.min_lr = 0.001f;
+  t.optimizer.grad_clip = 0.05f;
+  return t;
+}
+
 solver::StepGraph GraphOf(const solver::TaskSpec& task, const solver::ImageDataset& data) {
   Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task, data);
   EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();

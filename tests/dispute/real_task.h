@@ -29,6 +29,11 @@ solver::TaskSpec MlpTask(const solver::ImageDataset& data);
 /// cnn:i1x4x4-c2-p-f5-3 with Adam (bias corrections depend on the step), same schedule.
 solver::TaskSpec CnnTask(const solver::ImageDataset& data);
 
+/// CnnTask with nanoGPT's learning-rate schedule (warm-up over 5 steps, cosine decay to a tenth
+/// at step 35, so every step's lr differs from the peak but step 5's) and gradient-norm clipping
+/// at 0.05.
+solver::TaskSpec ScheduledCnnTask(const solver::ImageDataset& data);
+
 /// The task's training step graph.
 solver::StepGraph GraphOf(const solver::TaskSpec& task, const solver::ImageDataset& data);
 

@@ -1,6 +1,7 @@
 // det::Exp, det::Log and det::Tanh against long double expl/logl/tanhl: ulp error over strided
 // and dense sweeps of every float in the range the operators use, plus the exact special cases;
-// and det::GeluTanh / det::GeluTanhGrad against the same formulas in long double.
+// and det::GeluTanh / det::GeluTanhGrad against the same formulas in long double; det::CosPi (double)
+// against long double cosl.
 #include "polnode/kernels/detmath.h"
 
 #include <gtest/gtest.h>
@@ -212,6 +213,33 @@ TEST(DetMathTest, GeluTanhSpecialCases) {
   EXPECT_EQ(FloatBits(det::GeluTanhGrad(-20.0f, 3.0f)), FloatBits(0.0f));
   EXPECT_TRUE(std::isnan(det::GeluTanhGrad(inf, 1.0f)));    // inf * 0 in the right term
   EXPECT_TRUE(std::isnan(det::GeluTanhGrad(1e20f, 1.0f)));  // x * x overflows: 0 * inf
+}
+
+TEST(DetMathTest, CosPiWithinTheDocumentedBoundOnZeroToOne) {
+  const long double pi = std::acos(-1.0L);
+  constexpr int kPoints = 1 << 20;
+  double worst = 0.0, worst_x = 0.0;
+  for (int i = 0; i <= kPoints; ++i) {
+    const double x = static_cast<double>(i) / kPoints;
+    const long double exact = std::cos(pi * static_cast<long double>(x));
+    const double err =
+        static_cast<double>(std::fabs(static_cast<long double>(det::CosPi(x)) - exact));
+    if (err > worst) {
+      worst = err;
+      worst_x = x;
+    }
+  }
+  std::printf("det::CosPi: max absolute error %.3g at x = %.17g over %d points\n", worst, worst_x,
+              kPoints + 1);
+  EXPECT_LE(worst, 2.3e-16);
+}
+
+TEST(DetMathTest, CosPiExactPoints) {
+  EXPECT_EQ(det::CosPi(0.0), 1.0);
+  EXPECT_EQ(det::CosPi(1.0), -1.0);
+  EXPECT_EQ(det::CosPi(0.5), 0.0);
+  // Odd about 1/2 where 1 - x is exact: the reduction negates the same evaluation.
+  for (double x : {0.0625, 0.1875, 0.3125, 0.4375}) EXPECT_EQ(det::CosPi(1.0 - x), -det::CosPi(x)) << x;
 }
 
 }  // namespace

@@ -166,6 +166,9 @@ class GpuTwinBackend final : public Backend {
       case Op::kGeluGrad:
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::GeluGradAt(in(0)[e], in(1)[e]);
         break;
+      case Op::kClipCoefficient:
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ClipCoefficientAt(in(0)[e], attrs.max_norm);
+        break;
       case Op::kLayerNorm: {  // the stats kernel, then the element kernel
         const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
         for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormStatsRow(in(0), l, attrs.eps, r, out(1), out(2));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "polnode/kernels/validate_run.h"
@@ -62,6 +63,34 @@ TEST(OpTest, AdamBiasCorrectionMatchesSquareAndMultiply) {
     const double exact = 1.0 - std::pow(0.999, static_cast<double>(t));
     EXPECT_NEAR(AdamBiasCorrection(0.999f, t), exact, 1e-4 * exact + 1e-6) << t;
   }
+}
+
+// nanoGPT shakespeare_char's schedule: peak 1e-3, warm-up 100 steps, cosine decay to 1e-4 at
+// step 2000. The expected bits are Python's float64 formula with libm's cos, rounded to float32
+// (det::CosPi agrees with it to a few double ulp, far below a float's half ulp at these points).
+TEST(OpTest, ScheduledLrFollowsWarmUpAndCosineDecayBitForBit) {
+  OpAttrs a;
+  a.lr = 1e-3f;
+  a.min_lr = 1e-4f;
+  a.lr_warmup_steps = 100;
+  a.lr_decay_steps = 2000;
+  const std::pair<std::int64_t, float> expected[] = {
+      {0, 0x1.4c38dcp-17f},    {50, 0x1.08bd5p-11f},   {99, 0x1.038c6cp-10f},
+      {100, 1e-3f},            {575, 0x1.c72f94p-11f}, {1050, 0x1.205bcp-11f},
+      {1999, 0x1.a36ed8p-14f}, {2000, 1e-4f},          {2001, 1e-4f},
+      {1000000, 1e-4f}};
+  for (const auto& [t, lr] : expected) EXPECT_EQ(ScheduledLr(a, t), lr) << "step " << t;
+  // Warm-up alone holds the peak after it; no schedule is the constant lr at every step.
+  a.lr_decay_steps = 0;
+  a.min_lr = 0.0f;
+  EXPECT_EQ(ScheduledLr(a, 100), 1e-3f);
+  EXPECT_EQ(ScheduledLr(a, 5000), 1e-3f);
+  a.lr_warmup_steps = 0;
+  for (std::int64_t t : {0, 1, 99, 100000}) EXPECT_EQ(ScheduledLr(a, t), 1e-3f);
+  // Decay without warm-up starts at the peak.
+  a.lr_decay_steps = 10;
+  EXPECT_EQ(ScheduledLr(a, 0), 1e-3f);
+  EXPECT_EQ(ScheduledLr(a, 10), 0.0f);
 }
 
 TEST(OpTest, InfersShapesForEveryOperator) {
@@ -140,7 +169,8 @@ TEST(OpTest, TransformerOperatorsKeepTheirEnumValuesAndNames) {
   EXPECT_EQ(static_cast<int>(Op::kBatchedMatmulGradB), 26);
   EXPECT_EQ(static_cast<int>(Op::kEmbedding), 27);
   EXPECT_EQ(static_cast<int>(Op::kEmbeddingGrad), 28);
-  EXPECT_EQ(kNumOps, 29);
+  EXPECT_EQ(static_cast<int>(Op::kClipCoefficient), 29);
+  EXPECT_EQ(kNumOps, 30);
   EXPECT_EQ(OpName(Op::kBatchedMatmul), "batched_matmul");
   EXPECT_EQ(OpName(Op::kBatchedMatmulGradA), "batched_matmul_grad_a");
   EXPECT_EQ(OpName(Op::kBatchedMatmulGradB), "batched_matmul_grad_b");

@@ -104,6 +104,19 @@ std::vector<OpCase> Cases() {
   add("add", Op::kAdd, none, {r, RandomTensor({3, 5, 70}, 61)});
   add("gelu", Op::kGelu, none, {r});
   add("gelu_grad", Op::kGeluGrad, none, {r, RandomTensor({3, 5, 70}, 62)});
+  // Gradient clipping's coefficient, over sums of squares on both sides of max_norm^2 (and the
+  // special values: sqrt of a negative or NaN is NaN).
+  OpAttrs clip;
+  clip.max_norm = 0.5f;
+  Tensor sums = RandomTensor({70, 66}, 64, 0.0f, 1.0f);
+  Sprinkle(sums, 65);
+  add("clip_coefficient", Op::kClipCoefficient, clip, {sums});
+  // Its sum of squares and scaling are matrix products of a gradient's views.
+  const Tensor grad = RandomTensor({1, 4000}, 66);
+  Tensor grad_column = grad;
+  EXPECT_TRUE(grad_column.Reshape({4000, 1}).ok());
+  add("clip_squares", Op::kMatmul, none, {grad, grad_column});
+  add("clip_scale", Op::kMatmul, none, {grad_column, RandomTensor({1, 1}, 67, 0.0f, 1.0f)});
   add("transpose_heads", Op::kTransposeHeads, none, {RandomTensor({2, 3, 40, 67}, 63)});
   OpAttrs layer_norm;
   layer_norm.eps = 1e-5f;

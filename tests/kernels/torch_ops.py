@@ -7,7 +7,7 @@ DIR/manifest.txt, written by the test, lists cases:
   case NAME OP             starts a case computed as operator OP (polnode's OpName)
   tensor NAME D0 D1 ...    an input of the case, DIR/<case>.<NAME>.bin (raw little-endian float32,
                            row-major)
-  attr KEY VALUE           a scalar attribute (eps, scale)
+  attr KEY VALUE           a scalar attribute (eps, scale; lr, betas, weight_decay, step for AdamW)
 For every output the test compares, the script writes DIR/<case>.<OUT>.torch.bin (float32, what
 PyTorch computes in float32 on the CPU) and DIR/<case>.<OUT>.f64.bin (float64, the same PyTorch
 code in double precision from the same float32 inputs: a reference for both sides' rounding).
@@ -88,6 +88,40 @@ def softmax_cross_entropy(t, dtype):
     return {"loss": loss.reshape(1), "dZ": z.grad}
 
 
+def bias_add(t, dtype):
+    x = leaf(t["X"], dtype)
+    b = leaf(t["b"], dtype)
+    y = x + b
+    y.backward(t["dY"].to(dtype))
+    return {"Y": y, "dX": x.grad, "db": b.grad}
+
+
+def adamw(t, a, dtype):
+    """One torch.optim.AdamW step (the single-tensor implementation) from the given state: the
+    parameter W with gradient G, the moments M and V after a["step"] - 1 earlier steps."""
+    p = torch.nn.Parameter(t["W"].to(dtype, copy=True))
+    p.grad = t["G"].to(dtype, copy=True)
+    opt = torch.optim.AdamW([p], lr=a["lr"], betas=(a["beta1"], a["beta2"]), eps=a["eps"],
+                            weight_decay=a["weight_decay"], foreach=False)
+    opt.state[p] = {"step": torch.tensor(a["step"] - 1.0),
+                    "exp_avg": t["M"].to(dtype, copy=True),
+                    "exp_avg_sq": t["V"].to(dtype, copy=True)}
+    opt.step()
+    state = opt.state[p]
+    return {"W": p, "M": state["exp_avg"], "V": state["exp_avg_sq"]}
+
+
+def clip_grad_norm(t, a, dtype):
+    """torch.nn.utils.clip_grad_norm_ over two gradients G0 and G1."""
+    params = []
+    for name in ("G0", "G1"):
+        p = torch.nn.Parameter(torch.zeros(t[name].shape, dtype=dtype))
+        p.grad = t[name].to(dtype, copy=True)
+        params.append(p)
+    torch.nn.utils.clip_grad_norm_(params, a["max_norm"])
+    return {"G0": params[0].grad, "G1": params[1].grad}
+
+
 def run(op, tensors, attrs, dtype):
     if op == "gelu":
         return gelu(tensors, dtype)
@@ -95,8 +129,14 @@ def run(op, tensors, attrs, dtype):
         return layer_norm(tensors, attrs, dtype)
     if op == "causal_softmax":
         return causal_softmax(tensors, attrs, dtype)
-    if op == "batched_matmul":
+    if op == "batched_matmul" or op == "matmul":
         return batched_matmul(tensors, dtype)
+    if op == "bias_add":
+        return bias_add(tensors, dtype)
+    if op == "adamw":
+        return adamw(tensors, attrs, dtype)
+    if op == "clip_grad_norm":
+        return clip_grad_norm(tensors, attrs, dtype)
     if op == "embedding":
         return embedding(tensors, dtype)
     if op == "transpose_heads":

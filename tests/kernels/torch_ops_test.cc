@@ -1,5 +1,5 @@
 // The transformer operators against PyTorch (Debian's python3-torch through /usr/bin/python3):
-// forward and backward of each, on random inputs at the GPT configuration's sizes, computed by
+// forward and backward of each (and the AdamW update against torch.optim.AdamW), on random inputs at the GPT configuration's sizes, computed by
 // polnode's reference backend (every other backend has its bits, cpu_backend_test.cc and
 // gpu_twin_test.cc) and by tests/kernels/torch_ops.py with autograd.
 //
@@ -263,6 +263,77 @@ TEST_F(TorchOpsTest, TransformerOperatorsAgreeWithPyTorch) {
          {{"Z", z}, {"labels", labels}},
          {},
          {{"loss", fwd[0]}, {"dZ", Run(Op::kSoftmaxCrossEntropyGrad, {&fwd[1], &labels})[0]}}});
+  }
+  {  // The projections' plain matmul [B*T, C] x [C, 4C] and its gradients.
+    const Tensor a = RandomTensor({768, 128}, seed++), b = RandomTensor({128, 512}, seed++);
+    const Tensor dc = RandomTensor({768, 512}, seed++);
+    cases.push_back({"matmul",
+                     "matmul",
+                     {{"A", a}, {"B", b}, {"dC", dc}},
+                     {},
+                     {{"C", Run(Op::kMatmul, {&a, &b})[0]},
+                      {"dA", Run(Op::kMatmulGradA, {&dc, &b})[0]},
+                      {"dB", Run(Op::kMatmulGradB, {&a, &dc})[0]}}});
+  }
+  {  // The position embedding's add over the [B, T * C] view, and its gradient (a column sum).
+    const Tensor x = RandomTensor({12, 64 * 128}, seed++), b = RandomTensor({64 * 128}, seed++);
+    const Tensor dy = RandomTensor({12, 64 * 128}, seed++);
+    cases.push_back({"bias_add",
+                     "bias_add",
+                     {{"X", x}, {"b", b}, {"dY", dy}},
+                     {},
+                     {{"Y", Run(Op::kBiasAdd, {&x, &b})[0], true},
+                      {"db", Run(Op::kBiasGrad, {&dy})[0]}}});
+  }
+  {  // AdamW at step 7 with a scheduled lr and weight decay; the weights are the size of one
+     // update, so the comparison sees the update itself, not just the weights it moves.
+    const Tensor w = RandomTensor({128, 512}, seed++, -2e-3f, 2e-3f),
+                 g = RandomTensor({128, 512}, seed++),
+                 m = RandomTensor({128, 512}, seed++, -0.1f, 0.1f),
+                 v = RandomTensor({128, 512}, seed++, 0.0f, 0.01f);
+    OpAttrs attrs;
+    attrs.lr = 7.3e-4f;
+    attrs.weight_decay = 0.1f;
+    attrs.beta1 = 0.9f;
+    attrs.beta2 = 0.99f;
+    attrs.eps = 1e-8f;
+    constexpr std::int64_t kStep = 7;
+    attrs.bias_correction1 = AdamBiasCorrection(attrs.beta1, kStep);
+    attrs.bias_correction2 = AdamBiasCorrection(attrs.beta2, kStep);
+    const std::vector<Tensor> out = Run(Op::kAdamW, {&w, &g, &m, &v}, attrs);
+    cases.push_back({"adamw",
+                     "adamw",
+                     {{"W", w}, {"G", g}, {"M", m}, {"V", v}},
+                     {{"lr", attrs.lr},
+                      {"weight_decay", attrs.weight_decay},
+                      {"beta1", attrs.beta1},
+                      {"beta2", attrs.beta2},
+                      {"eps", attrs.eps},
+                      {"step", static_cast<float>(kStep)}},
+                     {{"W", out[0]}, {"M", out[1]}, {"V", out[2]}}});
+  }
+  {  // Gradient-norm clipping as the step graph composes it: each gradient's sum of squares as
+     // a [1, N] x [N, 1] product, their sum, the coefficient, and each gradient times it.
+    const Tensor g0 = RandomTensor({128, 512}, seed++), g1 = RandomTensor({65, 128}, seed++);
+    OpAttrs attrs;
+    attrs.max_norm = 1.0f;
+    const auto view = [](const Tensor& t, Shape shape) {
+      Tensor v = t;
+      EXPECT_TRUE(v.Reshape(std::move(shape)).ok());
+      return v;
+    };
+    const Tensor r0 = view(g0, {1, g0.numel()}), c0 = view(g0, {g0.numel(), 1});
+    const Tensor r1 = view(g1, {1, g1.numel()}), c1 = view(g1, {g1.numel(), 1});
+    const Tensor s0 = Run(Op::kMatmul, {&r0, &c0})[0], s1 = Run(Op::kMatmul, {&r1, &c1})[0];
+    const Tensor total = Run(Op::kAdd, {&s0, &s1})[0];
+    const Tensor coefficient = Run(Op::kClipCoefficient, {&total}, attrs)[0];
+    EXPECT_LT(coefficient.data()[0], 1.0f);  // the norm (about 170) is far above 1: it clips
+    cases.push_back({"clip_grad_norm",
+                     "clip_grad_norm",
+                     {{"G0", g0}, {"G1", g1}},
+                     {{"max_norm", attrs.max_norm}},
+                     {{"G0", view(Run(Op::kMatmul, {&c0, &coefficient})[0], g0.shape())},
+                      {"G1", view(Run(Op::kMatmul, {&c1, &coefficient})[0], g1.shape())}}});
   }
   CompareWithTorch(cases);
 }

@@ -1,6 +1,9 @@
 // Task specs: the TOML form, the protobuf form, validation, and the task id.
 #include <gtest/gtest.h>
 
+#include <span>
+#include <string>
+
 #include "polnode/consensus/hex.h"
 #include "polnode/solver/task_spec.h"
 
@@ -92,6 +95,68 @@ TEST(ProofTaskSpecTest, TaskIdCoversEveryHyperparameterButNotTheDataLocation) {
   other = *t;
   other.mode = ReproMode::kTolerant;
   EXPECT_NE(TaskId(other), id);
+}
+
+// nanoGPT's schedule in a task: it parses, survives the protobuf form, and every one of its fields
+// is part of the id; a task without one keeps the id of the constant-lr encoding.
+TEST(ProofTaskSpecTest, LearningRateScheduleIsPartOfTheTaskAndItsId) {
+  std::string toml(kToml);
+  toml += "warmup_steps = 10\nlr_decay_steps = 300\nmin_lr = 0.005\n";
+  Result<TaskSpec> t = ParseTaskToml(toml);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->optimizer.warmup_steps, 10);
+  EXPECT_EQ(t->optimizer.decay_steps, 300);
+  EXPECT_EQ(t->optimizer.min_lr, 0.005f);
+  const std::string wire = EncodeTaskProto(*t);
+  Result<TaskSpec> back = DecodeTaskProto(
+      std::span(reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->optimizer.decay_steps, 300);
+  EXPECT_EQ(TaskId(*back), TaskId(*t));
+
+  Result<TaskSpec> constant = ParseTaskToml(kToml);
+  ASSERT_TRUE(constant.ok());
+  const consensus::Hash256 id = TaskId(*t);
+  EXPECT_NE(id, TaskId(*constant));
+  TaskSpec other = *t;
+  other.optimizer.warmup_steps = 11;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.optimizer.decay_steps = 299;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.optimizer.min_lr = 0.004f;
+  EXPECT_NE(TaskId(other), id);
+  other = *t;
+  other.optimizer.warmup_steps = 0;
+  other.optimizer.decay_steps = 0;
+  other.optimizer.min_lr = 0.0f;
+  EXPECT_EQ(TaskId(other), TaskId(*constant));
+  other.optimizer.grad_clip = 1.0f;
+  EXPECT_NE(TaskId(other), TaskId(*constant));
+  Result<TaskSpec> clipped = ParseTaskToml(std::string(kToml) + "grad_clip = 1.0\n");
+  ASSERT_TRUE(clipped.ok()) << clipped.status().ToString();
+  EXPECT_EQ(TaskId(*clipped), TaskId(other));
+  EXPECT_NE(ParseTaskToml(std::string(kToml) + "grad_clip = -1\n").status().message().find("grad_clip"),
+            std::string::npos);
+}
+
+TEST(ProofTaskSpecTest, RefusesABadScheduleNamingIt) {
+  const auto error = [](const std::string& extra) {
+    return ParseTaskToml(std::string(kToml) + extra).status();
+  };
+  Status s = error("warmup_steps = 300\nlr_decay_steps = 200\n");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("lr_decay_steps (200) must be 0 (no decay) or greater than warmup_steps (300)"),
+            std::string::npos)
+      << s.ToString();
+  s = error("lr_decay_steps = 300\nmin_lr = 0.5\n");  // above lr = 0.05
+  EXPECT_NE(s.message().find("min_lr must be finite and in [0, lr]"), std::string::npos) << s.ToString();
+  s = error("min_lr = 0.01\n");
+  EXPECT_NE(s.message().find("min_lr needs lr_decay_steps > 0"), std::string::npos) << s.ToString();
+  s = error("warmup_steps = -5\n");
+  EXPECT_NE(s.message().find("warmup_steps must be in [0, 2^40]"), std::string::npos) << s.ToString();
+  EXPECT_EQ(error("warmup_steps = 1.5\n").code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -94,6 +94,59 @@ TEST(StepGraphTest, AdamBiasCorrectionFollowsTheStep) {
   EXPECT_EQ(AttrsForStep(matmul, 9).bias_correction1, 1.0f);
 }
 
+TEST(StepGraphTest, OptimizerNodesRunTheScheduledLearningRateOfTheirStep) {
+  Result<ModelSpec> m = ParseModelSpec("mlp:4-2");
+  ASSERT_TRUE(m.ok());
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
+    OptimizerConfig o;
+    o.kind = kind;
+    o.lr = 1e-3f;
+    o.warmup_steps = 10;
+    o.decay_steps = 100;
+    o.min_lr = 1e-4f;
+    Result<StepGraph> g = BuildTrainStepGraph(*m, o, 1);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const StepNode& update = g->nodes.back();
+    ASSERT_EQ(update.op, kind == OptimizerKind::kSgd ? kernels::Op::kSgdMomentum : kernels::Op::kAdamW);
+    EXPECT_EQ(update.attrs.lr, 1e-3f);  // the graph keeps the peak
+    EXPECT_EQ(AttrsForStep(update, 0).lr, static_cast<float>(static_cast<double>(1e-3f) / 11.0));
+    EXPECT_EQ(AttrsForStep(update, 10).lr, 1e-3f);
+    EXPECT_EQ(AttrsForStep(update, 55).lr, kernels::ScheduledLr(update.attrs, 55));
+    EXPECT_LT(AttrsForStep(update, 55).lr, 1e-3f);
+    EXPECT_EQ(AttrsForStep(update, 100).lr, 1e-4f);
+    EXPECT_EQ(AttrsForStep(update, 5000).lr, 1e-4f);
+    // Operators without a learning rate are untouched.
+    EXPECT_EQ(AttrsForStep(g->nodes.front(), 0).lr, g->nodes.front().attrs.lr);
+  }
+}
+
+TEST(StepGraphTest, RefusesABadScheduleWithTheReason) {
+  Result<ModelSpec> m = ParseModelSpec("mlp:4-2");
+  ASSERT_TRUE(m.ok());
+  const auto refusal = [&](OptimizerConfig o) {
+    o.kind = OptimizerKind::kAdam;
+    o.lr = 1e-3f;
+    const Result<StepGraph> g = BuildTrainStepGraph(*m, o, 1);
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+    return g.status().message();
+  };
+  OptimizerConfig o;
+  o.warmup_steps = 100;
+  o.decay_steps = 100;
+  EXPECT_NE(refusal(o).find("lr_decay_steps (100) must be 0 (no decay) or greater than warmup_steps (100)"),
+            std::string::npos);
+  o = {};
+  o.warmup_steps = -1;
+  EXPECT_NE(refusal(o).find("warmup_steps must be in [0, 2^40]"), std::string::npos);
+  o = {};
+  o.decay_steps = 50;
+  o.min_lr = 2e-3f;  // above the peak
+  EXPECT_NE(refusal(o).find("min_lr must be finite and in [0, lr]"), std::string::npos);
+  o = {};
+  o.min_lr = 1e-4f;  // a floor without a decay
+  EXPECT_NE(refusal(o).find("min_lr needs lr_decay_steps > 0"), std::string::npos);
+}
+
 TEST(StepGraphTest, RejectsBadBatchAndOptimizer) {
   Result<ModelSpec> m = ParseModelSpec("mlp:4-2");
   ASSERT_TRUE(m.ok());

@@ -11,6 +11,10 @@ DIR/manifest.txt, written by the test, holds lines "key value...":
   batch INDEX N             token ids DIR/x<INDEX>.bin [N, CONTEXT] and next-symbol targets
                             DIR/y<INDEX>.bin [N * CONTEXT] (float32 holding ids)
   lr X / beta1 X / beta2 X / eps X / weight_decay X
+  grad_clip X               torch.nn.utils.clip_grad_norm_ before every step when X > 0
+  warmup_steps N / lr_decay_steps N / min_lr X   nanoGPT's learning-rate schedule (optional; all
+                            absent or 0: a constant lr), computed here as nanoGPT's get_lr does,
+                            with Python floats and math.cos
 The script builds the same GPT (nanoGPT's block with bias-free linear layers, pre-LayerNorm with
 eps 1e-5, causal softmax attention scaled by 1/sqrt(head size), tanh GELU, untied head, mean
 cross-entropy over every position), runs one torch.optim.AdamW step per batch in order and writes
@@ -52,6 +56,20 @@ def forward(p, cfg, ids):
     return x @ p["head.w"]
 
 
+def scheduled_lr(hyper, it):
+    """The learning rate of step `it` (0-based) under nanoGPT's warm-up and cosine decay."""
+    lr, floor = hyper["lr"], hyper.get("min_lr", 0.0)
+    warmup, decay = int(hyper.get("warmup_steps", 0)), int(hyper.get("lr_decay_steps", 0))
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if decay == 0:
+        return lr
+    if it > decay:
+        return floor
+    ratio = (it - warmup) / (decay - warmup)
+    return floor + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - floor)
+
+
 def main(directory):
     torch.set_num_threads(1)
     names, decay, shapes, batches, hyper, cfg = [], {}, {}, [], {}, None
@@ -79,13 +97,17 @@ def main(directory):
                             eps=hyper["eps"], foreach=False)
     context = cfg[3]
     losses = []
-    for index, n in batches:
+    for it, (index, n) in enumerate(batches):
+        for group in opt.param_groups:
+            group["lr"] = scheduled_lr(hyper, it)
         ids = load(directory, f"x{index}.bin", (n, context)).long()
         targets = load(directory, f"y{index}.bin", (n * context,)).long()
         opt.zero_grad()
         logits = forward(p, cfg, ids)
         loss = F.cross_entropy(logits.view(-1, cfg[4]), targets)
         loss.backward()
+        if hyper.get("grad_clip", 0.0) > 0.0:
+            torch.nn.utils.clip_grad_norm_([p[n] for n in names], hyper["grad_clip"])
         opt.step()
         losses.append(loss.item())
     np.asarray(losses, dtype="<f4").tofile(os.path.join(directory, "losses.out.bin"))

@@ -1,6 +1,7 @@
 // Agreement with PyTorch (Debian's python3-torch, installed by scripts/install-deps.sh) for the
 // whole GPT: the tiny model, started from polnode's initial weights, trained 50 AdamW steps on the
-// same text windows by polnode and by an equivalent PyTorch module (tests/solver/torch_gpt_steps.py).
+// same text windows by polnode and by an equivalent PyTorch module (tests/solver/torch_gpt_steps.py),
+// with a constant learning rate and with nanoGPT's warm-up and cosine decay.
 //
 // The two sides sum in different orders, and Adam divides by the square root of each gradient's
 // running square, so differences grow slowly over the steps; the test bounds them:
@@ -26,7 +27,8 @@
 namespace polnode::solver {
 namespace {
 
-TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
+// Trains the tiny GPT 50 steps with `opt` here and in PyTorch and checks the bounds above.
+void ExpectFiftyStepsMatchPyTorch(const OptimizerConfig& opt) {
   ASSERT_TRUE(polnode::testing::TorchAvailable())
       << polnode::testing::kTorchPython << " cannot import torch and numpy (scripts/install-deps.sh installs python3-torch)";
   polnode::testing::TempDir dir("torch-gpt");
@@ -34,10 +36,6 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
   Result<ModelSpec> model = ModelForData(testing::kTinyGptSpec, data);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const GptConfig& g = *model->gpt;
-  OptimizerConfig opt;
-  opt.kind = OptimizerKind::kAdam;
-  opt.lr = 1e-2f;
-  opt.weight_decay = 0.1f;
   const std::int64_t batch = 4;
   const int steps = 50;
   Result<StepGraph> graph = BuildTrainStepGraph(*model, opt, batch);
@@ -55,6 +53,11 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
                 static_cast<double>(opt.lr), static_cast<double>(opt.beta1),
                 static_cast<double>(opt.beta2), static_cast<double>(opt.eps),
                 static_cast<double>(opt.weight_decay));
+  manifest << hyper;
+  std::snprintf(hyper, sizeof hyper,
+                "warmup_steps %lld\nlr_decay_steps %lld\nmin_lr %.9g\ngrad_clip %.9g\n",
+                static_cast<long long>(opt.warmup_steps), static_cast<long long>(opt.decay_steps),
+                static_cast<double>(opt.min_lr), static_cast<double>(opt.grad_clip));
   manifest << hyper;
   for (const ParamSpec& p : model->params) {
     polnode::testing::WriteRawFloats(dir.File(p.name + ".bin"), *state.Find(p.name));
@@ -105,6 +108,32 @@ TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
               "parameter difference %.2e (of the tensor's max); loss %.4f -> %.4f\n",
               steps, worst_loss, worst_param, static_cast<double>(our_losses.front()),
               static_cast<double>(our_losses.back()));
+}
+
+OptimizerConfig TinyAdamW() {
+  OptimizerConfig opt;
+  opt.kind = OptimizerKind::kAdam;
+  opt.lr = 1e-2f;
+  opt.weight_decay = 0.1f;
+  return opt;
+}
+
+TEST(TorchGptTest, FiftyAdamWStepsOfTheTinyGptMatchPyTorch) {
+  ExpectFiftyStepsMatchPyTorch(TinyAdamW());
+}
+
+// nanoGPT's schedule (PyTorch's side sets each step's lr from its get_lr formula in Python) and
+// its beta2: warm-up over 10 steps, cosine decay to a tenth at step 40, the floor after it; and
+// gradient-norm clipping (clip_grad_norm_ on PyTorch's side) at a norm the tiny model's
+// gradients exceed, so it scales every step.
+TEST(TorchGptTest, FiftyStepsWithNanoGptsScheduleAndClippingMatchPyTorch) {
+  OptimizerConfig opt = TinyAdamW();
+  opt.beta2 = 0.99f;
+  opt.warmup_steps = 10;
+  opt.decay_steps = 40;
+  opt.min_lr = opt.lr / 10.0f;
+  opt.grad_clip = 0.05f;
+  ExpectFiftyStepsMatchPyTorch(opt);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ struct RulingCost {
 Result<kernels::Shape> ShapeOfDescriptor(const proto::PinpointShape& shape);
 
 /// The operator attributes `node` runs with in the step that starts after `step` completed steps
-/// (kAdamW's bias corrections follow from the step, as solver::AttrsForStep).
+/// (as solver::AttrsForStep: kSgdMomentum's and kAdamW's lr is kernels::ScheduledLr of the
+/// descriptor's schedule at `step`, and kAdamW's bias corrections follow from the step).
 kernels::OpAttrs AttrsOfNode(const proto::PinpointNode& node, std::uint64_t step);
 
 /// Output `output` of `node` as the referee computes it tile by tile, at the step that starts

@@ -182,9 +182,20 @@ enum class Op : std::uint8_t {
   // A scatter-add in one fixed order, no atomics: backends split the table's rows and columns,
   // never a row's chain over the positions.
   kEmbeddingGrad,
+
+  // ---- Gradient-norm clipping (PyTorch's clip_grad_norm_ with the coefficient clamped to 1).
+  // The step graph builds it from matrix products (step_graph.h): each gradient's sum of squares
+  // is kMatmul of its [1, N] view by an [N, 1] copy (one fma chain over its elements in order),
+  // the sums are added with kAdd in parameter order, and each gradient is scaled by the
+  // coefficient as kMatmul of its [N, 1] view by the coefficient's [1, 1].
+  // in: S (the sum of squares of every gradient), attrs.max_norm. out: C (S's shape), per element
+  // det::ClipCoefficient(S[e], max_norm):
+  //   q = max_norm / (sqrt(S[e]) + 1e-6f)   (IEEE sqrt, addition and division, each rounded once)
+  //   C[e] = q > 1.0f ? 1.0f : q             (a NaN stays NaN)
+  kClipCoefficient,
 };
 
-inline constexpr int kNumOps = static_cast<int>(Op::kEmbeddingGrad) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kClipCoefficient) + 1;
 
 /// "matmul", "conv2d_3x3_grad_input", ... Stable: used in graph dumps, dispute transcripts and JSON.
 std::string_view OpName(Op op);
@@ -206,11 +217,32 @@ struct OpAttrs {
   std::int64_t pool_input_w = 0;
   float scale = 1.0f;  // kCausalSoftmax, kCausalSoftmaxGrad: the scores' factor (1/sqrt(D))
   std::int64_t num_embeddings = 0;  // kEmbeddingGrad: the table's row count V
+  // kSgdMomentum, kAdamW: the learning-rate schedule (ScheduledLr). All zero: lr is constant.
+  // The step graph keeps the peak lr in `lr`; the attributes a step runs with carry
+  // ScheduledLr's value there instead.
+  float max_norm = 0.0f;  // kClipCoefficient: the largest gradient norm left unscaled
+  std::int64_t lr_warmup_steps = 0;
+  std::int64_t lr_decay_steps = 0;
+  float min_lr = 0.0f;
 };
 
 /// 1 - beta^t for step t >= 1, with beta^t computed by binary exponentiation in float (square
 /// and multiply, most significant bit first). Pure and platform-independent.
 float AdamBiasCorrection(float beta, std::int64_t t);
+
+/// The learning rate of step t (0-based: the step that starts after t completed steps) under
+/// nanoGPT's schedule, from attrs.lr (the peak), lr_warmup_steps (W), lr_decay_steps (D) and
+/// min_lr (m):
+///   W = D = 0:        lr (constant);
+///   t < W:            lr * (t + 1) / (W + 1)   (linear warm-up, never 0);
+///   D = 0, t >= W:    lr;
+///   W <= t <= D:      m + c * (lr - m), c = (1 + cos(pi * (t - W) / (D - W))) / 2;
+///   t > D:            m.
+/// Evaluated in double with + - * / and det::CosPi (no libm), then rounded to float once, so
+/// every platform, backend and the referee get the same bits. The formulas hold for 0 <= t and the
+/// ranges solver::ValidateOptimizer checks (D = 0 or D > W; W, D <= 2^40); other integers (a
+/// malformed descriptor) still give a deterministic float, without undefined behaviour.
+float ScheduledLr(const OpAttrs& attrs, std::int64_t t);
 
 /// Number of inputs and outputs of `op`.
 int NumInputs(Op op);

@@ -31,7 +31,8 @@
 // Finish may read; nothing else is read. Index inputs (labels, pooling taps) are checked where a
 // tile reads them.
 //
-// Of the transformer's operators, the elementwise ones (add, gelu, gelu_grad) and the head
+// Of the transformer's operators, the elementwise ones (add, gelu, gelu_grad, and gradient
+// clipping's clip_coefficient) and the head
 // transpose (a permutation of rows) have tile kernels (Finish on the gathered elements), and the
 // batched products chain over their contracted axis like matmul (a unit is one k, n or m);
 // layer_norm and layer_norm_grad's dX run the reference kernel on the whole rows their tile

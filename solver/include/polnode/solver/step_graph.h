@@ -9,6 +9,14 @@
 //      "<layer>.matmul.grad_b" / "<layer>.conv.grad_weight", then, unless no earlier layer has
 //      parameters (the gradient would flow only into the batch), "<layer>.matmul.grad_a" /
 //      "<layer>.conv.grad_input" or "<pool>.maxpool.grad";
+//   3b. with gradient-norm clipping (OptimizerConfig::grad_clip > 0), in state order:
+//      "<param>.grad.copy" (kTransposeHeads of the gradient's [1, 1, N, 1] view: the same
+//      elements, since a node reads a tensor under one view only) and "<param>.grad.squares"
+//      (kMatmul of the gradient's [1, N] view by the copy's [N, 1] view: its sum of squares as
+//      one fma chain) for every parameter, each but the first followed by
+//      "grad_norm.sum.<param>" (kAdd to the running total, [1, 1]); then "grad_norm.clip"
+//      (kClipCoefficient of the total) and "<param>.grad.clipped" (kMatmul of the gradient's
+//      [N, 1] view by the coefficient [1, 1]) for every parameter, which the optimizer reads;
 //   4. the optimizer, parameter by parameter in state order: "<param>.sgd" / "<param>.adam",
 //      writing the new parameter and buffers in place of the old ones.
 // A forward graph (evaluation) is part 1 alone.
@@ -97,8 +105,10 @@ Result<StepGraph> BuildTrainStepGraph(const ModelSpec& model, const OptimizerCon
 Result<StepGraph> BuildForwardGraph(const ModelSpec& model, std::int64_t batch);
 
 /// The attributes `node` runs with in the step that starts from a state with `step` completed
-/// steps: node.attrs, plus, for kAdamW, bias_correction{1,2} = AdamBiasCorrection(beta{1,2},
-/// step + 1). (The learning rate is constant, so nothing else depends on the step.)
+/// steps: node.attrs, with, for kSgdMomentum and kAdamW, lr = kernels::ScheduledLr(node.attrs,
+/// step) (the optimizer's schedule; node.attrs.lr is the peak), and for kAdamW
+/// bias_correction{1,2} = AdamBiasCorrection(beta{1,2}, step + 1). Nothing else depends on the
+/// step.
 kernels::OpAttrs AttrsForStep(const StepNode& node, std::int64_t step);
 
 /// The shape a consumer sees through `ref`: its view if set, else the source's own shape.

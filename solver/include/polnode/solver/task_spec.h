@@ -8,7 +8,10 @@
 // encoding (consensus/encoding.h):
 //   String "polnode/pol-task/v1", String model, Fixed dataset_hash, String optimizer,
 //   F32 lr, momentum, weight_decay, beta1, beta2, eps, I64 batch, steps, checkpoint_interval,
-//   U64 seed, String mode, I64 segments_per_check.
+//   U64 seed, String mode, I64 segments_per_check,
+// and, only when the learning rate has a schedule (HasLrSchedule), String "lr-schedule/v1",
+// I64 warmup_steps, lr_decay_steps, F32 min_lr, and, only with gradient clipping (grad_clip > 0),
+// String "grad-clip/v1", F32 grad_clip (a task with neither has the id it always had).
 // The data location is not part of the id: where bytes come from does not matter, their hash does.
 #ifndef POLNODE_SOLVER_TASK_SPEC_H_
 #define POLNODE_SOLVER_TASK_SPEC_H_
@@ -58,8 +61,8 @@ inline constexpr std::int64_t kMaxCheckpoints = 1 << 20;
 [[nodiscard]] Status ValidateTask(const TaskSpec& task);
 
 /// Parses the TOML form. Keys: model, model_file (an onnx: model's file), data, dataset_hash (64 hex), optimizer, lr, momentum,
-/// weight_decay, beta1, beta2, eps, batch, steps, checkpoint_interval, seed, mode ("exact" or
-/// "tolerant"), segments. Required: model, dataset_hash, batch, steps, checkpoint_interval, seed;
+/// weight_decay, beta1, beta2, eps, warmup_steps, lr_decay_steps, min_lr, grad_clip, batch, steps,
+/// checkpoint_interval, seed, mode ("exact" or "tolerant"), segments. Required: model, dataset_hash, batch, steps, checkpoint_interval, seed;
 /// the others default as OptimizerConfig does (data: "fashion-mnist", mode exact, segments 1).
 /// kInvalidArgument with the line number for a syntax error, an unknown or repeated key, a value
 /// of the wrong type, or a task ValidateTask refuses; kResourceExhausted above kMaxTaskBytes.
