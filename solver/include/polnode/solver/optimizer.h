@@ -17,12 +17,17 @@ namespace polnode::solver {
 /// (kernels::Op::kAdamW); with weight_decay 0 it is plain Adam.
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam };
 
+/// The learning rate a run gets when it names none: 0.05 for kSgd, 0.001 for kAdam. The one
+/// table of defaults: task files (ParseTaskToml), `polnode train` and OptimizerConfig all read it,
+/// so one optimizer trains at one rate wherever it is asked for without a rate.
+constexpr float DefaultLearningRate(OptimizerKind kind) { return kind == OptimizerKind::kAdam ? 0.001f : 0.05f; }
+
 /// The learning rate is constant over the run (the only schedule: it needs no transcendental
 /// and leaves nothing to interpretation). Weight decay applies to every parameter, biases
 /// included, as PyTorch does when given all parameters.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float lr = 0.05f;
+  float lr = DefaultLearningRate(OptimizerKind::kSgd);
   float momentum = 0.9f;  // kSgd only
   float weight_decay = 0.0f;
   float beta1 = 0.9f;  // kAdam only
