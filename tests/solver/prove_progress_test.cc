@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "polnode/consensus/encoding.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/prove_progress.h"
 #include "polnode/solver/prover.h"
+#include "polnode/testing/data_files.h"
+#include "polnode/testing/legacy_progress.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/testing/tiny_task.h"
 
@@ -19,9 +20,8 @@ namespace polnode::solver {
 namespace {
 
 std::vector<std::uint8_t> ReadAll(const std::string& path) {
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, 1 << 26);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
-  return bytes.ok() ? *bytes : std::vector<std::uint8_t>{};
+  const std::string text = polnode::testing::ReadFileText(path);
+  return {text.begin(), text.end()};
 }
 
 ProveProgress Sample() {
@@ -37,20 +37,7 @@ ProveProgress Sample() {
   return p;
 }
 
-// The encoding before the cereal archive (prove_progress.h), as an older polnode wrote it.
-std::vector<std::uint8_t> LegacyEncoding(const ProveProgress& p) {
-  consensus::BufferWriter w;
-  w.String("polnode/pol-progress/v2");
-  w.Fixed(p.task_id);
-  w.U64(p.hashes.size());
-  for (std::size_t i = 0; i < p.hashes.size(); ++i) {
-    w.Fixed(p.hashes[i]);
-    w.Fixed(p.blobs[i]);
-  }
-  w.U64(p.loss_bits.size());
-  for (std::uint32_t bits : p.loss_bits) w.U32(bits);
-  return w.Take();
-}
+using testing::LegacyProgressBytes;
 
 // Offset of the envelope's version: cereal's endianness byte, then the 16-byte kind.
 constexpr std::size_t kVersionAt = 1 + kLocalKindBytes;
@@ -104,10 +91,10 @@ TEST(ProveProgressTest, AHugeLengthIsRefusedBeforeAllocating) {
 
 TEST(ProveProgressTest, TheLegacyEncodingIsStillRead) {
   const ProveProgress p = Sample();
-  Result<ProveProgress> decoded = DecodeProgress(LegacyEncoding(p), "p.bin");
+  Result<ProveProgress> decoded = DecodeProgress(LegacyProgressBytes(p), "p.bin");
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(*decoded, p);
-  std::vector<std::uint8_t> truncated = LegacyEncoding(p);
+  std::vector<std::uint8_t> truncated = LegacyProgressBytes(p);
   truncated.pop_back();
   EXPECT_EQ(DecodeProgress(truncated, "p.bin").status().code(), StatusCode::kCorruption);
 }
@@ -164,7 +151,7 @@ TEST_F(ProveProgressResumeTest, ResumingFromALegacyFileGivesTheUninterruptedMerk
   Interrupt(dir);
   Result<ProveProgress> saved = DecodeProgress(ReadAll(dir.File("progress.bin")), "progress.bin");
   ASSERT_TRUE(saved.ok()) << saved.status().ToString();
-  ASSERT_TRUE(WriteFileAtomically(dir.File("progress.bin"), LegacyEncoding(*saved)).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.File("progress.bin"), LegacyProgressBytes(*saved)).ok());
   Result<ProveResult> resumed = Finish(dir);
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(resumed->resumed_from_step, 10);
