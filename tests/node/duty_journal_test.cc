@@ -10,6 +10,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/roles/duty_journal.h"
 #include "polnode/roles/role_runtime.h"
+#include "polnode/testing/data_files.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -73,6 +74,19 @@ TEST(DutyJournalTest, NewerTruncatedAndDamagedJournalsAreRefusedByName) {
   std::vector<std::uint8_t> bad_id = bytes;
   bad_id[kVersionAt + 4 + 8] = 'Z';
   EXPECT_EQ(DecodeDutyJournal(bad_id, "j").status().code(), StatusCode::kCorruption);
+}
+
+// The committed seeds of the duty_journal fuzz target still mean what their names say (when the
+// format changes, regenerate them: polnode_fuzz --write-seeds=fuzz/corpus).
+TEST(DutyJournalTest, TheFuzzSeedsMeanWhatTheirNamesSay) {
+  const auto decode = [](const std::string& name) {
+    const std::string text =
+        polnode::testing::ReadFileText(std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/duty_journal/" + name);
+    return DecodeDutyJournal(Bytes(text), name);
+  };
+  for (const char* name : {"failed", "sent", "text-committed", "text-failed"}) EXPECT_TRUE(decode(name).ok()) << name;
+  EXPECT_EQ(decode("truncated").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(decode("newer-version").status().code(), StatusCode::kFailedPrecondition);
 }
 
 // SendDuty reads the journal before it signs or posts anything, so these cases never reach the

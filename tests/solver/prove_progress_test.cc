@@ -99,6 +99,18 @@ TEST(ProveProgressTest, TheLegacyEncodingIsStillRead) {
   EXPECT_EQ(DecodeProgress(truncated, "p.bin").status().code(), StatusCode::kCorruption);
 }
 
+// The committed seeds of the prove_progress fuzz target still mean what their names say (when the
+// format changes, regenerate them: polnode_fuzz --write-seeds=fuzz/corpus).
+TEST(ProveProgressTest, TheFuzzSeedsMeanWhatTheirNamesSay) {
+  const auto seed = [](const std::string& name) {
+    return ReadAll(std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/prove_progress/" + name);
+  };
+  EXPECT_TRUE(DecodeProgress(seed("valid"), "valid").ok());
+  EXPECT_TRUE(DecodeProgress(seed("legacy"), "legacy").ok());
+  EXPECT_EQ(DecodeProgress(seed("truncated"), "truncated").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeProgress(seed("newer-version"), "newer").status().code(), StatusCode::kFailedPrecondition);
+}
+
 class ProveProgressResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
