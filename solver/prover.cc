@@ -1,4 +1,3 @@
-#include "polnode/consensus/hex.h"
 #include "polnode/solver/prover.h"
 
 #include <chrono>
@@ -9,15 +8,13 @@
 #include <mutex>
 #include <thread>
 
-#include "polnode/consensus/encoding.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/solver/blob_store.h"
+#include "polnode/solver/prove_progress.h"
 #include "polnode/solver/task_steps.h"
 
 namespace polnode::solver {
 namespace {
-
-constexpr std::string_view kProgressDomain = "polnode/pol-progress/v2";
 
 std::uint32_t FloatBits(float f) {
   std::uint32_t bits;
@@ -25,69 +22,13 @@ std::uint32_t FloatBits(float f) {
   return bits;
 }
 
-// What a resumed run starts from: the checkpoints already on disk (state hash and blob content
-// hash of each) and the losses before them.
-struct Progress {
-  std::vector<consensus::Hash256> hashes;
-  std::vector<consensus::Hash256> blobs;  // same length as hashes
-  std::vector<std::uint32_t> loss_bits;
-};
-
-std::vector<std::uint8_t> EncodeProgress(const consensus::Hash256& task_id, const Progress& p) {
-  consensus::BufferWriter w;
-  w.String(kProgressDomain);
-  w.Fixed(task_id);
-  w.U64(p.hashes.size());
-  for (std::size_t i = 0; i < p.hashes.size(); ++i) {
-    w.Fixed(p.hashes[i]);
-    w.Fixed(p.blobs[i]);
-  }
-  w.U64(p.loss_bits.size());
-  for (std::uint32_t bits : p.loss_bits) w.U32(bits);
-  return w.Take();
-}
-
-Result<Progress> DecodeProgress(std::span<const std::uint8_t> bytes, const TaskSpec& task) {
-  consensus::Reader r(bytes);
-  POLNODE_ASSIGN_OR_RETURN(std::string domain, r.String(64));
-  if (domain != kProgressDomain) return Status::Corruption("progress file has an unknown format");
-  consensus::Hash256 task_id{};
-  POLNODE_RETURN_IF_ERROR(r.Fixed(task_id));
-  if (task_id != TaskId(task)) {
-    return Status::FailedPrecondition("the output directory holds progress of another task (" +
-                                      consensus::ToHex(task_id) + "); use an empty directory");
-  }
-  POLNODE_ASSIGN_OR_RETURN(std::uint64_t n, r.U64());
-  if (n < 1 || n > static_cast<std::uint64_t>(task.checkpoint_count())) {
-    return Status::Corruption("progress file names " + std::to_string(n) + " checkpoints");
-  }
-  Progress p;
-  p.hashes.resize(n);
-  p.blobs.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    POLNODE_RETURN_IF_ERROR(r.Fixed(p.hashes[i]));
-    POLNODE_RETURN_IF_ERROR(r.Fixed(p.blobs[i]));
-  }
-  POLNODE_ASSIGN_OR_RETURN(std::uint64_t m, r.U64());
-  if (m != (n - 1) * static_cast<std::uint64_t>(task.checkpoint_interval)) {
-    return Status::Corruption("progress file has " + std::to_string(m) + " losses for " + std::to_string(n) + " checkpoints");
-  }
-  p.loss_bits.resize(m);
-  for (std::uint32_t& bits : p.loss_bits) {
-    POLNODE_ASSIGN_OR_RETURN(bits, r.U32());
-  }
-  POLNODE_RETURN_IF_ERROR(r.ExpectEnd());
-  return p;
-}
-
 // Encodes, hashes and stores checkpoints on its own thread; after each blob is durable it rewrites
 // the progress file, so progress never names a missing blob.
 class CheckpointWriter {
  public:
-  CheckpointWriter(BlobStore store, std::string progress_path, consensus::Hash256 task_id,
-                   Progress progress, std::size_t capacity, std::function<void(std::int64_t)> on_saved)
-      : store_(std::move(store)), progress_path_(std::move(progress_path)), task_id_(task_id),
-        progress_(std::move(progress)), capacity_(std::max<std::size_t>(1, capacity)),
+  CheckpointWriter(BlobStore store, std::string progress_path, ProveProgress progress, std::size_t capacity,
+                   std::function<void(std::int64_t)> on_saved)
+      : store_(std::move(store)), progress_path_(std::move(progress_path)), progress_(std::move(progress)), capacity_(std::max<std::size_t>(1, capacity)),
         on_saved_(std::move(on_saved)), thread_([this] { Loop(); }) {}
   ~CheckpointWriter() { static_cast<void>(Finish()); }
   CheckpointWriter(const CheckpointWriter&) = delete;
@@ -116,7 +57,7 @@ class CheckpointWriter {
   }
 
   // Valid after Finish.
-  const Progress& progress() const { return progress_; }
+  const ProveProgress& progress() const { return progress_; }
 
  private:
   struct Job {
@@ -151,15 +92,14 @@ class CheckpointWriter {
     progress_.hashes.push_back(StateHash(job.state));
     progress_.blobs.push_back(blob);
     progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
-    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(task_id_, progress_)));
+    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(progress_)));
     if (on_saved_) on_saved_(job.state.step);
     return Status::Ok();
   }
 
   BlobStore store_;
   std::string progress_path_;
-  consensus::Hash256 task_id_;
-  Progress progress_;  // owned by the writer thread until Finish
+  ProveProgress progress_;  // owned by the writer thread until Finish
   std::size_t capacity_;
   std::function<void(std::int64_t)> on_saved_;
   std::mutex mu_;
@@ -172,7 +112,7 @@ class CheckpointWriter {
 
 // Loads the state of the last checkpoint named in `progress`, checked against both its names (the
 // store checks the blob hash, this the state hash) and its step.
-Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const Progress& progress, const TaskSpec& task) {
+Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const ProveProgress& progress, const TaskSpec& task) {
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(progress.blobs.back()));
   POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
   if (StateHash(state) != progress.hashes.back()) {
@@ -193,19 +133,19 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   POLNODE_RETURN_IF_ERROR(CheckTaskData(task, data));
   const std::string dir = options.out_dir;
   POLNODE_ASSIGN_OR_RETURN(BlobStore store, BlobStore::Open(dir + "/" + std::string(kBlobDir)));
-  const std::string task_bytes = EncodeTaskProto(task);
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(
-      dir + "/" + std::string(kTaskFile),
-      std::span(reinterpret_cast<const std::uint8_t*>(task_bytes.data()), task_bytes.size())));
   const consensus::Hash256 task_id = TaskId(task);
   const std::string progress_path = dir + "/" + std::string(kProgressFile);
 
+  // The progress is read before anything is written: a directory holding another task's progress,
+  // or a file this build cannot read, is left exactly as it is.
   ProveResult result;
-  Progress progress;
+  ProveProgress progress;
+  progress.task_id = task_id;
   TrainState state;
   Result<std::vector<std::uint8_t>> saved = ReadWholeFile(progress_path, kMaxManifestBytes);
   if (saved.ok()) {
-    POLNODE_ASSIGN_OR_RETURN(progress, DecodeProgress(*saved, task));
+    POLNODE_ASSIGN_OR_RETURN(progress, DecodeProgress(*saved, progress_path));
+    POLNODE_RETURN_IF_ERROR(CheckProgress(progress, task, progress_path));
     POLNODE_ASSIGN_OR_RETURN(state, LoadLastCheckpoint(store, progress, task));
     result.resumed_from_step = state.step;
   } else if (saved.status().code() != StatusCode::kNotFound) {
@@ -213,12 +153,16 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   } else {
     state = stepper.Initial();
   }
+  const std::string task_bytes = EncodeTaskProto(task);
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(
+      dir + "/" + std::string(kTaskFile),
+      std::span(reinterpret_cast<const std::uint8_t*>(task_bytes.data()), task_bytes.size())));
 
   const std::int64_t steps_per_epoch =
       data.text ? TextStepsPerEpoch(*data.text, task.batch, stepper.model().gpt->context)
                 : data.train.count / task.batch;
   const auto start = std::chrono::steady_clock::now();
-  CheckpointWriter writer(std::move(store), progress_path, task_id, progress, options.queue_capacity,
+  CheckpointWriter writer(std::move(store), progress_path, progress, options.queue_capacity,
                           options.on_checkpoint_saved);
   if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
   std::vector<std::uint32_t> pending;

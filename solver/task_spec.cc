@@ -185,6 +185,7 @@ Result<TaskSpec> ParseTaskToml(std::string_view text) {
   POLNODE_ASSIGN_OR_RETURN(t.dataset_hash, consensus::HashFromHex(hash_hex));
   POLNODE_ASSIGN_OR_RETURN(std::string optimizer, string_of("optimizer", "sgd"));
   POLNODE_ASSIGN_OR_RETURN(t.optimizer.kind, ParseOptimizerKind(optimizer));
+  t.optimizer.lr = DefaultLearningRate(t.optimizer.kind);  // unless the file gives one (below)
   POLNODE_ASSIGN_OR_RETURN(std::string mode, string_of("mode", "exact"));
   POLNODE_ASSIGN_OR_RETURN(t.mode, ParseMode(mode));
   const std::pair<std::string_view, float*> floats[] = {

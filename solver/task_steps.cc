@@ -77,7 +77,8 @@ Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend, co
   POLNODE_RETURN_IF_ERROR(Batch(state.step, images_, labels_));
   POLNODE_ASSIGN_OR_RETURN(float loss, runner_.Step(state, images_, labels_, backend, observer));
   if (!std::isfinite(loss)) {
-    return Status::FailedPrecondition("training diverged at step " + std::to_string(state.step));
+    return Status::FailedPrecondition("training diverged at step " + std::to_string(state.step) + " (loss " +
+                                      std::to_string(loss) + "); lower the learning rate");
   }
   return loss;
 }

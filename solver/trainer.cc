@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <numeric>
 #include <string_view>
 
-#include "polnode/solver/init.h"
 #include "polnode/solver/philox.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
+#include "polnode/solver/task_steps.h"
 
 namespace polnode::solver {
 namespace {
@@ -69,35 +68,31 @@ Result<std::int64_t> TotalSteps(const TrainConfig& config, std::int64_t steps_pe
   return config.epochs * steps_per_epoch;
 }
 
-// Fills `inputs` and `targets` with what step `t` trains on (in the shapes `graph` takes) and
-// returns the step's epoch, for progress reports.
-using GatherStep = std::function<Result<std::int64_t>(std::int64_t t, const StepGraph& graph,
-                                                      kernels::Tensor& inputs, kernels::Tensor& targets)>;
-
-// Trains `total` steps of `model` from the seed's initial state on the batches `gather` makes, and
-// fills every field of the summary but the evaluation (the caller's, by model family).
-Result<TrainSummary> RunSteps(const TrainConfig& config, const ModelSpec& model, const ImageDataset& data,
-                              std::int64_t total, std::int64_t steps_per_epoch, const GatherStep& gather,
-                              kernels::Backend& backend, ProgressSink* sink) {
-  POLNODE_ASSIGN_OR_RETURN(StepGraph graph,
-                           BuildTrainStepGraph(model, config.optimizer, config.batch));
-  POLNODE_ASSIGN_OR_RETURN(StepRunner runner, StepRunner::Create(std::move(graph)));
+// Trains `total` steps of `config`'s run as a task through TaskStepper, the stepper proofs,
+// verifiers and disputes use: one batch schedule and one step for `polnode train` and `prove`, so
+// the golden hashes of a run hold for both. Fills every field of the summary but the evaluation
+// (the caller's, by model family).
+Result<TrainSummary> RunSteps(const TrainConfig& config, const ImageDataset& data, std::int64_t total,
+                              std::int64_t steps_per_epoch, kernels::Backend& backend, ProgressSink* sink) {
+  TaskSpec task;
+  task.model = config.model;
+  task.data_location = config.data;
+  task.dataset_hash = DatasetContentHash(data);
+  task.optimizer = config.optimizer;
+  task.batch = config.batch;
+  task.steps = total;
+  task.checkpoint_interval = total;  // a run without proof: one segment
+  task.seed = config.seed;
+  POLNODE_ASSIGN_OR_RETURN(TaskStepper stepper, TaskStepper::Create(task, data));
   TrainSummary summary;
-  summary.state = InitialState(model, config.optimizer.kind, config.seed);
+  summary.state = stepper.Initial();
   summary.steps_per_epoch = steps_per_epoch;
   summary.step_losses.reserve(static_cast<std::size_t>(std::min<std::int64_t>(total, 1 << 20)));
-  kernels::Tensor inputs, targets;
   const Clock::time_point start = Clock::now();
   for (std::int64_t t = 0; t < total; ++t) {
-    POLNODE_ASSIGN_OR_RETURN(std::int64_t epoch, gather(t, runner.graph(), inputs, targets));
-    POLNODE_ASSIGN_OR_RETURN(float loss, runner.Step(summary.state, inputs, targets, backend));
-    if (!std::isfinite(loss)) {
-      return Status::FailedPrecondition("training diverged at step " + std::to_string(t + 1) +
-                                        " (loss " + std::to_string(loss) +
-                                        "); lower the learning rate");
-    }
+    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(summary.state, backend));
     summary.step_losses.push_back(loss);
-    if (sink != nullptr) sink->OnStep({t + 1, total, epoch, loss, SecondsSince(start)});
+    if (sink != nullptr) sink->OnStep({t + 1, total, t / steps_per_epoch, loss, SecondsSince(start)});
   }
   summary.elapsed_seconds = SecondsSince(start);
   summary.steps = total;
@@ -106,7 +101,7 @@ Result<TrainSummary> RunSteps(const TrainConfig& config, const ModelSpec& model,
   summary.train_loss = MeanOfLast(summary.step_losses, config.loss_window);
   summary.state_hash = StateHash(summary.state);
   summary.state_hash_hex = consensus::ToHex(summary.state_hash);
-  summary.dataset_hash_hex = consensus::ToHex(DatasetContentHash(data));
+  summary.dataset_hash_hex = consensus::ToHex(task.dataset_hash);
   summary.backend = backend.name();
   return summary;
 }
@@ -124,13 +119,7 @@ Result<TrainSummary> TrainText(const TrainConfig& config, const ModelSpec& model
   if (total > INT64_MAX / config.batch - 1) {
     return Status::InvalidArgument("too many steps: " + std::to_string(total));
   }
-  const GatherStep gather = [&](std::int64_t t, const StepGraph&, kernels::Tensor& ids,
-                                kernels::Tensor& targets) -> Result<std::int64_t> {
-    POLNODE_RETURN_IF_ERROR(GatherTextBatch(corpus, config.seed, t, config.batch, context, ids, targets));
-    return t / steps_per_epoch;
-  };
-  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary,
-                           RunSteps(config, model, data, total, steps_per_epoch, gather, backend, sink));
+  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary, RunSteps(config, data, total, steps_per_epoch, backend, sink));
   if (config.evaluate) {
     const std::int64_t eval_batch = std::min<std::int64_t>(config.eval_batch, 64);
     POLNODE_ASSIGN_OR_RETURN(summary.eval_train_loss,
@@ -248,23 +237,7 @@ Result<TrainSummary> TrainOnData(const TrainConfig& config, const ImageDataset& 
   if ((total - 1) / steps_per_epoch > UINT32_MAX) {
     return Status::InvalidArgument("run exceeds 2^32 epochs");
   }
-  std::vector<std::uint32_t> order;
-  std::int64_t order_epoch = -1;
-  const GatherStep gather = [&](std::int64_t t, const StepGraph& graph, kernels::Tensor& images,
-                                kernels::Tensor& labels) -> Result<std::int64_t> {
-    const BatchPosition pos = PositionOfStep(t, steps_per_epoch, config.batch);
-    if (pos.epoch != order_epoch) {
-      order = EpochPermutation(config.seed, static_cast<std::uint32_t>(pos.epoch),
-                               static_cast<std::uint32_t>(train.count));
-      order_epoch = pos.epoch;
-    }
-    const std::span<const std::uint32_t> indices(order.data() + pos.first,
-                                                 static_cast<std::size_t>(config.batch));
-    POLNODE_RETURN_IF_ERROR(GatherBatch(train, indices, graph.images_shape, images, labels));
-    return pos.epoch;
-  };
-  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary,
-                           RunSteps(config, model, data, total, steps_per_epoch, gather, backend, sink));
+  POLNODE_ASSIGN_OR_RETURN(TrainSummary summary, RunSteps(config, data, total, steps_per_epoch, backend, sink));
   if (config.evaluate) {
     POLNODE_ASSIGN_OR_RETURN(EvalResult test,
                              Evaluate(model, summary.state, data.test, backend, config.eval_batch));

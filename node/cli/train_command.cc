@@ -78,7 +78,7 @@ Result<solver::TrainConfig> ConfigFromFlags(const FlagSet& flags) {
   POLNODE_ASSIGN_OR_RETURN(c.epochs, flags.GetInt("epochs", 1, 1 << 20));
   POLNODE_ASSIGN_OR_RETURN(c.batch, flags.GetInt("batch", 1, 1 << 20));
   POLNODE_ASSIGN_OR_RETURN(c.optimizer.kind, solver::ParseOptimizerKind(flags.Get("optimizer")));
-  c.optimizer.lr = c.optimizer.kind == solver::OptimizerKind::kSgd ? 0.05f : 0.001f;
+  c.optimizer.lr = solver::DefaultLearningRate(c.optimizer.kind);
   if (flags.Given("lr")) {
     POLNODE_ASSIGN_OR_RETURN(double lr, flags.GetDouble("lr"));
     c.optimizer.lr = static_cast<float>(lr);

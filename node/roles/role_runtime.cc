@@ -12,6 +12,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
+#include "polnode/roles/duty_journal.h"
 #include "polnode/rpc/http_server.h"
 #include "polnode/rpc/json.h"
 
@@ -21,16 +22,14 @@ namespace {
 constexpr char kKeyFile[] = "role.key";
 constexpr char kDutyDir[] = "duties";
 
-// A duty's journal: "<tx id> [committed | failed <the ledger's reason>]\n".
-constexpr std::uint64_t kMaxJournalBytes = 4096;
+// A duty's journal (duty_journal.h); kNotFound when the duty was never sent.
+Result<DutyJournal> ReadJournal(const std::string& path) {
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, kMaxDutyJournalBytes));
+  return DecodeDutyJournal(bytes, path);
+}
 
-// `text` on one line of at most 1,000 bytes, as the journal keeps a failure's reason.
-std::string OneLine(std::string_view text) {
-  std::string out(text.substr(0, 1000));
-  for (char& c : out) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return out;
+Status WriteJournal(const std::string& path, const DutyJournal& journal) {
+  return WriteFileAtomically(path, EncodeDutyJournal(journal));
 }
 
 bool ValidDutyName(std::string_view name) {
@@ -251,34 +250,34 @@ bool RoleContext::DutySent(std::string_view name) const {
 std::string RoleContext::DutyFailure(std::string_view name) const {
   if (!ValidDutyName(name)) return "";
   std::lock_guard<std::mutex> lock(mu_);
-  Result<std::vector<std::uint8_t>> journal = ReadWholeFile(DutyPath(name), kMaxJournalBytes);
-  if (!journal.ok()) return "";
-  std::string line(journal->begin(), journal->end());
-  const std::size_t at = line.find(" failed ");
-  if (at == std::string::npos) return "";
-  line = line.substr(at + 8);
-  while (!line.empty() && line.back() == '\n') line.pop_back();
-  return line;
+  Result<DutyJournal> journal = ReadJournal(DutyPath(name));
+  if (!journal.ok() || journal->outcome != DutyJournal::Outcome::kFailed) return "";
+  return journal->reason;
 }
 
 Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view payload_type, std::string payload) {
   if (!ValidDutyName(name)) return Status::InvalidArgument("bad duty name '" + std::string(name) + "'");
   std::lock_guard<std::mutex> lock(mu_);
   const std::string path = DutyPath(name);
-  if (Result<std::vector<std::uint8_t>> journal = ReadWholeFile(path, kMaxJournalBytes); journal.ok()) {
-    const std::string line(journal->begin(), journal->end());
-    const std::string id = line.substr(0, line.find_first_of(" \n"));
-    if (line.find(" failed") != std::string::npos) return DutyState::kFailed;
-    if (line.find(" committed") != std::string::npos) return DutyState::kCommitted;
+  Result<DutyJournal> journal = ReadJournal(path);
+  // A journal that cannot be read (damaged, or a newer polnode's) is never overwritten or resent
+  // over: the duty stops with the error naming the file, for an operator to look at.
+  if (!journal.ok() && journal.status().code() != StatusCode::kNotFound) {
+    return journal.status().WithContext("duty " + std::string(name));
+  }
+  if (journal.ok()) {
+    if (journal->outcome == DutyJournal::Outcome::kFailed) return DutyState::kFailed;
+    if (journal->outcome == DutyJournal::Outcome::kCommitted) return DutyState::kCommitted;
+    const std::string& id = journal->tx_id;
     POLNODE_ASSIGN_OR_RETURN(TxState state, ledger_.Tx(id));
     switch (state.kind) {
       case TxState::Kind::kPending: return DutyState::kPending;
       case TxState::Kind::kCommitted:
-        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " committed\n"));
+        POLNODE_RETURN_IF_ERROR(WriteJournal(path, {id, DutyJournal::Outcome::kCommitted, ""}));
         metrics_.Add("txs_committed_total");
         return DutyState::kCommitted;
       case TxState::Kind::kFailed:
-        POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, id + " failed " + OneLine(state.error) + "\n"));
+        POLNODE_RETURN_IF_ERROR(WriteJournal(path, {id, DutyJournal::Outcome::kFailed, state.error}));
         metrics_.Add("txs_failed_total");
         log_.Event("tx_failed", {{"duty", std::string(name)}, {"tx_id", id}, {"error", state.error}});
         return DutyState::kFailed;
@@ -292,7 +291,7 @@ Result<DutyState> RoleContext::SendDuty(std::string_view name, std::string_view 
   // Journalled before it is posted: a crash after the post must find the id on restart, or the
   // duty would be sent a second time.
   POLNODE_ASSIGN_OR_RETURN(LedgerClient::Sent sent, ledger_.Sign(key_, payload_type, std::move(payload)));
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, sent.id_hex + "\n"));
+  POLNODE_RETURN_IF_ERROR(WriteJournal(path, {sent.id_hex, DutyJournal::Outcome::kSent, ""}));
   if (Result<std::string> posted = ledger_.PostTx(sent.envelope); !posted.ok()) {
     // Refused outright, nothing reached the mempool: forget it. Unreachable, it may have arrived:
     // the journal stays and the next pass asks the ledger.

@@ -21,12 +21,22 @@ constexpr std::int64_t kSteps = 40;
 constexpr std::int64_t kCheatStep = 34;
 constexpr char kCheatNode[] = "fc1.w.sgd";
 
-std::vector<std::string> DevnetArgs(const std::string& home, bool restart) {
-  std::vector<std::string> args = {PolnodeBinary(), "devnet",  "--home", home,   "--tasks", "2",  "--model",
-                                   "mlp:784-16-10", "--steps", std::to_string(kSteps), "--checkpoint-interval", "10",
-                                   "--batch", "32", "--segments", "1", "--timeout-s", "600", "--json"};
-  if (restart) args.push_back("--restart-roles");
-  return args;
+// `polnode devnet` on two tasks of `steps` steps, k = `interval`, reporting in JSON.
+std::vector<std::string> DevnetArgs(const std::string& home, std::int64_t steps = kSteps, std::int64_t interval = 10) {
+  return {PolnodeBinary(), "devnet",  "--home", home,   "--tasks", "2",  "--model",
+          "mlp:784-16-10", "--steps", std::to_string(steps), "--checkpoint-interval", std::to_string(interval),
+          "--batch", "32", "--segments", "1", "--timeout-s", "600", "--json"};
+}
+
+// Runs the devnet `args` describe into `run` and parses its report into `report`: the run exits 0,
+// the report parses, every task settled and the auditor's replay agreed with the ledger.
+void RunDevnet(const std::vector<std::string>& args, ProcessResult& run, rapidjson::Document& report) {
+  run = RunProcess(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  report.Parse(run.out.c_str());
+  ASSERT_FALSE(report.HasParseError()) << run.out;
+  EXPECT_TRUE(report["all_settled"].GetBool());
+  EXPECT_TRUE(report["audits_match"].GetBool());
 }
 
 const rapidjson::Value* FindAccount(const rapidjson::Document& report, const std::string& name) {
@@ -45,13 +55,9 @@ std::int64_t Change(const rapidjson::Document& report, const std::string& name) 
 TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   TempDir dir;
   const std::string home = dir.File("devnet");
-  const ProcessResult run = RunProcess(DevnetArgs(home, false));
-  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  ProcessResult run;
   rapidjson::Document report;
-  report.Parse(run.out.c_str());
-  ASSERT_FALSE(report.HasParseError()) << run.out;
-  EXPECT_TRUE(report["all_settled"].GetBool());
-  EXPECT_TRUE(report["audits_match"].GetBool());
+  ASSERT_NO_FATAL_FAILURE(RunDevnet(DevnetArgs(home), run, report));
   // Its parties serve on loopback, which the default fetch policy refuses: every role home
   // allows loopback, and nothing else.
   for (const char* role : {"solver-honest", "verifier-honest", "whistleblower", "submitter"}) {
@@ -142,15 +148,11 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
 TEST(DevnetE2eTest, ForcedRoundsSettleOverTheResultProofAndTheHonestVerifierIsRight) {
   TempDir dir;
   const std::string home = dir.File("devnet");
-  std::vector<std::string> args = DevnetArgs(home, false);
+  std::vector<std::string> args = DevnetArgs(home);
   args.insert(args.end(), {"--forced-error-rate", "1"});
-  const ProcessResult run = RunProcess(args);
-  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  ProcessResult run;
   rapidjson::Document report;
-  report.Parse(run.out.c_str());
-  ASSERT_FALSE(report.HasParseError()) << run.out;
-  EXPECT_TRUE(report["all_settled"].GetBool());
-  EXPECT_TRUE(report["audits_match"].GetBool());
+  ASSERT_NO_FATAL_FAILURE(RunDevnet(args, run, report));
   ASSERT_EQ(report["tasks"].Size(), 2u);
   for (const rapidjson::Value& t : report["tasks"].GetArray()) {
     const std::string solver = t["solver"].GetString();
@@ -203,16 +205,11 @@ TEST(DevnetE2eTest, RolesKilledMidTaskAndALedgerOutageAreRiddenOut) {
   constexpr std::int64_t kInterval = 100;
   TempDir dir;
   const std::string home = dir.File("devnet");
-  const ProcessResult run = RunProcess(
-      {PolnodeBinary(), "devnet", "--home", home, "--tasks", "2", "--model", "mlp:784-16-10", "--steps",
-       std::to_string(kLongSteps), "--checkpoint-interval", std::to_string(kInterval), "--batch", "32", "--segments", "1",
-       "--timeout-s", "600", "--restart-roles", "--ledger-outage-s", "3", "--json"});
-  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  std::vector<std::string> args = DevnetArgs(home, kLongSteps, kInterval);
+  args.insert(args.end(), {"--restart-roles", "--ledger-outage-s", "3"});
+  ProcessResult run;
   rapidjson::Document report;
-  report.Parse(run.out.c_str());
-  ASSERT_FALSE(report.HasParseError()) << run.out;
-  EXPECT_TRUE(report["all_settled"].GetBool());
-  EXPECT_TRUE(report["audits_match"].GetBool());
+  ASSERT_NO_FATAL_FAILURE(RunDevnet(args, run, report));
   for (const rapidjson::Value& t : report["tasks"].GetArray()) {
     const std::string solver = t["solver"].GetString();
     EXPECT_STREQ(t["outcome"].GetString(), solver == "solver-honest" ? "OUTCOME_ACCEPTED" : "OUTCOME_REJECTED") << solver;

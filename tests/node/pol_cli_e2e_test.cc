@@ -63,6 +63,33 @@ TEST_F(PolCliTest, TrainPrintsTheSameStateHashOnEveryThreadCountAndItsTermsAsWri
   EXPECT_EQ(field(one.out, "lr"), "0.05") << one.out;
 }
 
+// `polnode train` and `polnode prove` run one stepper with one table of defaults: an Adam task
+// file that names no rate proves to the final state `train --optimizer adam` reaches with the
+// same model, data, batch, steps and seed, and both train at Adam's default rate.
+TEST_F(PolCliTest, TrainAndProveOfAnAdamTaskWithoutARateReachTheSameState) {
+  const solver::TaskSpec tiny = solver::testing::TinyTask(solver::testing::TinyDataset());
+  std::ofstream(dir_.File("adam.toml")) << "model = \"" << tiny.model << "\"\ndata = \"" << dir_.File("data")
+                                        << "\"\ndataset_hash = \"" << consensus::ToHex(tiny.dataset_hash)
+                                        << "\"\noptimizer = \"adam\"\nbatch = " << tiny.batch << "\nsteps = " << tiny.steps
+                                        << "\ncheckpoint_interval = " << tiny.steps << "\nseed = " << tiny.seed << "\n";
+  ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  ProcessResult prove = Polnode({"prove", "--task", "adam.toml", "--out", "proof", "--key", "solver.key"});
+  ASSERT_EQ(prove.exit_code, 0) << prove.err;
+  const std::string wire = ReadFileText(dir_.File("proof/manifest.pb"));
+  Result<solver::ProofManifest> manifest =
+      solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+
+  ProcessResult train = Polnode({"train", "--data", "data", "--model", tiny.model, "--steps", std::to_string(tiny.steps),
+                                 "--batch", std::to_string(tiny.batch), "--seed", std::to_string(tiny.seed),
+                                 "--optimizer", "adam", "--json"});
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.out.find("\"lr\":0.001"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("\"state_hash\":\"" + consensus::ToHex(manifest->checkpoint_hashes.back()) + "\""),
+            std::string::npos)
+      << train.out;
+}
+
 TEST_F(PolCliTest, EvaluateUsesAProofsFinalStateAsAModelAndRefusesAnotherModelsState) {
   ASSERT_EQ(Polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
   ProcessResult prove = Polnode({"prove", "--task", "task.toml", "--out", "proof", "--key", "solver.key"});

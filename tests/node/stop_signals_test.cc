@@ -49,8 +49,15 @@ TEST(StopSignalsTest, ASignalThatArrivesWhileEveryThreadIsBusyWaitsForTheWaiting
           while (!done) std::this_thread::sleep_for(1ms);
         });
         if (::write(ready, "r", 1) != 1) return 3;
-        // The signal arrives during this sleep: neither thread is waiting for it.
-        std::this_thread::sleep_for(300ms);
+        // The signal arrives while neither thread waits for it: StopSignals blocks it in every
+        // thread, so it stays pending. Waiting until it is (instead of sleeping long enough, as
+        // far as one can guess) makes that order certain on a machine of any speed.
+        sigset_t pending;
+        for (int polls = 0;; ++polls) {
+          if (::sigpending(&pending) != 0 || polls == 10'000) return 4;
+          if (::sigismember(&pending, SIGTERM) == 1) break;
+          std::this_thread::sleep_for(1ms);
+        }
         const int signal_number = stop.WaitFor(10s);
         done = true;
         worker.join();

@@ -6,6 +6,7 @@
 // generous deadlines for the roles' worker threads.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "polnode/base/clock.h"
 #include "polnode/roles/dispute_duty.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/ledger/genesis_file.h"
@@ -48,6 +50,8 @@ using testing::RawPubKey;
 
 constexpr std::uint64_t kFunds = 100'000;
 constexpr std::uint64_t kPayment = 10'000;
+// How far the roles' clock moves in one round of RunUntil.
+constexpr auto kRoundTime = 100ms;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -102,9 +106,24 @@ class RolesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (Daemon& d : daemons_) d.role->Stop();
+    for (Daemon& d : daemons_) StopRole(*d.role);
     daemons_.clear();
     if (server_) server_->Stop();
+  }
+
+  // Stops `role` while a helper thread keeps the roles' clock moving: Stop waits for the role's
+  // worker, which may be asleep on that clock (a fetch retry pause).
+  void StopRole(Role& role) {
+    std::atomic<bool> stopped{false};
+    std::thread pump([&] {
+      while (!stopped) {
+        clock_.Advance(kRoundTime);
+        std::this_thread::sleep_for(1ms);  // only paces the pump: the outcome is the same at any speed
+      }
+    });
+    role.Stop();
+    stopped = true;
+    pump.join();
   }
 
   // A restart of the ledger with other parameters (before any daemon was added).
@@ -159,7 +178,7 @@ class RolesTest : public ::testing::Test {
     std::filesystem::create_directories(d.home);
     d.role = std::move(role);
     d.ctx = std::make_unique<RoleContext>(role_name, d.home, key, *LedgerClient::FromUrl(LedgerUrl()),
-                                          LoopbackFetchPolicy());
+                                          LoopbackFetchPolicy(), clock_);
     daemons_.push_back(std::move(d));
     return daemons_.back();
   }
@@ -174,7 +193,9 @@ class RolesTest : public ::testing::Test {
   // Polls every daemon once per round, then produces a block (every round when `every_round` and
   // no daemon's replay runs, else only when a transaction waits), until `done` or 60 s. A block
   // made while a replay runs on a worker thread would race it (issue 16 item 8): deadlines move
-  // only while the roles are caught up. Pass errors fail the test.
+  // only while the roles are caught up. The roles' clock moves kRoundTime a round, so their pauses
+  // (a fetch retried, a failed check retried) pass in rounds, not in real time. Pass errors fail
+  // the test.
   bool RunUntil(const std::function<bool()>& done, bool every_round) {
     return polnode::testing::Eventually(
         [&] {
@@ -185,6 +206,7 @@ class RolesTest : public ::testing::Test {
             checking = checking || d.ctx->metrics().Get("checking") != 0;
           }
           for (const std::function<void()>& also : each_round_) also();
+          clock_.Advance(kRoundTime);
           if ((every_round && !checking) || ledger_->GetStatus().mempool_size > 0) Block();
           return done();
         },
@@ -303,7 +325,7 @@ class RolesTest : public ::testing::Test {
     solver_home_ = dir_.File("solver");
     std::filesystem::create_directories(solver_home_);
     solver_ctx_ = std::make_unique<RoleContext>("solver", solver_home_, solver_, *LedgerClient::FromUrl(LedgerUrl()),
-                                                LoopbackFetchPolicy());
+                                                LoopbackFetchPolicy(), clock_);
     solver_backend_ = kernels::MakeReferenceBackend();
     DisputeParty party;
     party.document = document_;
@@ -364,6 +386,8 @@ class RolesTest : public ::testing::Test {
   const consensus::SecretKey lazy_ = KeyFromByte(0x14);
   const consensus::SecretKey whistleblower_ = KeyFromByte(0x15);
   const std::string secret_ = std::string(32, 's');
+  // The roles' time (RunUntil moves it); declared before anything that may hold it.
+  ManualClock clock_;
   proto::Params params_;
   polnode::testing::TempDir dir_;
   testing::TaskServer task_server_;
@@ -431,9 +455,9 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   restarted.role = std::make_unique<VerifierRole>(VerifierOptions{false, VerifierStake(), "reference", 1, TinyLoader()});
   restarted.ctx =
       std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()),
-                                    LoopbackFetchPolicy());
+                                    LoopbackFetchPolicy(), clock_);
   restarted.home = verifier.home;
-  verifier.role->Stop();
+  StopRole(*verifier.role);
   daemons_.clear();
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(restarted.role->Poll(*restarted.ctx).ok());
@@ -449,7 +473,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   // An accept commits to no end state.
   EXPECT_EQ(slot->segment_digests_size(), 0);
   EXPECT_EQ(ReadFile(report_path), report);
-  restarted.role->Stop();
+  StopRole(*restarted.role);
 }
 
 // A cheat in the final segment (which every verifier replays): the honest verifier rejects it, the

@@ -10,8 +10,10 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/solver/prover.h"
 #include "polnode/solver/trainer.h"
 #include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/temp_dir.h"
 
 namespace polnode::solver {
 namespace {
@@ -101,6 +103,32 @@ TEST(DeterminismTest, ReferenceAndCpuBackendsReproduceTheGoldenHashes) {
     EXPECT_TRUE(it != golden.end() && it->second == reference)
         << "the evaluation order changed, or the golden file lacks it; expected line: " << name
         << " " << reference;
+  }
+}
+
+// The golden hashes hold for the path proofs take too: each golden run, posed as a task, proves to
+// a final checkpoint with the golden state hash.
+TEST(DeterminismTest, TheProverCommitsToTheGoldenHashes) {
+  POLNODE_REQUIRE_FASHION_MNIST(data);
+  const std::map<std::string, std::string> golden = ReadGoldenFile();
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 2);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  for (const auto& [name, config] : GoldenRuns()) {
+    TaskSpec task;
+    task.model = config.model;
+    task.dataset_hash = DatasetContentHash(*data);
+    task.optimizer = config.optimizer;
+    task.batch = config.batch;
+    task.steps = config.steps;
+    task.checkpoint_interval = config.steps / 2;
+    task.seed = config.seed;
+    polnode::testing::TempDir dir("golden-prove");
+    ProveOptions options;
+    options.out_dir = dir.path();
+    Result<ProveResult> proved = Prove(task, *data, **backend, options);
+    ASSERT_TRUE(proved.ok()) << name << ": " << proved.status().ToString();
+    ASSERT_EQ(proved->manifest.checkpoint_hashes.size(), 3u);
+    EXPECT_EQ(consensus::ToHex(proved->manifest.checkpoint_hashes.back()), golden.at(name)) << name;
   }
 }
 

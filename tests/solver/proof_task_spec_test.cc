@@ -40,6 +40,25 @@ TEST(ProofTaskSpecTest, ParsesTheTomlForm) {
   EXPECT_EQ(consensus::ToHex(t->dataset_hash), "38d6d7e03e97342ea8c436c657cc3511156956bebf1551d93a26b82e876e6dc6");
 }
 
+// A task that names its optimizer but no rate trains at that optimizer's default, the one
+// `polnode train --optimizer` uses (DefaultLearningRate), not at the SGD default.
+TEST(ProofTaskSpecTest, ATaskWithoutARateGetsItsOptimizersDefault) {
+  std::string adam(kToml);
+  adam.replace(adam.find("optimizer = \"sgd\""), 17, "optimizer = \"adam\"");
+  adam.replace(adam.find("lr = 0.05\n"), 10, "");
+  Result<TaskSpec> t = ParseTaskToml(adam);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->optimizer.kind, OptimizerKind::kAdam);
+  EXPECT_EQ(t->optimizer.lr, 0.001f);
+  EXPECT_EQ(t->optimizer.lr, DefaultLearningRate(OptimizerKind::kAdam));
+  std::string sgd(kToml);
+  sgd.replace(sgd.find("lr = 0.05\n"), 10, "");
+  t = ParseTaskToml(sgd);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->optimizer.lr, 0.05f);
+  EXPECT_EQ(OptimizerConfig().lr, DefaultLearningRate(OptimizerKind::kSgd));
+}
+
 TEST(ProofTaskSpecTest, RejectsMalformedToml) {
   const std::string base(kToml);
   auto with = [&](const std::string& from, const std::string& to) {

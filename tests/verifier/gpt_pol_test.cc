@@ -11,6 +11,7 @@
 #include "polnode/solver/prover.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_binding.h"
+#include "polnode/testing/game_descent.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/testing/tiny_gpt.h"
 #include "polnode/verifier/pinpoint.h"
@@ -111,19 +112,7 @@ TEST_F(GptPolTest, ProofCorruptedInTheAttentionSoftmaxIsRejected) {
   EXPECT_FALSE(v.final_segment_ok);
 }
 
-// Descends both parties' step trees as the ledger does and returns the first leaf that differs.
-std::uint64_t Descend(const consensus::GameTree& a, const consensus::GameTree& b) {
-  std::uint32_t level = a.depth();
-  std::uint64_t index = 0;
-  while (level > 0) {
-    Result<proto::GraphMove> ma = AnswerGraphMove(a, level, index, level == a.depth());
-    Result<proto::GraphMove> mb = AnswerGraphMove(b, level, index, level == b.depth());
-    EXPECT_TRUE(ma.ok() && mb.ok());
-    index = ma->left() != mb->left() ? 2 * index : 2 * index + 1;
-    --level;
-  }
-  return index;
-}
+using polnode::testing::Descend;
 
 TEST_F(GptPolTest, PinpointGameLocatesATamperedAttentionOperator) {
   auto reference = kernels::MakeReferenceBackend();

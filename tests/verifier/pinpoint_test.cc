@@ -10,6 +10,7 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/kernels/tile.h"
 #include "polnode/solver/pinpoint_graph.h"
+#include "polnode/testing/game_descent.h"
 #include "polnode/testing/tiny_task.h"
 
 namespace polnode::verifier {
@@ -170,20 +171,7 @@ Hash256 RefereeTileBox(const proto::RefereeMove& move, const proto::PinpointNode
   return values.ok() ? consensus::BlockLeafHash(*values) : Hash256{};
 }
 
-// Descends both parties' trees as the ledger does (GraphMoves only) and returns the leaf it stops
-// at: the first leaf where they differ.
-std::uint64_t Descend(const consensus::GameTree& a, const consensus::GameTree& b) {
-  std::uint32_t level = a.depth();
-  std::uint64_t index = 0;
-  while (level > 0) {
-    Result<proto::GraphMove> ma = AnswerGraphMove(a, level, index, level == a.depth());
-    Result<proto::GraphMove> mb = AnswerGraphMove(b, level, index, level == b.depth());
-    EXPECT_TRUE(ma.ok() && mb.ok());
-    index = ma->left() != mb->left() ? 2 * index : 2 * index + 1;
-    --level;
-  }
-  return index;
-}
+using polnode::testing::Descend;
 
 class PinpointResponderTest : public ::testing::Test {
  protected:

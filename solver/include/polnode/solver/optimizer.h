@@ -17,13 +17,18 @@ namespace polnode::solver {
 /// (kernels::Op::kAdamW); with weight_decay 0 it is plain Adam.
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam };
 
+/// The learning rate a run gets when it names none: 0.05 for kSgd, 0.001 for kAdam. The one
+/// table of defaults: task files (ParseTaskToml), `polnode train` and OptimizerConfig all read it,
+/// so one optimizer trains at one rate wherever it is asked for without a rate.
+constexpr float DefaultLearningRate(OptimizerKind kind) { return kind == OptimizerKind::kAdam ? 0.001f : 0.05f; }
+
 /// The learning rate follows nanoGPT's schedule (kernels::ScheduledLr): a linear warm-up over
 /// warmup_steps, then a cosine decay to min_lr at step decay_steps (0: no decay), min_lr after
 /// it. All three zero (the default): lr is constant. Weight decay applies to every parameter the
 /// model does not exempt (ParamSpec::no_decay), as PyTorch does when given those parameters.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float lr = 0.05f;  // the peak learning rate under a schedule
+  float lr = DefaultLearningRate(OptimizerKind::kSgd);  // the peak learning rate under a schedule
   std::int64_t warmup_steps = 0;
   std::int64_t decay_steps = 0;
   float min_lr = 0.0f;

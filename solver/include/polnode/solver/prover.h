@@ -6,10 +6,10 @@
 //   task.pb              the task (protobuf), so the proof travels with what it claims to prove
 //   progress.bin         checkpoints written so far (see below), for resuming
 //   manifest.pb          the finished manifest (protobuf), written last
-// progress.bin is the canonical encoding String "polnode/pol-progress/v2", Fixed task id,
-// U64 n, n x (Fixed state hash, Fixed blob content hash), U64 m, m x U32 loss bits
-// (m = (n - 1) * k), rewritten atomically after each checkpoint blob is on disk, so it never
-// names a blob that is missing.
+// progress.bin (prove_progress.h: a versioned local archive) names the checkpoints on disk and the
+// losses before the last one; it is rewritten atomically after each checkpoint blob is on disk, so
+// it never names a blob that is missing, and it is read before anything else in the directory is
+// written, so a file this build cannot read, or another task's, is left as it is.
 //
 // Checkpoints are copied on the training thread and encoded, hashed (state hash and blob hash)
 // and written by a writer thread behind a bounded queue, so disk time overlaps the next steps.
@@ -76,8 +76,9 @@ struct ProveResult {
 /// directory holds one for the same task. The manifest (and manifest.pb) is byte-identical
 /// however often the run was interrupted, for the same backend. Errors: those of
 /// TaskStepper::Create; kFailedPrecondition when the data set hash differs from the task's, the
-/// directory's progress belongs to another task, or stop_after_step was reached; kCorruption for
-/// a damaged progress file or checkpoint; kIOError from the disk.
+/// directory's progress belongs to another task or has a newer format, or stop_after_step was
+/// reached; kCorruption for a damaged progress file or checkpoint (each naming the file); kIOError
+/// from the disk.
 Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernels::Backend& backend,
                           const ProveOptions& options);
 

@@ -63,7 +63,8 @@ inline constexpr std::int64_t kMaxCheckpoints = 1 << 20;
 /// Parses the TOML form. Keys: model, model_file (an onnx: model's file), data, dataset_hash (64 hex), optimizer, lr, momentum,
 /// weight_decay, beta1, beta2, eps, warmup_steps, lr_decay_steps, min_lr, grad_clip, batch, steps,
 /// checkpoint_interval, seed, mode ("exact" or "tolerant"), segments. Required: model, dataset_hash, batch, steps, checkpoint_interval, seed;
-/// the others default as OptimizerConfig does (data: "fashion-mnist", mode exact, segments 1).
+/// the others default as OptimizerConfig does, lr by the optimizer (DefaultLearningRate), data
+/// "fashion-mnist", mode exact, segments 1.
 /// kInvalidArgument with the line number for a syntax error, an unknown or repeated key, a value
 /// of the wrong type, or a task ValidateTask refuses; kResourceExhausted above kMaxTaskBytes.
 Result<TaskSpec> ParseTaskToml(std::string_view text);

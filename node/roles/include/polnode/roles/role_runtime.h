@@ -136,7 +136,9 @@ class RoleContext {
 
   /// Sends `payload` as the transaction of duty `name` (a file name: [A-Za-z0-9._-]) unless the
   /// journal shows it was already sent; see DutyState. Errors: the ledger refused the tx outright
-  /// (e.g. kFailedPrecondition) or is unreachable (kUnavailable; nothing is journalled).
+  /// (e.g. kFailedPrecondition) or is unreachable (kUnavailable; nothing is journalled); the
+  /// duty's journal cannot be read (DecodeDutyJournal's errors, naming the file, which is left as
+  /// it is and nothing is sent).
   [[nodiscard]] Result<DutyState> SendDuty(std::string_view name, std::string_view payload_type, std::string payload);
   /// Whether duty `name` was ever sent (journalled).
   bool DutySent(std::string_view name) const;
