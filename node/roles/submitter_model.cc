@@ -7,6 +7,7 @@
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/model_spec.h"
+#include "polnode/solver/onnx_model.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
 
@@ -54,7 +55,7 @@ Result<DeliveredModel> FetchTrainedModel(const FetchPolicy& policy, const std::s
     return Status::Corruption("the final checkpoint of the proof at " + uri + " is not the state its manifest names");
   }
 
-  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(document.model));
+  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::TaskModelSpec(document));
   POLNODE_ASSIGN_OR_RETURN(solver::EvalResult eval, solver::Evaluate(model, state, data.test, backend, kEvalBatch));
   DeliveredModel delivered;
   delivered.path = ModelPath(home, consensus::ToHex(task.id()));
