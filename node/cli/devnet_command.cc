@@ -77,6 +77,8 @@ std::string ReportJson(const DevnetReport& r) {
   if (!r.validator_urls.empty()) {
     w.Key("validators").BeginObject().Key("apis").BeginArray();
     for (const std::string& url : r.validator_urls) w.String(url);
+    w.EndArray().Key("homes").BeginArray();
+    for (const std::string& home : r.validator_homes) w.String(home);
     w.EndArray()
         .Field("agree", r.validators_agree)
         .Field("agreed_height", r.agreed_height)
@@ -141,9 +143,9 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
         << " and the same task outcomes\n";
   }
   out << "logs: " << r.home << "/logs (one file per process)\n";
-  if (!r.tasks.empty() && r.validator_urls.empty()) {
-    out << "audit a task: polnode dispute replay " << r.tasks.front().id_hex.substr(0, 16) << " --home " << r.home
-        << "/ledger\n";
+  if (!r.tasks.empty()) {
+    out << "audit a task: polnode dispute replay " << r.tasks.front().id_hex.substr(0, 16) << " --home "
+        << (r.validator_homes.empty() ? r.home + "/ledger" : r.validator_homes.back()) << "\n";
   }
   out << (r.all_settled && r.audits_match ? "every task settled; every dispute re-executed as the ledger ruled\n"
                                           : "NOT every task settled, or an audit differed\n");

@@ -311,11 +311,13 @@ Status Devnet::StartValidators(const GenesisFile& genesis) {
   options.validators = o_.validators;
   options.chain_id = genesis.spec.chain_id();
   options.genesis_json = FormatGenesisJson(genesis);
+  options.node_home = o_.home + "/ledger";
   POLNODE_ASSIGN_OR_RETURN(validators_, ValidatorNetwork::Create(options, clock_));
   progress_ << "devnet: starting " << o_.validators << " CometBFT validators" << std::endl;
   POLNODE_RETURN_IF_ERROR(validators_->Start());
   for (int i = 0; i < validators_->size(); ++i) {
     report_.validator_urls.push_back(validators_->api_url(i));
+    report_.validator_homes.push_back(validators_->app_home(i));
     report_.logs["validator" + std::to_string(i) + "-app"] = o_.home + "/logs/validator" + std::to_string(i) + "-app.log";
     report_.logs["validator" + std::to_string(i) + "-cometbft"] =
         o_.home + "/logs/validator" + std::to_string(i) + "-cometbft.log";

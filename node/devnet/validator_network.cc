@@ -98,6 +98,12 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
     POLNODE_ASSIGN_OR_RETURN(node.p2p_port, FreePort());
     POLNODE_ASSIGN_OR_RETURN(node.app_port, FreePort());
     POLNODE_ASSIGN_OR_RETURN(node.http_port, FreePort());
+    std::filesystem::create_directories(node.app_home, ec);
+    if (ec) return Status::IOError("cannot create " + node.app_home + ": " + ec.message());
+    for (const char* file : {"genesis.json", "config.toml"}) {
+      POLNODE_ASSIGN_OR_RETURN(std::string text, ReadText(options.node_home + "/" + file));
+      POLNODE_RETURN_IF_ERROR(WriteFileAtomically(node.app_home + "/" + file, text));
+    }
     net->nodes_.push_back(std::move(node));
   }
   for (int i = 0; i < options.validators; ++i) {

@@ -29,6 +29,10 @@ struct ValidatorNetworkOptions {
   int validators = 4;
   std::string chain_id;
   std::string genesis_json;  // polnode's genesis.json text: CometBFT's app_state
+  /// A node home (node_home.h) of this chain: its genesis.json and config.toml are copied into
+  /// every application home, whose store is that home's data directory, so the commands that read
+  /// a node home (`polnode dispute replay --home`) read a validator's chain.
+  std::string node_home;
 };
 
 /// Where the validators agree after a run.
@@ -42,7 +46,8 @@ struct ValidatorAgreement {
 
 class ValidatorNetwork {
  public:
-  /// Runs `cometbft testnet` and configures every node (ports, peers, fast timeouts, app_state).
+  /// Runs `cometbft testnet` and configures every node (ports, peers, fast timeouts, app_state);
+  /// makes the application homes.
   /// kUnavailable when the CometBFT binary is missing; kIOError/kCorruption when its generated files
   /// do not have the expected shape.
   [[nodiscard]] static Result<std::unique_ptr<ValidatorNetwork>> Create(const ValidatorNetworkOptions& options, Clock& clock);
@@ -54,6 +59,8 @@ class ValidatorNetwork {
 
   /// polnode's HTTP API of validator `i` ("http://127.0.0.1:PORT").
   std::string api_url(int i) const;
+  /// Validator `i`'s application home (a node home of the chain; see node_home above).
+  const std::string& app_home(int i) const { return nodes_[static_cast<std::size_t>(i)].app_home; }
   int size() const { return static_cast<int>(nodes_.size()); }
 
   /// Validator `i`'s last committed height, from its API; kUnavailable while it is down.

@@ -102,6 +102,7 @@ struct DevnetReport {
   bool audits_match = false;
   // With validators: their APIs, where they agree at the end, and the killed one's outage.
   std::vector<std::string> validator_urls;
+  std::vector<std::string> validator_homes;  // node homes over each validator's store (dispute replay --home)
   bool validators_agree = false;
   std::uint64_t agreed_height = 0;
   std::string agreed_state_root;           // hex: every validator's state root (app hash) at agreed_height
