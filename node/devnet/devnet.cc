@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "child_process.h"
-#include "validator_network.h"
+#include "polnode/devnet/child_process.h"
+#include "polnode/devnet/validator_network.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"

@@ -1,4 +1,4 @@
-#include "validator_network.h"
+#include "polnode/devnet/validator_network.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,10 +18,6 @@
 namespace polnode::node {
 namespace {
 
-// CometBFT's consensus timeouts for the devnet: a round whose proposer is down (a killed validator)
-// waits timeout_propose; the next height starts timeout_commit after a commit.
-constexpr char kTimeoutPropose[] = "1s";
-constexpr char kTimeoutCommit[] = "500ms";
 
 // A loopback TCP port that was free a moment ago (bound to port 0, then closed).
 Result<std::uint16_t> FreePort() {
@@ -127,8 +123,8 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
         {"proxy_app = \"tcp://127.0.0.1:26658\"", "proxy_app = \"tcp://127.0.0.1:" + std::to_string(node.app_port) + "\""},
         {"laddr = \"tcp://127.0.0.1:26657\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(node.rpc_port) + "\""},
         {"laddr = \"tcp://0.0.0.0:26656\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(node.p2p_port) + "\""},
-        {"timeout_propose = \"3s\"", std::string("timeout_propose = \"") + kTimeoutPropose + "\""},
-        {"timeout_commit = \"1s\"", std::string("timeout_commit = \"") + kTimeoutCommit + "\""},
+        {"timeout_propose = \"3s\"", "timeout_propose = \"" + options.timeout_propose + "\""},
+        {"timeout_commit = \"1s\"", "timeout_commit = \"" + options.timeout_commit + "\""},
     };
     for (const auto& [from, to] : edits) POLNODE_RETURN_IF_ERROR(ReplaceOnce(config, from, to, config_path));
     for (int peer = 0; peer < options.validators; ++peer) {

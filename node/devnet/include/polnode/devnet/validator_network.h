@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.h"
+#include "polnode/devnet/child_process.h"
 #include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 #include "polnode/contracts.pb.h"
@@ -33,6 +33,12 @@ struct ValidatorNetworkOptions {
   /// every application home, whose store is that home's data directory, so the commands that read
   /// a node home (`polnode dispute replay --home`) read a validator's chain.
   std::string node_home;
+  /// CometBFT's timeout_commit: the pause after each block (the devnet's default leaves the roles'
+  /// polls time to see each block; a benchmark may go faster).
+  std::string timeout_commit = "500ms";
+  /// CometBFT's timeout_propose: how long a round whose proposer is down (a killed validator)
+  /// waits before the next proposer's round.
+  std::string timeout_propose = "1s";
 };
 
 /// Where the validators agree after a run.
