@@ -9,8 +9,8 @@
 //     seen - post start, p50/p99. Both sides make a block every `--block-ms` (the ledger's block
 //     interval; CometBFT's timeout_commit);
 //   - catch-up: validator 3 (CometBFT and application) is killed with SIGKILL, the other three make
-//     `--catch-up-blocks` blocks (timeout_propose 200 ms, so the rounds it would propose pass
-//     quickly), and it is restarted; the time from its restart until it has
+//     `--catch-up-blocks` blocks (timeout_propose, timeout_prevote and timeout_precommit 200 ms,
+//     so the rounds it would propose pass quickly), and it is restarted; the time from its restart until it has
 //     every one of them (its API reports the height the others had at the restart).
 // Signing is never timed.
 //
@@ -237,6 +237,8 @@ void Print(const char* name, const Result& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Each result line as it is measured, also when stdout is a file and a later phase is killed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -298,6 +300,7 @@ int main(int argc, char** argv) {
   // A round whose proposer is the killed validator waits this long: short, so the three make their
   // blocks at close to their usual rate.
   options.timeout_propose = "200ms";
+  options.timeout_vote = "200ms";
   std::unique_ptr<node::ValidatorNetwork> net =
       Must(node::ValidatorNetwork::Create(options, polnode::SystemClock()), "validator network");
   Must(net->Start(), "validators start");

@@ -125,6 +125,8 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
         {"laddr = \"tcp://0.0.0.0:26656\"", "laddr = \"tcp://127.0.0.1:" + std::to_string(node.p2p_port) + "\""},
         {"timeout_propose = \"3s\"", "timeout_propose = \"" + options.timeout_propose + "\""},
         {"timeout_commit = \"1s\"", "timeout_commit = \"" + options.timeout_commit + "\""},
+        {"timeout_prevote = \"1s\"", "timeout_prevote = \"" + options.timeout_vote + "\""},
+        {"timeout_precommit = \"1s\"", "timeout_precommit = \"" + options.timeout_vote + "\""},
     };
     for (const auto& [from, to] : edits) POLNODE_RETURN_IF_ERROR(ReplaceOnce(config, from, to, config_path));
     for (int peer = 0; peer < options.validators; ++peer) {

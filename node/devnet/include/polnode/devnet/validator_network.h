@@ -39,6 +39,9 @@ struct ValidatorNetworkOptions {
   /// CometBFT's timeout_propose: how long a round whose proposer is down (a killed validator)
   /// waits before the next proposer's round.
   std::string timeout_propose = "1s";
+  /// CometBFT's timeout_prevote and timeout_precommit: a round without a proposal (its proposer
+  /// down) waits them out after nil votes before the next round.
+  std::string timeout_vote = "1s";
 };
 
 /// Where the validators agree after a run.
