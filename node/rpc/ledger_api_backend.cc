@@ -50,11 +50,11 @@ Status WithCode(StatusCode code, std::string message) {
   return Status::Internal(std::move(message));
 }
 
+// rapidjson's member iterators compare ambiguously under C++20 (clang rejects `it == MemberEnd()`),
+// so members are looked up with HasMember and operator[].
 std::string_view StringMember(const rapidjson::Value& object, const char* name) {
-  if (!object.IsObject()) return {};
-  const auto it = object.FindMember(name);
-  if (it == object.MemberEnd() || !it->value.IsString()) return {};
-  return std::string_view(it->value.GetString(), it->value.GetStringLength());
+  if (!object.IsObject() || !object.HasMember(name) || !object[name].IsString()) return {};
+  return std::string_view(object[name].GetString(), object[name].GetStringLength());
 }
 
 }  // namespace
@@ -70,9 +70,10 @@ std::string BroadcastTxSyncRequest(std::string_view tx) {
 Status ParseBroadcastTxSyncAnswer(std::string_view body) {
   Result<rapidjson::Document> doc = ParseJson(body);
   if (!doc.ok() || !doc->IsObject()) return Status::Corruption("CometBFT's broadcast_tx_sync answer is not a JSON object");
-  if (const auto error = doc->FindMember("error"); error != doc->MemberEnd()) {
-    const std::string data(StringMember(error->value, "data"));
-    const std::string message(StringMember(error->value, "message"));
+  if (doc->HasMember("error")) {
+    const rapidjson::Value& error = (*doc)["error"];
+    const std::string data(StringMember(error, "data"));
+    const std::string message(StringMember(error, "message"));
     // CometBFT's mempool cache refuses a tx it has seen, before CheckTx: the same duplicate the
     // embedded ledger's pool reports.
     if (data.find("tx already exists in cache") != std::string::npos) {
@@ -80,18 +81,17 @@ Status ParseBroadcastTxSyncAnswer(std::string_view body) {
     }
     return Status::Unavailable("CometBFT refused the transaction: " + message + (data.empty() ? "" : ": " + data));
   }
-  const auto result = doc->FindMember("result");
-  if (result == doc->MemberEnd() || !result->value.IsObject()) {
+  if (!doc->HasMember("result") || !(*doc)["result"].IsObject()) {
     return Status::Corruption("CometBFT's broadcast_tx_sync answer has neither result nor error");
   }
-  const auto code = result->value.FindMember("code");
-  if (code == result->value.MemberEnd() || !code->value.IsUint()) {
+  const rapidjson::Value& result = (*doc)["result"];
+  if (!result.HasMember("code") || !result["code"].IsUint()) {
     return Status::Corruption("CometBFT's broadcast_tx_sync result has no code");
   }
-  const unsigned value = code->value.GetUint();
+  const unsigned value = result["code"].GetUint();
   if (value == 0) return Status::Ok();
-  std::string log(StringMember(result->value, "log"));
-  if (StringMember(result->value, "codespace") != kPolnodeCodespace || value > static_cast<unsigned>(StatusCode::kInternal)) {
+  std::string log(StringMember(result, "log"));
+  if (StringMember(result, "codespace") != kPolnodeCodespace || value > static_cast<unsigned>(StatusCode::kInternal)) {
     return Status::InvalidArgument("CheckTx refused the transaction with code " + std::to_string(value) + ": " + log);
   }
   const auto status_code = static_cast<StatusCode>(value);
