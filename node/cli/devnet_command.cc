@@ -73,7 +73,23 @@ std::string ReportJson(const DevnetReport& r) {
         .Field("change", a.change())
         .EndObject();
   }
-  w.EndArray().Key("logs").BeginObject();
+  w.EndArray();
+  if (!r.validator_urls.empty()) {
+    w.Key("validators").BeginObject().Key("apis").BeginArray();
+    for (const std::string& url : r.validator_urls) w.String(url);
+    w.EndArray().Key("homes").BeginArray();
+    for (const std::string& home : r.validator_homes) w.String(home);
+    w.EndArray()
+        .Field("agree", r.validators_agree)
+        .Field("agreed_height", r.agreed_height)
+        .Field("agreed_state_root", r.agreed_state_root)
+        .Field("difference", r.validators_difference)
+        .Field("killed_at_height", r.validator_killed_at)
+        .Field("missed_blocks", r.validator_missed_blocks)
+        .Field("catch_up_seconds", r.validator_catch_up_seconds)
+        .EndObject();
+  }
+  w.Key("logs").BeginObject();
   for (const auto& [name, path] : r.logs) w.Field(name, path);
   w.EndObject().EndObject();
   return w.str();
@@ -113,10 +129,23 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
       << 100 * r.disputing_seconds / r.wall_seconds << "%); protocol overhead (wall minus training) "
       << std::setprecision(2) << overhead << "x the training time\n";
   if (r.ledger_down_seconds > 0) out << "ledger outage: down " << r.ledger_down_seconds << " s, then served again\n";
+  if (!r.validator_urls.empty()) {
+    out << r.validator_urls.size() << " CometBFT validators (polnode APIs:";
+    for (const std::string& url : r.validator_urls) out << " " << url;
+    out << ")\n";
+    if (r.validator_killed_at > 0) {
+      out << "  validator " << r.validator_urls.size() - 1 << " killed (SIGKILL) at height " << r.validator_killed_at
+          << "; after a restart it caught up " << r.validator_missed_blocks << " blocks in " << r.validator_catch_up_seconds
+          << " s\n";
+    }
+    out << "  " << (r.validators_agree ? "every validator has" : "validators DIFFER: " + r.validators_difference + "; expected")
+        << " state root " << r.agreed_state_root.substr(0, 16) << " at height " << r.agreed_height
+        << " and the same task outcomes\n";
+  }
   out << "logs: " << r.home << "/logs (one file per process)\n";
   if (!r.tasks.empty()) {
-    out << "audit a task: polnode dispute replay " << r.tasks.front().id_hex.substr(0, 16) << " --home " << r.home
-        << "/ledger\n";
+    out << "audit a task: polnode dispute replay " << r.tasks.front().id_hex.substr(0, 16) << " --home "
+        << (r.validator_homes.empty() ? r.home + "/ledger" : r.validator_homes.back()) << "\n";
   }
   out << (r.all_settled && r.audits_match ? "every task settled; every dispute re-executed as the ledger ruled\n"
                                           : "NOT every task settled, or an audit differed\n");
@@ -151,6 +180,18 @@ Status Run(const FlagSet& flags, Io& io) {
   o.ledger_outage = std::chrono::seconds(outage);
   POLNODE_ASSIGN_OR_RETURN(std::int64_t base_port, flags.GetInt("base-port", 0, 65535 - 6));
   o.base_port = static_cast<std::uint16_t>(base_port);
+  if (flags.Given("validators")) {
+    POLNODE_ASSIGN_OR_RETURN(std::int64_t validators, flags.GetInt("validators", 1, 16));
+    o.validators = static_cast<int>(validators);
+  }
+  o.kill_validator = flags.GetBool("kill-validator");
+  if (o.kill_validator && o.validators < 4) {
+    return Status::InvalidArgument("--kill-validator needs --validators 4 or more (3 of 4 keep the chain going)");
+  }
+  if (flags.Given("cometbft")) o.cometbft = flags.Get("cometbft");
+  if (o.validators > 0 && (o.ledger_outage.count() > 0 || o.base_port != 0)) {
+    return Status::InvalidArgument("--ledger-outage-s and --base-port are for the embedded ledger, not --validators");
+  }
   if (o.steps % o.checkpoint_interval != 0) return Status::InvalidArgument("--steps must be a multiple of --checkpoint-interval");
 
   std::ostream& progress = flags.json() ? io.err : io.out;
@@ -202,6 +243,15 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
               "serve the ledger on 127.0.0.1:P and the six role daemons on P+1..P+6 (solver-honest, solver-cheat, "
               "verifier-honest, verifier-lazy, whistleblower, submitter); 0: free ports the system picks",
               "0");
+  flags.Value("validators", "N",
+              "run the chain on N CometBFT validators (each with its own `polnode abci --http` application, on "
+              "loopback; roles spread over their APIs) instead of the embedded ledger; the windows are wider in "
+              "blocks, since CometBFT makes blocks on its own timer",
+              "4");
+  flags.Bool("kill-validator",
+             "with --validators: once a task is claimed, kill the last validator (SIGKILL, CometBFT and application), "
+             "restart it after the others made 20 blocks and time its catch-up");
+  flags.Value("cometbft", "PATH", "the CometBFT binary for --validators", "/opt/polnode-cometbft/v0.38.26/bin/cometbft");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);
   return kExitOk;

@@ -11,7 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "child_process.h"
+#include "polnode/devnet/child_process.h"
+#include "polnode/devnet/validator_network.h"
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
@@ -20,6 +21,7 @@
 #include "polnode/kernels/op.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/roles/solver_role.h"
+#include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
@@ -139,6 +141,10 @@ class Devnet {
   Status PaceBlocks();
   Status RestartMidTask();
   Status LedgerOutage();
+  Status StartValidators(const GenesisFile& genesis);
+  Status KillValidatorMidTask();
+  Status CheckValidators();
+  const std::string& LedgerUrlFor(const Member& m) const;
   Status CollectReport();
   void StopAll();
   std::string NameOf(std::string_view pubkey) const;
@@ -163,6 +169,7 @@ class Devnet {
   std::map<std::string, double> passes_at_block_;
   // Guards members_' processes and URLs, which RestartMidTask replaces while Monitor reads them.
   std::mutex members_mu_;
+  std::unique_ptr<ValidatorNetwork> validators_;  // with o_.validators > 0, instead of the ledger process
 };
 
 std::string Devnet::NameOf(std::string_view pubkey) const {
@@ -227,8 +234,9 @@ Status Devnet::SetUp() {
   members_[2].extra_flags = {"--threads", "1"};
   members_[3].extra_flags = {"--lazy", "--threads", "1"};
   members_[4].extra_flags = {"--threads", "1"};
-  members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window", "300",
-                             "--training-window", "1200"};
+  members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window",
+                             o_.validators > 0 ? std::to_string(kValidatorClaimWindow) : "300", "--training-window",
+                             o_.validators > 0 ? std::to_string(kValidatorTrainingWindow) : "1200"};
   if (o_.base_port != 0) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       members_[i].extra_flags.push_back("--listen");
@@ -268,6 +276,7 @@ Status Devnet::SetUp() {
   p.set_max_training_window(100'000);
   p.set_publish_window(600);
   p.set_seed_reveal_window(300);
+  if (o_.validators > 0) ValidatorWindows(p);
   // Locks grow with the payment (contracts/locks.h). Each verifier keeps kSlotsPerTask - 1 locks
   // free, so both hold slots of every task; a second task drawn before they top up the first's
   // locks again (the tasks run side by side) still finds both unless the first took all 8 locks
@@ -288,6 +297,101 @@ Status Devnet::SetUp() {
     report_.accounts.push_back(account);
   }
   ledger_pubkey_ = created.node_pubkey;
+  if (o_.validators > 0) POLNODE_RETURN_IF_ERROR(StartValidators(genesis));
+  return Status::Ok();
+}
+
+// The validators take the embedded ledger's place: the genesis SetUp made is their app_state.
+Status Devnet::StartValidators(const GenesisFile& genesis) {
+  ValidatorNetworkOptions options;
+  options.dir = o_.home + "/validators";
+  options.log_dir = o_.home + "/logs";
+  options.polnode = self_;
+  options.cometbft = o_.cometbft;
+  options.validators = o_.validators;
+  options.chain_id = genesis.spec.chain_id();
+  options.genesis_json = FormatGenesisJson(genesis);
+  options.node_home = o_.home + "/ledger";
+  POLNODE_ASSIGN_OR_RETURN(validators_, ValidatorNetwork::Create(options, clock_));
+  progress_ << "devnet: starting " << o_.validators << " CometBFT validators" << std::endl;
+  POLNODE_RETURN_IF_ERROR(validators_->Start());
+  for (int i = 0; i < validators_->size(); ++i) {
+    report_.validator_urls.push_back(validators_->api_url(i));
+    report_.validator_homes.push_back(validators_->app_home(i));
+    report_.logs["validator" + std::to_string(i) + "-app"] = o_.home + "/logs/validator" + std::to_string(i) + "-app.log";
+    report_.logs["validator" + std::to_string(i) + "-cometbft"] =
+        o_.home + "/logs/validator" + std::to_string(i) + "-cometbft.log";
+  }
+  report_.logs.erase("ledger");
+  return Status::Ok();
+}
+
+// Role i talks to validator i mod N; without validators every role talks to the ledger.
+const std::string& Devnet::LedgerUrlFor(const Member& m) const {
+  if (report_.validator_urls.empty()) return report_.ledger_url;
+  const std::size_t index = static_cast<std::size_t>(&m - members_.data());
+  return report_.validator_urls[index % report_.validator_urls.size()];
+}
+
+// Blocks the other validators make while the killed one is down.
+constexpr std::uint64_t kKilledValidatorBlocks = 20;
+
+Status Devnet::KillValidatorMidTask() {
+  // Once a task is claimed (training, proofs, verdicts and games still to come), the last
+  // validator dies with SIGKILL, CometBFT node and application both; the others go on, and the
+  // roles that used its API ride the outage out.
+  const Clock::TimePoint deadline = clock_.Now() + std::chrono::seconds(300);
+  while (true) {
+    Result<contracts::TaskPage> page = ledger_->Tasks(0, 100);
+    bool in_flight = false;
+    if (page.ok()) {
+      for (const proto::Task& task : page->tasks) {
+        in_flight = in_flight || (task.status() != proto::TASK_OPEN && task.status() != proto::TASK_SETTLED &&
+                                  task.status() != proto::TASK_CANCELLED);
+      }
+    }
+    if (in_flight) break;
+    if (clock_.Now() > deadline) return Status::Unavailable("no task was claimed within 300 s");
+    clock_.SleepFor(std::chrono::milliseconds(20));
+  }
+  const int victim = validators_->size() - 1;
+  POLNODE_ASSIGN_OR_RETURN(report_.validator_killed_at, validators_->Height(0));
+  validators_->Kill(victim);
+  progress_ << "devnet: killed validator " << victim << " (SIGKILL, CometBFT and application) at height "
+            << report_.validator_killed_at << std::endl;
+  while (true) {
+    Result<std::uint64_t> height = validators_->Height(0);
+    if (height.ok() && *height >= report_.validator_killed_at + kKilledValidatorBlocks) break;
+    if (clock_.Now() > deadline + std::chrono::seconds(300)) {
+      return Status::Unavailable("the remaining validators made no " + std::to_string(kKilledValidatorBlocks) + " blocks");
+    }
+    clock_.SleepFor(std::chrono::milliseconds(20));
+  }
+  POLNODE_RETURN_IF_ERROR(validators_->Restart(victim));
+  const Clock::TimePoint restarted = clock_.Now();
+  POLNODE_ASSIGN_OR_RETURN(const std::uint64_t target, validators_->Height(0));
+  report_.validator_missed_blocks = target - report_.validator_killed_at;
+  while (true) {
+    Result<std::uint64_t> height = validators_->Height(victim);
+    if (height.ok() && *height >= target) break;
+    if (clock_.Now() > restarted + std::chrono::seconds(300)) {
+      return Status::Unavailable("validator " + std::to_string(victim) + " did not catch up to height " + std::to_string(target));
+    }
+    clock_.SleepFor(std::chrono::milliseconds(20));
+  }
+  report_.validator_catch_up_seconds = std::chrono::duration<double>(clock_.Now() - restarted).count();
+  progress_ << "devnet: validator " << victim << " restarted and caught up " << report_.validator_missed_blocks
+            << " blocks in " << report_.validator_catch_up_seconds << " s" << std::endl;
+  return Status::Ok();
+}
+
+// Every validator has the same state root at a common height and the same task outcomes.
+Status Devnet::CheckValidators() {
+  POLNODE_ASSIGN_OR_RETURN(ValidatorAgreement agreement, validators_->Agreement(std::chrono::seconds(120)));
+  report_.validators_agree = agreement.agree;
+  report_.agreed_height = agreement.height;
+  report_.agreed_state_root = agreement.state_root_hex;
+  report_.validators_difference = agreement.difference;
   return Status::Ok();
 }
 
@@ -307,7 +411,7 @@ Result<std::string> Devnet::StartLedger(const std::string& listen) {
 }
 
 Status Devnet::Start(Member& m) {
-  std::vector<std::string> argv = {self_, m.role, "--home", o_.home + "/" + m.name, "--ledger", report_.ledger_url,
+  std::vector<std::string> argv = {self_, m.role, "--home", o_.home + "/" + m.name, "--ledger", LedgerUrlFor(m),
                                    "--poll-ms", "100", "--json"};
   argv.insert(argv.end(), m.extra_flags.begin(), m.extra_flags.end());
   const std::string log = Log(m.name);
@@ -437,6 +541,7 @@ Status Devnet::LedgerOutage() {
 // number, not the time they take, bounds how far such blocks move the deadlines. No block while
 // the ledger is down (an outage).
 Status Devnet::PaceBlocks() {
+  if (validators_) return Status::Ok();  // CometBFT makes the blocks
   if (clock_.Now() < last_block_ + std::chrono::milliseconds(o_.block_interval_ms)) return Status::Ok();
   Result<std::string> status = ledger_->GetJson("/v1/status");
   if (!status.ok()) return Status::Ok();  // the ledger is down
@@ -477,9 +582,10 @@ Status Devnet::Monitor() {
   const auto deadline = started_ + o_.timeout;
   Clock::TimePoint last = clock_.Now();
   std::map<std::string, std::string> last_status;
-  std::optional<std::thread> restarter, outage;
-  Status restart_status, outage_status;
+  std::optional<std::thread> restarter, outage, validator_killer;
+  Status restart_status, outage_status, validator_kill_status;
   if (o_.restart_roles) restarter.emplace([&] { restart_status = RestartMidTask(); });
+  if (validators_ && o_.kill_validator) validator_killer.emplace([&] { validator_kill_status = KillValidatorMidTask(); });
   if (o_.ledger_outage.count() > 0) outage.emplace([&] { outage_status = LedgerOutage(); });
   Status result;
   while (true) {
@@ -518,8 +624,10 @@ Status Devnet::Monitor() {
   }
   if (restarter) restarter->join();
   if (outage) outage->join();
+  if (validator_killer) validator_killer->join();
   POLNODE_RETURN_IF_ERROR(result);
   POLNODE_RETURN_IF_ERROR(outage_status);
+  POLNODE_RETURN_IF_ERROR(validator_kill_status);
   return restart_status;
 }
 
@@ -607,13 +715,18 @@ void Devnet::StopAll() {
     if (it->process) it->process->Stop(std::chrono::seconds(5));
   }
   if (ledger_process_) ledger_process_->Stop(std::chrono::seconds(10));
+  if (validators_) validators_->StopAll();
 }
 
 Result<DevnetReport> Devnet::Run() {
   started_ = clock_.Now();
   POLNODE_RETURN_IF_ERROR(SetUp());
-  POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:" + std::to_string(o_.base_port)));
-  report_.ledger_url = "http://" + ledger_listen_;
+  if (validators_) {
+    report_.ledger_url = report_.validator_urls.front();
+  } else {
+    POLNODE_ASSIGN_OR_RETURN(ledger_listen_, StartLedger("127.0.0.1:" + std::to_string(o_.base_port)));
+    report_.ledger_url = "http://" + ledger_listen_;
+  }
   POLNODE_ASSIGN_OR_RETURN(LedgerClient client, LedgerClient::FromUrl(report_.ledger_url));
   ledger_.emplace(std::move(client));
   progress_ << "devnet: ledger at " << report_.ledger_url << std::endl;
@@ -625,6 +738,7 @@ Result<DevnetReport> Devnet::Run() {
   POLNODE_RETURN_IF_ERROR(Start(members_.back()));
   POLNODE_RETURN_IF_ERROR(Monitor());
   POLNODE_RETURN_IF_ERROR(CollectReport());
+  if (validators_) POLNODE_RETURN_IF_ERROR(CheckValidators());
   StopAll();
   return report_;
 }

@@ -163,6 +163,52 @@ Hash256 AbciApp::state_root() const {
   return tip_header_.state_root;
 }
 
+LedgerStatus AbciApp::GetStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LedgerStatus status;
+  status.chain_id = chain_id_;
+  if (chain_id_.empty()) return status;
+  status.height = tip_header_.height;
+  status.tip_hash = consensus::BlockHash(tip_header_);
+  status.state_root = tip_header_.state_root;
+  status.tip_time_unix_ms = tip_header_.time_unix_ms;
+  status.mempool_size = mempool_->size();
+  return status;
+}
+
+Result<std::string> AbciApp::GetEncodedBlock(std::uint64_t height) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The store holds the block being committed only once Commit wrote it; past the tip is NotFound
+  // whatever RocksDB holds, so a reader never sees a height the app has not answered Commit for.
+  if (chain_id_.empty() || height > tip_header_.height) {
+    return Status::NotFound("no block " + std::to_string(height) + " (the tip is " + std::to_string(tip_header_.height) + ")");
+  }
+  return store_->GetEncodedBlock(height);
+}
+
+Result<consensus::TxLocation> AbciApp::FindTx(const Hash256& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_->FindTx(id);
+}
+
+bool AbciApp::IsPending(const Hash256& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mempool_ != nullptr && mempool_->Contains(id);
+}
+
+std::optional<std::uint64_t> AbciApp::NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (mempool_ == nullptr) return std::nullopt;
+  return mempool_->NextPendingNonce(signer);
+}
+
+Result<std::string> AbciApp::ReadCommitted(const std::function<Result<std::string>(const contracts::StateStore&)>& read) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  POLNODE_RETURN_IF_ERROR(RequireChain());
+  const BlockState committed(*store_);
+  return read(committed);
+}
+
 abci::Response AbciApp::Handle(const abci::Request& request) {
   std::lock_guard<std::mutex> lock(mu_);
   abci::Response response;
@@ -316,6 +362,7 @@ abci::ResponseCheckTx AbciApp::CheckTx(const abci::RequestCheckTx& request) {
     } else {
       const BlockState committed(*store_);
       status = mempool_->Add(request.tx(), [&](consensus::PendingTx& tx) { return CheckPending(tx, committed); }).status();
+      (status.ok() ? counters_.txs_accepted : counters_.txs_rejected).fetch_add(1, std::memory_order_relaxed);
     }
   }
   response.set_code(AbciCode(status.code()));
@@ -453,6 +500,12 @@ Result<abci::ResponseCommit> AbciApp::Commit() {
   POLNODE_ASSIGN_OR_RETURN(consensus::PreparedCommit prepared, store_->Prepare(record, block.state->delta()));
   POLNODE_RETURN_IF_ERROR(store_->Write(std::move(prepared)));
   tip_header_ = block.block.header;
+  counters_.blocks_produced.fetch_add(1, std::memory_order_relaxed);
+  counters_.txs_committed.fetch_add(record.tx_ids.size(), std::memory_order_relaxed);
+  counters_.txs_failed.fetch_add(
+      static_cast<std::uint64_t>(std::count_if(record.tx_outcomes.begin(), record.tx_outcomes.end(),
+                                               [](const consensus::TxOutcome& o) { return o.code != StatusCode::kOk; })),
+      std::memory_order_relaxed);
   POLNODE_RETURN_IF_ERROR(app_.Commit().status());
   mempool_->Remove(block.ids);
   const BlockState committed(*store_);

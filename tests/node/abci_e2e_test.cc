@@ -2,6 +2,8 @@
 // one-validator home on loopback ports, `polnode abci` and `cometbft start` run as real processes,
 // signed polnode transactions go in through CometBFT's RPC (broadcast_tx_sync over HTTP), reads come
 // back through abci_query, and the app hash CometBFT puts in its headers is polnode's state root.
+// The roles' LedgerClient then uses polnode's HTTP API on the validator (`polnode abci --http`):
+// nonce, post (forwarded to CometBFT), wait for the block, account and params reads.
 // Then both are killed with SIGKILL and restarted (the handshake resumes at the same height and app
 // hash), and a polnode with an empty store is started under the same CometBFT node (the handshake
 // replays every block from genesis and reaches the same state).
@@ -22,11 +24,13 @@
 #include <sstream>
 #include <string>
 
+#include "polnode/base/clock.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/http_client.h"
+#include "polnode/rpc/ledger_client.h"
 #include "polnode/testing/eventually.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/ledger_process.h"
@@ -172,15 +176,22 @@ class ValidatorNode {
     const std::string out = app_home + ".out";
     std::filesystem::create_directories(app_home);
     auto started = app_.Start({polnode::testing::PolnodeBinary(), "abci", "--home", app_home, "--json", "--listen",
-                               "tcp://127.0.0.1:" + std::to_string(app_port_)},
+                               "tcp://127.0.0.1:" + std::to_string(app_port_), "--http", "127.0.0.1:0", "--comet-rpc",
+                               "http://127.0.0.1:" + std::to_string(rpc_.port)},
                               out, app_home + ".log");
     if (!started) return started;
     if (!Eventually([&] { return ReadFile(out).find('\n') != std::string::npos; }, kWait)) {
       return ::testing::AssertionFailure() << "polnode abci did not start: " << ReadFile(app_home + ".log");
     }
     startup = ReadFile(out);
+    const std::size_t at = startup.find("\"http_port\":");
+    if (at == std::string::npos) return ::testing::AssertionFailure() << "no http_port in " << startup;
+    http_port_ = static_cast<std::uint16_t>(std::stoul(startup.substr(at + 12)));
     return ::testing::AssertionSuccess();
   }
+
+  // The roles' client of polnode's HTTP API on this validator (`polnode abci --http`).
+  LedgerClient Api() const { return *LedgerClient::FromUrl("http://127.0.0.1:" + std::to_string(http_port_)); }
 
   ::testing::AssertionResult StartComet() {
     auto started = comet_.Start({CometbftBinary(), "start", "--home", comet_home_}, comet_home_ + ".out", comet_home_ + ".log");
@@ -268,6 +279,7 @@ class ValidatorNode {
   HttpEndpoint rpc_;
   std::uint16_t p2p_port_;
   std::uint16_t app_port_;
+  std::uint16_t http_port_ = 0;
   DaemonProcess app_;
   DaemonProcess comet_;
 };
@@ -320,6 +332,34 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   EXPECT_EQ(paid.balance(), kBalance - 12345 - 5000 - 2 * fee);
   EXPECT_EQ(paid.nonce(), 2u);
 
+  // The roles' path: polnode's HTTP API on the validator, through the roles' own client. The nonce
+  // comes from the API, the post is forwarded to CometBFT's broadcast_tx_sync, and the tx is
+  // followed to its block; a replay of it is refused as a duplicate.
+  const LedgerClient api = node.Api();
+  Result<LedgerInfo> info = api.Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->chain_id, kChain);
+  Result<LedgerClient::Sent> sent =
+      api.Send(KeyFromByte(1), contracts::payload::kTransfer, polnode::testing::TransferTo(KeyFromByte(2), 55).SerializeAsString());
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  EXPECT_EQ(sent->nonce, 2u);
+  Result<std::uint64_t> committed_at = api.WaitCommitted(sent->id_hex, kWait, SystemClock());
+  ASSERT_TRUE(committed_at.ok()) << committed_at.status().ToString() << "\n" << node.CometLog();
+  const consensus::SecretKey recipient_secret = KeyFromByte(2);
+  const auto& recipient_key = recipient_secret.PublicKey().bytes();
+  Result<proto::Account> via_api =
+      api.Account(std::string_view(reinterpret_cast<const char*>(recipient_key.data()), recipient_key.size()));
+  ASSERT_TRUE(via_api.ok()) << via_api.status().ToString();
+  EXPECT_EQ(via_api->balance(), 12345u + 55u);
+  const Result<std::string> again = api.PostTx(sent->envelope);
+  EXPECT_FALSE(again.ok());
+  Result<proto::Params> api_params = api.Params();
+  ASSERT_TRUE(api_params.ok()) << api_params.status().ToString();
+  EXPECT_EQ(api_params->tx_fee(), fee);
+  paid.Clear();
+  ASSERT_TRUE(paid.ParseFromString(node.Query(sender)));
+  EXPECT_EQ(paid.nonce(), 3u);
+
   // Kill both mid-run. polnode's own store then says where it stands, and CometBFT's next header
   // after that height must carry exactly that state root as its app hash.
   node.KillBoth();
@@ -332,7 +372,7 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   EXPECT_EQ(node.HeaderAppHash(height + 1), app_hash);
   paid.Clear();
   ASSERT_TRUE(paid.ParseFromString(node.Query(sender)));
-  EXPECT_EQ(paid.nonce(), 2u);
+  EXPECT_EQ(paid.nonce(), 3u);
 
   // A polnode with an empty store under the same CometBFT node: the handshake runs InitChain and
   // replays every stored block; CometBFT refuses to go on if any replayed app hash differs.
@@ -346,7 +386,7 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   EXPECT_EQ(node.HeaderAppHash(height + 1), app_hash);
   received.Clear();
   ASSERT_TRUE(received.ParseFromString(node.Query(recipient)));
-  EXPECT_EQ(received.balance(), 12345u);
+  EXPECT_EQ(received.balance(), 12345u + 55u);
   node.KillBoth();
 }
 

@@ -51,6 +51,17 @@ struct DevnetOptions {
   /// solver-cheat, verifier-honest, verifier-lazy, whistleblower, submitter (for firewalls and
   /// dashboards that need fixed addresses).
   std::uint16_t base_port = 0;
+  /// > 0: no embedded ledger; instead this many CometBFT validators (validator_network.h), each with
+  /// its own `polnode abci --http` application, on loopback. The roles are spread over the
+  /// validators' HTTP APIs (role i uses validator i mod N). CometBFT makes the blocks on its own
+  /// timer, so the windows are wider in blocks (ValidatorWindows) instead of the blocks paced.
+  int validators = 0;
+  /// With validators: once a task is in flight, SIGKILL the last validator (CometBFT node and
+  /// application), keep it down while the others make kKilledValidatorBlocks blocks, restart it
+  /// and time its catch-up.
+  bool kill_validator = false;
+  /// The CometBFT binary (the version scripts/install-deps.sh pins).
+  std::string cometbft = "/opt/polnode-cometbft/v0.38.26/bin/cometbft";
 };
 
 struct DevnetGame {
@@ -89,6 +100,16 @@ struct DevnetReport {
   double ledger_down_seconds = 0;  // with a ledger outage: from the kill until it served again
   bool all_settled = false;
   bool audits_match = false;
+  // With validators: their APIs, where they agree at the end, and the killed one's outage.
+  std::vector<std::string> validator_urls;
+  std::vector<std::string> validator_homes;  // node homes over each validator's store (dispute replay --home)
+  bool validators_agree = false;
+  std::uint64_t agreed_height = 0;
+  std::string agreed_state_root;           // hex: every validator's state root (app hash) at agreed_height
+  std::string validators_difference;       // what differed, when !validators_agree
+  std::uint64_t validator_killed_at = 0;   // the network's height when the validator was killed
+  std::uint64_t validator_missed_blocks = 0;  // blocks the others made while it was down
+  double validator_catch_up_seconds = 0;   // from its restart until it had every block made meanwhile
 };
 
 /// Runs the devnet to the end (or options.timeout) and returns its report. `progress` receives one

@@ -36,7 +36,9 @@
 #ifndef POLNODE_LEDGER_ABCI_APP_H_
 #define POLNODE_LEDGER_ABCI_APP_H_
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -53,6 +55,7 @@
 #include "polnode/contracts/application.h"
 #include "polnode/ledger/chain_state.h"
 #include "polnode/ledger/genesis_file.h"
+#include "polnode/ledger/ledger.h"
 
 namespace polnode::node {
 
@@ -82,6 +85,37 @@ class AbciApp {
   /// The last committed height and its state root (what Info answers).
   std::uint64_t height() const;
   consensus::Hash256 state_root() const;
+
+  // The reads polnode's HTTP API serves (rpc/ledger_api.h) from this application's committed
+  // state, the same questions the embedded Ledger answers. Each takes the application mutex, so it
+  // sees whole committed blocks: a block finalized but not yet committed is not visible.
+
+  /// Chain id, last committed height, its block hash, state root and time, and the size of this
+  /// node's pool (the txs its CometBFT's mempool admitted through CheckTx). `producer` stays zero:
+  /// CometBFT's proposers are not polnode accounts. An application before InitChain answers height
+  /// 0 and an empty chain id.
+  LedgerStatus GetStatus() const;
+
+  /// The committed block at `height` in its stored (protobuf) form; kNotFound past the tip.
+  [[nodiscard]] Result<std::string> GetEncodedBlock(std::uint64_t height) const;
+
+  /// Where a committed tx is and how its execution ended; kNotFound if it is in no committed block.
+  [[nodiscard]] Result<consensus::TxLocation> FindTx(const consensus::Hash256& id) const;
+
+  /// Whether this node's pool holds the tx (admitted by CheckTx, not yet in a committed block).
+  bool IsPending(const consensus::Hash256& id) const;
+
+  /// The nonce `signer`'s next tx needs given its txs in this node's pool (Mempool::NextPendingNonce);
+  /// nullopt when it has none there or before InitChain.
+  std::optional<std::uint64_t> NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const;
+
+  /// Calls `read` with the committed state and returns what it returns; no block commits while it
+  /// runs. kFailedPrecondition before InitChain.
+  [[nodiscard]] Result<std::string> ReadCommitted(
+      const std::function<Result<std::string>(const contracts::StateStore&)>& read) const;
+
+  /// Counters for /metrics: txs admitted and refused by CheckTx, txs and blocks committed.
+  const LedgerCounters& counters() const { return counters_; }
 
  private:
   // The finalized block waiting for Commit.
@@ -119,6 +153,7 @@ class AbciApp {
   std::unique_ptr<consensus::Mempool> mempool_;  // made once the chain id is known
   consensus::BlockHeader tip_header_;          // the last committed block's header
   std::optional<PendingBlock> pending_;        // set by FinalizeBlock, consumed by Commit
+  LedgerCounters counters_;
 };
 
 }  // namespace polnode::node

@@ -1,10 +1,13 @@
-// LedgerApi: the HTTP routes of `polnode ledger`, as a pure function from request to response
-// over a Ledger (no sockets; http_server.h carries the bytes).
+// LedgerApi: the HTTP routes of `polnode ledger` and of `polnode abci --http`, as a pure function
+// from request to response over a LedgerBackend (ledger_api_backend.h: the embedded Ledger, or a
+// validator's ABCI application with posts forwarded to its CometBFT node); no sockets,
+// http_server.h carries the bytes.
 //
 //   POST /v1/tx                 body: TxEnvelope protobuf bytes (Content-Type
 //                               application/x-protobuf or application/octet-stream) or the signed
 //                               JSON form of tx_json.h (application/json). 200 {"tx_id": hex}.
 //   GET  /v1/status             chain id, height, tip hash, state root, mempool size, producer
+//                               (zero on a validator: CometBFT's proposers are not polnode accounts)
 //   GET  /v1/blocks/{height}    JSON, or the stored protobuf bytes with Accept: application/x-protobuf;
 //                               {height} may be "latest"
 //   GET  /v1/txs/{id}           {"status": "committed", height, index, "result": "ok"} or, for a tx
@@ -32,17 +35,23 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "polnode/ledger/ledger.h"
 #include "polnode/rpc/http_types.h"
+#include "polnode/rpc/ledger_api_backend.h"
 
 namespace polnode::node {
 
 class LedgerApi {
  public:
-  /// `ledger` must outlive the API.
-  explicit LedgerApi(Ledger& ledger) : ledger_(ledger) {}
+  /// Serves the embedded `ledger`, which must outlive the API.
+  explicit LedgerApi(Ledger& ledger)
+      : embedded_(std::make_unique<EmbeddedLedgerBackend>(ledger)), ledger_(*embedded_) {}
+
+  /// Serves `backend`, which must outlive the API.
+  explicit LedgerApi(LedgerBackend& backend) : ledger_(backend) {}
 
   /// Routes one request. Never throws; every outcome is a response.
   HttpResponse Handle(const HttpRequest& request);
@@ -65,7 +74,8 @@ class LedgerApi {
   HttpResponse QueryById(std::string_view id_hex,
                          const std::function<Result<std::string>(const contracts::StateStore&, const std::string&)>& query);
 
-  Ledger& ledger_;
+  std::unique_ptr<EmbeddedLedgerBackend> embedded_;  // set when constructed from a Ledger
+  LedgerBackend& ledger_;
   std::array<std::atomic<std::uint64_t>, 600> responses_by_code_{};
 };
 
