@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -12,6 +14,7 @@
 
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/kernels/detmath_constants.h"
 #include "polnode/onnx.pb.h"
 
 namespace polnode::solver {
@@ -50,20 +53,136 @@ onnx::NodeProto& AddNode(onnx::GraphProto& graph, const std::string& name, const
   return *n;
 }
 
-// A float32 tensor value [batch, dims...] with a symbolic batch size.
-void SetBatchValue(onnx::ValueInfoProto& v, std::string_view name, const kernels::Shape& sample) {
+// A tensor value [batch, dims...] with a symbolic batch size.
+void SetBatchValue(onnx::ValueInfoProto& v, std::string_view name, const kernels::Shape& sample,
+                   onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT) {
   v.set_name(std::string(name));
   onnx::TypeProto::Tensor* t = v.mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
+  t->set_elem_type(type);
   onnx::TensorShapeProto* shape = t->mutable_shape();
   shape->add_dim()->set_dim_param("batch");
   for (std::int64_t d : sample) shape->add_dim()->set_dim_value(d);
 }
 
+void AddFloatAttr(onnx::NodeProto& node, const std::string& name, float value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+// A Constant node whose output `name` holds `t` (given its name here).
+void AddConstant(onnx::GraphProto& graph, const std::string& name, onnx::TensorProto t) {
+  onnx::NodeProto& n = AddNode(graph, name, "Constant", {}, name);
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  t.set_name(name);
+  *a->mutable_t() = std::move(t);
+}
+
+onnx::TensorProto Int64Vector(std::initializer_list<std::int64_t> values) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(static_cast<std::int64_t>(values.size()));
+  for (std::int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+onnx::TensorProto FloatScalar(float value) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(value);
+  return t;
+}
+
+// The GPT's forward (model_spec.h's gpt: architecture) as ONNX nodes, named after the step graph's
+// nodes (step_graph.h) so a reader can find each in a dispute transcript. Shapes are constants for
+// the fixed context T with a free batch (-1), and GELU is spelled out in the operators that opset
+// 17 has, in the order torch.onnx.export writes gelu(approximate='tanh'), so ImportOnnx reads both
+// with one pattern.
+void AddGptGraph(onnx::GraphProto& g, const GptConfig& c) {
+  const std::int64_t t = c.context, w = c.width, h = c.heads, d = c.head_dim();
+  AddConstant(g, "gpt.heads_shape", Int64Vector({-1, t, h, d}));
+  AddConstant(g, "gpt.merge_shape", Int64Vector({-1, t, w}));
+  // The scale polnode's causal softmax applies (step_graph.cc SoftmaxAttrs).
+  AddConstant(g, "gpt.scale", FloatScalar(1.0f / std::sqrt(static_cast<float>(d))));
+  onnx::TensorProto mask;  // true above the diagonal: the future positions a row may not see
+  mask.set_data_type(onnx::TensorProto::BOOL);
+  mask.add_dims(t);
+  mask.add_dims(t);
+  for (std::int64_t i = 0; i < t; ++i) {
+    for (std::int64_t j = 0; j < t; ++j) mask.add_int32_data(j > i ? 1 : 0);
+  }
+  AddConstant(g, "gpt.causal_mask", std::move(mask));
+  AddConstant(g, "gpt.masked", FloatScalar(-std::numeric_limits<float>::infinity()));
+  AddConstant(g, "gpt.gelu.kappa", FloatScalar(kernels::det::kGeluKappa));
+  AddConstant(g, "gpt.gelu.beta", FloatScalar(kernels::det::kGeluBeta));
+  AddConstant(g, "gpt.one", FloatScalar(1.0f));
+  AddConstant(g, "gpt.half", FloatScalar(0.5f));
+
+  AddInt(AddNode(g, "wte.embedding", "Gather", {"wte", std::string(kOnnxInputName)}, "wte.embedding"), "axis", 0);
+  std::string x = AddNode(g, "wpe.bias_add", "Add", {"wte.embedding", "wpe"}, "wpe.bias_add").output(0);
+  const auto layer_norm = [&g](const std::string& name, const std::string& in, const std::string& params) {
+    onnx::NodeProto& n = AddNode(g, name, "LayerNormalization", {in, params + ".g", params + ".b"}, name);
+    AddInt(n, "axis", -1);
+    AddFloatAttr(n, "epsilon", 1e-5f);  // step_graph.cc LayerNormAttrs
+    return name;
+  };
+  const auto op = [&g](const std::string& name, const std::string& type, std::initializer_list<std::string> in) {
+    return AddNode(g, name, type, in, name).output(0);
+  };
+  for (std::int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = "h" + std::to_string(i);
+    const std::string ln1 = layer_norm(p + ".ln1", x, p + ".ln1");
+    std::string heads[3];
+    const char* const kQkv[] = {"q", "k", "v"};
+    for (int j = 0; j < 3; ++j) {
+      const std::string name = p + ".attn." + kQkv[j];
+      const std::string y = op(name, "MatMul", {ln1, p + ".attn.w" + kQkv[j]});
+      const std::string split = op(name + ".split", "Reshape", {y, "gpt.heads_shape"});
+      onnx::NodeProto& tr = AddNode(g, name + ".heads", "Transpose", {split}, name + ".heads");
+      // K goes straight to [B, H, D, T], as torch writes k.transpose(-2, -1) after the head split.
+      if (j == 1) AddInts(tr, "perm", {0, 2, 3, 1});
+      else AddInts(tr, "perm", {0, 2, 1, 3});
+      heads[j] = tr.output(0);
+    }
+    const std::string scores = op(p + ".attn.scores", "MatMul", {heads[0], heads[1]});
+    const std::string scaled = op(p + ".attn.scale", "Mul", {scores, "gpt.scale"});
+    const std::string masked = op(p + ".attn.mask", "Where", {"gpt.causal_mask", "gpt.masked", scaled});
+    onnx::NodeProto& sm = AddNode(g, p + ".attn.softmax", "Softmax", {masked}, p + ".attn.softmax");
+    AddInt(sm, "axis", -1);
+    const std::string mixed = op(p + ".attn.mix", "MatMul", {sm.output(0), heads[2]});
+    onnx::NodeProto& merge = AddNode(g, p + ".attn.merge", "Transpose", {mixed}, p + ".attn.merge");
+    AddInts(merge, "perm", {0, 2, 1, 3});
+    const std::string flat = op(p + ".attn.merge.flat", "Reshape", {merge.output(0), "gpt.merge_shape"});
+    const std::string proj = op(p + ".attn.proj", "MatMul", {flat, p + ".attn.wo"});
+    const std::string mid = op(p + ".attn.residual", "Add", {x, proj});
+    const std::string ln2 = layer_norm(p + ".ln2", mid, p + ".ln2");
+    const std::string fc = op(p + ".mlp.fc", "MatMul", {ln2, p + ".mlp.w1"});
+    const std::string gelu = p + ".mlp.gelu";
+    const std::string sq = op(gelu + ".square", "Mul", {fc, fc});
+    const std::string cube = op(gelu + ".cube", "Mul", {fc, sq});
+    const std::string kc = op(gelu + ".kappa", "Mul", {"gpt.gelu.kappa", cube});
+    const std::string inner0 = op(gelu + ".inner", "Add", {fc, kc});
+    const std::string inner = op(gelu + ".beta", "Mul", {"gpt.gelu.beta", inner0});
+    const std::string th = op(gelu + ".tanh", "Tanh", {inner});
+    const std::string onep = op(gelu + ".one_plus", "Add", {"gpt.one", th});
+    const std::string xo = op(gelu + ".times_x", "Mul", {fc, onep});
+    const std::string act = op(gelu, "Mul", {"gpt.half", xo});
+    const std::string out = op(p + ".mlp.proj", "MatMul", {act, p + ".mlp.w2"});
+    x = op(p + ".mlp.residual", "Add", {mid, out});
+  }
+  const std::string lnf = layer_norm("lnf", x, "lnf");
+  AddNode(g, "head.matmul", "MatMul", {lnf, "head.w"}, std::string(kOnnxOutputName));
+}
+
 }  // namespace
 
 Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state) {
-  if (model.gpt) return Status::InvalidArgument("ONNX export covers mlp: and cnn: models, not " + model.text);
+  if (model.gpt && model.params.empty()) {
+    return Status::InvalidArgument(model.text + " has no vocabulary yet, so no parameters to export");
+  }
   if (state.tensors.size() < model.params.size()) {
     return Status::InvalidArgument("the state holds " + std::to_string(state.tensors.size()) + " tensors; " +
                                    model.text + " has " + std::to_string(model.params.size()) + " parameters");
@@ -84,8 +203,14 @@ Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state) 
   m.set_doc_string(model.text);
   onnx::GraphProto& g = *m.mutable_graph();
   g.set_name("polnode");
-  SetBatchValue(*g.add_input(), kOnnxInputName, model.input_shape);
-  SetBatchValue(*g.add_output(), kOnnxOutputName, {model.num_outputs()});
+  if (model.gpt) {
+    SetBatchValue(*g.add_input(), kOnnxInputName, {model.gpt->context}, onnx::TensorProto::INT64);
+    SetBatchValue(*g.add_output(), kOnnxOutputName, {model.gpt->context, model.gpt->vocab});
+    AddGptGraph(g, *model.gpt);
+  } else {
+    SetBatchValue(*g.add_input(), kOnnxInputName, model.input_shape);
+    SetBatchValue(*g.add_output(), kOnnxOutputName, {model.num_outputs()});
+  }
 
   std::string cur(kOnnxInputName);
   for (std::size_t li = 0; li < model.layers.size(); ++li) {
@@ -138,7 +263,13 @@ Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state) 
     onnx::TensorProto* init = g.add_initializer();
     init->set_name(model.params[i].name);
     init->set_data_type(onnx::TensorProto::FLOAT);
-    for (std::int64_t d : t.shape()) init->add_dims(d);
+    if (model.gpt && model.params[i].name == "wpe") {
+      // The [T * C] state tensor is the [T, C] position table; ONNX broadcasts it over the batch.
+      init->add_dims(model.gpt->context);
+      init->add_dims(model.gpt->width);
+    } else {
+      for (std::int64_t d : t.shape()) init->add_dims(d);
+    }
     init->set_raw_data(reinterpret_cast<const char*>(t.data()), static_cast<std::size_t>(t.numel()) * 4);
   }
   std::string bytes;

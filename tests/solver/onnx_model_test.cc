@@ -21,9 +21,12 @@
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
 #include "polnode/solver/task_steps.h"
+#include "polnode/solver/text_data.h"
+#include "polnode/solver/trainer.h"
 #include "polnode/testing/data_files.h"
 #include "polnode/testing/fashion_mnist.h"
 #include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_gpt.h"
 #include "polnode/testing/torch_files.h"
 
 namespace polnode::solver {
@@ -182,10 +185,63 @@ TEST(OnnxModelTest, ExportThenImportKeepsSpecAndBits) {
   }
 }
 
-TEST(OnnxModelTest, ExportRefusesGptAndForeignStates) {
-  Result<ModelSpec> gpt = ParseModelSpec("gpt:layers=1,heads=1,width=4,context=4,vocab=5");
+// The GPT of the brief, trained a few AdamW steps on the tiny corpus, and its windows.
+struct TrainedGpt {
+  ModelSpec model;
+  TrainState initial, trained;
+  kernels::Tensor ids, targets;  // one batch of 4 windows
+};
+
+TrainedGpt TrainGpt(const std::string& spec, int threads, int steps) {
+  TrainedGpt out;
+  const ImageDataset data = testing::TinyTextDataset();
+  Result<ModelSpec> model = ModelForData(spec, data);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  out.model = *model;
+  OptimizerConfig opt;
+  opt.kind = OptimizerKind::kAdam;
+  opt.lr = 1e-2f;
+  const std::int64_t batch = 4;
+  Result<StepGraph> graph = BuildTrainStepGraph(out.model, opt, batch);
+  EXPECT_TRUE(graph.ok());
+  Result<StepRunner> runner = StepRunner::Create(*graph);
+  EXPECT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+  EXPECT_TRUE(backend.ok());
+  out.initial = InitialState(out.model, opt.kind, 11);
+  out.trained = out.initial;
+  for (int s = 0; s < steps; ++s) {
+    EXPECT_TRUE(GatherTextBatch(*data.text, 11, s, batch, out.model.gpt->context, out.ids, out.targets).ok());
+    Result<float> loss = runner->Step(out.trained, out.ids, out.targets, **backend);
+    EXPECT_TRUE(loss.ok()) << loss.status().ToString();
+  }
+  return out;
+}
+
+// A trained gpt: state exported as ONNX runs in onnxruntime with polnode's logits on the same
+// windows, and the export is deterministic.
+TEST(OnnxGptTest, ExportedGptRunsInOnnxRuntimeWithPolnodesLogits) {
+  const std::string spec = "gpt:layers=2,heads=4,width=64,context=32";
+  const TrainedGpt gpt = TrainGpt(spec, 2, 3);
+  ASSERT_FALSE(HasFailure());
+  Result<std::string> bytes = ExportOnnx(gpt.model, gpt.trained);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(*bytes, *ExportOnnx(gpt.model, gpt.trained)) << "export is deterministic";
+  polnode::testing::TempDir dir("onnx-gpt");
+  ASSERT_TRUE(WriteFileAtomically(dir.File("gpt.onnx"), *bytes).ok());
+  const std::vector<float> ids(gpt.ids.values().begin(), gpt.ids.values().end());
+  const std::vector<float> ours = PolnodeLogits(gpt.model, gpt.trained, ids, 4);
+  const std::vector<float> ort = OnnxRuntimeLogits(dir.path(), dir.File("gpt.onnx"), ids, {4, 32});
+  ASSERT_EQ(ort.size(), ours.size());
+  ASSERT_EQ(ours.size(), static_cast<std::size_t>(4 * 32 * gpt.model.gpt->vocab));
+  EXPECT_LE(RelativeError(ours, ort), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ours, ort)));
+}
+
+TEST(OnnxModelTest, ExportRefusesAGptWithoutVocabularyAndForeignStates) {
+  Result<ModelSpec> gpt = ParseModelSpec("gpt:layers=1,heads=1,width=4,context=4");
   ASSERT_TRUE(gpt.ok());
-  EXPECT_FALSE(ExportOnnx(*gpt, InitialState(*gpt, OptimizerKind::kSgd, 1)).ok());
+  EXPECT_FALSE(ExportOnnx(*gpt, TrainState{}).ok());
   Result<ModelSpec> a = ParseModelSpec("mlp:16-8-3");
   Result<ModelSpec> b = ParseModelSpec("mlp:16-9-3");
   ASSERT_TRUE(a.ok() && b.ok());
