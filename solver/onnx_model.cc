@@ -786,6 +786,8 @@ constexpr std::int64_t kBatchDim = -1;                      // the batch in an a
 constexpr double kBatchValue = -1099511627776.0;            // the batch in a constant shape vector
 constexpr std::int64_t kMaxConstElements = std::int64_t{1} << 24;  // a T x T mask at T = 4096
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+// All constant values together (a hostile file can ask for many masks): 256 MiB as doubles.
+constexpr std::int64_t kMaxConstTotal = std::int64_t{1} << 25;
 
 enum class GptRole : std::uint8_t {
   kConst,       // a small constant: values known
@@ -861,10 +863,13 @@ class GptMapper {
   Status AddOrMul(const onnx::NodeProto& n, const std::string& label, const GptValue& a, const GptValue& b,
                   GptValue& out, std::string& target);
   Result<kernels::Tensor> Weight(const std::string& name, const kernels::Shape& want, const std::string& what);
+  /// Counts `v`'s constant elements; kResourceExhausted past kMaxConstTotal over the graph.
+  [[nodiscard]] Status Charge(const GptValue& v, const std::string& what);
 
   const onnx::GraphProto& g_;
   std::map<std::string, GptValue> values_;
   std::int64_t context_ = 0, width_ = 0;
+  std::int64_t const_elements_ = 0;  // over every constant value so far, against kMaxConstTotal
 };
 
 // A constant tensor's values; kInvalidArgument for types or sizes the pattern never needs.
@@ -935,6 +940,12 @@ Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& w
                                      "; polnode's GPT import reads float32, int64, int32 and bool constants");
   }
   return v;
+}
+
+// A constant's element as an integer: truncated, and clamped to sizes far beyond any polnode accepts.
+std::int64_t ToInt(double x) {
+  constexpr double kLimit = static_cast<double>(std::int64_t{1} << 40);
+  return x >= -kLimit && x <= kLimit ? static_cast<std::int64_t>(x) : x > 0 ? std::int64_t{1} << 40 : -(std::int64_t{1} << 40);
 }
 
 GptValue Const(kernels::Shape shape, std::vector<double> values) {
@@ -1013,9 +1024,15 @@ Status GptMapper::Fold(const onnx::NodeProto& n, const std::string& label, std::
   const Attrs a(n, label);
   const auto ints = [&](const GptValue& v) {
     std::vector<std::int64_t> r;
-    for (double x : v.values) r.push_back(static_cast<std::int64_t>(x));
+    for (double x : v.values) r.push_back(ToInt(x));
     return r;
   };
+  const std::size_t arity = op == "Concat" ? in.size() : op == "Cast" || op == "ConstantOfShape" ? 1
+                          : op == "Trilu" ? std::clamp<std::size_t>(in.size(), 1, 2) : 2;
+  if (in.size() != arity) {
+    return Status::InvalidArgument(label + ": has " + std::to_string(in.size()) + " inputs, " + std::to_string(arity) +
+                                   " expected");
+  }
   for (const GptValue* v : in) {
     for (double x : v->values) {
       if (x == kBatchValue && op != "Gather" && op != "Unsqueeze" && op != "Concat" && op != "Identity" &&
@@ -1034,7 +1051,7 @@ Status GptMapper::Fold(const onnx::NodeProto& n, const std::string& label, std::
     for (double i : in[1]->values) {
       const auto size = static_cast<double>(in[0]->values.size());
       const double k = i < 0 ? i + size : i;
-      if (k < 0 || k >= size) return Status::InvalidArgument(label + ": index out of range");
+      if (!(k >= 0 && k < size)) return Status::InvalidArgument(label + ": index out of range");
       out.values.push_back(in[0]->values[static_cast<std::size_t>(k)]);
     }
   } else if (op == "Unsqueeze" || op == "Squeeze") {
@@ -1071,7 +1088,7 @@ Status GptMapper::Fold(const onnx::NodeProto& n, const std::string& label, std::
       if (x == kBatchValue) continue;
       if (to == onnx::TensorProto::BOOL) x = x != 0 ? 1 : 0;
       if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) x = std::trunc(x);
-      if (to == onnx::TensorProto::FLOAT) x = static_cast<float>(x);
+      if (to == onnx::TensorProto::FLOAT) x = std::fabs(x) <= std::numeric_limits<float>::max() ? static_cast<float>(x) : x;
     }
   } else if (op == "ConstantOfShape") {
     POLNODE_RETURN_IF_ERROR(a.OnlyKnown({"value"}));
@@ -1095,7 +1112,8 @@ Status GptMapper::Fold(const onnx::NodeProto& n, const std::string& label, std::
     POLNODE_RETURN_IF_ERROR(a.OnlyKnown({"upper"}));
     std::int64_t upper = 1;
     POLNODE_RETURN_IF_ERROR(a.Int("upper", 1, {0, 1}, &upper));
-    const std::int64_t k = in.size() > 1 ? ints(*in[1]).at(0) : 0;
+    if (in.size() > 1 && in[1]->values.size() != 1) return Status::InvalidArgument(label + ": k is not one value");
+    const std::int64_t k = in.size() > 1 ? ToInt(in[1]->values[0]) : 0;
     out = *in[0];
     if (out.shape.size() < 2) return Status::InvalidArgument(label + ": needs a matrix");
     const std::int64_t rows = out.shape[out.shape.size() - 2], cols = out.shape.back();
@@ -1337,6 +1355,7 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
       out.shape = {static_cast<std::int64_t>(out.values.size())};
     }
     target = "constant";
+    POLNODE_RETURN_IF_ERROR(Charge(out, label));
     values_[n.output(0)] = std::move(out);
     return Status::Ok();
   }
@@ -1387,12 +1406,16 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
         if (in[k]->role != GptRole::kConst) return Status::InvalidArgument(label + ": slices by a computed range");
       }
       for (std::size_t k = 0; k < in[1]->values.size(); ++k) {
-        const double axis_v = in.size() > 3 ? in[3]->values.at(k) : static_cast<double>(k);
+        if (in[2]->values.size() <= k || (in.size() > 3 && in[3]->values.size() <= k) ||
+            (in.size() > 4 && in[4]->values.size() <= k)) {
+          return Status::InvalidArgument(label + ": starts, ends, axes and steps differ in length");
+        }
+        const double axis_v = in.size() > 3 ? in[3]->values[k] : static_cast<double>(k);
         const auto rank = static_cast<double>(x.shape.size());
         const double axis = axis_v < 0 ? axis_v + rank : axis_v;
-        if (axis < 0 || axis >= rank || k >= in[2]->values.size()) return Status::InvalidArgument(label + ": bad axes");
+        if (!(axis >= 0 && axis < rank)) return Status::InvalidArgument(label + ": bad axes");
         const auto dim = static_cast<double>(x.shape[static_cast<std::size_t>(axis)]);
-        const double step = in.size() > 4 ? in[4]->values.at(k) : 1;
+        const double step = in.size() > 4 ? in[4]->values[k] : 1;
         if (in[1]->values[k] != 0 || in[2]->values[k] < dim || step != 1) {
           return Status::InvalidArgument(label + ": slices part of initializer '" + x.param->name() +
                                          "'; polnode's GPT uses every position (the input's context is the model's)");
@@ -1538,7 +1561,17 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
                                    "; polnode's GPT import maps Gather, Add, LayerNormalization, MatMul, Reshape, "
                                    "Transpose, Mul, Div, Where, Softmax, Tanh and constant shape arithmetic");
   }
+  POLNODE_RETURN_IF_ERROR(Charge(out, label));
   values_[n.output(0)] = std::move(out);
+  return Status::Ok();
+}
+
+Status GptMapper::Charge(const GptValue& v, const std::string& what) {
+  const_elements_ += static_cast<std::int64_t>(v.values.size());
+  if (const_elements_ > kMaxConstTotal) {
+    return Status::ResourceExhausted(what + ": the graph's constants exceed " + std::to_string(kMaxConstTotal) +
+                                     " elements");
+  }
   return Status::Ok();
 }
 
@@ -1554,6 +1587,7 @@ Status GptMapper::Map(OnnxImport& out) {
       }
     } else {
       POLNODE_ASSIGN_OR_RETURN(v, DecodeConstant(t, "initializer '" + t.name() + "'"));
+      POLNODE_RETURN_IF_ERROR(Charge(v, "initializer '" + t.name() + "'"));
     }
     values_[t.name()] = std::move(v);
   }

@@ -1,14 +1,15 @@
 # Writes an ONNX file with torch.onnx.export (opset 17, do_constant_folding=False, so weights stay
 # named initializers) for tests/solver/onnx_model_test.cc, with an input batch and PyTorch's output.
-#   onnx_torch_export.py KIND DIR [VOCAB]
+#   onnx_torch_export.py KIND DIR [VOCAB [LAYERS HEADS WIDTH CONTEXT]]
 # KIND: mlp, cnn (what polnode imports), softmax (an MLP ending in Softmax), stride2 (a CNN whose
 # Conv has stride 2). DIR receives model.onnx, x.bin (8 inputs [8, 1, 28, 28], raw float32) and
 # y.bin (PyTorch's logits [8, 10]).
 # KIND gpt: the GPT of tests/solver/torch_gpt_steps.py (its forward, so the same architecture the
-# PyTorch agreement test trains) with layers=2, heads=4, width=64, context=32 and VOCAB symbols, as
+# PyTorch agreement test trains) with layers=2, heads=4, width=64, context=32 (or the sizes given)
+# and VOCAB symbols, as
 # an nn.Module whose parameters are the state's tensors (linear weights [in, out], wpe [T * C]);
 # gpt_erf: the same with GELU by Erf (approximate='none'), which polnode refuses. x.bin: 4 windows
-# of token ids [4, 32] (as float32), y.bin: PyTorch's logits [4, 32, VOCAB].
+# of token ids [4, CONTEXT] (as float32), y.bin: PyTorch's logits [4, CONTEXT, VOCAB].
 import os
 import sys
 
@@ -60,8 +61,9 @@ if kind in ("gpt", "gpt_erf"):
     import torch_gpt_steps
 
     vocab = int(sys.argv[3])
-    model = Gpt((2, 4, 64, 32, vocab), kind == "gpt_erf").eval()
-    ids = torch.randint(0, vocab, (4, 32))
+    layers, heads, width, context = [int(a) for a in sys.argv[4:8]] if len(sys.argv) > 4 else (2, 4, 64, 32)
+    model = Gpt((layers, heads, width, context, vocab), kind == "gpt_erf").eval()
+    ids = torch.randint(0, vocab, (4, context))
     torch.onnx.export(model, ids, out + "/model.onnx", opset_version=17, do_constant_folding=False,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
