@@ -35,6 +35,29 @@
 namespace polnode::testing {
 namespace {
 
+// onnxruntime's output for `model` (tests/onnx_run.py) on `inputs`; a failing onnxruntime fails
+// the test.
+std::vector<float> OnnxRuntimeOutput(const TempDir& dir, const std::string& model, const kernels::Tensor& inputs) {
+  WriteRawFloats(dir.File("x.bin"), inputs);
+  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + dir.File(model) +
+                    "' '" + dir.File("x.bin") + "' '" + dir.File("y.bin") + "'";
+  for (std::int64_t d : inputs.shape()) cmd += " " + std::to_string(d);
+  cmd += " >'" + dir.File("ort.log") + "' 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0)
+      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(dir.File("ort.log"));
+  return ReadRawFloats(dir.File("y.bin"));
+}
+
+// max |ort - polnode| / max |polnode|; both hold the same number of logits.
+double RelativeError(const std::vector<float>& ort, const kernels::Tensor& polnode) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < ort.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - polnode.data()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(polnode.data()[i])));
+  }
+  return diff / scale;
+}
+
 class OnnxCliTest : public ::testing::TestWithParam<std::string> {
  protected:
   OnnxCliTest() {
@@ -93,22 +116,10 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   Result<const kernels::Tensor*> logits = runner->Forward(*state, images, **backend);
   ASSERT_TRUE(logits.ok());
 
-  WriteRawFloats(dir_.File("x.bin"), images);
-  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + dir_.File("model.onnx") +
-                    "' '" + dir_.File("x.bin") + "' '" + dir_.File("y.bin") + "'";
-  for (std::int64_t d : images.shape()) cmd += " " + std::to_string(d);
-  cmd += " >'" + dir_.File("ort.log") + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0)
-      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(dir_.File("ort.log"));
-  const std::vector<float> ort = ReadRawFloats(dir_.File("y.bin"));
+  const std::vector<float> ort = OnnxRuntimeOutput(dir_, "model.onnx", images);
   ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < ort.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - (*logits)->data()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
-  }
-  EXPECT_LE(diff, 1e-5 * scale) << "max difference " << diff << " at logit scale " << scale;
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(diff / scale));
+  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
 
   // onnxruntime's classes are what `polnode evaluate` predicts.
   ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict",
@@ -294,19 +305,10 @@ TEST(OnnxGptCliTest, AnOnnxGptTaskProvesVerifiesExportsAndImportsBack) {
   ASSERT_TRUE(backend.ok());
   Result<const kernels::Tensor*> logits = runner->Forward(*state, ids, **backend);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  WriteRawFloats(dir.File("x.bin"), ids);
-  const std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" +
-                          dir.File("trained.onnx") + "' '" + dir.File("x.bin") + "' '" + dir.File("y.bin") + "' 4 8 >'" +
-                          dir.File("ort.log") + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFileText(dir.File("ort.log"));
-  const std::vector<float> ort = ReadRawFloats(dir.File("y.bin"));
+  const std::vector<float> ort = OnnxRuntimeOutput(dir, "trained.onnx", ids);
   ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < ort.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - (*logits)->data()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
-  }
-  EXPECT_LE(diff, 1e-5 * scale) << "max difference " << diff << " at logit scale " << scale;
+  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
 }
 
 }  // namespace

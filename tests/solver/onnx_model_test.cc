@@ -113,6 +113,21 @@ TrainState TrainSteps(const ModelSpec& model, TrainState state, const ImageDatas
   return state;
 }
 
+// Runs `task` from its initial state, which must hold the imported parameters, on `threads`.
+TrainState TrainTask(const TaskSpec& task, const ImageDataset& data, const std::vector<NamedTensor>& imported,
+                     int threads) {
+  Result<TaskStepper> stepper = TaskStepper::Create(task, data);
+  EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+  EXPECT_TRUE(backend.ok());
+  TrainState state = stepper->Initial();
+  for (std::size_t i = 0; i < imported.size(); ++i) {
+    EXPECT_TRUE(state.tensors[i].tensor.BitwiseEqual(imported[i].tensor)) << imported[i].name;
+  }
+  while (state.step < task.steps) EXPECT_TRUE(stepper->Step(state, **backend).ok());
+  return state;
+}
+
 class OnnxTorchTest : public ::testing::TestWithParam<std::string> {};
 
 // The whole path for a PyTorch export: import, forward equal to PyTorch's, a few training steps
@@ -302,20 +317,8 @@ TEST(OnnxGptTest, ATorchGptImportsMatchesPyTorchAndTrainsReproducibly) {
   task.optimizer.kind = OptimizerKind::kAdam;
   task.optimizer.lr = 1e-3f;
   ASSERT_TRUE(ValidateTask(task).ok());
-  const auto train = [&](int threads) {
-    Result<TaskStepper> stepper = TaskStepper::Create(task, data);
-    EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
-    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
-    EXPECT_TRUE(backend.ok());
-    TrainState state = stepper->Initial();
-    for (std::size_t i = 0; i < imported->params.size(); ++i) {
-      EXPECT_TRUE(state.tensors[i].tensor.BitwiseEqual(imported->params[i].tensor)) << imported->params[i].name;
-    }
-    while (state.step < task.steps) EXPECT_TRUE(stepper->Step(state, **backend).ok());
-    return state;
-  };
-  const TrainState one = train(1);
-  const TrainState two = train(2);
+  const TrainState one = TrainTask(task, data, imported->params, 1);
+  const TrainState two = TrainTask(task, data, imported->params, 2);
   EXPECT_EQ(consensus::ToHex(StateHash(one)), consensus::ToHex(StateHash(two)));
   EXPECT_NE(consensus::ToHex(StateHash(one)), consensus::ToHex(StateHash(initial)));
 
@@ -548,19 +551,8 @@ TEST(OnnxTaskTest, AnOnnxTaskTrainsFromTheFilesWeightsOnEveryThreadCount) {
   task.checkpoint_interval = 2;
   task.seed = 5;
   ASSERT_TRUE(ValidateTask(task).ok());
-  const auto train = [&](int threads) {
-    Result<TaskStepper> stepper = TaskStepper::Create(task, *data);
-    EXPECT_TRUE(stepper.ok()) << stepper.status().ToString();
-    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
-    EXPECT_TRUE(backend.ok());
-    TrainState state = stepper->Initial();
-    for (std::size_t i = 0; i < imported->params.size(); ++i) {
-      EXPECT_TRUE(state.tensors[i].tensor.BitwiseEqual(imported->params[i].tensor)) << imported->params[i].name;
-    }
-    while (state.step < task.steps) EXPECT_TRUE(stepper->Step(state, **backend).ok());
-    return consensus::ToHex(StateHash(state));
-  };
-  EXPECT_EQ(train(1), train(2));
+  EXPECT_EQ(consensus::ToHex(StateHash(TrainTask(task, *data, imported->params, 1))),
+            consensus::ToHex(StateHash(TrainTask(task, *data, imported->params, 2))));
 
   // The file is part of the task only through its hash: another file under the same name is refused.
   TaskSpec other = task;
