@@ -424,6 +424,45 @@ TEST(OnnxGptTest, TruncatedGptFilesAreErrorsNotCrashes) {
   }
 }
 
+// Byte-level mutations of GPT files (polnode's export and the committed torch.onnx.export seed of
+// the fuzz target) give an error of the documented kinds or a consistent import, never a crash;
+// the sanitizer build checks the memory accesses on the way.
+TEST(OnnxGptTest, MutatedGptFilesAreErrorsOrConsistentImports) {
+  const std::string ours = ExportedGpt();
+  const std::vector<std::uint8_t> torch = ReadBytes(POLNODE_SOURCE_DIR "/fuzz/corpus/onnx_model/torch-gpt");
+  ASSERT_FALSE(torch.empty());
+  ASSERT_TRUE(ImportOnnx(torch).ok()) << ImportOnnx(torch).status().ToString();
+  std::uint32_t x = 2463534242u;
+  const auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+  };
+  int accepted = 0;
+  for (const std::vector<std::uint8_t>& original : {std::vector<std::uint8_t>(ours.begin(), ours.end()), torch}) {
+    for (int round = 0; round < 1500; ++round) {
+      std::vector<std::uint8_t> bytes = original;
+      for (std::uint32_t k = 0, flips = 1 + next() % 4; k < flips; ++k) {
+        bytes[next() % bytes.size()] = static_cast<std::uint8_t>(next());
+      }
+      Result<OnnxImport> r = ImportOnnx(bytes);
+      if (!r.ok()) {
+        const StatusCode code = r.status().code();
+        EXPECT_TRUE(code == StatusCode::kCorruption || code == StatusCode::kInvalidArgument ||
+                    code == StatusCode::kResourceExhausted)
+            << r.status().ToString();
+        continue;
+      }
+      ++accepted;
+      ASSERT_EQ(r->params.size(), r->model.params.size());
+      for (std::size_t i = 0; i < r->params.size(); ++i) EXPECT_EQ(r->params[i].tensor.shape(), r->model.params[i].shape);
+    }
+  }
+  // Most flips land in the weights' bytes, which any values may fill.
+  EXPECT_GT(accepted, 0);
+}
+
 TEST(OnnxModelTest, ExportRefusesAGptWithoutVocabularyAndForeignStates) {
   Result<ModelSpec> gpt = ParseModelSpec("gpt:layers=1,heads=1,width=4,context=4");
   ASSERT_TRUE(gpt.ok());
