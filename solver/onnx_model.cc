@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -836,6 +837,7 @@ std::string RoleText(const GptValue& v) {
                                        "masked scores", "attention probabilities", "attention output heads",
                                        "merged heads", "merged heads", "the attention projection",
                                        "part of a GELU", "the MLP output"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(GptRole::kMlp) + 1, "one name per role");
   return kNames[static_cast<int>(v.role)];
 }
 
@@ -955,19 +957,18 @@ GptValue Const(kernels::Shape shape, std::vector<double> values) {
   return v;
 }
 
-// The one value of a 1-element constant or initializer, if `v` is one.
-std::optional<double> ScalarOf(const GptValue& v) {
+// The one value of a 1-element constant or initializer; NaN for anything else (NaN compares false,
+// so it matches no constant the pattern asks for).
+double ScalarOf(const GptValue& v) {
   if (v.role == GptRole::kConst && v.values.size() == 1) return v.values[0];
   if (v.role == GptRole::kParam && v.param != nullptr) {
     Result<GptValue> c = DecodeConstant(*v.param, "");
     if (c.ok() && c->values.size() == 1) return c->values[0];
   }
-  return std::nullopt;
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
-bool Near(std::optional<double> got, double want) {
-  return got && std::fabs(*got - want) <= 1e-6 * std::fabs(want);
-}
+bool Near(double got, double want) { return std::fabs(got - want) <= 1e-6 * std::fabs(want); }
 
 std::int64_t Elements(const kernels::Shape& s) {
   std::int64_t n = 1;
@@ -1310,9 +1311,9 @@ Status GptMapper::AddOrMul(const onnx::NodeProto& n, const std::string& label, c
     if (op == "Mul" && x_is_fc_of_y && y.stage == 7) return gelu(7, y, "x (1 + tanh)");
     if (op == "Mul" && y.role == GptRole::kGelu && y.stage == 8 && Near(ScalarOf(x), 0.5)) return gelu(8, y, "0.5 x (1 + tanh)");
   }
-  if ((op == "Mul" || op == "Div") && a.role == GptRole::kScores && ScalarOf(b)) {
+  if ((op == "Mul" || op == "Div") && a.role == GptRole::kScores && !std::isnan(ScalarOf(b))) {
     return Status::InvalidArgument(label + ": scales the attention scores by " + (op == "Div" ? "1/" : "") +
-                                   std::to_string(*ScalarOf(b)) + "; polnode's attention scales them by 1/sqrt(" +
+                                   std::to_string(ScalarOf(b)) + "; polnode's attention scales them by 1/sqrt(" +
                                    std::to_string(width_ / a.heads) + ")");
   }
   if (op == "Div" && a.role == GptRole::kLinear && Near(ScalarOf(b), std::numbers::sqrt2)) {
@@ -1516,9 +1517,9 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
     const GptValue& cond = x;
     const bool fill_first = in[2]->role == GptRole::kScaled;
     const GptValue& scores = fill_first ? *in[2] : *in[1];
-    const std::optional<double> fill = ScalarOf(fill_first ? *in[1] : *in[2]);
+    const double fill = ScalarOf(fill_first ? *in[1] : *in[2]);
     const std::int64_t t = context_;
-    bool causal = cond.role == GptRole::kConst && scores.role == GptRole::kScaled && fill && *fill <= -1e9 &&
+    bool causal = cond.role == GptRole::kConst && scores.role == GptRole::kScaled && fill <= -1e9 &&
                   cond.values.size() == static_cast<std::size_t>(t * t) && cond.shape.size() >= 2 &&
                   cond.shape.back() == t;
     for (std::int64_t i = 0; causal && i < t; ++i) {

@@ -110,12 +110,13 @@ struct OnnxImport {
 };
 
 /// Decodes and maps an ONNX file from untrusted bytes. Errors, none of which trains anything:
-/// kResourceExhausted above kMaxOnnxBytes; kCorruption for bytes that are not a ModelProto, a
+/// kResourceExhausted above kMaxOnnxBytes (or, for a GPT, constants of more than 2^25 elements in
+/// all); kCorruption for bytes that are not a ModelProto, a
 /// missing graph, or an initializer whose data does not match its dims; kInvalidArgument naming
 /// the node and its operator for an unsupported operator or attribute, naming the opset for an
 /// opset newer than kOnnxOpset (or another operator domain), and for a graph that is not one chain
 /// of the layers above (shapes that do not fit, a Conv without Relu, several inputs or outputs, a
-/// non-float32 tensor).
+/// non-float32 tensor) or, with token ids in, not polnode's GPT (naming the first node off it).
 Result<OnnxImport> ImportOnnx(std::span<const std::uint8_t> bytes);
 
 /// The state at step 0 of a task whose model is imported: `params` (OnnxImport::params), then every
