@@ -1,6 +1,7 @@
 #include "polnode/solver/pol_files.h"
 
 #include "polnode/base/file_util.h"
+#include "polnode/solver/onnx_model.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
 
@@ -29,7 +30,14 @@ Result<ProofDir> OpenProofDir(const std::string& dir) {
 }
 
 Result<ImageDataset> LoadTaskData(const TaskSpec& task) {
-  POLNODE_ASSIGN_OR_RETURN(ImageDataset data, LoadDatasetFor(task.model, task.data_location));
+  std::string model_text = task.model;
+  if (IsOnnxModel(task.model)) {
+    // An onnx: model's kind is in its file: a GPT trains on a text corpus. A file that cannot be
+    // read or mapped leaves the data read as images; TaskStepper::Create then reports its error.
+    Result<ModelSpec> model = TaskModelSpec(task);
+    if (model.ok() && model->gpt) model_text = model->text;
+  }
+  POLNODE_ASSIGN_OR_RETURN(ImageDataset data, LoadDatasetFor(model_text, task.data_location));
   POLNODE_RETURN_IF_ERROR(CheckTaskData(task, data));
   return data;
 }

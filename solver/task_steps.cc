@@ -26,8 +26,19 @@ Result<TaskStepper> TaskStepper::Create(const TaskSpec& task, const ImageDataset
   std::vector<NamedTensor> initial;
   if (IsOnnxModel(task.model)) {
     POLNODE_ASSIGN_OR_RETURN(OnnxImport imported, LoadOnnxTaskModel(task));
-    if (data.text) return Status::InvalidArgument("an onnx: model trains on an image data set, not text");
-    POLNODE_RETURN_IF_ERROR(CheckModelFitsData(imported.model, data.train, data.num_classes));
+    if (imported.model.gpt.has_value() != data.text.has_value()) {
+      return Status::InvalidArgument(std::string("the onnx: model is ") +
+                                     (imported.model.gpt ? "a GPT, which trains on a text corpus"
+                                                         : "an image model, which trains on an image data set") +
+                                     ", but the data set is " + (data.text ? "text" : "images"));
+    }
+    if (imported.model.gpt) {
+      // The file fixes the vocabulary: it must cover the corpus's symbols, as a gpt: spec's vocab must.
+      POLNODE_ASSIGN_OR_RETURN(imported.model, WithGptVocab(std::move(imported.model), data.text->vocab_size()));
+      POLNODE_RETURN_IF_ERROR(CheckContextFits(*data.text, imported.model.gpt->context));
+    } else {
+      POLNODE_RETURN_IF_ERROR(CheckModelFitsData(imported.model, data.train, data.num_classes));
+    }
     model = std::move(imported.model);
     initial = std::move(imported.params);
   } else {

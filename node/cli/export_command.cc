@@ -33,6 +33,14 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::TaskModelSpec(document));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(flags.Get("model"), kMaxStateBytes));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+  if (model.gpt && model.params.empty()) {
+    // A gpt: spec without vocab takes the corpus's; the trained state's token table holds it.
+    const kernels::Tensor* wte = state.Find("wte");
+    if (wte == nullptr || wte->shape().size() != 2) {
+      return Status::InvalidArgument(flags.Get("model") + " has no token embeddings 'wte' [V, C] for " + document.model);
+    }
+    POLNODE_ASSIGN_OR_RETURN(model, solver::WithGptVocab(std::move(model), wte->dim(0)));
+  }
   Result<std::string> onnx = solver::ExportOnnx(model, state);
   if (!onnx.ok()) {
     return Status::InvalidArgument(flags.Get("model") + " cannot be exported as " + document.model + ": " +
@@ -60,9 +68,11 @@ Status Run(const FlagSet& flags, Io& io) {
   io.out << "wrote          " << flags.Get("out") << " (" << onnx->size() << " bytes, sha256 " << file_hash << ")\n"
          << "model          " << document.model << " after " << state.step << " steps, state hash " << state_hash
          << "\n"
-         << "onnx           opset " << solver::kOnnxOpset << ", input '" << solver::kOnnxInputName << "' float32 "
-         << ShapeText(model.input_shape) << ", output '" << solver::kOnnxOutputName << "' float32 "
-         << ShapeText({model.num_outputs()}) << " (logits)\n";
+         << "onnx           opset " << solver::kOnnxOpset << ", input '" << solver::kOnnxInputName << "' "
+         << (model.gpt ? "int64 token ids " : "float32 ") << ShapeText(model.input_shape) << ", output '"
+         << solver::kOnnxOutputName << "' float32 "
+         << (model.gpt ? ShapeText({model.gpt->context, model.gpt->vocab}) : ShapeText({model.num_outputs()}))
+         << " (logits)\n";
   return Status::Ok();
 }
 
@@ -73,8 +83,9 @@ int RunExportCommand(const std::vector<std::string>& args, Io& io) {
                 "Write a delivered model (a training state: a submitter's models/<task id>.state or any checkpoint "
                 "of a proof) as an ONNX file, opset 17, for onnxruntime or PyTorch. Input 'input': float32 "
                 "[batch, features] (mlp:) or [batch, C, H, W] (cnn:), pixels normalised as the task's data set feeds "
-                "training; output 'logits': float32 [batch, classes]. Parameters are initializers named as in the "
-                "state (fc1.w, conv1.b, ...). mlp: and cnn: models.");
+                "training; output 'logits': float32 [batch, classes]. A gpt: model takes int64 token ids [batch, T] "
+                "(the corpus's symbol indices) and outputs logits [batch, T, V]. Parameters are initializers named "
+                "as in the state (fc1.w, conv1.b, h0.attn.wq, ...; a GPT's wpe as [T, C]).");
   DeclareTaskFileFlag(flags, true);
   flags.Value("model", "FILE", "the training state to export", "", true);
   flags.Value("out", "FILE", "the ONNX file to write", "", true);

@@ -1,6 +1,8 @@
 // `polnode import FILE`: checks an ONNX file (solver/onnx_model.h) and prints what polnode maps it
-// to (the built-in spec, each node's layer, the parameters, input and output), or the error that
+// to (the built-in spec, a GPT's architecture, each node's role, the parameters, input and
+// output), or the error that
 // names the unsupported operator and node, or the opset that is too new.
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -58,15 +60,27 @@ Status Run(const FlagSet& flags, Io& io) {
   io.out << "file           " << path << " (" << bytes.size() << " bytes, sha256 " << file_hash << ")\n"
          << "producer       " << (m.producer.empty() ? "(none)" : m.producer) << ", opset " << m.opset << "\n"
          << "maps to        " << m.spec << "\n"
-         << "task model     model = \"onnx:" << file_hash << "\"\n"
-         << "input          '" << m.input_name << "' float32 " << SampleText(m.input_shape)
-         << (m.input_shape == m.model.input_shape ? "" : ", read as " + SampleText(m.model.input_shape)) << "\n"
-         << "output         '" << m.output_name << "' float32 " << SampleText({m.model.num_outputs()})
-         << " (logits)\n"
-         << "parameters     " << m.parameter_count << " in " << m.params.size() << " tensors\n";
-  for (const solver::OnnxNodeMapping& n : m.nodes) {
-    io.out << "  " << n.op_type << std::string(10 - std::min<std::size_t>(9, n.op_type.size()), ' ') << n.node
+         << "task model     model = \"onnx:" << file_hash << "\"\n";
+  if (const std::optional<solver::GptConfig>& g = m.model.gpt) {
+    io.out << "architecture   GPT: " << g->layers << " blocks, " << g->heads << " heads of " << g->head_dim()
+           << ", width " << g->width << ", context " << g->context << ", vocabulary " << g->vocab << "\n"
+           << "input          '" << m.input_name << "' int64 token ids [batch, " << g->context << "]\n"
+           << "output         '" << m.output_name << "' float32 [batch, " << g->context << ", " << g->vocab
+           << "] (next-symbol logits per position)\n";
+  } else {
+    io.out << "input          '" << m.input_name << "' float32 " << SampleText(m.input_shape)
+           << (m.input_shape == m.model.input_shape ? "" : ", read as " + SampleText(m.model.input_shape)) << "\n"
+           << "output         '" << m.output_name << "' float32 " << SampleText({m.model.num_outputs()})
+           << " (logits)\n";
+  }
+  io.out << "parameters     " << m.parameter_count << " in " << m.params.size() << " tensors\n";
+  if (flags.GetBool("nodes") || !m.model.gpt) {
+    for (const solver::OnnxNodeMapping& n : m.nodes) {
+      io.out << "  " << n.op_type << std::string(10 - std::min<std::size_t>(9, n.op_type.size()), ' ') << n.node
            << "  ->  " << n.target << "\n";
+    }
+  } else {
+    io.out << "nodes          " << m.nodes.size() << " (--nodes lists each with its role)\n";
   }
   for (const solver::NamedTensor& p : m.params) {
     io.out << "  param " << p.name << " [";
@@ -81,10 +95,14 @@ Status Run(const FlagSet& flags, Io& io) {
 int RunImportCommand(const std::vector<std::string>& args, Io& io) {
   FlagSet flags(std::string(kCommand),
                 "Check an ONNX model file (torch.onnx.export with do_constant_folding=False, opset <= 17) and print "
-                "the built-in model it maps to (mlp: or cnn:), each node's layer, the parameter count and the "
+                "the built-in model it maps to (mlp:, cnn: or gpt:), each node's layer, the parameter count and the "
                 "input and output; or the error naming the unsupported operator and node. Supported: Conv (3x3, "
-                "stride 1, padding 1) + Relu, MaxPool (2x2, stride 2), Flatten, Gemm, MatMul + Add, Relu, Identity.");
+                "stride 1, padding 1) + Relu, MaxPool (2x2, stride 2), Flatten, Gemm, MatMul + Add, Relu, Identity; "
+                "and nanoGPT's bias-free GPT with int64 token ids in: Gather, Add, LayerNormalization, MatMul, "
+                "Reshape, Transpose, Mul/Div (scale), Where or Add (causal mask), Softmax, tanh GELU (Mul, Add, "
+                "Tanh), with torch's constant shape arithmetic.");
   flags.Positional("FILE", "the .onnx file");
+  flags.Bool("nodes", "list every node of a GPT too (an mlp: or cnn: always lists them)");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   const Status s = Run(flags, io);
   if (!s.ok()) return ReportError(io, kCommand, s);

@@ -21,16 +21,42 @@
 #include "polnode/solver/proof_manifest.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
+#include "polnode/solver/text_data.h"
+#include "polnode/solver/trainer.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/testing/data_files.h"
 #include "polnode/testing/status_matchers.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
+#include "polnode/testing/tiny_gpt.h"
 #include "polnode/testing/tiny_task.h"
 #include "polnode/testing/torch_files.h"
 
 namespace polnode::testing {
 namespace {
+
+// onnxruntime's output for `model` (tests/onnx_run.py) on `inputs`; a failing onnxruntime fails
+// the test.
+std::vector<float> OnnxRuntimeOutput(const TempDir& dir, const std::string& model, const kernels::Tensor& inputs) {
+  WriteRawFloats(dir.File("x.bin"), inputs);
+  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + dir.File(model) +
+                    "' '" + dir.File("x.bin") + "' '" + dir.File("y.bin") + "'";
+  for (std::int64_t d : inputs.shape()) cmd += " " + std::to_string(d);
+  cmd += " >'" + dir.File("ort.log") + "' 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0)
+      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(dir.File("ort.log"));
+  return ReadRawFloats(dir.File("y.bin"));
+}
+
+// max |ort - polnode| / max |polnode|; both hold the same number of logits.
+double RelativeError(const std::vector<float>& ort, const kernels::Tensor& polnode) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < ort.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - polnode.data()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(polnode.data()[i])));
+  }
+  return diff / scale;
+}
 
 class OnnxCliTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -90,22 +116,10 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   Result<const kernels::Tensor*> logits = runner->Forward(*state, images, **backend);
   ASSERT_TRUE(logits.ok());
 
-  WriteRawFloats(dir_.File("x.bin"), images);
-  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + dir_.File("model.onnx") +
-                    "' '" + dir_.File("x.bin") + "' '" + dir_.File("y.bin") + "'";
-  for (std::int64_t d : images.shape()) cmd += " " + std::to_string(d);
-  cmd += " >'" + dir_.File("ort.log") + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0)
-      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(dir_.File("ort.log"));
-  const std::vector<float> ort = ReadRawFloats(dir_.File("y.bin"));
+  const std::vector<float> ort = OnnxRuntimeOutput(dir_, "model.onnx", images);
   ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < ort.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - (*logits)->data()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
-  }
-  EXPECT_LE(diff, 1e-5 * scale) << "max difference " << diff << " at logit scale " << scale;
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(diff / scale));
+  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
 
   // onnxruntime's classes are what `polnode evaluate` predicts.
   ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict",
@@ -213,6 +227,88 @@ TEST(OnnxTaskCliTest, AnOnnxTaskProvesVerifiesAndExportsAndAnotherFileIsRefused)
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("model file start.onnx has SHA-256"), std::string::npos) << refused.err;
   EXPECT_FALSE(std::filesystem::exists(dir.File("proof3/manifest.pb")));
+}
+
+// A GPT task whose model is an ONNX file (polnode's export of a tiny GPT's seed-99 weights) and
+// whose data is a text file: `polnode import` names the architecture, proving on 1 and 2 threads
+// reaches the same final state, it verifies, and the delivered state exports to a file that
+// onnxruntime runs with polnode's logits and that imports back to the same gpt: model.
+TEST(OnnxGptCliTest, AnOnnxGptTaskProvesVerifiesExportsAndImportsBack) {
+  TempDir dir("onnx-gpt-task");
+  std::ofstream(dir.File("corpus.txt")) << solver::testing::TinyCorpusText();
+  const solver::ImageDataset data = solver::testing::TinyTextDataset();
+  Result<solver::ModelSpec> model = solver::ModelForData(solver::testing::kTinyGptSpec, data);
+  ASSERT_TRUE(model.ok());
+  const solver::TrainState start_state = solver::InitialState(*model, solver::OptimizerKind::kAdam, 99);
+  Result<std::string> start = solver::ExportOnnx(*model, start_state);
+  ASSERT_TRUE(start.ok()) << start.status().ToString();
+  ASSERT_TRUE(WriteFileAtomically(dir.File("start.onnx"), *start).ok());
+  const std::string spec = std::string(solver::testing::kTinyGptSpec) + ",vocab=" + std::to_string(model->gpt->vocab);
+  std::ofstream(dir.File("task.toml"))
+      << "model = \"onnx:" << consensus::ToHex(consensus::Sha256(*start)) << "\"\n"
+      << "model_file = \"start.onnx\"\n"
+      << "data = \"corpus.txt\"\n"
+      << "dataset_hash = \"" << consensus::ToHex(solver::DatasetContentHash(data)) << "\"\n"
+      << "optimizer = \"adam\"\nlr = 0.01\nweight_decay = 0.1\nbatch = 4\nsteps = 12\n"
+      << "checkpoint_interval = 6\nseed = 7\nsegments = 2\n";
+  const auto polnode = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), PolnodeBinary());
+    return RunProcess(args, dir.path());
+  };
+  ProcessResult described = polnode({"import", "start.onnx"});
+  ASSERT_EQ(described.exit_code, 0) << described.err;
+  EXPECT_NE(described.out.find("maps to        " + spec + "\n"), std::string::npos) << described.out;
+  EXPECT_NE(described.out.find("architecture   GPT: 1 blocks, 2 heads of 8, width 16, context 8"), std::string::npos)
+      << described.out;
+  EXPECT_NE(described.out.find("'input' int64 token ids [batch, 8]"), std::string::npos) << described.out;
+
+  ASSERT_EQ(polnode({"keygen", "--out", "solver.key"}).exit_code, 0);
+  for (const char* threads : {"1", "2"}) {
+    ProcessResult prove = polnode({"prove", "--task", "task.toml", "--out", std::string("proof") + threads, "--key",
+                                   "solver.key", "--threads", threads});
+    ASSERT_EQ(prove.exit_code, 0) << prove.err;
+  }
+  const auto manifest_of = [&](const std::string& proof) {
+    const std::string wire = ReadFileText(dir.File(proof + "/manifest.pb"));
+    return solver::DecodeManifest({reinterpret_cast<const std::uint8_t*>(wire.data()), wire.size()});
+  };
+  Result<solver::ProofManifest> one = manifest_of("proof1");
+  Result<solver::ProofManifest> two = manifest_of("proof2");
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(consensus::ToHex(one->checkpoint_hashes.back()), consensus::ToHex(two->checkpoint_hashes.back()));
+  EXPECT_EQ(consensus::ToHex(one->checkpoint_hashes.front()), consensus::ToHex(solver::StateHash(start_state)));
+  ProcessResult verify = polnode({"verify", "--proof", "proof1", "--task", "task.toml", "--segments", "4", "--beacon",
+                                  consensus::ToHex(consensus::Sha256(std::string("gpt")))});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+
+  const std::string last = "proof1/blobs/" + consensus::ToHex(one->checkpoint_blobs.back());
+  ProcessResult exported = polnode({"export", "--task", "task.toml", "--model", last, "--out", "trained.onnx"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("input 'input' int64 token ids [batch, 8], output 'logits' float32 [batch, 8, "),
+            std::string::npos)
+      << exported.out;
+  ProcessResult imported = polnode({"import", "trained.onnx"});
+  EXPECT_NE(imported.out.find("maps to        " + spec + "\n"), std::string::npos) << imported.out << imported.err;
+
+  // onnxruntime on the delivered file: polnode's logits for one batch of windows.
+  Result<std::vector<std::uint8_t>> state_bytes = ReadWholeFile(dir.File(last), 1 << 24);
+  ASSERT_TRUE(state_bytes.ok());
+  Result<solver::TrainState> state = solver::DecodeState(*state_bytes);
+  ASSERT_TRUE(state.ok());
+  kernels::Tensor ids, targets;
+  ASSERT_TRUE(solver::GatherTextBatch(*data.text, 3, 0, 4, 8, ids, targets).ok());
+  Result<solver::StepGraph> graph = solver::BuildForwardGraph(*model, 4);
+  ASSERT_TRUE(graph.ok());
+  Result<solver::StepRunner> runner = solver::StepRunner::Create(*graph);
+  ASSERT_TRUE(runner.ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<const kernels::Tensor*> logits = runner->Forward(*state, ids, **backend);
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  const std::vector<float> ort = OnnxRuntimeOutput(dir, "trained.onnx", ids);
+  ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
+  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// ONNX export and import of image classifiers (DESIGN.md section 4): the trained model goes back
+// ONNX export and import of image classifiers and GPTs (DESIGN.md section 4): the trained model goes back
 // to the submitter as an ONNX file, and a task may start from an ONNX file (architecture and
 // initial weights) instead of a seeded built-in spec.
 //
@@ -11,6 +11,19 @@
 //   Flatten (axis 1, before the first linear layer of a cnn:), Gemm (transB = 0: polnode's linear
 //   weights are [in, out]) + Relu except after the last layer. Every parameter is a float32
 //   initializer named as in the state ("fc1.w", "conv1.b", ...), raw little-endian data.
+//
+// A gpt: model (model_spec.h) exports as:
+//   input  "input"  int64 [batch, T] token ids (the corpus's symbol indices, as training reads them)
+//   output "logits" float32 [batch, T, V]
+//   Gather(wte, input) + wpe (an initializer [T, C]: the state's [T * C] table), then per block
+//   LayerNormalization (axis -1, epsilon 1e-5) -> MatMul by wq, wk, wv -> Reshape [-1, T, H, D] ->
+//   Transpose (q, v: [B, H, T, D]; k: [B, H, D, T]) -> MatMul (scores) -> Mul by 1/sqrt(D) ->
+//   Where(causal mask [T, T] true above the diagonal, -inf, scores) -> Softmax (axis -1) -> MatMul
+//   by v -> Transpose -> Reshape [-1, T, C] -> MatMul by wo -> Add (residual) -> LayerNormalization
+//   -> MatMul by w1 -> GELU, tanh form, spelled out as torch.onnx.export writes it (Mul, Add, Tanh:
+//   opset 17 has no Gelu) -> MatMul by w2 -> Add (residual); then lnf and MatMul by head.w. Nodes
+//   are named after the step graph's (step_graph.h: "h0.attn.q", "h1.mlp.gelu", ...); shapes and
+//   scalars are Constant nodes, so the initializers are exactly the parameters.
 //
 // Import maps a graph onto the built-in mlp:/cnn: operator set and reads the weights from its
 // initializers. Accepted (what torch.onnx.export writes for nn.Sequential MLPs and CNNs at opset
@@ -26,6 +39,23 @@
 //             but the last, which must be the graph's one output)
 //   Identity  of a value or an initializer (an alias)
 // Anything else is an error naming the operator and the node.
+//
+// A graph whose input holds integers (int64 or int32 token ids [batch, T], T fixed, the batch
+// free) is imported as a GPT: every node's output gets a role in the gpt: architecture (the
+// residual stream, a LayerNorm of it, a projection, heads, scores, ...) and an operator is accepted
+// only where its inputs' roles fit polnode's forward. Accepted: what ExportOnnx writes and what
+// torch.onnx.export (opset <= 17, do_constant_folding=False) writes for nanoGPT's bias-free GPT with
+// an untied head: Gather (token embeddings), Add (position embeddings [T, C], [1, T, C] or views of
+// a [T * C] initializer through Reshape, Unsqueeze and whole-range Slice; residuals; GELU), Mul or
+// Div by the attention scale 1/sqrt(D), a causal mask as Where(future, <= -1e9 or -inf, scores),
+// Where(past, scores, fill) or an additive [T, T] constant, Softmax over the last axis,
+// LayerNormalization (epsilon 1e-5), MatMul, Reshape and Transpose of heads, GELU's tanh expression
+// (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in torch's order), Identity; constant shape
+// arithmetic (Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, ConstantOfShape, Trilu,
+// Reshape, Equal) is evaluated with the batch left symbolic. Layers, heads, width, context and
+// vocabulary are read from the shapes; each parameter must be its own initializer (tied weights
+// are refused). An Erf GELU, a biased linear layer, another scale or mask, or any other operator is
+// an error naming the node and operator.
 #ifndef POLNODE_SOLVER_ONNX_MODEL_H_
 #define POLNODE_SOLVER_ONNX_MODEL_H_
 
@@ -53,8 +83,9 @@ inline constexpr std::string_view kOnnxOutputName = "logits";
 inline constexpr std::size_t kMaxOnnxBytes = std::size_t{1} << 30;
 
 /// The serialized ONNX ModelProto of `model` with the parameters of `state` (its first tensors, in
-/// ModelSpec::params order), as described above. kInvalidArgument for a gpt: model, or a state
-/// whose leading tensors do not have the model's parameter names and shapes.
+/// ModelSpec::params order), as described above; the same state always gives the same bytes.
+/// kInvalidArgument for a gpt: model without its vocabulary (WithGptVocab), or a state whose
+/// leading tensors do not have the model's parameter names and shapes.
 Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state);
 
 /// One ONNX node and the polnode layer it became.
@@ -68,9 +99,9 @@ struct OnnxImport {
   std::int64_t opset = 0;   // the default domain's opset the file declares
   std::string producer;     // producer_name and producer_version, as the file gives them
   std::string input_name;   // the graph input the batch feeds
-  kernels::Shape input_shape;  // one sample as the file declares it (an MLP may take images)
+  kernels::Shape input_shape;  // one sample as the file declares it (an MLP may take images; a GPT: {T})
   std::string output_name;  // the graph output holding the logits
-  std::string spec;         // the built-in spec the graph maps onto: "cnn:i1x28x28-c8-p-10"
+  std::string spec;         // the built-in spec the graph maps onto: "cnn:i1x28x28-c8-p-10", "gpt:...,vocab=65"
   ModelSpec model;          // ParseModelSpec(spec)
   /// The initial parameters, in model.params order and polnode layout (linear weights [in, out]).
   std::vector<NamedTensor> params;
@@ -79,12 +110,13 @@ struct OnnxImport {
 };
 
 /// Decodes and maps an ONNX file from untrusted bytes. Errors, none of which trains anything:
-/// kResourceExhausted above kMaxOnnxBytes; kCorruption for bytes that are not a ModelProto, a
+/// kResourceExhausted above kMaxOnnxBytes (or, for a GPT, constants of more than 2^25 elements in
+/// all); kCorruption for bytes that are not a ModelProto, a
 /// missing graph, or an initializer whose data does not match its dims; kInvalidArgument naming
 /// the node and its operator for an unsupported operator or attribute, naming the opset for an
 /// opset newer than kOnnxOpset (or another operator domain), and for a graph that is not one chain
 /// of the layers above (shapes that do not fit, a Conv without Relu, several inputs or outputs, a
-/// non-float32 tensor).
+/// non-float32 tensor) or, with token ids in, not polnode's GPT (naming the first node off it).
 Result<OnnxImport> ImportOnnx(std::span<const std::uint8_t> bytes);
 
 /// The state at step 0 of a task whose model is imported: `params` (OnnxImport::params), then every

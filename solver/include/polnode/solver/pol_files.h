@@ -27,9 +27,9 @@ struct ProofDir {
 /// Reads DIR/manifest.pb (DecodeManifest's errors, with the path) and opens DIR/blobs.
 Result<ProofDir> OpenProofDir(const std::string& dir);
 
-/// Loads the task's data from its data_location (LoadDatasetFor: a text corpus for a gpt: task)
-/// and checks its content hash
-/// (kFailedPrecondition when it differs).
+/// Loads the task's data from its data_location (LoadDatasetFor: a text corpus for a gpt: task or an
+/// onnx: model whose file holds a GPT) and checks its content hash (kFailedPrecondition when it
+/// differs).
 Result<ImageDataset> LoadTaskData(const TaskSpec& task);
 
 }  // namespace polnode::solver
