@@ -111,7 +111,7 @@ VerifierRole::VerifierRole(VerifierOptions options) : options_(std::move(options
 
 VerifierRole::~VerifierRole() { Stop(); }
 
-void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
+void VerifierRole::Stop() { running_.reset(); }  // stops the check and waits for its thread
 
 std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const {
   // A slot reopened after the solver published its checkpoints gets a second verdict, from the
@@ -166,10 +166,10 @@ Status VerifierRole::Poll(RoleContext& ctx) {
 }
 
 Status VerifierRole::Collect(RoleContext& ctx) {
-  if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return Status::Ok();
+  if (!running_ || !running_->check->ready()) return Status::Ok();
   const proto::Task task = running_->task;
   const std::vector<std::uint32_t> slots = running_->slots;
-  Result<ProofCheck> check = running_->result.get();
+  Result<ProofCheck> check = running_->check->Take();
   running_.reset();
   const std::string id = task.id();
   if (!check.ok()) {
@@ -263,9 +263,7 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
   request.clock = &ctx.clock();
-  running_.emplace(Running{task, std::move(slots), std::async(std::launch::async, [request = std::move(request)] {
-                             return CheckCommittedProof(request);
-                           })});
+  running_.emplace(Running{task, std::move(slots), std::make_unique<BackgroundCheck>(std::move(request))});
 }
 
 Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,

@@ -68,7 +68,7 @@ WhistleblowerRole::WhistleblowerRole(WhistleblowerOptions options)
 
 WhistleblowerRole::~WhistleblowerRole() { Stop(); }
 
-void WhistleblowerRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
+void WhistleblowerRole::Stop() { running_.reset(); }  // stops the check and waits for its thread
 
 std::string WhistleblowerRole::WatchPath(const RoleContext& ctx, const std::string& task_id) const {
   return ctx.home() + "/watch/" + consensus::ToHex(task_id);
@@ -131,9 +131,9 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
 }
 
 void WhistleblowerRole::Collect(RoleContext& ctx) {
-  if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  if (!running_ || !running_->check->ready()) return;
   const std::string id = running_->task_id;
-  Result<ProofCheck> check = running_->result.get();
+  Result<ProofCheck> check = running_->check->Take();
   running_.reset();
   auto audit = audits_.find(id);
   if (audit == audits_.end()) return;  // the task closed while its check ran
@@ -185,9 +185,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   ctx.log().Event("auditing", {{"task_id", consensus::ToHex(task.id())},
                                {"slots", std::to_string(audit.slots.size())},
                                {"segments", JoinSegments(request.segments)}});
-  running_.emplace(Running{task.id(), std::async(std::launch::async, [request = std::move(request)] {
-                             return CheckCommittedProof(request);
-                           })});
+  running_.emplace(Running{task.id(), std::make_unique<BackgroundCheck>(std::move(request))});
   return Status::Ok();
 }
 

@@ -6,7 +6,6 @@
 // generous deadlines for the roles' worker threads.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -14,7 +13,6 @@
 #include <functional>
 #include <iterator>
 #include <set>
-#include <thread>
 
 #include "polnode/base/clock.h"
 #include "polnode/roles/dispute_duty.h"
@@ -106,24 +104,10 @@ class RolesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (Daemon& d : daemons_) StopRole(*d.role);
+    // A role's Stop ends its worker's fetch retry pause itself (BackgroundCheck); the clock stays.
+    for (Daemon& d : daemons_) d.role->Stop();
     daemons_.clear();
     if (server_) server_->Stop();
-  }
-
-  // Stops `role` while a helper thread keeps the roles' clock moving: Stop waits for the role's
-  // worker, which may be asleep on that clock (a fetch retry pause).
-  void StopRole(Role& role) {
-    std::atomic<bool> stopped{false};
-    std::thread pump([&] {
-      while (!stopped) {
-        clock_.Advance(kRoundTime);
-        std::this_thread::sleep_for(1ms);  // only paces the pump: the outcome is the same at any speed
-      }
-    });
-    role.Stop();
-    stopped = true;
-    pump.join();
   }
 
   // A restart of the ledger with other parameters (before any daemon was added).
@@ -457,7 +441,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
       std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()),
                                     LoopbackFetchPolicy(), clock_);
   restarted.home = verifier.home;
-  StopRole(*verifier.role);
+  verifier.role->Stop();
   daemons_.clear();
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(restarted.role->Poll(*restarted.ctx).ok());
@@ -473,7 +457,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   // An accept commits to no end state.
   EXPECT_EQ(slot->segment_digests_size(), 0);
   EXPECT_EQ(ReadFile(report_path), report);
-  StopRole(*restarted.role);
+  restarted.role->Stop();
 }
 
 // A cheat in the final segment (which every verifier replays): the honest verifier rejects it, the

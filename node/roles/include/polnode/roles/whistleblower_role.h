@@ -24,7 +24,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,7 +74,7 @@ class WhistleblowerRole final : public Role {
   };
   struct Running {
     std::string task_id;  // raw
-    std::future<Result<ProofCheck>> result;
+    std::unique_ptr<BackgroundCheck> check;
   };
 
   void Collect(RoleContext& ctx);
