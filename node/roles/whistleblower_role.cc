@@ -1,7 +1,6 @@
 #include "polnode/roles/whistleblower_role.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
 #include "polnode/base/file_util.h"
@@ -9,6 +8,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/roles/challenge_watch.h"
 
 namespace polnode::node {
 namespace {
@@ -234,7 +234,7 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
       POLNODE_ASSIGN_OR_RETURN(Holdings before, HoldingsOf(ctx));
       std::error_code ec;
       std::filesystem::create_directories(ctx.home() + "/watch", ec);
-      POLNODE_RETURN_IF_ERROR(WriteFileAtomically(watch, std::to_string(before.total()) + "\n"));
+      POLNODE_RETURN_IF_ERROR(WriteFileAtomically(watch, EncodeChallengeWatch({before.total()})));
     }
   }
   proto::DisputeTx tx;
@@ -277,15 +277,12 @@ Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task
 
 Status WhistleblowerRole::ReportSettled(RoleContext& ctx, const proto::Task& task) {
   const std::string watch = WatchPath(ctx, task.id());
-  Result<std::vector<std::uint8_t>> text = ReadWholeFile(watch, 64);
-  if (!text.ok()) return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
-  std::uint64_t before = 0;
-  const char* begin = reinterpret_cast<const char*>(text->data());
-  if (std::from_chars(begin, begin + text->size(), before).ec != std::errc()) {
-    return Status::Corruption(watch + " does not hold an amount");
-  }
+  // An unreadable watch stays where it is, named in the error, for the operator to look at.
+  POLNODE_ASSIGN_OR_RETURN(std::optional<ChallengeWatch> before, LoadChallengeWatch(watch));
+  if (!before) return Status::Ok();
   POLNODE_ASSIGN_OR_RETURN(Holdings now, HoldingsOf(ctx));
-  const std::int64_t change = static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before);
+  const std::int64_t change =
+      static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before->holdings_before);
   ctx.metrics().Add("settled_total");
   ctx.metrics().Set("balance", static_cast<double>(now.balance));
   ctx.log().Event("settled", {{"task_id", consensus::ToHex(task.id())},

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "polnode/base/clock.h"
+#include "polnode/roles/challenge_watch.h"
 #include "polnode/roles/dispute_duty.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/ledger/genesis_file.h"
@@ -495,6 +496,13 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
   EXPECT_EQ(TheTask().challenges(0).challenger(), RawPubKey(whistleblower_));
   EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
+  // Its holdings just before the challenge (balance plus stake, less only fees), kept on disk for
+  // the settlement's report (challenge_watch.h).
+  Result<std::optional<ChallengeWatch>> watch = LoadChallengeWatch(whistleblower.home + "/watch/" + task_hex);
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  ASSERT_TRUE(watch->has_value());
+  EXPECT_GT((*watch)->holdings_before, kFunds / 2);
+  EXPECT_LE((*watch)->holdings_before, kFunds);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("checks_total"), 2);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);  // the lazy accept
   DisputeReject(honest_);
