@@ -292,10 +292,7 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
     POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
-    DisputeParty party;
-    party.document = std::move(bound.document);
-    party.data = bound.data;
-    party.backend = dispute_backend_.get();
+    DisputeParty party = DaemonParty(ctx, std::move(bound.document), bound.data, dispute_backend_.get());
     // The challenger of a reject looks first where this verifier's own replays looked: one game
     // stands for every disputed reject slot the key holds.
     for (std::uint32_t i : SlotsOf(task, ctx.pubkey())) {
@@ -307,8 +304,6 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
         }
       }
     }
-    party.cache_dir = ctx.home() + "/cache";
-    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves

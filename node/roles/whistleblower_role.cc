@@ -262,14 +262,9 @@ Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
     POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
-    DisputeParty party;
-    party.document = std::move(bound.document);
-    party.data = bound.data;
-    party.backend = dispute_backend_.get();
+    DisputeParty party = DaemonParty(ctx, std::move(bound.document), bound.data, dispute_backend_.get());
     // As challenger it looks first where its audit found the proof wrong.
     if (auto audit = audits_.find(task.id()); audit != audits_.end()) party.suspect_segments = audit->second.suspects;
-    party.cache_dir = ctx.home() + "/cache";
-    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves

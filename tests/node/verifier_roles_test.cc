@@ -344,6 +344,17 @@ class RolesTest : public ::testing::Test {
 
   void Reveal(const proto::RevealTx& reveal) { SendAndCommit(solver_, contracts::payload::kReveal, reveal); }
 
+  // Once the task reaches its reveal round, reveals the plain proof and runs until the task
+  // settles, rejected with its proof disproven (the caller stops on a fatal failure).
+  void RevealAndSettleDisproven() {
+    ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+    Reveal(PlainReveal());
+    ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+    const proto::Task task = TheTask();
+    EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+    EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
+  }
+
   proto::RevealTx PlainReveal() {
     proto::RevealTx reveal;
     reveal.set_task_id(TheTask().id());
@@ -506,12 +517,9 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   EXPECT_EQ(whistleblower.ctx->metrics().Get("checks_total"), 2);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);  // the lazy accept
   DisputeReject(honest_);
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
-  Reveal(PlainReveal());
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  RevealAndSettleDisproven();
+  if (HasFatalFailure()) return;
   task = TheTask();
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
   EXPECT_EQ(task.disproven_segment(), 7u);
   EXPECT_EQ(task.disprover(), RawPubKey(honest_));
   EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_CHALLENGER_WON);
@@ -568,12 +576,9 @@ TEST_F(RolesTest, AVerifierHoldingSeveralSlotsReplaysOnceAndAnswersEachSlot) {
   DisputeReject(honest_);
   task = TheTask();
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(task.verifiers(i).disputed()) << i;
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
-  Reveal(PlainReveal());
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  RevealAndSettleDisproven();
+  if (HasFatalFailure()) return;
   task = TheTask();
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(task.verifiers(i).game_result(), proto::GAME_CHALLENGER_WON) << i;
   Result<contracts::TaskGames> games = client_->Games(task.id());
   ASSERT_TRUE(games.ok());
