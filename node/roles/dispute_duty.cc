@@ -21,6 +21,17 @@ struct DisputeDuty::State {
   std::string prepared_root;  // the proof root the player was built for
 };
 
+DisputeParty DaemonParty(const RoleContext& ctx, solver::TaskSpec document, const solver::ImageDataset* data,
+                         kernels::Backend* backend) {
+  DisputeParty party;
+  party.document = std::move(document);
+  party.data = data;
+  party.backend = backend;
+  party.cache_dir = ctx.home() + "/cache";
+  party.ledger = &ctx.ledger();
+  return party;
+}
+
 DisputeDuty::DisputeDuty(DisputeParty party) : state_(std::make_unique<State>()) { state_->party = std::move(party); }
 DisputeDuty::~DisputeDuty() = default;
 DisputeDuty::DisputeDuty(DisputeDuty&&) noexcept = default;

@@ -565,15 +565,10 @@ Status SolverRole::HandleOwnTask(RoleContext& ctx, const proto::Task& task) {
         if (!dispute_backend_) {
           POLNODE_ASSIGN_OR_RETURN(dispute_backend_, kernels::MakeBackend(options_.backend, 1));
         }
-        DisputeParty party;
-        party.document = claimed->document;
-        party.data = data;
-        party.backend = dispute_backend_.get();
+        DisputeParty party = DaemonParty(ctx, claimed->document, data, dispute_backend_.get());
         if (options_.cheat) {
           POLNODE_ASSIGN_OR_RETURN(party.tamper, ResolveCheat(*options_.cheat, claimed->document, *data));
         }
-        party.cache_dir = ctx.home() + "/cache";
-        party.ledger = &ctx.ledger();
         claimed->disputes = std::make_unique<DisputeDuty>(std::move(party));
       }
       return claimed->disputes->Poll(ctx, task).status();

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 #include "polnode/base/file_util.h"
@@ -11,15 +12,13 @@
 namespace polnode::node {
 namespace {
 
-constexpr std::uint64_t kMaxFactsBytes = 4096;
-
 std::string Short(const std::string& hex) { return hex.size() > 16 ? hex.substr(0, 16) : hex; }
 
-Result<std::uint64_t> ParseU64(std::string_view text, const std::string& path) {
+Result<std::uint64_t> ParseU64(std::string_view text) {
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    return Status::Corruption(path + ": '" + std::string(text) + "' is not a number");
+    return Status::Corruption("'" + std::string(text) + "' is not a number");
   }
   return value;
 }
@@ -37,6 +36,45 @@ std::vector<std::string_view> Words(std::string_view line) {
 
 std::string FactsPath(const std::string& home, const std::string& task_id_hex) {
   return home + "/tasks/" + task_id_hex;
+}
+
+// What both forms must hold for a model: the state hash as FetchTrainedModel writes it and counts
+// that make an accuracy in [0, 1]. Empty when they do.
+std::string ModelFault(std::string_view state_hash, std::int64_t correct, std::int64_t total) {
+  const bool hex = state_hash.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  if (state_hash.empty() || state_hash.size() > kMaxStateHashHex || !hex) return "the model's state hash is not hex";
+  if (correct < 0 || correct > total) return "the model's test counts are inconsistent";
+  return "";
+}
+
+// The text form before the archive: "refund N" and "model STATE_HASH CORRECT TOTAL" lines. It
+// cannot be mistaken for an archive, which starts with cereal's endianness byte (0 or 1).
+Result<TaskFacts> DecodeText(std::string_view text) {
+  TaskFacts facts;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::vector<std::string_view> words = Words(line);
+    if (words.size() == 2 && words[0] == "refund") {
+      POLNODE_ASSIGN_OR_RETURN(facts.refund, ParseU64(words[1]));
+    } else if (words.size() == 4 && words[0] == "model") {
+      DeliveredModel model;
+      model.state_hash = std::string(words[1]);
+      POLNODE_ASSIGN_OR_RETURN(std::uint64_t correct, ParseU64(words[2]));
+      POLNODE_ASSIGN_OR_RETURN(std::uint64_t total, ParseU64(words[3]));
+      constexpr std::uint64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
+      if (correct > kMaxCount || total > kMaxCount) return Status::Corruption("a test count is out of range");
+      model.test_correct = static_cast<std::int64_t>(correct);
+      model.test_total = static_cast<std::int64_t>(total);
+      if (const std::string fault = ModelFault(model.state_hash, model.test_correct, model.test_total); !fault.empty()) {
+        return Status::Corruption(fault);
+      }
+      facts.model = std::move(model);
+    } else {
+      return Status::Corruption("unexpected line '" + line.substr(0, 80) + "'");
+    }
+  }
+  return facts;
 }
 
 }  // namespace
@@ -140,31 +178,59 @@ std::string ModelPath(const std::string& home, const std::string& task_id_hex) {
   return home + "/models/" + task_id_hex + ".state";
 }
 
-Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task_id_hex) {
-  const std::string path = FactsPath(home, task_id_hex);
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxFactsBytes);
-  if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) return TaskFacts{};
-  if (!bytes.ok()) return bytes.status();
-  TaskFacts facts;
-  std::istringstream in(std::string(bytes->begin(), bytes->end()));
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::vector<std::string_view> words = Words(line);
-    if (words.size() == 2 && words[0] == "refund") {
-      POLNODE_ASSIGN_OR_RETURN(facts.refund, ParseU64(words[1], path));
-    } else if (words.size() == 4 && words[0] == "model") {
-      DeliveredModel model;
-      model.path = ModelPath(home, task_id_hex);
-      model.state_hash = std::string(words[1]);
-      POLNODE_ASSIGN_OR_RETURN(std::uint64_t correct, ParseU64(words[2], path));
-      POLNODE_ASSIGN_OR_RETURN(std::uint64_t total, ParseU64(words[3], path));
-      model.test_correct = static_cast<std::int64_t>(correct);
-      model.test_total = static_cast<std::int64_t>(total);
-      facts.model = std::move(model);
-    } else {
-      return Status::Corruption(path + ": unexpected line '" + line + "'");
+template <class Archive>
+void TaskFacts::save(Archive& ar) const {
+  ar(static_cast<std::uint8_t>(refund.has_value()));
+  if (refund) ar(*refund);
+  ar(static_cast<std::uint8_t>(model.has_value()));
+  if (model) {
+    SaveString(ar, model->state_hash);
+    ar(model->test_correct, model->test_total);
+  }
+}
+
+template <class Archive>
+void TaskFacts::load(Archive& ar, std::uint32_t version) {
+  // Version 1 is the only one so far; a later version adds its fields behind `version >= 2`.
+  if (version != 1) FailLocalLoad("no reader for version " + std::to_string(version));
+  const auto flag = [&ar] {
+    std::uint8_t has = 0;
+    ar(has);
+    if (has > 1) FailLocalLoad("a presence flag of " + std::to_string(has));
+    return has == 1;
+  };
+  if (flag()) {
+    refund.emplace();
+    ar(*refund);
+  }
+  if (flag()) {
+    DeliveredModel& m = model.emplace();
+    LoadString(ar, m.state_hash, kMaxStateHashHex);
+    ar(m.test_correct, m.test_total);
+    if (const std::string fault = ModelFault(m.state_hash, m.test_correct, m.test_total); !fault.empty()) {
+      FailLocalLoad(fault);
     }
   }
+}
+
+std::vector<std::uint8_t> EncodeTaskFacts(const TaskFacts& facts) { return EncodeLocal(kTaskFactsFormat, facts); }
+
+Result<TaskFacts> DecodeTaskFacts(std::span<const std::uint8_t> bytes, std::string_view file) {
+  if (bytes.empty() || bytes[0] > 1) {
+    Result<TaskFacts> text = DecodeText(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    if (!text.ok()) return Status::Corruption(std::string(file) + ": " + text.status().message() + "; it is left as it is");
+    return text;
+  }
+  return DecodeLocal<TaskFacts>(bytes, kTaskFactsFormat, file);
+}
+
+Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task_id_hex) {
+  const std::string path = FactsPath(home, task_id_hex);
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, kMaxTaskFactsBytes);
+  if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) return TaskFacts{};
+  if (!bytes.ok()) return bytes.status();
+  POLNODE_ASSIGN_OR_RETURN(TaskFacts facts, DecodeTaskFacts(*bytes, path));
+  if (facts.model) facts.model->path = ModelPath(home, task_id_hex);
   return facts;
 }
 
@@ -172,13 +238,7 @@ Status SaveTaskFacts(const std::string& home, const std::string& task_id_hex, co
   std::error_code ec;
   std::filesystem::create_directories(home + "/tasks", ec);
   if (ec) return Status::IOError("cannot create " + home + "/tasks: " + ec.message());
-  std::string text;
-  if (facts.refund) text += "refund " + std::to_string(*facts.refund) + "\n";
-  if (facts.model) {
-    text += "model " + facts.model->state_hash + " " + std::to_string(facts.model->test_correct) + " " +
-            std::to_string(facts.model->test_total) + "\n";
-  }
-  return WriteFileAtomically(FactsPath(home, task_id_hex), text);
+  return WriteFileAtomically(FactsPath(home, task_id_hex), EncodeTaskFacts(facts));
 }
 
 }  // namespace polnode::node

@@ -35,15 +35,17 @@ Status StatusOf(const Status& s) { return s; }
 template <typename T>
 Status StatusOf(const Result<T>& r) { return r.status(); }
 
-// Calls `fetch` until it succeeds, fails for another reason than kUnavailable, or has been tried
-// kFetchAttempts times, pausing kFetchRetryPause of `clock`'s time between tries.
+// Calls `fetch` until it succeeds, fails for another reason than kUnavailable, has been tried
+// kFetchAttempts times or the request is stopped, pausing kFetchRetryPause of the request's clock
+// between tries. The pause waits on the stop flag too, so a stopping daemon does not wait it out.
 template <typename Fetch>
-auto WithRetries(Clock& clock, Fetch fetch) -> decltype(fetch()) {
+auto WithRetries(const CheckRequest& request, Fetch fetch) -> decltype(fetch()) {
+  const std::atomic<bool>* stop = request.stop;
   for (int attempt = 1;; ++attempt) {
     auto result = fetch();
     const Status status = StatusOf(result);
     if (status.ok() || status.code() != StatusCode::kUnavailable || attempt == kFetchAttempts) return result;
-    clock.SleepFor(kFetchRetryPause);
+    if (request.clock->WaitFor(kFetchRetryPause, [stop] { return stop != nullptr && stop->load(); })) return result;
   }
 }
 
@@ -87,7 +89,7 @@ class CheckpointSource {
       const consensus::Hash256& blob = manifest_->checkpoint_blobs[static_cast<std::size_t>(index)];
       if (!store_->Contains(blob)) {
         const Status fetched =
-            WithRetries(*request_.clock, [&] { return FetchBlob(request_.fetch, request_.task.proof_uri(), blob, *store_); });
+            WithRetries(request_, [&] { return FetchBlob(request_.fetch, request_.task.proof_uri(), blob, *store_); });
         if (fetched.ok()) ++blobs_fetched_;
       }
       Result<solver::TrainState> state = verifier::LoadCheckpoint(*manifest_, *store_, layout_, index);
@@ -129,15 +131,16 @@ class CheckpointSource {
 
 // The manifest at proof_uri when it is the committed proof's, fits the task and is signed by the
 // task's solver; else std::nullopt with `why`.
-std::optional<solver::ProofManifest> UsableManifest(const FetchPolicy& fetch, const proto::Task& task,
-                                                    const solver::TaskSpec& document, Clock& clock, std::string& why) {
+std::optional<solver::ProofManifest> UsableManifest(const CheckRequest& request, const solver::TaskSpec& document,
+                                                    std::string& why) {
+  const proto::Task& task = request.task;
   Result<consensus::Hash256> root = Hash32(task.proof_root(), "the committed proof root");
   if (!root.ok()) {
     why = root.status().ToString();
     return std::nullopt;
   }
   Result<solver::ProofManifest> manifest =
-      WithRetries(clock, [&] { return FetchManifest(fetch, task.proof_uri(), *root); });
+      WithRetries(request, [&] { return FetchManifest(request.fetch, task.proof_uri(), *root); });
   Status usable = manifest.status();
   if (usable.ok()) usable = verifier::CheckManifestAgainstTask(*manifest, document);
   if (usable.ok() && (!manifest->is_signed || std::string_view(reinterpret_cast<const char*>(manifest->solver_pubkey.data()),
@@ -189,7 +192,7 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   const solver::TrainState layout = stepper.Initial();
   POLNODE_ASSIGN_OR_RETURN(solver::BlobStore store, solver::BlobStore::Open(request.cache_dir + "/blobs"));
   CheckpointSource source(request, layout, bound.document.checkpoint_interval);
-  source.UseServer(UsableManifest(request.fetch, task, bound.document, *request.clock, check.data_fault), &store);
+  source.UseServer(UsableManifest(request, bound.document, check.data_fault), &store);
 
   verifier::Thresholds thresholds;
   if (bound.document.mode == solver::ReproMode::kTolerant) {
@@ -286,6 +289,21 @@ Result<ProofCheck> CheckCommittedProof(const CheckRequest& request) {
   check.seconds = std::chrono::duration<double>(request.clock->Now() - started).count();
   return check;
 }
+
+BackgroundCheck::BackgroundCheck(CheckRequest request) : clock_(request.clock) {
+  request.stop = &stop_;
+  result_ = std::async(std::launch::async, [request = std::move(request)] { return CheckCommittedProof(request); });
+}
+
+BackgroundCheck::~BackgroundCheck() {
+  stop_ = true;
+  clock_->Notify();
+  if (result_.valid()) result_.wait();
+}
+
+bool BackgroundCheck::ready() const { return result_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+Result<ProofCheck> BackgroundCheck::Take() { return result_.get(); }
 
 Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments) {
   std::vector<std::int64_t> order = segments;

@@ -111,7 +111,7 @@ VerifierRole::VerifierRole(VerifierOptions options) : options_(std::move(options
 
 VerifierRole::~VerifierRole() { Stop(); }
 
-void VerifierRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
+void VerifierRole::Stop() { running_.reset(); }  // stops the check and waits for its thread
 
 std::string VerifierRole::ReportPath(const RoleContext& ctx, const proto::Task& task, std::uint32_t slot) const {
   // A slot reopened after the solver published its checkpoints gets a second verdict, from the
@@ -166,10 +166,10 @@ Status VerifierRole::Poll(RoleContext& ctx) {
 }
 
 Status VerifierRole::Collect(RoleContext& ctx) {
-  if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return Status::Ok();
+  if (!running_ || !running_->check->ready()) return Status::Ok();
   const proto::Task task = running_->task;
   const std::vector<std::uint32_t> slots = running_->slots;
-  Result<ProofCheck> check = running_->result.get();
+  Result<ProofCheck> check = running_->check->Take();
   running_.reset();
   const std::string id = task.id();
   if (!check.ok()) {
@@ -263,9 +263,7 @@ void VerifierRole::StartCheck(RoleContext& ctx, const proto::Task& task, std::ve
   request.backend = backend_.get();
   request.ledger = &ctx.ledger();
   request.clock = &ctx.clock();
-  running_.emplace(Running{task, std::move(slots), std::async(std::launch::async, [request = std::move(request)] {
-                             return CheckCommittedProof(request);
-                           })});
+  running_.emplace(Running{task, std::move(slots), std::make_unique<BackgroundCheck>(std::move(request))});
 }
 
 Status VerifierRole::PostVerdict(RoleContext& ctx, const proto::Task& task, std::uint32_t slot,
@@ -294,10 +292,7 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
     POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
-    DisputeParty party;
-    party.document = std::move(bound.document);
-    party.data = bound.data;
-    party.backend = dispute_backend_.get();
+    DisputeParty party = DaemonParty(ctx, std::move(bound.document), bound.data, dispute_backend_.get());
     // The challenger of a reject looks first where this verifier's own replays looked: one game
     // stands for every disputed reject slot the key holds.
     for (std::uint32_t i : SlotsOf(task, ctx.pubkey())) {
@@ -309,8 +304,6 @@ Status VerifierRole::PlayDisputes(RoleContext& ctx, const proto::Task& task) {
         }
       }
     }
-    party.cache_dir = ctx.home() + "/cache";
-    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves

@@ -1,7 +1,6 @@
 #include "polnode/roles/whistleblower_role.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
 #include "polnode/base/file_util.h"
@@ -9,6 +8,7 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/roles/challenge_watch.h"
 
 namespace polnode::node {
 namespace {
@@ -68,7 +68,7 @@ WhistleblowerRole::WhistleblowerRole(WhistleblowerOptions options)
 
 WhistleblowerRole::~WhistleblowerRole() { Stop(); }
 
-void WhistleblowerRole::Stop() { running_.reset(); }  // a std::async future waits for its thread
+void WhistleblowerRole::Stop() { running_.reset(); }  // stops the check and waits for its thread
 
 std::string WhistleblowerRole::WatchPath(const RoleContext& ctx, const std::string& task_id) const {
   return ctx.home() + "/watch/" + consensus::ToHex(task_id);
@@ -131,9 +131,9 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
 }
 
 void WhistleblowerRole::Collect(RoleContext& ctx) {
-  if (!running_ || running_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  if (!running_ || !running_->check->ready()) return;
   const std::string id = running_->task_id;
-  Result<ProofCheck> check = running_->result.get();
+  Result<ProofCheck> check = running_->check->Take();
   running_.reset();
   auto audit = audits_.find(id);
   if (audit == audits_.end()) return;  // the task closed while its check ran
@@ -185,9 +185,7 @@ Status WhistleblowerRole::AuditTask(RoleContext& ctx, const proto::Task& task) {
   ctx.log().Event("auditing", {{"task_id", consensus::ToHex(task.id())},
                                {"slots", std::to_string(audit.slots.size())},
                                {"segments", JoinSegments(request.segments)}});
-  running_.emplace(Running{task.id(), std::async(std::launch::async, [request = std::move(request)] {
-                             return CheckCommittedProof(request);
-                           })});
+  running_.emplace(Running{task.id(), std::make_unique<BackgroundCheck>(std::move(request))});
   return Status::Ok();
 }
 
@@ -236,7 +234,7 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
       POLNODE_ASSIGN_OR_RETURN(Holdings before, HoldingsOf(ctx));
       std::error_code ec;
       std::filesystem::create_directories(ctx.home() + "/watch", ec);
-      POLNODE_RETURN_IF_ERROR(WriteFileAtomically(watch, std::to_string(before.total()) + "\n"));
+      POLNODE_RETURN_IF_ERROR(WriteFileAtomically(watch, EncodeChallengeWatch({before.total()})));
     }
   }
   proto::DisputeTx tx;
@@ -264,14 +262,9 @@ Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task
   std::unique_ptr<DisputeDuty>& duty = disputes_[task.id()];
   if (!duty) {
     POLNODE_ASSIGN_OR_RETURN(BoundTask bound, BindTask(ctx.fetch_policy(), task, data_));
-    DisputeParty party;
-    party.document = std::move(bound.document);
-    party.data = bound.data;
-    party.backend = dispute_backend_.get();
+    DisputeParty party = DaemonParty(ctx, std::move(bound.document), bound.data, dispute_backend_.get());
     // As challenger it looks first where its audit found the proof wrong.
     if (auto audit = audits_.find(task.id()); audit != audits_.end()) party.suspect_segments = audit->second.suspects;
-    party.cache_dir = ctx.home() + "/cache";
-    party.ledger = &ctx.ledger();
     duty = std::make_unique<DisputeDuty>(std::move(party));
   }
   return duty->Poll(ctx, task).status();  // DisputeDuty logs and counts its moves
@@ -279,15 +272,12 @@ Status WhistleblowerRole::PlayDisputes(RoleContext& ctx, const proto::Task& task
 
 Status WhistleblowerRole::ReportSettled(RoleContext& ctx, const proto::Task& task) {
   const std::string watch = WatchPath(ctx, task.id());
-  Result<std::vector<std::uint8_t>> text = ReadWholeFile(watch, 64);
-  if (!text.ok()) return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
-  std::uint64_t before = 0;
-  const char* begin = reinterpret_cast<const char*>(text->data());
-  if (std::from_chars(begin, begin + text->size(), before).ec != std::errc()) {
-    return Status::Corruption(watch + " does not hold an amount");
-  }
+  // An unreadable watch stays where it is, named in the error, for the operator to look at.
+  POLNODE_ASSIGN_OR_RETURN(std::optional<ChallengeWatch> before, LoadChallengeWatch(watch));
+  if (!before) return Status::Ok();
   POLNODE_ASSIGN_OR_RETURN(Holdings now, HoldingsOf(ctx));
-  const std::int64_t change = static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before);
+  const std::int64_t change =
+      static_cast<std::int64_t>(now.total()) - static_cast<std::int64_t>(before->holdings_before);
   ctx.metrics().Add("settled_total");
   ctx.metrics().Set("balance", static_cast<double>(now.balance));
   ctx.log().Event("settled", {{"task_id", consensus::ToHex(task.id())},

@@ -54,6 +54,33 @@ TEST(ManualClockTest, AConditionEndsAWaitEarlyAndSaysSo) {
   EXPECT_FALSE(clock.WaitUntil(clock.Now(), [] { return false; }));
 }
 
+TEST(ManualClockTest, ANotifyWakesAWaiterOnlyToTestItsConditionAgain) {
+  ManualClock clock;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    clock.WaitFor(1h, [&] { return stop.load(); });
+    returned = true;
+  });
+  clock.AwaitWaiters(1);
+  clock.Notify();  // the condition is still false: the waiter goes back to sleep
+  clock.AwaitWaiters(1);
+  EXPECT_FALSE(returned);
+  stop = true;
+  clock.Notify();
+  waiter.join();
+  EXPECT_TRUE(returned);
+  EXPECT_EQ(clock.waiters(), 0u);
+}
+
+TEST(ClockTest, AConditionThatAlreadyHoldsEndsTheWaitAtOnceOnEitherClock) {
+  ManualClock manual;
+  const Clock::TimePoint start = manual.Now();
+  EXPECT_TRUE(manual.WaitFor(1h, [] { return true; }));
+  EXPECT_EQ(manual.Now(), start);
+  EXPECT_TRUE(SystemClock().WaitFor(1h, [] { return true; }));
+}
+
 TEST(SystemClockTest, IsMonotonicAndWakesOnNotify) {
   Clock& clock = SystemClock();
   const Clock::TimePoint a = clock.Now();

@@ -5,37 +5,32 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/consensus/tx_envelope.h"
+#include "polnode/testing/fuzz_seeds.h"
 
 namespace polnode::consensus {
 namespace {
 
-std::string ReadSeed(const std::string& target, const std::string& name) {
-  const std::string path = std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/" + target + "/" + name;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing seed " << path;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using polnode::testing::FuzzSeed;
 
 TEST(FuzzCorpusTest, TxEnvelopeSeeds) {
   for (const char* name : {"valid-basic", "valid-defaults-omitted", "valid-wide-fields"}) {
-    Result<TxEnvelope> e = DecodeEnvelope(ReadSeed("tx_envelope", name));
+    Result<TxEnvelope> e = DecodeEnvelope(FuzzSeed("tx_envelope", name));
     ASSERT_TRUE(e.ok()) << name << ": " << e.status().ToString();
     EXPECT_TRUE(VerifyEnvelope(*e).ok()) << name;
   }
   for (const char* name : {"bad-signature", "signature-for-other-nonce"}) {
-    Result<TxEnvelope> e = DecodeEnvelope(ReadSeed("tx_envelope", name));
+    Result<TxEnvelope> e = DecodeEnvelope(FuzzSeed("tx_envelope", name));
     ASSERT_TRUE(e.ok()) << name << ": " << e.status().ToString();
     EXPECT_EQ(VerifyEnvelope(*e).code(), StatusCode::kCorruption) << name;
   }
   for (const char* name : {"truncated", "unknown-field", "fields-out-of-order"}) {
-    EXPECT_EQ(DecodeEnvelope(ReadSeed("tx_envelope", name)).status().code(), StatusCode::kCorruption) << name;
+    EXPECT_EQ(DecodeEnvelope(FuzzSeed("tx_envelope", name)).status().code(), StatusCode::kCorruption) << name;
   }
 }
 
@@ -50,7 +45,7 @@ TEST(FuzzCorpusTest, MerkleProofSeeds) {
   }
   const Hash256 root = MerkleRoot(leaves);
   auto check = [&](const std::string& name) -> Status {
-    const std::string seed = ReadSeed("merkle_proof", name);
+    const std::string seed = FuzzSeed("merkle_proof", name);
     if (seed.size() < 32) return Status::InvalidArgument("shorter than a leaf");
     Hash256 leaf{};
     std::copy_n(seed.begin(), 32, leaf.begin());

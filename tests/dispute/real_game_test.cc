@@ -108,20 +108,12 @@ TEST_P(RealDisputeGame, PinpointsTheTamperedOperator) {
   const std::uint64_t loser_lock = loser_role == proto::ROLE_SOLVER ? flow.chain.params().min_stake_solver()
                                                                     : flow.chain.params().min_stake_verifier();
   const std::uint64_t honest_balance = flow.chain.Balance(honest);
-  match.Play();
+  // Pinpointed at the segment and step of the tamper and the tampered output of its operator,
+  // ruled by the referee for the honest party.
+  const proto::DisputeGame game = match.PlayToRuling(c.name, graph);
   if (::testing::Test::HasFatalFailure()) return;
-  match.Report(c.name);
-
-  const proto::DisputeGame game = match.Game();
   const proto::Task task = match.LedgerTask();
-  // Pinpointed: the segment and step of the tamper, and the tampered output of its operator.
-  match.ExpectPinpointed(graph);
   const std::int64_t k = options.task.checkpoint_interval;
-  // Ruled by the referee, for the honest party.
-  EXPECT_TRUE(game.ruling().starts_with("leaf ")) << game.ruling();
-  EXPECT_EQ(game.winner(), Raw(honest)) << game.ruling();
-  EXPECT_EQ(game.loser(), Raw(dishonest));
-  EXPECT_EQ(game.challenger_won(), match.proof_wrong());
   // The leaf is the tampered operator's output, ruled tile by tile: the game descended the
   // output's block tree to the block holding the tampered element, and the referee's value is
   // that block as an honest replay of the step computes it.

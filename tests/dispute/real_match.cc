@@ -187,6 +187,19 @@ void RealMatch::ExpectPinpointed(const solver::StepGraph& graph) {
   EXPECT_EQ(game.leaf(), solver::StepLeafLayout(graph).first_output_leaf(t.node) + static_cast<std::uint64_t>(t.output));
 }
 
+proto::DisputeGame RealMatch::PlayToRuling(const char* name, const solver::StepGraph& graph) {
+  Play();
+  if (::testing::Test::HasFatalFailure()) return Game();
+  Report(name);
+  const proto::DisputeGame game = Game();
+  ExpectPinpointed(graph);
+  EXPECT_TRUE(game.ruling().starts_with("leaf ")) << game.ruling();
+  EXPECT_EQ(game.winner(), Raw(honest())) << game.ruling();
+  EXPECT_EQ(game.loser(), Raw(dishonest()));
+  EXPECT_EQ(game.challenger_won(), proof_wrong());
+  return game;
+}
+
 void RealMatch::ExpectAuditAgrees(std::string_view node) {
   const proto::DisputeGame game = Game();
   const proto::Task task = LedgerTask();

@@ -75,6 +75,11 @@ class RealMatch {
   /// The decided game narrowed down to the tamper's segment and step (the state before it agreed,
   /// after it disputed) and to the tampered output's leaf in `graph`, the task's step graph.
   void ExpectPinpointed(const solver::StepGraph& graph);
+  /// Plays the game to its end (Play), reports it as `name` (Report) and checks what every game
+  /// over a tampered operator output shows: pinpointed at the tamper (ExpectPinpointed on `graph`),
+  /// ruled on a leaf for the honest party against the dishonest one. Returns the decided game; the
+  /// caller stops when ::testing::Test::HasFatalFailure().
+  proto::DisputeGame PlayToRuling(const char* name, const solver::StepGraph& graph);
   /// The auditor's re-execution of the decided game (contracts::AuditGame, what `polnode dispute
   /// replay` runs) agrees with the ledger's record, reaches its result and names operator `node`;
   /// each referee move Play sent, re-executed in place of the deciding one, agrees too.

@@ -10,7 +10,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/roles/duty_journal.h"
 #include "polnode/roles/role_runtime.h"
-#include "polnode/testing/data_files.h"
+#include "polnode/testing/fuzz_seeds.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -80,9 +80,7 @@ TEST(DutyJournalTest, NewerTruncatedAndDamagedJournalsAreRefusedByName) {
 // format changes, regenerate them: polnode_fuzz --write-seeds=fuzz/corpus).
 TEST(DutyJournalTest, TheFuzzSeedsMeanWhatTheirNamesSay) {
   const auto decode = [](const std::string& name) {
-    const std::string text =
-        polnode::testing::ReadFileText(std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/duty_journal/" + name);
-    return DecodeDutyJournal(Bytes(text), name);
+    return DecodeDutyJournal(Bytes(polnode::testing::FuzzSeed("duty_journal", name)), name);
   };
   for (const char* name : {"failed", "sent", "text-committed", "text-failed"}) EXPECT_TRUE(decode(name).ok()) << name;
   EXPECT_EQ(decode("truncated").status().code(), StatusCode::kCorruption);

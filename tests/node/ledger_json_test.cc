@@ -5,12 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/rpc/json.h"
+#include "polnode/testing/fuzz_seeds.h"
 #include "polnode/testing/status_matchers.h"
 
 namespace polnode::node {
@@ -20,10 +19,7 @@ using polnode::testing::IsOk;
 
 // A seed of the ledger_client target without its first byte (which picks the decoder).
 std::string LedgerAnswer(const std::string& seed) {
-  const std::string path = std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/ledger_client/" + seed;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing seed " << path;
-  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::string bytes = polnode::testing::FuzzSeed("ledger_client", seed);
   return bytes.empty() ? bytes : bytes.substr(1);
 }
 

@@ -1,11 +1,18 @@
 // The submitter's report.json shape (what `polnode devnet` reads), the facts a restarted
-// submitter reads back, and the URI of the proof a model is fetched from.
+// submitter reads back (a versioned local archive; the text form before it still read, an
+// unreadable file refused by name and kept), and the URI of the proof a model is fetched from.
 #include "polnode/roles/submitter_report.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "polnode/base/file_util.h"
 #include "polnode/roles/submitter_model.h"
+#include "polnode/testing/fuzz_seeds.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -93,6 +100,87 @@ TEST(SubmitterReportTest, FactsSurviveARestart) {
 
   ASSERT_TRUE(WriteFileAtomically(home.path() + "/tasks/" + id, std::string_view("refund lots\n")).ok());
   EXPECT_EQ(LoadTaskFacts(home.path(), id).status().code(), StatusCode::kCorruption);
+}
+
+std::vector<std::uint8_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
+
+// Offset of the envelope's version: cereal's endianness byte, then the 16-byte kind.
+constexpr std::size_t kVersionAt = 1 + kLocalKindBytes;
+
+TEST(SubmitterReportTest, FactsRoundTripWithOrWithoutEachPart) {
+  const DeliveredModel model{"", std::string(64, 'a'), 3, 4};
+  for (const TaskFacts& facts : {TaskFacts{}, TaskFacts{12, std::nullopt}, TaskFacts{std::nullopt, model},
+                                 TaskFacts{std::numeric_limits<std::uint64_t>::max(), model}}) {
+    const std::vector<std::uint8_t> bytes = EncodeTaskFacts(facts);
+    EXPECT_LE(bytes.size(), kMaxTaskFactsBytes);
+    Result<TaskFacts> decoded = DecodeTaskFacts(bytes, "f");
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(*decoded, facts);
+  }
+}
+
+TEST(SubmitterReportTest, FactsOfTheTextFormBeforeTheArchiveAreStillRead) {
+  TempDir home;
+  const std::string id(64, 'c');
+  // A facts file as the submitter wrote it before the archive.
+  std::filesystem::create_directories(home.path() + "/tasks");
+  ASSERT_TRUE(WriteFileAtomically(home.path() + "/tasks/" + id,
+                                  "refund 4900\nmodel " + std::string(64, '1') + " 7 8\n")
+                  .ok());
+  Result<TaskFacts> old = LoadTaskFacts(home.path(), id);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(*old, (TaskFacts{4900, DeliveredModel{ModelPath(home.path(), id), std::string(64, '1'), 7, 8}}));
+
+  Result<TaskFacts> refund_only = DecodeTaskFacts(Bytes("refund 5\n"), "f");
+  ASSERT_TRUE(refund_only.ok()) << refund_only.status().ToString();
+  EXPECT_EQ(*refund_only, (TaskFacts{5, std::nullopt}));
+  for (const char* damaged : {"refund lots\n", "model zz 1 2\n", "model aa 3 2\n", "model aa 1 99999999999999999999\n",
+                              "model aa 1\n", "stake 5\n"}) {
+    Result<TaskFacts> decoded = DecodeTaskFacts(Bytes(damaged), "/h/tasks/t");
+    EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption) << damaged;
+    EXPECT_NE(decoded.status().message().find("/h/tasks/t"), std::string::npos) << decoded.status().ToString();
+  }
+}
+
+TEST(SubmitterReportTest, NewerTruncatedAndDamagedFactsAreRefusedByNameAndKept) {
+  const std::vector<std::uint8_t> bytes = EncodeTaskFacts({9, DeliveredModel{"", std::string(64, 'b'), 1, 2}});
+  for (std::size_t n = 1; n < bytes.size(); ++n) {
+    Result<TaskFacts> decoded = DecodeTaskFacts(std::span(bytes.data(), n), "/h/tasks/t");
+    ASSERT_FALSE(decoded.ok()) << n << " bytes";
+    EXPECT_NE(decoded.status().message().find("/h/tasks/t"), std::string::npos) << decoded.status().ToString();
+  }
+  // The refund flag, then the model flag after the 8-byte refund.
+  std::vector<std::uint8_t> bad_flag = bytes;
+  bad_flag[kVersionAt + 4] = 2;
+  EXPECT_EQ(DecodeTaskFacts(bad_flag, "f").status().code(), StatusCode::kCorruption);
+  // The first byte of the state hash, after the model flag and the hash's 8-byte size tag.
+  std::vector<std::uint8_t> bad_hash = bytes;
+  bad_hash[kVersionAt + 4 + 1 + 8 + 1 + 8] = 'Z';
+  EXPECT_EQ(DecodeTaskFacts(bad_hash, "f").status().code(), StatusCode::kCorruption);
+
+  TempDir home;
+  const std::string id(64, 'c');
+  const std::string file = home.path() + "/tasks/" + id;
+  std::vector<std::uint8_t> newer = bytes;
+  newer[kVersionAt] = 2;
+  std::filesystem::create_directories(home.path() + "/tasks");
+  ASSERT_TRUE(WriteFileAtomically(file, newer).ok());
+  Result<TaskFacts> refused = LoadTaskFacts(home.path(), id);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find(file), std::string::npos) << refused.status().ToString();
+  EXPECT_EQ(*ReadWholeFile(file, kMaxTaskFactsBytes), newer);
+}
+
+// The committed seeds of the task_facts fuzz target still mean what their names say (when the
+// format changes, regenerate them: polnode_fuzz --write-seeds=fuzz/corpus).
+TEST(SubmitterReportTest, TheFactsFuzzSeedsMeanWhatTheirNamesSay) {
+  const auto decode = [](const std::string& name) {
+    return DecodeTaskFacts(Bytes(polnode::testing::FuzzSeed("task_facts", name)), name);
+  };
+  for (const char* name : {"refund-and-model", "none", "text"}) EXPECT_TRUE(decode(name).ok()) << name;
+  EXPECT_EQ(decode("truncated").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(decode("text-bad-counts").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(decode("newer-version").status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST(SubmitterReportTest, ResultProofUriNamesTheResultRoot) {

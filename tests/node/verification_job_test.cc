@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "pol_task_fixture.h"
@@ -299,6 +300,33 @@ TEST_F(VerificationJobTest, MissingCheckpointMakesItsSegmentUnavailableAfterRetr
   verdict = VerdictOn(*check, {0, 1});
   EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{0});
+}
+
+// A daemon that stops while its check sleeps between two fetch attempts is not held up by that
+// pause: destroying the BackgroundCheck wakes it and no further attempt is made, and the clock
+// never moved.
+TEST_F(VerificationJobTest, AStoppedCheckEndsItsRetryPauseWithoutTheClockMoving) {
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  const proto::Task task = TaskFor(proof);
+  const std::string blob = consensus::ToHex(proof.manifest.checkpoint_blobs[8]);
+  ASSERT_TRUE(std::filesystem::remove(proof.dir->File("blobs/" + blob)));
+  ManualClock clock;
+  const Clock::TimePoint start = clock.Now();
+  CheckRequest request;
+  request.task = task;
+  request.segments = {0};
+  request.cache_dir = cache_dir_.path();
+  request.fetch = LoopbackFetchPolicy();
+  request.data = &cache_;
+  request.backend = backend_.get();
+  request.clock = &clock;
+  auto check = std::make_unique<BackgroundCheck>(std::move(request));
+  clock.AwaitWaiters(1);  // the pause after the first refused download of checkpoint 8
+  EXPECT_FALSE(check->ready());
+  check.reset();
+  EXPECT_EQ(server_.CountRequests("/blobs/" + blob), 1);
+  EXPECT_EQ(clock.waiters(), 0u);
+  EXPECT_EQ(clock.Now(), start);
 }
 
 TEST_F(VerificationJobTest, AnUnreachableProofServerIsUnavailableDataAndAnUnreachableDocumentAnError) {

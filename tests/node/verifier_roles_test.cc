@@ -6,7 +6,6 @@
 // generous deadlines for the roles' worker threads.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -14,9 +13,9 @@
 #include <functional>
 #include <iterator>
 #include <set>
-#include <thread>
 
 #include "polnode/base/clock.h"
+#include "polnode/roles/challenge_watch.h"
 #include "polnode/roles/dispute_duty.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/ledger/genesis_file.h"
@@ -106,24 +105,10 @@ class RolesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (Daemon& d : daemons_) StopRole(*d.role);
+    // A role's Stop ends its worker's fetch retry pause itself (BackgroundCheck); the clock stays.
+    for (Daemon& d : daemons_) d.role->Stop();
     daemons_.clear();
     if (server_) server_->Stop();
-  }
-
-  // Stops `role` while a helper thread keeps the roles' clock moving: Stop waits for the role's
-  // worker, which may be asleep on that clock (a fetch retry pause).
-  void StopRole(Role& role) {
-    std::atomic<bool> stopped{false};
-    std::thread pump([&] {
-      while (!stopped) {
-        clock_.Advance(kRoundTime);
-        std::this_thread::sleep_for(1ms);  // only paces the pump: the outcome is the same at any speed
-      }
-    });
-    role.Stop();
-    stopped = true;
-    pump.join();
   }
 
   // A restart of the ledger with other parameters (before any daemon was added).
@@ -359,6 +344,17 @@ class RolesTest : public ::testing::Test {
 
   void Reveal(const proto::RevealTx& reveal) { SendAndCommit(solver_, contracts::payload::kReveal, reveal); }
 
+  // Once the task reaches its reveal round, reveals the plain proof and runs until the task
+  // settles, rejected with its proof disproven (the caller stops on a fatal failure).
+  void RevealAndSettleDisproven() {
+    ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+    Reveal(PlainReveal());
+    ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+    const proto::Task task = TheTask();
+    EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+    EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
+  }
+
   proto::RevealTx PlainReveal() {
     proto::RevealTx reveal;
     reveal.set_task_id(TheTask().id());
@@ -457,7 +453,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
       std::make_unique<RoleContext>("verifier", verifier.home, honest_, *LedgerClient::FromUrl(LedgerUrl()),
                                     LoopbackFetchPolicy(), clock_);
   restarted.home = verifier.home;
-  StopRole(*verifier.role);
+  verifier.role->Stop();
   daemons_.clear();
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(restarted.role->Poll(*restarted.ctx).ok());
@@ -473,7 +469,7 @@ TEST_F(RolesTest, HonestVerdictIsPostedOnceWithItsReportAndARestartDoesNotPostAg
   // An accept commits to no end state.
   EXPECT_EQ(slot->segment_digests_size(), 0);
   EXPECT_EQ(ReadFile(report_path), report);
-  StopRole(*restarted.role);
+  restarted.role->Stop();
 }
 
 // A cheat in the final segment (which every verifier replays): the honest verifier rejects it, the
@@ -511,15 +507,19 @@ TEST_F(RolesTest, CheatIsDisprovenInTheGameTheSolverDemandedAndTheLazyAccepterPa
   ASSERT_TRUE(RunUntil([&] { return TheTask().challenges_size() == 1; }, false));
   EXPECT_EQ(TheTask().challenges(0).challenger(), RawPubKey(whistleblower_));
   EXPECT_EQ(whistleblower.ctx->metrics().Get("challenges_total"), 1);
+  // Its holdings just before the challenge (balance plus stake, less only fees), kept on disk for
+  // the settlement's report (challenge_watch.h).
+  Result<std::optional<ChallengeWatch>> watch = LoadChallengeWatch(whistleblower.home + "/watch/" + task_hex);
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  ASSERT_TRUE(watch->has_value());
+  EXPECT_GT((*watch)->holdings_before, kFunds / 2);
+  EXPECT_LE((*watch)->holdings_before, kFunds);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("checks_total"), 2);
   EXPECT_EQ(whistleblower.ctx->metrics().Get("disagreements_total"), 1);  // the lazy accept
   DisputeReject(honest_);
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
-  Reveal(PlainReveal());
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  RevealAndSettleDisproven();
+  if (HasFatalFailure()) return;
   task = TheTask();
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
   EXPECT_EQ(task.disproven_segment(), 7u);
   EXPECT_EQ(task.disprover(), RawPubKey(honest_));
   EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_CHALLENGER_WON);
@@ -576,12 +576,9 @@ TEST_F(RolesTest, AVerifierHoldingSeveralSlotsReplaysOnceAndAnswersEachSlot) {
   DisputeReject(honest_);
   task = TheTask();
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(task.verifiers(i).disputed()) << i;
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
-  Reveal(PlainReveal());
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  RevealAndSettleDisproven();
+  if (HasFatalFailure()) return;
   task = TheTask();
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_EQ(task.standing(), proto::PROOF_DISPROVEN);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(task.verifiers(i).game_result(), proto::GAME_CHALLENGER_WON) << i;
   Result<contracts::TaskGames> games = client_->Games(task.id());
   ASSERT_TRUE(games.ok());

@@ -12,6 +12,7 @@
 #include "polnode/solver/prove_progress.h"
 #include "polnode/solver/prover.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/fuzz_seeds.h"
 #include "polnode/testing/legacy_progress.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/testing/tiny_task.h"
@@ -103,7 +104,8 @@ TEST(ProveProgressTest, TheLegacyEncodingIsStillRead) {
 // format changes, regenerate them: polnode_fuzz --write-seeds=fuzz/corpus).
 TEST(ProveProgressTest, TheFuzzSeedsMeanWhatTheirNamesSay) {
   const auto seed = [](const std::string& name) {
-    return ReadAll(std::string(POLNODE_SOURCE_DIR) + "/fuzz/corpus/prove_progress/" + name);
+    const std::string bytes = polnode::testing::FuzzSeed("prove_progress", name);
+    return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
   };
   EXPECT_TRUE(DecodeProgress(seed("valid"), "valid").ok());
   EXPECT_TRUE(DecodeProgress(seed("legacy"), "legacy").ok());

@@ -44,6 +44,11 @@ struct DisputeParty {
   const LedgerClient* ledger = nullptr;
 };
 
+/// The party a role daemon plays as: the task's `document` and `data`, `backend`, and from `ctx`
+/// the daemon's blob cache (home/cache) and its ledger. The caller adds its suspects or tamper.
+DisputeParty DaemonParty(const RoleContext& ctx, solver::TaskSpec document, const solver::ImageDataset* data,
+                         kernels::Backend* backend);
+
 class DisputeDuty {
  public:
   explicit DisputeDuty(DisputeParty party);

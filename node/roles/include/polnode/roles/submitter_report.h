@@ -3,7 +3,12 @@
 // earlier run's report.json first renames it to report-N.json (the first free N from 1), so no
 // run's report is ever lost; the summary printed at
 // exit, and the few facts only the submitter can know (DIR/tasks/<task id hex>), kept so that a
-// restarted submitter reports them again.
+// restarted submitter reports them again. The facts are a local file read by no other node, so a
+// versioned cereal archive (base/local_archive.h) of kind "submitter-facts":
+//   version 1: uint8 has refund, [uint64 refund], uint8 has model,
+//              [string state hash (hex), int64 test_correct, int64 test_total].
+// The model's path is not stored: it is ModelPath of the home and task. Files of the text form
+// before it ("refund N" and "model STATE_HASH CORRECT TOTAL" lines) are still read, never written.
 //
 // report.json is one JSON object:
 //   {
@@ -43,9 +48,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "polnode/base/local_archive.h"
 #include "polnode/base/status.h"
 
 namespace polnode::node {
@@ -55,6 +63,8 @@ struct DeliveredModel {
   std::string state_hash;  // hex
   std::int64_t test_correct = 0;
   std::int64_t test_total = 0;
+
+  bool operator==(const DeliveredModel&) const = default;
   double test_accuracy() const {
     return test_total > 0 ? static_cast<double>(test_correct) / static_cast<double>(test_total) : 0.0;
   }
@@ -101,14 +111,36 @@ std::string SubmitterReportText(const SubmitterReport& report);
 struct TaskFacts {
   std::optional<std::uint64_t> refund;
   std::optional<DeliveredModel> model;
+
+  bool operator==(const TaskFacts&) const = default;
+
+  template <class Archive>
+  void save(Archive& ar) const;
+  template <class Archive>
+  void load(Archive& ar, std::uint32_t version);
 };
+
+inline constexpr LocalFormat kTaskFactsFormat{"submitter-facts", 1};
+/// No facts file is larger (a state hash of at most kMaxStateHashHex characters and three numbers).
+inline constexpr std::uint64_t kMaxTaskFactsBytes = 4096;
+/// A model's state hash is SHA-256 in hex.
+inline constexpr std::size_t kMaxStateHashHex = 64;
+
+/// The bytes of `facts` in the newest format (the model's path is not stored).
+std::vector<std::uint8_t> EncodeTaskFacts(const TaskFacts& facts);
+
+/// Decodes facts of any version, the text form included, leaving the model's path empty; `file`
+/// names the file in errors. An accepted model has a non-empty lowercase hex state hash of at most
+/// kMaxStateHashHex characters and 0 <= test_correct <= test_total. kFailedPrecondition for a
+/// newer version or another kind of file; kCorruption for a truncated or damaged one.
+Result<TaskFacts> DecodeTaskFacts(std::span<const std::uint8_t> bytes, std::string_view file);
 
 /// Where the submitter keeps the model of a task: DIR/models/<task_id_hex>.state.
 std::string ModelPath(const std::string& home, const std::string& task_id_hex);
 
-/// Reads DIR/tasks/<task_id_hex> ("refund N" and "model STATE_HASH CORRECT TOTAL" lines; the
-/// model's path is ModelPath); no facts when the file does not exist; kCorruption for a malformed
-/// file.
+/// Reads DIR/tasks/<task_id_hex> (any version; the model's path is ModelPath); no facts when the
+/// file does not exist; DecodeTaskFacts's errors, which name the file, when it cannot be read. It
+/// never changes the file, so an unreadable one stays for the operator.
 [[nodiscard]] Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task_id_hex);
 /// Writes them atomically (creating DIR/tasks).
 [[nodiscard]] Status SaveTaskFacts(const std::string& home, const std::string& task_id_hex, const TaskFacts& facts);

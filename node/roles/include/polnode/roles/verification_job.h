@@ -12,8 +12,10 @@
 #ifndef POLNODE_ROLES_VERIFICATION_JOB_H_
 #define POLNODE_ROLES_VERIFICATION_JOB_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,6 +119,10 @@ struct CheckRequest {
   const LedgerClient* ledger = nullptr;
   /// Times the replay (ProofCheck::seconds) and the pause between fetch attempts; never null.
   Clock* clock = &SystemClock();
+  /// Set by the caller when the check's result is no longer wanted (its daemon stops): a pause
+  /// between fetch attempts ends at once and no further attempt is made, so the check ends soon.
+  /// Whoever sets it calls clock->Notify() to wake that pause. Null: never stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Checks the proof `request.task` committed by replaying `request.segments` and the final segment,
@@ -133,6 +139,28 @@ struct CheckRequest {
 /// cannot be fetched, the data set cannot be loaded, the blob cache cannot be opened, the
 /// backend fails; kInvalidArgument for a segment out of range.
 [[nodiscard]] Result<ProofCheck> CheckCommittedProof(const CheckRequest& request);
+
+/// CheckCommittedProof on a thread of its own, beside a daemon's poll loop (the verifier's and the
+/// whistleblower's checks). Destroying it stops the check (CheckRequest::stop) and waits for its
+/// thread, so a daemon's Stop returns without anyone moving the clock past a fetch retry pause.
+class BackgroundCheck {
+ public:
+  /// Starts the check; `request.stop` is replaced by this object's own.
+  explicit BackgroundCheck(CheckRequest request);
+  ~BackgroundCheck();
+  BackgroundCheck(const BackgroundCheck&) = delete;
+  BackgroundCheck& operator=(const BackgroundCheck&) = delete;
+
+  /// Whether the check has ended, so Take returns at once.
+  bool ready() const;
+  /// The check's result; call once, after ready() (it blocks until the check ends).
+  Result<ProofCheck> Take();
+
+ private:
+  std::atomic<bool> stop_{false};  // read by the check's retry pause; outlives the thread
+  Clock* clock_;
+  std::future<Result<ProofCheck>> result_;
+};
 
 /// A verdict on some segments of a checked proof (the VerdictTx a verifier with those segments
 /// posts).

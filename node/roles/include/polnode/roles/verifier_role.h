@@ -23,7 +23,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,7 +58,7 @@ class VerifierRole final : public Role {
   struct Running {
     proto::Task task;                  // as it stood when the check started
     std::vector<std::uint32_t> slots;  // the slots the check answers
-    std::future<Result<ProofCheck>> result;
+    std::unique_ptr<BackgroundCheck> check;
   };
   // A check that failed on this verifier's side, retried no sooner than `retry_at`.
   struct Failure {

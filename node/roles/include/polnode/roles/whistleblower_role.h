@@ -18,13 +18,12 @@
 //   - plays the game its challenge starts (dispute_duty.h) as the challenger;
 //   - when a task it challenged settles, logs the outcome and how its holdings (balance plus
 //     whistleblower stake) moved since just before its challenge. The holdings before the
-//     challenge are kept in DIR/watch/<task hex>, so this survives restarts.
+//     challenge are kept in DIR/watch/<task hex> (challenge_watch.h), so this survives restarts.
 #ifndef POLNODE_ROLES_WHISTLEBLOWER_ROLE_H_
 #define POLNODE_ROLES_WHISTLEBLOWER_ROLE_H_
 
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,7 +74,7 @@ class WhistleblowerRole final : public Role {
   };
   struct Running {
     std::string task_id;  // raw
-    std::future<Result<ProofCheck>> result;
+    std::unique_ptr<BackgroundCheck> check;
   };
 
   void Collect(RoleContext& ctx);
