@@ -63,6 +63,25 @@ Result<ImageDataset> LoadImageDataset(std::string_view dir_text) {
   return data;
 }
 
+Result<std::vector<std::string>> DatasetFiles(std::string_view model_text, std::string_view location) {
+  std::vector<std::string> files;
+  if (IsGptSpec(model_text)) {
+    files.push_back(location == "jargon" ? std::string(kJargonPath) : std::string(location));
+  } else {
+    const std::filesystem::path dir =
+        location == "fashion-mnist" ? std::filesystem::path(kFashionMnistDir) : std::filesystem::path(location);
+    for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                             "t10k-labels-idx1-ubyte"}) {
+      files.push_back(PickFile(dir, stem));
+    }
+  }
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(f, ec)) return Status::NotFound("data set file " + f + " does not exist");
+  }
+  return files;
+}
+
 Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location) {
   if (!IsGptSpec(model_text)) return LoadImageDataset(location);
   POLNODE_ASSIGN_OR_RETURN(TextCorpus corpus, LoadTextCorpus(location));

@@ -55,6 +55,13 @@ struct ImageDataset {
 /// ImageDataset; otherwise LoadImageDataset(location).
 Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location);
 
+/// The files LoadDatasetFor(model_text, location) reads, in the order it reads them: a gpt:
+/// model's corpus file, or the four IDX files of an image data set directory (each the .gz name,
+/// or the plain one where only that exists). This is what a submitter serves for the data set
+/// (node/rpc/file_http.h); the same loader then reads them back from the fetched copies.
+/// kNotFound naming the first file that does not exist.
+Result<std::vector<std::string>> DatasetFiles(std::string_view model_text, std::string_view location);
+
 /// A text data set (ImageDataset::text set, num_classes its vocabulary size).
 ImageDataset TextDataset(TextCorpus corpus);
 
