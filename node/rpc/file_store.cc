@@ -201,6 +201,10 @@ Status FileStore::Fetch(const FetchPolicy& policy, const std::string& uri, const
                         std::uint64_t size, std::chrono::milliseconds timeout) {
   if (Contains(hash)) return Status::Ok();
   const std::string hex = consensus::ToHex(hash);
+  if (size > policy.max_bytes()) {
+    return Status::ResourceExhausted("file " + hex + " is declared " + std::to_string(size) + " bytes, more than the " +
+                                     std::to_string(policy.max_bytes()) + " the fetch policy allows (fetch.max_bytes)");
+  }
   TempFile temp(TempPath(hex));
   POLNODE_RETURN_IF_ERROR(temp.OpenStatus());
   consensus::Sha256Hasher hasher;

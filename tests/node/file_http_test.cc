@@ -209,6 +209,20 @@ TEST_F(FileHttpTest, AServerSendingMoreOrFewerBytesThanDeclaredIsRefused) {
   }
 }
 
+TEST_F(FileHttpTest, AFileDeclaredLargerThanThePolicyAllowsIsNeverAsked) {
+  ServedFiles served;
+  Result<consensus::Hash256> manifest = served.files().AddSet({src_ + "/a.bin"});
+  ASSERT_TRUE(manifest.ok());
+  Result<FetchPolicy> small = FetchPolicy::Make("http", "loopback", 1000, 2);
+  ASSERT_TRUE(small.ok());
+  FileStore store = OpenStore();
+  Result<std::string> local = FetchFileSet(*small, store, FileSetUri(served.base(), *manifest));
+  EXPECT_TRUE(StatusIs(local.status(), StatusCode::kResourceExhausted)) << local.status().ToString();
+  EXPECT_NE(local.status().message().find("fetch.max_bytes"), std::string::npos);
+  EXPECT_EQ(served.requests(), 1);  // the manifest only
+  EXPECT_TRUE(fs::is_empty(store.dir() + "/tmp"));
+}
+
 TEST_F(FileHttpTest, AManifestThatIsNotTheLocationsIsRefused) {
   ServedFiles served([&](const std::string& target, HttpResponse& r) {
     if (r.body.starts_with("polnode.files.v1")) r.body[r.body.size() - 2] = 'X';  // rename a file
