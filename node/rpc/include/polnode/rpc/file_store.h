@@ -72,7 +72,8 @@ class FileStore {
   /// Where the object `hash` is (or would be).
   std::string ObjectPath(const consensus::Hash256& hash) const;
 
-  /// Makes sure the store holds `hash`, fetching `uri` under `policy` if it does not: the body is
+  /// Makes sure the store holds `hash`, fetching `uri` under `policy` if it does not (a `size`
+  /// over policy.max_bytes() is kResourceExhausted before anything is sent): the body is
   /// hashed and written to a temporary file as it streams in, refused as soon as it passes `size`
   /// bytes (kResourceExhausted), and renamed to its name only when it is exactly `size` bytes
   /// that hash to `hash` (else kCorruption); on any error the temporary file is removed and
