@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "polnode/base/file_util.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/trainer.h"
 #include "polnode/testing/status_matchers.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
@@ -73,6 +75,36 @@ TEST(DatasetNpyTest, ANumpyWrittenSetLoadsExactlyAndHashesItsContent) {
   Result<ImageDataset> moved = LoadImageDataset(other.path());
   ASSERT_TRUE(moved.ok());
   EXPECT_NE(DatasetContentHash(*moved), hash);
+}
+
+// An mlp: task trains on a numpy-written set through the ordinary trainer: the label is which of
+// the first three features is largest, so the model learns it; every thread count gives the
+// same state hash.
+TEST(DatasetNpyTest, AnMlpTrainsOnItBitIdenticallyOnOneAndTwoThreads) {
+  polnode::testing::TempDir dir("npy");
+  ASSERT_NO_FATAL_FAILURE(WriteWithNumpy(dir.path(),
+                                         "rng = np.random.default_rng(5)\n"
+                                         "train_x = rng.standard_normal((600, 6)).astype(np.float32)\n"
+                                         "test_x = rng.standard_normal((200, 6)).astype(np.float32)\n"
+                                         "train_y = np.argmax(train_x[:, :3], axis=1).astype(np.int64)\n"
+                                         "test_y = np.argmax(test_x[:, :3], axis=1).astype(np.int64)"));
+  TrainConfig config;
+  config.model = "mlp:6-16-3";
+  config.data = dir.path();
+  config.steps = 300;
+  config.batch = 32;
+  config.optimizer.lr = 0.1f;
+  std::string hash;
+  for (int threads : {1, 2}) {
+    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", threads);
+    ASSERT_TRUE(backend.ok());
+    Result<TrainSummary> run = Train(config, **backend, nullptr);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(run->test.has_value());
+    EXPECT_GT(run->test->accuracy(), 0.85) << threads << " threads";
+    if (hash.empty()) hash = run->state_hash_hex;
+    EXPECT_EQ(run->state_hash_hex, hash) << threads << " threads";
+  }
 }
 
 TEST(DatasetNpyTest, WhatPolnodeDoesNotTakeIsRefusedWithTheReason) {
