@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <string>
 
+#include "polnode/solver/dataset_npy.h"
 #include "polnode/solver/model_spec.h"
 
 namespace polnode::solver {
@@ -36,6 +38,7 @@ Result<ImageDataset> LoadImageDataset(std::string_view dir_text) {
                                         ? std::filesystem::path(kFashionMnistDir)
                                         : std::filesystem::path(dir_text);
   std::error_code ec;
+  if (IsNpyDataset(dir.string())) return LoadNpyDataset(dir.string());
   if (!std::filesystem::is_directory(dir, ec)) {
     std::string msg = "data set directory " + dir.string() + " does not exist";
     if (dir == std::filesystem::path(kFashionMnistDir)) {
@@ -63,6 +66,29 @@ Result<ImageDataset> LoadImageDataset(std::string_view dir_text) {
   return data;
 }
 
+Result<std::vector<std::string>> DatasetFiles(std::string_view model_text, std::string_view location) {
+  std::vector<std::string> files;
+  if (IsGptSpec(model_text)) {
+    files.push_back(location == "jargon" ? std::string(kJargonPath) : std::string(location));
+  } else {
+    const std::filesystem::path dir =
+        location == "fashion-mnist" ? std::filesystem::path(kFashionMnistDir) : std::filesystem::path(location);
+    if (IsNpyDataset(dir.string())) {
+      for (std::string_view name : kNpyFiles) files.push_back((dir / std::string(name)).string());
+    } else {
+      for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                               "t10k-labels-idx1-ubyte"}) {
+        files.push_back(PickFile(dir, stem));
+      }
+    }
+  }
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(f, ec)) return Status::NotFound("data set file " + f + " does not exist");
+  }
+  return files;
+}
+
 Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location) {
   if (!IsGptSpec(model_text)) return LoadImageDataset(location);
   POLNODE_ASSIGN_OR_RETURN(TextCorpus corpus, LoadTextCorpus(location));
@@ -79,6 +105,21 @@ ImageDataset TextDataset(TextCorpus corpus) {
 consensus::Hash256 DatasetContentHash(const ImageDataset& data) {
   if (data.text) return TextContentHash(*data.text);
   consensus::Sha256Hasher h;
+  if (!data.train.features.empty() || !data.test.features.empty()) {
+    h.Update(std::string_view("polnode.tabular-dataset.v1\n"));
+    for (const ImageSplit* split : {&data.train, &data.test}) {
+      AppendU64(h, static_cast<std::uint64_t>(split->count));
+      AppendU64(h, static_cast<std::uint64_t>(split->cols));
+      std::vector<std::uint8_t> le(split->features.size() * 4);
+      for (std::size_t i = 0; i < split->features.size(); ++i) {
+        const std::uint32_t bits = std::bit_cast<std::uint32_t>(split->features[i]);
+        for (int b = 0; b < 4; ++b) le[i * 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(bits >> (8 * b));
+      }
+      h.Update(le);
+      h.Update(split->labels);
+    }
+    return h.Finalize();
+  }
   h.Update(std::string_view("polnode.image-dataset.v1\n"));
   for (const ImageSplit* split : {&data.train, &data.test}) {
     AppendU64(h, static_cast<std::uint64_t>(split->count));
@@ -140,9 +181,13 @@ Status GatherBatch(const ImageSplit& split, std::span<const std::uint32_t> indic
   float* out = images.data();
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::uint32_t i = indices[static_cast<std::size_t>(b)];
+    labels.data()[b] = static_cast<float>(split.labels[i]);
+    if (!split.features.empty()) {
+      std::copy_n(split.features.data() + static_cast<std::int64_t>(i) * per_image, per_image, out + b * per_image);
+      continue;
+    }
     const std::uint8_t* src = split.pixels.data() + static_cast<std::int64_t>(i) * per_image;
     for (std::int64_t p = 0; p < per_image; ++p) out[b * per_image + p] = lut[src[p]];
-    labels.data()[b] = static_cast<float>(split.labels[i]);
   }
   return Status::Ok();
 }

@@ -176,6 +176,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t timeout, flags.GetInt("timeout-s", 10, 86'400));
   o.timeout = std::chrono::seconds(timeout);
   o.restart_roles = flags.GetBool("restart-roles");
+  o.own_model_and_data = flags.GetBool("own-model-and-data");
   POLNODE_ASSIGN_OR_RETURN(std::int64_t outage, flags.GetInt("ledger-outage-s", 0, 3600));
   o.ledger_outage = std::chrono::seconds(outage);
   POLNODE_ASSIGN_OR_RETURN(std::int64_t base_port, flags.GetInt("base-port", 0, 65535 - 6));
@@ -235,6 +236,9 @@ int RunDevnetCommand(const std::vector<std::string>& args, Io& io) {
   flags.Bool("restart-roles",
              "kill the honest solver once it has saved a checkpoint past the initial state and the honest verifier "
              "once it starts verifying, then restart both (tests restart safety and resumed training)");
+  flags.Bool("own-model-and-data",
+             "tasks name an ONNX model (the image model's initial weights, exported) by hash and a copy of the data set "
+             "in the submitter's own directory; the submitter serves both over HTTP and every other role fetches them");
   flags.Value("ledger-outage-s", "S",
               "once a task is being verified, kill the ledger, keep it down S seconds and restart it on the same "
               "address (tests that the roles ride out an outage; 0: no outage)",

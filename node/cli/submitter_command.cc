@@ -36,6 +36,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::int64_t model_wait, flags.GetInt("model-wait-s", 0, 86400));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> files, TaskFiles(flags.Get("task")));
   POLNODE_ASSIGN_OR_RETURN(std::vector<SubmitterTask> tasks, PrepareSubmitterTasks(files, terms));
+  for (SubmitterTask& task : tasks) task.serve_files = flags.GetBool("serve-files");
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Backend> backend, kernels::MakeBackend("cpu", threads));
 
@@ -65,6 +66,9 @@ int RunSubmitterCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("task", "FILE[,FILE...]", "task documents (TOML, or protobuf when the name ends in .pb)", "", true);
   flags.Value("payment", "AMOUNT", "payment escrowed per task", "", true);
   DeclareTaskTermsFlags(flags);
+  flags.Bool("serve-files",
+             "serve each task's data set files and onnx: model file over HTTP (GET /v1/files/<sha256>) and name them "
+             "by URL in the posted documents, so solvers and verifiers fetch them from here (checked by hash)");
   flags.Value("model-wait-s", "SECONDS", "how long to keep trying an unreachable solver for a model", "300");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   if (Status s = Run(flags, io); !s.ok()) return ReportError(io, kCommand, s);

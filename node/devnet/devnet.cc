@@ -27,6 +27,8 @@
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/rpc/node_home.h"
 #include "polnode/solver/dataset.h"
+#include "polnode/solver/init.h"
+#include "polnode/solver/onnx_model.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_steps.h"
 
@@ -81,11 +83,43 @@ double ScrapeMetric(const std::string& url, const std::string& metric) {
 // what it made due, and set the gauges the third reports.
 constexpr double kPassesPerBlock = 3;
 
-std::string TaskToml(const DevnetOptions& o, const std::string& dataset_hash, int index) {
+// --own-model-and-data's files, in the submitter's home: its data set and its ONNX model.
+struct OwnFiles {
+  std::string data_dir;
+  std::string model;       // "onnx:<sha256>"
+  std::string model_file;
+};
+
+// Copies the data set's files into DIR/submitter/own-data and exports the image model's initial
+// state (the task seed's) as DIR/submitter/own-model.onnx.
+Result<OwnFiles> WriteOwnModelAndData(const DevnetOptions& o) {
+  if (solver::IsGptSpec(o.model)) return Status::InvalidArgument("--own-model-and-data takes an mlp: or cnn: --model");
+  OwnFiles own;
+  own.data_dir = o.home + "/submitter/own-data";
+  std::error_code ec;
+  std::filesystem::create_directories(own.data_dir, ec);
+  if (ec) return Status::IOError("cannot create " + own.data_dir + ": " + ec.message());
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> files, solver::DatasetFiles(o.model, o.data));
+  for (const std::string& f : files) {
+    std::filesystem::copy_file(f, own.data_dir + "/" + std::filesystem::path(f).filename().string(),
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return Status::IOError("cannot copy " + f + ": " + ec.message());
+  }
+  POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::ParseModelSpec(o.model));
+  POLNODE_ASSIGN_OR_RETURN(std::string onnx,
+                           solver::ExportOnnx(model, solver::InitialState(model, solver::OptimizerKind::kSgd, 1000)));
+  own.model_file = o.home + "/submitter/own-model.onnx";
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(own.model_file, onnx));
+  own.model = "onnx:" + consensus::ToHex(consensus::Sha256(onnx));
+  return own;
+}
+
+std::string TaskToml(const DevnetOptions& o, const std::string& dataset_hash, int index, const OwnFiles* own) {
   std::ostringstream t;
   t << "# devnet task " << index << "\n"
-    << "model = \"" << o.model << "\"\n"
-    << "data = \"" << o.data << "\"\n"
+    << "model = \"" << (own ? own->model : o.model) << "\"\n"
+    << (own ? "model_file = \"" + own->model_file + "\"\n" : "")
+    << "data = \"" << (own ? own->data_dir : o.data) << "\"\n"
     << "dataset_hash = \"" << dataset_hash << "\"\n"
     // A GPT trains with AdamW (nanoGPT's learning rate and weight decay); the image models with
     // SGD and momentum.
@@ -195,9 +229,13 @@ Status Devnet::SetUp() {
   progress_ << "devnet: loading " << o_.data << " to name it by its content hash" << std::endl;
   POLNODE_ASSIGN_OR_RETURN(solver::ImageDataset data, solver::LoadDatasetFor(o_.model, o_.data));
   dataset_hash_ = consensus::ToHex(solver::DatasetContentHash(data));
+  std::optional<OwnFiles> own;
+  if (o_.own_model_and_data) {
+    POLNODE_ASSIGN_OR_RETURN(own, WriteOwnModelAndData(o_));
+  }
   for (int i = 0; i < o_.tasks; ++i) {
     const std::string path = o_.home + "/tasks/task-" + std::to_string(i) + ".toml";
-    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, TaskToml(o_, dataset_hash_, i)));
+    POLNODE_RETURN_IF_ERROR(WriteFileAtomically(path, TaskToml(o_, dataset_hash_, i, own ? &*own : nullptr)));
     task_files_.push_back(path);
   }
 
@@ -237,6 +275,7 @@ Status Devnet::SetUp() {
   members_[5].extra_flags = {"--task", task_list, "--payment", std::to_string(o_.payment), "--claim-window",
                              o_.validators > 0 ? std::to_string(kValidatorClaimWindow) : "300", "--training-window",
                              o_.validators > 0 ? std::to_string(kValidatorTrainingWindow) : "1200"};
+  if (own) members_[5].extra_flags.push_back("--serve-files");
   if (o_.base_port != 0) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       members_[i].extra_flags.push_back("--listen");

@@ -13,6 +13,7 @@
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/rpc/file_http.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/forced_round.h"
 #include "polnode/solver/pol_files.h"
@@ -146,6 +147,15 @@ Result<const solver::ImageDataset*> SolverRole::Data(const solver::TaskSpec& doc
   return it->second.get();
 }
 
+Status SolverRole::ResolveFiles(RoleContext& ctx, solver::TaskSpec& document) {
+  if (!IsRemoteLocation(document.data_location) && !IsRemoteLocation(document.model_location)) return Status::Ok();
+  if (!files_) {
+    POLNODE_ASSIGN_OR_RETURN(FileStore store, FileStore::Open(ctx.home() + "/files"));
+    files_.emplace(std::move(store));
+  }
+  return ResolveTaskFiles(ctx.fetch_policy(), *files_, document);
+}
+
 Status SolverRole::Poll(RoleContext& ctx) {
   if (!backend_) {
     POLNODE_ASSIGN_OR_RETURN(backend_, kernels::MakeBackend(options_.backend, options_.threads));
@@ -206,6 +216,7 @@ Status SolverRole::MaybeClaim(RoleContext& ctx, const proto::Task& task, std::ui
   if (task.deadline() <= height + 2) return Status::Ok();
   Result<solver::TaskSpec> document = FetchTaskDocument(ctx.fetch_policy(), std::string(task.spec_uri()));
   Status usable = document.status();
+  if (usable.ok()) usable = ResolveFiles(ctx, *document);
   const solver::ImageDataset* data = nullptr;
   if (usable.ok()) {
     Result<const solver::ImageDataset*> loaded = Data(*document);

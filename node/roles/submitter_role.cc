@@ -12,6 +12,7 @@
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/roles/submitter_model.h"
+#include "polnode/rpc/file_http.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/rpc/proof_http.h"
@@ -94,11 +95,33 @@ Status SubmitterRole::Start(RoleContext& ctx) {
     POLNODE_ASSIGN_OR_RETURN(tracked_[i].seed, SeedFor(ctx, tracked_[i].task.document_hex));
     const consensus::Hash256 commitment = contracts::SecretCommitment(tracked_[i].seed);
     tx.set_seed_commitment(commitment.data(), commitment.size());
+    if (tracked_[i].task.serve_files) POLNODE_RETURN_IF_ERROR(ServeFiles(ctx, tracked_[i].task));
     report_.tasks[i].spec_uri = tx.spec_uri();
     tracked_[i].payload = tx.SerializeAsString();
   }
   POLNODE_RETURN_IF_ERROR(KeepEarlierReport(ctx.home()));
   return WriteReport(ctx);
+}
+
+Status SubmitterRole::ServeFiles(RoleContext& ctx, SubmitterTask& task) {
+  // The submitter keeps its own copy of the document with local paths (it evaluates the delivered
+  // model from them); only the served copy names the files by URL. Neither location is part of
+  // the task id, so the document's hash and the ledger's binding do not change.
+  solver::TaskSpec served = task.document;
+  Result<std::vector<std::string>> data_files = solver::DatasetFiles(served.model, served.data_location);
+  if (!data_files.ok()) return data_files.status().WithContext("task file " + task.file);
+  Result<consensus::Hash256> data_set = files_.AddSet(*data_files);
+  if (!data_set.ok()) return data_set.status().WithContext("task file " + task.file + ": data set");
+  served.data_location = FileSetUri(ctx.http_url(), *data_set);
+  if (!served.model_location.empty()) {
+    Result<consensus::Hash256> model = files_.AddSet({served.model_location});
+    if (!model.ok()) return model.status().WithContext("task file " + task.file + ": model file");
+    served.model_location = FileSetUri(ctx.http_url(), *model);
+  }
+  task.encoded = solver::EncodeTaskProto(served);
+  std::lock_guard<std::mutex> lock(documents_mu_);
+  documents_[task.document_hex] = task.encoded;
+  return Status::Ok();
 }
 
 Result<std::string> SubmitterRole::SeedFor(RoleContext& ctx, const std::string& document_hex) {
@@ -143,6 +166,7 @@ Status SubmitterRole::RevealSeed(RoleContext& ctx, const Tracked& t, const proto
 }
 
 std::optional<HttpResponse> SubmitterRole::Handle(const HttpRequest& request) {
+  if (std::optional<HttpResponse> file = files_.Handle(request)) return file;
   const std::string_view target = std::string_view(request.target).substr(0, request.target.find('?'));
   if (!target.starts_with(kSpecPrefix)) return std::nullopt;
   if (request.method != "GET" && request.method != "HEAD") {
@@ -151,6 +175,7 @@ std::optional<HttpResponse> SubmitterRole::Handle(const HttpRequest& request) {
     return r;
   }
   const std::string_view id = target.substr(kSpecPrefix.size());
+  std::lock_guard<std::mutex> lock(documents_mu_);
   auto it = documents_.find(id);
   if (it == documents_.end()) return JsonErrorResponse(404, "no task document " + std::string(id));
   HttpResponse r;

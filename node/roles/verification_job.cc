@@ -62,6 +62,12 @@ Result<Binding> TryBind(const FetchPolicy& fetch, const proto::Task& task, DataC
     if (document.status().code() == StatusCode::kUnavailable) return document.status();
     return Binding{std::nullopt, document.status().ToString()};
   }
+  // Served files that cannot be had (refused by the policy, not what the document declares) are
+  // the task's fault like a bad document; an unreachable server or this machine's disk are not.
+  if (Status s = cache.Resolve(fetch, *document); !s.ok()) {
+    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kIOError) return s;
+    return Binding{std::nullopt, s.ToString()};
+  }
   POLNODE_ASSIGN_OR_RETURN(const solver::ImageDataset* data, cache.Get(*document));
   if (Status s = solver::CheckSpecBinding(task.spec(), *document, *data); !s.ok()) return Binding{std::nullopt, s.ToString()};
   return Binding{BoundTask{std::move(*document), data}, ""};
@@ -245,6 +251,27 @@ Result<const solver::ImageDataset*> DataCache::Get(const solver::TaskSpec& docum
   }
   POLNODE_RETURN_IF_ERROR(solver::CheckTaskData(document, *it->second));
   return it->second.get();
+}
+
+Status DataCache::UseFileStore(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (files_) return Status::Ok();
+  POLNODE_ASSIGN_OR_RETURN(FileStore store, FileStore::Open(dir));
+  files_.emplace(std::move(store));
+  return Status::Ok();
+}
+
+Status DataCache::Resolve(const FetchPolicy& fetch, solver::TaskSpec& document) {
+  if (!IsRemoteLocation(document.data_location) && !IsRemoteLocation(document.model_location)) return Status::Ok();
+  std::optional<FileStore> files;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    files = files_;
+  }
+  if (!files) return Status::FailedPrecondition("the task's files are served over HTTP, and this process keeps no file store");
+  // The fetch runs outside the lock: the store is safe for concurrent fetches, and other tasks'
+  // data must stay readable meanwhile.
+  return ResolveTaskFiles(fetch, *files, document);
 }
 
 Result<BoundTask> BindTask(const FetchPolicy& fetch, const proto::Task& task, DataCache& cache) {

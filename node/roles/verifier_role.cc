@@ -127,6 +127,7 @@ std::string VerifierRole::VerdictPath(const RoleContext& ctx, const proto::Task&
 }
 
 Status VerifierRole::Poll(RoleContext& ctx) {
+  POLNODE_RETURN_IF_ERROR(data_.UseFileStore(ctx.home() + "/files"));
   if (!options_.lazy && !backend_) {
     POLNODE_ASSIGN_OR_RETURN(backend_, kernels::MakeBackend(options_.backend, options_.threads));
     POLNODE_ASSIGN_OR_RETURN(dispute_backend_, kernels::MakeBackend(options_.backend, options_.threads));

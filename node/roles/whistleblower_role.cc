@@ -80,6 +80,7 @@ bool WhistleblowerRole::Challenged(const RoleContext& ctx, const proto::Task& ta
 }
 
 Status WhistleblowerRole::Poll(RoleContext& ctx) {
+  POLNODE_RETURN_IF_ERROR(data_.UseFileStore(ctx.home() + "/files"));
   if (!backend_) {
     POLNODE_ASSIGN_OR_RETURN(backend_, kernels::MakeBackend(options_.backend, options_.threads));
     POLNODE_ASSIGN_OR_RETURN(dispute_backend_, kernels::MakeBackend(options_.backend, options_.threads));

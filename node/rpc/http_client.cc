@@ -50,13 +50,14 @@ Result<std::string> RedirectTarget(const FetchUri& from, std::string_view locati
 struct Answer {
   unsigned status = 0;
   std::string location;
-  std::string body;
 };
 
 // One GET of `uri` (`text` as given, for messages) over a connection to one of `endpoints`, the
-// body limited to `limit` bytes as it is read.
+// body limited to `limit` bytes as it is read. A 200 answer's body goes to `sink` piece by piece
+// as it arrives (a sink error ends the exchange with that error); any other answer's body is
+// read within the limit and dropped.
 Result<Answer> GetOnce(const FetchUri& uri, const std::string& text, const std::vector<tcp::endpoint>& endpoints,
-                       std::uint64_t limit, std::chrono::milliseconds timeout) {
+                       std::uint64_t limit, std::chrono::milliseconds timeout, const FetchSink& sink) {
   auto fail = [&](const char* step, const beast::error_code& ec) {
     return Status::Unavailable(std::string(step) + " " + text + ": " + ec.message());
   };
@@ -93,17 +94,24 @@ Result<Answer> GetOnce(const FetchUri& uri, const std::string& text, const std::
   // A Content-Length over the limit is refused here, before any body byte is read. Beast 1.74
   // checks it too, but loses that error when the body arrived in the same read as the header.
   if (const auto length = parser.content_length(); length && *length > limit) return too_large;
-  ioc.restart();
-  http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
-  ioc.run();
-  if (ec == http::error::body_limit) return too_large;
-  if (ec) return fail("read the answer of", ec);
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   Answer answer;
   answer.status = parser.get().result_int();
   if (auto it = parser.get().find(http::field::location); it != parser.get().end()) answer.location = std::string(it->value());
-  answer.body = std::move(parser.get().body());
+  // The body is read a buffer at a time and handed on, so a large file never sits in memory whole:
+  // the string body's reader appends to what it holds, and each piece is taken out after a read.
+  while (!parser.is_done()) {
+    ioc.restart();
+    http::async_read_some(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+    ioc.run();
+    if (ec == http::error::body_limit) return too_large;
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) return fail("read the answer of", ec);
+    std::string& piece = parser.get().body();
+    if (answer.status == 200 && !piece.empty()) POLNODE_RETURN_IF_ERROR(sink(piece));
+    piece.clear();
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   return answer;
 }
 
@@ -190,6 +198,16 @@ Result<HttpResponse> HttpCall(const HttpEndpoint& endpoint, std::string_view met
 
 Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, std::uint64_t max_bytes,
                              std::chrono::milliseconds timeout) {
+  std::string body;
+  POLNODE_RETURN_IF_ERROR(FetchGetStreaming(policy, uri, max_bytes, timeout, [&](std::string_view piece) {
+    body.append(piece);
+    return Status::Ok();
+  }));
+  return body;
+}
+
+Status FetchGetStreaming(const FetchPolicy& policy, std::string_view uri, std::uint64_t max_bytes,
+                         std::chrono::milliseconds timeout, const FetchSink& sink) {
   const std::uint64_t limit = std::min(max_bytes, policy.max_bytes());
   std::string current(uri);
   for (int redirects = 0;; ++redirects) {
@@ -223,8 +241,8 @@ Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, st
                                           std::to_string(parsed.port) + ", at " + refused + " (fetch.allow = \"" +
                                           policy.allow_text() + "\")"));
     }
-    POLNODE_ASSIGN_OR_RETURN(Answer answer, GetOnce(parsed, current, allowed, limit, timeout));
-    if (answer.status == 200) return std::move(answer.body);
+    POLNODE_ASSIGN_OR_RETURN(Answer answer, GetOnce(parsed, current, allowed, limit, timeout, sink));
+    if (answer.status == 200) return Status::Ok();
     if (!IsRedirect(answer.status)) {
       return Status::Unavailable("GET " + current + " answered " + std::to_string(answer.status));
     }

@@ -139,6 +139,53 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   EXPECT_NE(unknown.err.find("no task id on the ledger starts with " + absent), std::string::npos) << unknown.err;
 }
 
+// Bring your own model and data (issue 13): the tasks name an ONNX file by hash and a data set
+// directory of the submitter's own, and the submitter serves both; solvers and verifiers fetch
+// them over HTTP into their file stores (once for both tasks), and the protocol runs as with
+// built-in models: the honest task is accepted, the cheat rejected at the referee.
+TEST(DevnetE2eTest, AnOnnxModelAndDataServedByTheSubmitterSettleWithTheCheatRejected) {
+  TempDir dir;
+  const std::string home = dir.File("devnet");
+  std::vector<std::string> args = DevnetArgs(home);
+  args.push_back("--own-model-and-data");
+  ProcessResult run;
+  rapidjson::Document report;
+  ASSERT_NO_FATAL_FAILURE(RunDevnet(args, run, report));
+  const std::string task = ReadFileText(home + "/tasks/task-0.toml");
+  EXPECT_NE(task.find("model = \"onnx:"), std::string::npos) << task;
+  EXPECT_NE(task.find("data = \"" + home + "/submitter/own-data\""), std::string::npos) << task;
+
+  ASSERT_EQ(report["tasks"].Size(), 2u);
+  bool referee_game = false;
+  for (const rapidjson::Value& t : report["tasks"].GetArray()) {
+    if (std::string(t["solver"].GetString()) == "solver-honest") {
+      EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_ACCEPTED");
+      ASSERT_TRUE(t["accuracy"].IsNumber());
+      EXPECT_GT(t["accuracy"].GetDouble(), 0.3);
+      continue;
+    }
+    EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED");
+    for (const rapidjson::Value& g : t["games"].GetArray()) {
+      EXPECT_TRUE(g["audit_matches"].GetBool());
+      if (std::string(g["challenger"].GetString()) != "verifier-honest") continue;
+      referee_game = true;
+      EXPECT_STREQ(g["winner"].GetString(), "verifier-honest");
+      EXPECT_STREQ(g["node"].GetString(), kCheatNode);
+    }
+  }
+  EXPECT_TRUE(referee_game) << run.out;
+
+  // What the honest parties fetched: the four IDX files, the model and the two manifests, each
+  // stored once under its hash although both tasks name them; nothing left half written.
+  for (const char* role : {"solver-honest", "verifier-honest"}) {
+    const std::string files = home + "/" + role + "/files";
+    std::size_t objects = 0;
+    for (const auto& e : std::filesystem::directory_iterator(files + "/objects")) objects += e.is_regular_file() ? 1 : 0;
+    EXPECT_EQ(objects, 7u) << role;
+    EXPECT_TRUE(std::filesystem::is_empty(files + "/tmp")) << role;
+  }
+}
+
 // Every round forced (--forced-error-rate 1): each solver falsifies its forced checkpoints while it
 // trains, commits that proof, and at the reveal shows the checkpoints the verdicts and challenges
 // covered in both proofs. The honest solver's task settles as a forced error with the model of the

@@ -34,6 +34,9 @@ struct ImageSplit {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::vector<std::uint8_t> pixels;  // count * rows * cols
+  // A tabular split (.npy, dataset_npy.h) holds float32 features instead of pixels: count * rows *
+  // cols of them (rows 1), fed to the model as they are; pixels is then empty.
+  std::vector<float> features;
   std::vector<std::uint8_t> labels;  // count
   PixelNormalization normalization;
 
@@ -54,6 +57,13 @@ struct ImageDataset {
 /// The data set a model trains on: for a gpt: model, LoadTextCorpus(location) wrapped in an
 /// ImageDataset; otherwise LoadImageDataset(location).
 Result<ImageDataset> LoadDatasetFor(std::string_view model_text, std::string_view location);
+
+/// The files LoadDatasetFor(model_text, location) reads, in the order it reads them: a gpt:
+/// model's corpus file, the four files of a .npy data set directory, or the four IDX files of an
+/// image data set directory (each the .gz name, or the plain one where only that exists). This is what a submitter serves for the data set
+/// (node/rpc/file_http.h); the same loader then reads them back from the fetched copies.
+/// kNotFound naming the first file that does not exist.
+Result<std::vector<std::string>> DatasetFiles(std::string_view model_text, std::string_view location);
 
 /// A text data set (ImageDataset::text set, num_classes its vocabulary size).
 ImageDataset TextDataset(TextCorpus corpus);
@@ -85,14 +95,16 @@ Result<IdxArray> ReadIdxFile(const std::string& path, int expected_rank);
 Result<ImageSplit> ReadIdxSplit(const std::string& images_path, const std::string& labels_path);
 
 /// Loads `{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz` from `dir` (or, when a .gz file is
-/// absent, the same name without .gz). `dir` may be "fashion-mnist", meaning kFashionMnistDir.
+/// absent, the same name without .gz); a directory holding a .npy data set (dataset_npy.h) is
+/// read by LoadNpyDataset instead. `dir` may be "fashion-mnist", meaning kFashionMnistDir.
 /// Both splits must have the same image size. Both get ComputeNormalization(train).
 Result<ImageDataset> LoadImageDataset(std::string_view dir);
 
 /// SHA-256 over the canonical encoding of the decoded data set, independent of gzip settings:
 ///   "polnode.image-dataset.v1\n", then for the train split and then the test split:
 ///   u64 count, u64 rows, u64 cols (little-endian), the pixel bytes, the label bytes.
-/// A text data set's hash is TextContentHash of its corpus.
+/// A text data set's hash is TextContentHash of its corpus; a tabular one's is defined in
+/// dataset_npy.h.
 consensus::Hash256 DatasetContentHash(const ImageDataset& data);
 
 /// The float value of a pixel byte: (x / 255 - norm.mean) / norm.stddev in float, one rounding
@@ -101,7 +113,7 @@ float PixelToFloat(std::uint8_t x, const PixelNormalization& norm);
 
 /// Fills `images` (shape `image_shape`, whose first dimension is indices.size() and whose other
 /// dimensions multiply to the split's pixels per image) with PixelToFloat(x, split.normalization)
-/// of the chosen samples in the given order, and `labels` (shape [batch]) with their labels as
+/// of the chosen samples in the given order (a tabular split's features as they are), and `labels` (shape [batch]) with their labels as
 /// exact floats. kInvalidArgument for a shape mismatch or an index out of range.
 [[nodiscard]] Status GatherBatch(const ImageSplit& split, std::span<const std::uint32_t> indices,
                                  const kernels::Shape& image_shape, kernels::Tensor& images,

@@ -62,6 +62,11 @@ struct DevnetOptions {
   bool kill_validator = false;
   /// The CometBFT binary (the version scripts/install-deps.sh pins).
   std::string cometbft = "/opt/polnode-cometbft/v0.38.26/bin/cometbft";
+  /// Bring your own model and data (issue 13): the tasks name an ONNX file (the image model's
+  /// seed-initialised weights, exported by polnode) as "onnx:<sha256>" and a copy of the data set
+  /// in the submitter's own directory, and the submitter serves both (--serve-files), so every
+  /// other role fetches them over HTTP, checked by hash, instead of reading a built-in location.
+  bool own_model_and_data = false;
 };
 
 struct DevnetGame {

@@ -34,6 +34,7 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/dispute_duty.h"
 #include "polnode/roles/role_runtime.h"
+#include "polnode/rpc/file_store.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/forced_round.h"
@@ -120,6 +121,9 @@ class SolverRole final : public Role {
   // consensus::SerializeMerkleProof of `checkpoint` in the proof at `dir`.
   [[nodiscard]] static Result<std::string> CheckpointProof(const std::string& dir, std::uint64_t checkpoint);
   [[nodiscard]] Result<const solver::ImageDataset*> Data(const solver::TaskSpec& document);
+  // Fetches the document's served data and model files into the home's file store and points its
+  // locations at them (ResolveTaskFiles, file_http.h); local locations are left as they are.
+  [[nodiscard]] Status ResolveFiles(RoleContext& ctx, solver::TaskSpec& document);
   void StartTraining(RoleContext& ctx, const proto::Task& task, Claimed& claimed);
   bool Busy() const;
 
@@ -128,6 +132,7 @@ class SolverRole final : public Role {
   std::unique_ptr<kernels::Backend> dispute_backend_;  // dispute answers (poll thread)
   std::mutex data_mu_;                                 // data_ is read by both threads
   ProofServer proofs_;
+  std::optional<FileStore> files_;  // fetched data and model files (poll thread only)
   proto::Params params_;
   bool have_params_ = false;
   std::atomic<bool> cancel_{false};

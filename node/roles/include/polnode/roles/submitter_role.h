@@ -26,6 +26,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/roles/submitter_report.h"
+#include "polnode/rpc/file_http.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/solver/task_spec.h"
@@ -48,6 +50,9 @@ struct SubmitterTask {
   std::string encoded;          // solver::EncodeTaskProto(document): what GET /v1/specs/<hex> serves
   proto::TaskSpec spec;         // solver::LedgerSpecFor(document, data, terms)
   std::shared_ptr<const solver::ImageDataset> data;  // for the model's test accuracy
+  // Serve the data set's files and the onnx: model's file from this submitter (GET /v1/files/,
+  // file_http.h) and name them by URL in the posted document, instead of by this machine's paths.
+  bool serve_files = false;
 };
 
 /// Reads every task file (solver::ReadTaskFile), loads its data (once per data location) and
@@ -69,7 +74,8 @@ class SubmitterRole final : public Role {
   [[nodiscard]] Status Start(RoleContext& ctx);
   [[nodiscard]] Status Poll(RoleContext& ctx) override;
   /// GET /v1/specs/<TaskId hex>: the document's protobuf bytes; 404 for an unknown id, 405 for
-  /// other methods; nullopt for other paths. Thread-safe (the documents never change).
+  /// other methods; GET /v1/files/<sha256>: the files of tasks with serve_files (FileServer);
+  /// nullopt for other paths. Thread-safe.
   std::optional<HttpResponse> Handle(const HttpRequest& request) override;
   /// Every task failed, or closed with its model delivered or given up.
   bool Done() const override;
@@ -100,6 +106,9 @@ class SubmitterRole final : public Role {
   // The beacon seed of task document `document_hex`: kept in DIR/seeds (0600), created on first
   // need, so a restarted submitter reveals the seed it committed to.
   [[nodiscard]] static Result<std::string> SeedFor(RoleContext& ctx, const std::string& document_hex);
+  // Registers `task`'s data and model files with files_ and serves its document naming them by
+  // URL at the role's address (SubmitterTask::serve_files).
+  [[nodiscard]] Status ServeFiles(RoleContext& ctx, SubmitterTask& task);
   // Reveals the seed once the task's proof is committed (before the segment beacon is drawn).
   [[nodiscard]] Status RevealSeed(RoleContext& ctx, const Tracked& t, const proto::Task& task);
   // Binds documents to the ledger's tasks that carry them (see the file comment).
@@ -125,7 +134,9 @@ class SubmitterRole final : public Role {
   bool AllPlaced() const;
 
   std::vector<Tracked> tracked_;  // tracked_[i] is report_.tasks[i]
+  mutable std::mutex documents_mu_;  // Start fixes served documents' file URIs while Handle may read
   std::map<std::string, std::string, std::less<>> documents_;  // TaskId hex -> encoded document
+  FileServer files_;
   std::unique_ptr<kernels::Backend> backend_;
   std::chrono::seconds model_wait_;
   SubmitterReport report_;

@@ -31,6 +31,8 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/roles/role_runtime.h"
 #include "polnode/rpc/fetch_policy.h"
+#include "polnode/rpc/file_http.h"
+#include "polnode/rpc/file_store.h"
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/task_spec.h"
@@ -52,8 +54,19 @@ class DataCache {
   /// The loader's errors pass through. The pointer stays valid as long as the cache.
   [[nodiscard]] Result<const solver::ImageDataset*> Get(const solver::TaskSpec& document);
 
+  /// Keeps fetched data and model files in the FileStore at `dir` (file_store.h; the role home's
+  /// files/), opened on the first call; later calls do nothing. kIOError naming the path.
+  [[nodiscard]] Status UseFileStore(const std::string& dir);
+
+  /// Fetches `document`'s remote data and model locations under `fetch` into the file store and
+  /// points them at the local copies (ResolveTaskFiles, file_http.h); a document with local
+  /// locations is left as it is. kFailedPrecondition for a remote location when UseFileStore was
+  /// never called; ResolveTaskFiles's errors pass through.
+  [[nodiscard]] Status Resolve(const FetchPolicy& fetch, solver::TaskSpec& document);
+
  private:
   Loader loader_;
+  std::optional<FileStore> files_;  // set once by UseFileStore, under mu_
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<solver::ImageDataset>> sets_;  // by data_location
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,16 @@ struct HttpEndpoint {
 /// neither 200 nor a redirect.
 [[nodiscard]] Result<std::string> FetchGet(const FetchPolicy& policy, std::string_view uri, std::uint64_t max_bytes,
                                            std::chrono::milliseconds timeout);
+
+/// Receives a body piece by piece as it arrives; an error it returns ends the fetch with that error.
+using FetchSink = std::function<Status(std::string_view piece)>;
+
+/// FetchGet without holding the body: the 200 answer's body goes to `sink` as it streams in (in
+/// order, every byte once), under the same policy, limits and errors as FetchGet. A sink that has
+/// been called may still see the fetch fail afterwards (a body over the limit, a broken
+/// connection), so it must not treat what it got as complete until this returns Ok.
+[[nodiscard]] Status FetchGetStreaming(const FetchPolicy& policy, std::string_view uri, std::uint64_t max_bytes,
+                                       std::chrono::milliseconds timeout, const FetchSink& sink);
 
 }  // namespace polnode::node
 
