@@ -48,7 +48,10 @@ Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const p
 // randomness (unknown when the proof root or the previous round's verdicts were posted). Each slot
 // is drawn by free stake with replacement (beacon.h StakeWeightedPicks), so stake split over
 // several keys holds no more slots than on one key; a key drawn for several slots locks one lock
-// per slot and replays each slot's own segments. Returns how many slots were assigned.
+// per slot and replays each slot's own segments. Fresh slots (round > 1, beside overdue ones) go
+// to at most one slot per key, still weighted by stake: each is a separate voice, so a lazy key
+// with the stake for several locks cannot fill every fresh slot of a task whose honest verifiers
+// are slow and leave it the only voice. Returns how many slots were assigned.
 Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t count, std::uint32_t round) {
   const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root(), task.submitter_seed());
   if (round == 1) task.set_segment_beacon(ToBytes(beacon));
@@ -57,8 +60,18 @@ Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t
   std::vector<std::uint64_t> capacities;
   for (const Candidate& c : eligible) capacities.push_back(c.capacity);
   const std::uint64_t segments = SegmentCount(task.spec());
-  const std::vector<std::size_t> picks = StakeWeightedPicks(capacities, count, ToBytes(beacon), round,
-                                                            static_cast<std::uint32_t>(task.verifiers_size()));
+  const std::uint32_t first = static_cast<std::uint32_t>(task.verifiers_size());
+  std::vector<std::size_t> picks;
+  if (round == 1) {
+    picks = StakeWeightedPicks(capacities, count, ToBytes(beacon), round, first);
+  } else {
+    for (std::uint32_t n = 0; n < count; ++n) {
+      const std::vector<std::size_t> one = StakeWeightedPicks(capacities, 1, ToBytes(beacon), round, first + n);
+      if (one.empty()) break;
+      picks.push_back(one.front());
+      capacities[one.front()] = 0;
+    }
+  }
   for (std::size_t i : picks) {
     const std::string& verifier = eligible[i].key;
     POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_VERIFIER, verifier, lock));

@@ -1,5 +1,6 @@
-// Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, absent
-// verifiers and their replacement, and the challenges raised in the challenge window.
+// Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, overdue and
+// absent verifiers and the fresh slots drawn beside overdue ones, and the challenges raised in the
+// challenge window.
 //
 // Slots. Each verifier slot is drawn by free stake with replacement (beacon.h StakeWeightedPicks):
 // a key drawn for several slots of one task holds each, locks one lock per slot and replays each
@@ -18,9 +19,10 @@
 // - At a verdict deadline with verification rounds left, a slot without a verdict becomes
 //   *overdue*: it keeps its lock and may still answer until the next deadline, and its verdict
 //   counts for the outcome like any other, but it earns no fee (settlement.h), so waiting to see
-//   the others' verdicts gains nothing. Beside it a fresh slot is drawn among keys that hold no
-//   slot of the task (a key that already answered would only repeat itself; in a small network the
-//   lazy verifier would be the only voice). Where no such key is left, none is drawn.
+//   the others' verdicts gains nothing. Beside it a fresh slot is drawn, by stake, among keys that
+//   hold no slot of the task, at most one fresh slot per key (a key that already answered would
+//   only repeat itself, and in a small network the lazy verifier would be the only voice). Where
+//   no such key is left, none is drawn.
 // - A slot still without a verdict at the next deadline (or at the last round's) is *absent*: its
 //   lock goes to the jackpot.
 // - Verification is *short* (VerificationShort) when a slot ended absent and fewer than
@@ -92,7 +94,7 @@ std::string_view VerdictName(proto::Verdict verdict);
 
 /// DUE_VERDICT_DEADLINE: while rounds remain (verification_round < max_verification_rounds), slots
 /// without a verdict that were not overdue become overdue, one fresh slot per such slot is drawn
-/// among keys holding no slot of the task (fewer where fewer are left) and the task verifies for
+/// by stake among keys holding no slot of the task, one per key (fewer where fewer are left) and the task verifies for
 /// another verify window; every other slot without a verdict is absent (lock slashed to the
 /// jackpot). When no slot became overdue, verification ends: no verdict at all settles
 /// OUTCOME_UNVERIFIED (settlement.h), unavailable verdicts start the publication, anything else

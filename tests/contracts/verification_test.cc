@@ -459,6 +459,26 @@ TEST(VerdictDeadline, FreshSlotsGoOnlyToKeysHoldingNoSlotAndAnOverdueSlotIsAbsen
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, b).locked(), 0u);
 }
 
+// Fresh slots go to at most one slot per key: two overdue slots and one key without a slot, whose
+// stake covers two locks, give one fresh slot, not two (a lazy key with stake must not become
+// every voice of a task whose verifiers are slow).
+TEST(VerdictDeadline, FreshSlotsGoToAtMostOneSlotPerKey) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.chain.Run(fresh, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500)).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // neither slot answers: both overdue
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_TRUE(task.verifiers(0).overdue());
+  EXPECT_TRUE(task.verifiers(1).overdue());
+  ASSERT_EQ(task.verifiers_size(), 3);
+  EXPECT_EQ(task.verifiers(2).verifier(), Raw(fresh));
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, fresh).locked(), 500u);
+}
+
 // The last round gives no grace: a slot without a verdict at its deadline is absent at once.
 TEST(VerdictDeadline, TheLastRoundsDeadlineMakesSilentSlotsAbsent) {
   proto::Params params = TestParams();
