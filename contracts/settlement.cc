@@ -35,8 +35,13 @@ Shares ComputeShares(const proto::Task& task, const proto::Params& params) {
 
 bool Live(const proto::VerifierSlot& slot) { return !slot.absent() && slot.verdict() != proto::VERDICT_NONE; }
 
+// An overdue slot's verdict counts but earns no fee: a verifier gains nothing by answering after
+// the others, and each overdue slot has at most one fresh slot beside it, so at most
+// verifiers_per_task fees are ever paid.
 Status PayVerifier(ExecContext& ctx, proto::Task& task, const proto::VerifierSlot& slot, const Shares& shares) {
-  POLNODE_RETURN_IF_ERROR(PayFromEscrow(ctx, task, slot.verifier(), shares.per_verifier, "verifier_fee"));
+  if (!slot.overdue()) {
+    POLNODE_RETURN_IF_ERROR(PayFromEscrow(ctx, task, slot.verifier(), shares.per_verifier, "verifier_fee"));
+  }
   return UnlockStake(ctx.state, proto::ROLE_VERIFIER, slot.verifier(), slot.lock());
 }
 
@@ -257,6 +262,8 @@ Status SettleAfterGames(ExecContext& ctx, proto::Task& task) {
   if (task.standing() == proto::PROOF_STANDING_NONE) task.set_standing(proto::PROOF_UPHELD);
   const Shares shares = ComputeShares(task, ctx.params);
   const bool upheld = task.standing() == proto::PROOF_UPHELD;
+  // Too few slots answered: upheld or not, nobody checked enough of the proof to pay for it.
+  const bool checked = !VerificationShort(task, ctx.params);
   std::vector<std::string> right;  // who shares the solver's lock when it is slashed
   proto::TaskOutcome outcome = proto::OUTCOME_REJECTED;
   bool paid = false;
@@ -267,14 +274,14 @@ Status SettleAfterGames(ExecContext& ctx, proto::Task& task) {
     const bool vouched = std::any_of(task.verifiers().begin(), task.verifiers().end(),
                                      [](const proto::VerifierSlot& s) { return s.vouched(); });
     if (upheld) {
-      paid = vouched;
-      outcome = vouched ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_FORCED_UNVERIFIED;
+      paid = vouched && checked;
+      outcome = paid ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_FORCED_UNVERIFIED;
     }
   } else {
-    POLNODE_RETURN_IF_ERROR(SettleSlots(ctx, task, shares, upheld, right));
+    POLNODE_RETURN_IF_ERROR(SettleSlots(ctx, task, shares, upheld && checked, right));
     if (upheld) {
-      paid = true;
-      outcome = proto::OUTCOME_ACCEPTED;
+      paid = checked;
+      outcome = checked ? proto::OUTCOME_ACCEPTED : proto::OUTCOME_UNVERIFIED;
     }
   }
   if (paid) {

@@ -3,15 +3,21 @@
 // Money of a task: escrow E (the payment, less the jackpot cut once verification started). The
 // verifier fee budget F = E * verifier_fee_bps / 10000 pays f = F / verifiers_per_task to each
 // verifier whose verdict agrees with the outcome; the solver's pay is E - F, and only for an
-// accepted proof. Every unpaid part of E is refunded to the submitter. Each lock is released or
-// slashed exactly once, here or at the verdict deadline (absent verifiers).
+// accepted proof. An overdue slot (verification.h) is settled like any other except that it earns
+// no fee. Every unpaid part of E is refunded to the submitter. Each lock is released or slashed
+// exactly once, here or at the verdict deadline (absent verifiers).
 //
 // The standing of the proof (after any dispute games, dispute_game.h): upheld when no claim against
 // it stood; disproven when a referee ruled against a transition the solver asserted; unproven when
 // the solver did not defend it (forfeited a game, left a reject undisputed, did not reveal).
 //
 // Not forced, upheld: ACCEPTED. The solver is paid; accepting verifiers are paid; rejecting
-//   verifiers and whistleblowers lost their games and their locks go to the solver.
+//   verifiers and whistleblowers lost their games and their locks go to the solver. When the
+//   verification was short (verification.h VerificationShort: a slot ended absent and fewer than
+//   verifiers_per_task slots answered) the proof was not checked enough to be paid for:
+//   UNVERIFIED, the solver's lock is released unpaid, accepting verifiers are released unpaid, the
+//   escrow is refunded (the losers of games still pay as above). A forced round's upheld result
+//   proof is then FORCED_UNVERIFIED.
 // Not forced, disproven or unproven: REJECTED. The solver is not paid and its lock is split among
 //   the right challengers (rejects that stood, challengers that won); rejecting verifiers that
 //   stood are paid; accepting verifiers are not, and one whose own segments (or the final one)

@@ -26,17 +26,17 @@ struct Candidate {
 };
 
 // The verifiers that may take new slots of `task`: staked, neither its solver nor its submitter,
-// not absent from one of its slots, with free stake for at least one lock. In key order. A key
-// that already holds live slots of the task may take more: slots follow stake, not keys.
+// holding no slot of it yet, with free stake for at least one lock. In key order. The first round
+// draws from every such key (a key drawn again holds several slots: slots follow stake); a key
+// drawn beside an overdue slot must hold none, because a key that already answered would only
+// repeat its verdict, and in a small network a lazy accept would become the only voice.
 Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const proto::Task& task, std::uint64_t lock) {
   POLNODE_ASSIGN_OR_RETURN(proto::VerifierSet set, LoadVerifierSet(ctx.state));
-  std::set<std::string> absent;
-  for (const proto::VerifierSlot& slot : task.verifiers()) {
-    if (slot.absent()) absent.insert(slot.verifier());
-  }
+  std::set<std::string> holders;
+  for (const proto::VerifierSlot& slot : task.verifiers()) holders.insert(slot.verifier());
   std::vector<Candidate> eligible;
   for (const std::string& verifier : set.pubkeys()) {
-    if (verifier == task.solver() || verifier == task.submitter() || absent.count(verifier) != 0) continue;
+    if (verifier == task.solver() || verifier == task.submitter() || holders.count(verifier) != 0) continue;
     POLNODE_ASSIGN_OR_RETURN(std::uint64_t free, FreeStake(ctx.state, proto::ROLE_VERIFIER, verifier));
     if (free < lock) continue;
     eligible.push_back({verifier, free / lock});
@@ -48,7 +48,10 @@ Result<std::vector<Candidate>> EligibleVerifiers(const ExecContext& ctx, const p
 // randomness (unknown when the proof root or the previous round's verdicts were posted). Each slot
 // is drawn by free stake with replacement (beacon.h StakeWeightedPicks), so stake split over
 // several keys holds no more slots than on one key; a key drawn for several slots locks one lock
-// per slot and replays each slot's own segments. Returns how many slots were assigned.
+// per slot and replays each slot's own segments. Fresh slots (round > 1, beside overdue ones) go
+// to at most one slot per key, still weighted by stake: each is a separate voice, so a lazy key
+// with the stake for several locks cannot fill every fresh slot of a task whose honest verifiers
+// are slow and leave it the only voice. Returns how many slots were assigned.
 Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t count, std::uint32_t round) {
   const Hash256 beacon = SegmentBeacon(ctx.block.randomness, task.id(), task.proof_root(), task.submitter_seed());
   if (round == 1) task.set_segment_beacon(ToBytes(beacon));
@@ -57,8 +60,18 @@ Result<std::size_t> AssignSlots(ExecContext& ctx, proto::Task& task, std::size_t
   std::vector<std::uint64_t> capacities;
   for (const Candidate& c : eligible) capacities.push_back(c.capacity);
   const std::uint64_t segments = SegmentCount(task.spec());
-  const std::vector<std::size_t> picks = StakeWeightedPicks(capacities, count, ToBytes(beacon), round,
-                                                            static_cast<std::uint32_t>(task.verifiers_size()));
+  const std::uint32_t first = static_cast<std::uint32_t>(task.verifiers_size());
+  std::vector<std::size_t> picks;
+  if (round == 1) {
+    picks = StakeWeightedPicks(capacities, count, ToBytes(beacon), round, first);
+  } else {
+    for (std::uint32_t n = 0; n < count; ++n) {
+      const std::vector<std::size_t> one = StakeWeightedPicks(capacities, 1, ToBytes(beacon), round, first + n);
+      if (one.empty()) break;
+      picks.push_back(one.front());
+      capacities[one.front()] = 0;
+    }
+  }
   for (std::size_t i : picks) {
     const std::string& verifier = eligible[i].key;
     POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_VERIFIER, verifier, lock));
@@ -226,26 +239,41 @@ Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::Ve
 
 Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task) {
   if (task.status() != proto::TASK_VERIFYING || task.deadline() != ctx.block.height) return Status::Ok();
-  std::size_t missing = 0;
+  const bool rounds_left = task.verification_round() < ctx.params.max_verification_rounds();
+  std::size_t newly_overdue = 0;
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (slot.absent() || slot.verdict() != proto::VERDICT_NONE) continue;
+    // A slow verifier's replay may still be running: it keeps its slot one more window, so its
+    // verdict (a reject of a cheat) is not lost to a lazy accept that was in at once.
+    if (rounds_left && !slot.overdue()) {
+      slot.set_overdue(true);
+      ++newly_overdue;
+      continue;
+    }
     POLNODE_RETURN_IF_ERROR(SlashToJackpot(ctx, task, proto::ROLE_VERIFIER, slot.verifier(), slot.lock(),
                                            slash_reason::kAbsentVerifier));
     slot.set_absent(true);
-    ++missing;
   }
-  // Absent verifiers are replaced by fresh ones, so a verifier that was slow, or cut off from the
-  // ledger, never lets the verdicts of the others (a lone lazy accept) decide the task alone.
-  if (missing > 0 && task.verification_round() < ctx.params.max_verification_rounds()) {
-    POLNODE_ASSIGN_OR_RETURN(std::size_t assigned, AssignSlots(ctx, task, missing, task.verification_round() + 1));
-    if (assigned > 0) {
-      POLNODE_RETURN_IF_ERROR(
-          EnterStatus(ctx, task, proto::TASK_VERIFYING, ctx.params.verify_window(), proto::DUE_VERDICT_DEADLINE));
-      StoreTask(ctx.state, task);
-      return Status::Ok();
-    }
+  if (newly_overdue > 0) {
+    // Beside each overdue slot a key that holds no slot of the task is drawn (where one is left),
+    // so a verifier cut off from the ledger never leaves the others' verdicts to decide alone.
+    POLNODE_RETURN_IF_ERROR(AssignSlots(ctx, task, newly_overdue, task.verification_round() + 1).status());
+    POLNODE_RETURN_IF_ERROR(
+        EnterStatus(ctx, task, proto::TASK_VERIFYING, ctx.params.verify_window(), proto::DUE_VERDICT_DEADLINE));
+    StoreTask(ctx.state, task);
+    return Status::Ok();
   }
   return EndVerification(ctx, task);
+}
+
+bool VerificationShort(const proto::Task& task, const proto::Params& params) {
+  bool any_absent = false;
+  std::uint32_t answered = 0;
+  for (const proto::VerifierSlot& slot : task.verifiers()) {
+    any_absent |= slot.absent();
+    if (!slot.absent() && slot.verdict() != proto::VERDICT_NONE) ++answered;
+  }
+  return any_absent && answered < params.verifiers_per_task();
 }
 
 Status ReopenVerification(ExecContext& ctx, proto::Task& task) {

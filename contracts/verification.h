@@ -1,5 +1,6 @@
-// Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, absent
-// verifiers and their replacement, and the challenges raised in the challenge window.
+// Verification rounds: verifier assignment (drawn after the proof commitment), verdicts, overdue and
+// absent verifiers and the fresh slots drawn beside overdue ones, and the challenges raised in the
+// challenge window.
 //
 // Slots. Each verifier slot is drawn by free stake with replacement (beacon.h StakeWeightedPicks):
 // a key drawn for several slots of one task holds each, locks one lock per slot and replays each
@@ -12,9 +13,22 @@
 // carries, per failed segment, a digest of the state its replay of that segment reached (beacon.h
 // SegmentDigest), which a forced round checks against the honest hashes (forced.h).
 //
-// Absent verifiers. At the verdict deadline a slot without a verdict loses its lock to the jackpot
-// and is replaced by a fresh verifier (params.max_verification_rounds rounds at most), so a verifier
-// that is slow or cut off never leaves the task to the others' verdicts alone.
+// Overdue and absent verifiers. A chain that makes blocks on a timer can end a verify window while
+// an honest replay still runs and a lazy accept is long in (tests/node/slow_verifier_race_test.cc),
+// so a deadline does not simply hand the slot to someone else:
+// - At a verdict deadline with verification rounds left, a slot without a verdict becomes
+//   *overdue*: it keeps its lock and may still answer until the next deadline, and its verdict
+//   counts for the outcome like any other, but it earns no fee (settlement.h), so waiting to see
+//   the others' verdicts gains nothing. Beside it a fresh slot is drawn, by stake, among keys that
+//   hold no slot of the task, at most one fresh slot per key (a key that already answered would
+//   only repeat itself, and in a small network the lazy verifier would be the only voice). Where
+//   no such key is left, none is drawn.
+// - A slot still without a verdict at the next deadline (or at the last round's) is *absent*: its
+//   lock goes to the jackpot.
+// - Verification is *short* (VerificationShort) when a slot ended absent and fewer than
+//   params.verifiers_per_task slots answered: too few voices checked the proof, so an upheld
+//   proof is not paid but settles OUTCOME_UNVERIFIED (escrow refunded, solver lock released). A
+//   slow honest verifier can therefore cost an honest solver its pay, never turn a cheat into pay.
 //
 // Unavailable data is the solver's burden: unavailable verdicts send the task to TASK_PUBLISHING
 // (publication.h); once the solver published the checkpoints they need on the ledger, those
@@ -69,7 +83,8 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// settles OUTCOME_NO_SEED (settlement.h).
 [[nodiscard]] Status ExecuteRevealSeed(ExecContext& ctx, std::string_view signer, const proto::SeedRevealTx& msg);
 
-/// task/verdict: the verdict of live (not absent) slot msg.slot, once, while verifying.
+/// task/verdict: the verdict of live (not absent; overdue ones included) slot msg.slot, once, while
+/// verifying.
 /// kPermissionDenied when the signer does not hold that slot (or it was absent), kInvalidArgument for a reject whose failed segments are not
 /// strictly ascending covered segments of the slot (its drawn ones or the final one) or whose
 /// digests are not one per failed segment (exact mode) or none (tolerant mode), or an accept or
@@ -77,12 +92,18 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// published slot. When every live slot has answered, verification ends at once.
 [[nodiscard]] Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg);
 
-/// DUE_VERDICT_DEADLINE: slots without a verdict are absent (lock slashed to the jackpot) and,
-/// while rounds remain, replaced with a new verify window (by keys that were absent from none of
-/// the task's slots). Then verification ends: no verdict at all
-/// settles OUTCOME_UNVERIFIED (settlement.h), unavailable verdicts start the publication, anything
-/// else opens the challenge window.
+/// DUE_VERDICT_DEADLINE: while rounds remain (verification_round < max_verification_rounds), slots
+/// without a verdict that were not overdue become overdue, one fresh slot per such slot is drawn
+/// by stake among keys holding no slot of the task, one per key (fewer where fewer are left) and the task verifies for
+/// another verify window; every other slot without a verdict is absent (lock slashed to the
+/// jackpot). When no slot became overdue, verification ends: no verdict at all settles
+/// OUTCOME_UNVERIFIED (settlement.h), unavailable verdicts start the publication, anything else
+/// opens the challenge window.
 [[nodiscard]] Status OnVerdictDeadline(ExecContext& ctx, proto::Task& task);
+
+/// Whether too few slots answered for an upheld proof to be paid: some slot ended absent and
+/// fewer than params.verifiers_per_task slots (absent ones not counted) have a verdict.
+[[nodiscard]] bool VerificationShort(const proto::Task& task, const proto::Params& params);
 
 /// After a publication completed (publication.h): the unavailable slots are reopened as published
 /// and the task verifies again for params.verify_window blocks. Stores the task.

@@ -130,6 +130,33 @@ TEST(ForcedError, ARightRejectCatchesVouchesAndSharesTheJackpot) {
   EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 490);
 }
 
+// A forced round whose verification was short (a slot absent, one answer of two) leaves the result
+// proof unpaid though a right reject vouched for it: the catcher still earns its fee and the
+// jackpot, the solver's lock is released, the rest of the escrow refunded.
+TEST(ForcedError, AShortVerificationLeavesAVouchedResultProofUnpaid) {
+  auto flow = ForcedFlow([](const TaskFlow& f) { return !f.ForcedEnds(f.SlotCovered(0)).empty(); });
+  ASSERT_TRUE(flow);
+  const PubKey diligent = flow->KeyOfSlot(0);
+  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();  // slot 1 absent (the only round): its 500 joins the pool
+  ASSERT_TRUE(flow->task().verifiers(1).absent());
+  flow->AdvancePastDeadline();  // challenge window closes
+  const std::uint64_t diligent_before = flow->chain.Balance(diligent);
+  const std::uint64_t solver = flow->chain.Balance(flow->solver);
+  const std::uint64_t submitter = flow->chain.Balance(flow->submitter);
+  TxResult r = flow->RevealForced();
+  ASSERT_EQ(r.code, StatusCode::kOk) << r.log;
+  const proto::Task task = flow->task();
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_UNVERIFIED);
+  EXPECT_TRUE(task.verifiers(0).vouched());
+  // Fee 490 + half of the pool (200 + the absent verifier's 500) = 350.
+  EXPECT_EQ(flow->chain.Balance(diligent), diligent_before + 490 + 350);
+  EXPECT_EQ(flow->chain.Balance(flow->solver), solver - 1);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).locked(), 0u);
+  EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).bonded(), 1'000u);
+  EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 9'800 - 490);
+}
+
 // The solver may dispute any reject in the challenge window, before anyone knows the round was
 // forced; a reject the reveal shows right is right by construction and plays no game.
 TEST(ForcedError, ARightRejectPlaysNoGameEvenWhenTheSolverDisputedIt) {

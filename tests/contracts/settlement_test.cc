@@ -73,17 +73,110 @@ TEST(Settlement, SlashedSolverStakeIsSplitAmongRejecters) {
   EXPECT_EQ(flow.chain.Balance(assigned[0]), first + 490 + 500);
 }
 
-TEST(Settlement, AbsentVerifiersShareIsRefunded) {
+// Review finding 9: a slot that ended absent with fewer answers than verifiers_per_task leaves the
+// verification short: the lone accept does not get the proof paid. Escrow refunded in full, the
+// solver's lock released, the accepting verifier released unpaid.
+TEST(Settlement, AShortVerificationIsNotPaid) {
   TaskFlow flow;
   flow.RunToVerifying(10'000);
   const std::vector<PubKey> assigned = flow.Assigned();
   ASSERT_EQ(flow.Verdict(assigned[0], true).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();  // verdict deadline: assigned[1] slashed
+  flow.AdvancePastDeadline();  // verdict deadline of the only round: assigned[1] absent, slashed
+  ASSERT_TRUE(flow.task().verifiers(1).absent());
   flow.AdvancePastDeadline();  // challenge window closes
   const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t accepter = flow.chain.Balance(assigned[0]);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_SETTLED);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_UNVERIFIED);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 9'800);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1);  // the reveal's fee, nothing more
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 1'000u);
+  EXPECT_EQ(flow.chain.Balance(assigned[0]), accepter);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 0u);
+}
+
+// An absent slot whose fresh slot answered leaves enough voices: the proof is paid, and the fresh
+// slot earns the fee share the absent one would have.
+TEST(Settlement, AnAbsentSlotCoveredByAFreshSlotIsPaidAndItsShareRefunded) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> first = flow.Assigned();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // first[1] overdue, fresh drawn
+  ASSERT_EQ(flow.Verdict(fresh, true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // first[1] never answers: absent
+  ASSERT_TRUE(flow.task().verifiers(1).absent());
+  ASSERT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  flow.AdvancePastDeadline();  // challenge window closes
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t paid_fresh = flow.chain.Balance(fresh);
+  const std::uint64_t paid_first = flow.chain.Balance(first[0]);
   ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
   EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
-  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter + 490);
+  EXPECT_EQ(flow.chain.Balance(flow.solver), solver - 1 + 8'820);
+  EXPECT_EQ(flow.chain.Balance(fresh), paid_fresh + 490);
+  EXPECT_EQ(flow.chain.Balance(first[0]), paid_first + 490);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter);  // 8,820 + 2 x 490: the whole escrow
+}
+
+// An overdue slot's verdict counts for the outcome but earns no fee (waiting to see the others'
+// verdicts gains nothing); its lock is released like any agreeing verdict's. The fresh slot beside
+// it earns the fee share instead, so no more than verifiers_per_task shares are ever paid.
+TEST(Settlement, AnOverdueVerdictCountsButEarnsNoFee) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> first = flow.Assigned();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // first[1] overdue, fresh drawn
+  ASSERT_EQ(flow.Verdict(fresh, true).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Verdict(first[1], true).code, StatusCode::kOk);  // late
+  ASSERT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  flow.AdvancePastDeadline();
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  const std::uint64_t late = flow.chain.Balance(first[1]);
+  const std::uint64_t on_time = flow.chain.Balance(first[0]);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_ACCEPTED);
+  EXPECT_EQ(flow.chain.Balance(first[1]), late);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, first[1]).locked(), 0u);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, first[1]).bonded(), 500u);
+  EXPECT_EQ(flow.chain.Balance(first[0]), on_time + 490);
+  EXPECT_EQ(flow.chain.Balance(flow.submitter), submitter);  // 8,820 + 2 x 490: the whole escrow
+}
+
+// An overdue reject of a cheat stands like one in time: undisputed, the proof is unproven, and the
+// late verifier shares the solver's lock though it earns no fee.
+TEST(Settlement, AnOverdueRejectStandsAndSharesTheSolversLock) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying(10'000);
+  const std::vector<PubKey> first = flow.Assigned();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);  // lazy
+  flow.AdvancePastDeadline();
+  ASSERT_EQ(flow.Verdict(first[1], false).code, StatusCode::kOk);  // late reject
+  ASSERT_EQ(flow.Verdict(fresh, false).code, StatusCode::kOk);
+  ASSERT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  flow.AdvancePastDeadline();  // the solver disputes nothing
+  const std::uint64_t late = flow.chain.Balance(first[1]);
+  const std::uint64_t on_time = flow.chain.Balance(fresh);
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_EQ(flow.chain.Balance(first[1]), late + 500);          // half the solver's 1,000 lock
+  EXPECT_EQ(flow.chain.Balance(fresh), on_time + 490 + 500);    // fee and half the lock
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
 }
 
 // A whistleblower's challenge holds everything until its game is decided; a challenger that never

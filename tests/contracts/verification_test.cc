@@ -1,5 +1,5 @@
-// Verifier assignment (stake-weighted), verdicts, absent verifiers and their replacement, and the
-// challenges of the challenge window.
+// Verifier assignment (stake-weighted), verdicts, overdue and absent verifiers and the fresh slots drawn
+// beside overdue ones, and the challenges of the challenge window.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -385,9 +385,11 @@ TEST(VerdictDeadline, AbsentVerifierIsSlashedToTheJackpot) {
   EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(), 500u);
 }
 
-// Review finding 9 (a slow honest verifier turned into an accepted cheat): an absent verifier is
-// replaced by a fresh one, so a lone lazy accept never decides a task while rounds remain.
-TEST(VerdictDeadline, AbsentVerifierIsReplacedWhileRoundsRemain) {
+// Review finding 9 (a slow honest verifier turned into an accepted cheat): at a deadline with a
+// round left, a slow verifier's slot becomes overdue, not absent: it keeps its lock and may still
+// answer, and a fresh key (one holding no slot of the task) is drawn beside it, so neither a lone
+// lazy accept nor the verifier's slowness decides the task.
+TEST(VerdictDeadline, ASlowVerifierIsOverdueAndMayStillAnswerBesideAFreshSlot) {
   proto::Params params = TestParams();
   params.set_max_verification_rounds(2);
   TaskFlow flow(params);
@@ -395,24 +397,34 @@ TEST(VerdictDeadline, AbsentVerifierIsReplacedWhileRoundsRemain) {
   const std::vector<PubKey> first = flow.Assigned();
   const PubKey fresh = flow.Unassigned();
   ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);  // the lazy accept
-  flow.AdvancePastDeadline();                                     // first[1] is slow: absent
+  const std::uint64_t jackpot = flow.chain.Jackpot();
+  flow.AdvancePastDeadline();  // first[1] is slow: overdue
   proto::Task task = flow.task();
   ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
   EXPECT_EQ(task.verification_round(), 2u);
   ASSERT_EQ(task.verifiers_size(), 3);
-  EXPECT_TRUE(task.verifiers(1).absent());
+  EXPECT_TRUE(task.verifiers(1).overdue());
+  EXPECT_FALSE(task.verifiers(1).absent());
+  EXPECT_FALSE(task.verifiers(0).overdue());
   EXPECT_EQ(task.verifiers(2).verifier(), Raw(fresh));
+  EXPECT_FALSE(task.verifiers(2).overdue());
   EXPECT_EQ(task.verifiers(2).segments_size(), 2);
-  // The absent verifier cannot answer late; the fresh one rejects.
-  EXPECT_EQ(flow.Verdict(first[1], false).code, StatusCode::kPermissionDenied);
+  EXPECT_EQ(flow.chain.Jackpot(), jackpot);  // nothing slashed yet
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, first[1]).locked(), 500u);
+  // The slow verifier's reject is in late; verification waits for the fresh slot too.
+  ASSERT_EQ(flow.Verdict(first[1], false).code, StatusCode::kOk);
+  EXPECT_EQ(flow.task().status(), proto::TASK_VERIFYING);
   ASSERT_EQ(flow.Verdict(fresh, false).code, StatusCode::kOk);
-  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(task.verifiers(1).verdict(), proto::VERDICT_REJECT);
+  for (const proto::VerifierSlot& slot : task.verifiers()) EXPECT_FALSE(slot.absent());
 }
 
-// Replacement slots are drawn like the first ones, by stake with replacement, among keys absent from
-// none of the task's slots: a key that answered may take the replacement slot too, one that was
-// absent may not, whatever stake it has left.
-TEST(VerdictDeadline, ReplacementsSkipAbsentKeysButNotKeysThatAnswered) {
+// A fresh slot goes only to a key that holds no slot of the task: here both staked keys hold one
+// (and have a lock's worth free), the third has too little stake, so none is drawn. The overdue
+// slot may still answer until the next deadline; silent then, it is absent and slashed.
+TEST(VerdictDeadline, FreshSlotsGoOnlyToKeysHoldingNoSlotAndAnOverdueSlotIsAbsentAtTheNextDeadline) {
   proto::Params params = TestParams();
   params.set_max_verification_rounds(2);
   params.set_verifier_lock_bps(1'000);  // a lock of 1,000 on 10,000: the third verifier's 500 covers none
@@ -424,22 +436,67 @@ TEST(VerdictDeadline, ReplacementsSkipAbsentKeysButNotKeysThatAnswered) {
   }
   flow.RunToVerifying(10'000);
   ASSERT_EQ(flow.task().verifiers_size(), 2);
-  // Both hold one slot; both stake another lock, so both could take a replacement slot by stake.
+  // Both hold one slot; both stake another lock, so by stake alone either could take a new slot.
   for (const PubKey& v : {a, b}) {
     ASSERT_EQ(flow.chain.Run(v, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 1'000)).code, StatusCode::kOk);
   }
   ASSERT_EQ(flow.Verdict(a, true).code, StatusCode::kOk);
-  flow.AdvancePastDeadline();  // b is absent
+  const int b_slot = flow.task().verifiers(0).verifier() == Raw(b) ? 0 : 1;
+  ASSERT_EQ(flow.task().verifiers(b_slot).verifier(), Raw(b));
+  flow.AdvancePastDeadline();  // b is overdue
+  proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_EQ(task.verification_round(), 2u);
+  EXPECT_EQ(task.verifiers_size(), 2);  // a answered already: it is no second voice
+  EXPECT_TRUE(task.verifiers(b_slot).overdue());
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, a).locked(), 1'000u);
+  const std::uint64_t jackpot = flow.chain.Jackpot();
+  flow.AdvancePastDeadline();  // still nothing from b
+  task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_TRUE(task.verifiers(b_slot).absent());
+  EXPECT_EQ(flow.chain.Jackpot(), jackpot + 1'000);
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, b).locked(), 0u);
+}
+
+// Fresh slots go to at most one slot per key: two overdue slots and one key without a slot, whose
+// stake covers two locks, give one fresh slot, not two (a lazy key with stake must not become
+// every voice of a task whose verifiers are slow).
+TEST(VerdictDeadline, FreshSlotsGoToAtMostOneSlotPerKey) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.chain.Run(fresh, payload::kStake, StakeMsg(proto::ROLE_VERIFIER, 500)).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // neither slot answers: both overdue
   const proto::Task task = flow.task();
   ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
+  EXPECT_TRUE(task.verifiers(0).overdue());
+  EXPECT_TRUE(task.verifiers(1).overdue());
   ASSERT_EQ(task.verifiers_size(), 3);
-  EXPECT_EQ(task.verification_round(), 2u);
-  EXPECT_EQ(task.verifiers(2).verifier(), Raw(a));
-  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, a).locked(), 2'000u);
-  const proto::StakeRecord absent = flow.chain.Stake(proto::ROLE_VERIFIER, b);
-  EXPECT_EQ(absent.bonded() - absent.locked(), 1'000u);  // a lock's worth free, yet not drawn
-  ASSERT_EQ(flow.SlotVerdict(2, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
-  EXPECT_EQ(flow.task().status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(task.verifiers(2).verifier(), Raw(fresh));
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, fresh).locked(), 500u);
+}
+
+// The last round gives no grace: a slot without a verdict at its deadline is absent at once.
+TEST(VerdictDeadline, TheLastRoundsDeadlineMakesSilentSlotsAbsent) {
+  proto::Params params = TestParams();
+  params.set_max_verification_rounds(2);
+  TaskFlow flow(params);
+  flow.RunToVerifying();
+  const std::vector<PubKey> first = flow.Assigned();
+  const PubKey fresh = flow.Unassigned();
+  ASSERT_EQ(flow.Verdict(first[0], true).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();  // first[1] overdue, fresh drawn in round 2 (the last)
+  ASSERT_EQ(flow.task().verifiers_size(), 3);
+  flow.AdvancePastDeadline();  // neither answers
+  const proto::Task task = flow.task();
+  EXPECT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_TRUE(task.verifiers(1).absent());
+  EXPECT_TRUE(task.verifiers(2).absent());
+  EXPECT_FALSE(task.verifiers(2).overdue());
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_VERIFIER, fresh).locked(), 0u);
 }
 
 TEST(VerdictDeadline, NoVerdictAtAllCancelsWithRefunds) {
