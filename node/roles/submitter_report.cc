@@ -134,7 +134,13 @@ std::string SubmitterReportJson(const SubmitterReport& report) {
           .Field("state_hash", t.model->state_hash)
           .Field("test_correct", t.model->test_correct)
           .Field("test_total", t.model->test_total)
-          .EndObject();
+          .Key("onnx");
+      if (t.model->onnx_path.empty()) {
+        w.Null();
+      } else {
+        w.String(t.model->onnx_path);
+      }
+      w.Field("onnx_error", t.model->onnx_error).EndObject();
     } else {
       w.Null();
     }
@@ -168,6 +174,8 @@ std::string SubmitterReportText(const SubmitterReport& report) {
     if (t.model) {
       out << "  model " << t.model->path << ": test accuracy " << std::fixed << std::setprecision(2)
           << 100.0 * t.model->test_accuracy() << "% (" << t.model->test_correct << "/" << t.model->test_total << ")\n";
+      if (!t.model->onnx_path.empty()) out << "  onnx  " << t.model->onnx_path << "\n";
+      if (!t.model->onnx_error.empty()) out << "  not exported as ONNX: " << t.model->onnx_error << "\n";
     }
     if (!t.error.empty()) out << "  error: " << t.error << "\n";
   }
@@ -176,6 +184,10 @@ std::string SubmitterReportText(const SubmitterReport& report) {
 
 std::string ModelPath(const std::string& home, const std::string& task_id_hex) {
   return home + "/models/" + task_id_hex + ".state";
+}
+
+std::string OnnxPath(const std::string& home, const std::string& task_id_hex) {
+  return home + "/models/" + task_id_hex + ".onnx";
 }
 
 template <class Archive>
@@ -230,7 +242,13 @@ Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task
   if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) return TaskFacts{};
   if (!bytes.ok()) return bytes.status();
   POLNODE_ASSIGN_OR_RETURN(TaskFacts facts, DecodeTaskFacts(*bytes, path));
-  if (facts.model) facts.model->path = ModelPath(home, task_id_hex);
+  if (facts.model) {
+    facts.model->path = ModelPath(home, task_id_hex);
+    // The export follows the state's write, so a file there is the export of this model.
+    const std::string onnx = OnnxPath(home, task_id_hex);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(onnx, ec)) facts.model->onnx_path = onnx;
+  }
   return facts;
 }
 

@@ -428,7 +428,9 @@ Status SubmitterRole::DeliverModels(RoleContext& ctx) {
       ctx.log().Event("model_delivered", {{"task_id", r.task_id},
                                           {"accuracy", Decimal(r.model->test_accuracy(), 4)},
                                           {"state_hash", r.model->state_hash},
-                                          {"path", r.model->path}});
+                                          {"path", r.model->path},
+                                          {"onnx", r.model->onnx_path},
+                                          {"onnx_error", r.model->onnx_error}});
       continue;
     }
     if (model.status().code() == StatusCode::kUnavailable && now - *t.first_model_try < model_wait_) {

@@ -4,13 +4,25 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <string>
 
+#include "polnode/base/file_util.h"
+#include "polnode/kernels/backend.h"
+#include "polnode/solver/onnx_model.h"
+#include "polnode/solver/pol_files.h"
+#include "polnode/solver/step_graph.h"
+#include "polnode/solver/step_runner.h"
+#include "polnode/solver/train_state.h"
+#include "polnode/solver/trainer.h"
 #include "polnode/testing/ledger_process.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
+#include "polnode/testing/torch_files.h"
 
 namespace polnode::testing {
 namespace {
@@ -139,10 +151,60 @@ TEST(DevnetE2eTest, CheatingSolverAndLazyVerifierAreCaughtAndTheAuditorAgrees) {
   EXPECT_NE(unknown.err.find("no task id on the ledger starts with " + absent), std::string::npos) << unknown.err;
 }
 
+// The delivered ONNX file `onnx` of the task in `task_file`, run in onnxruntime (tests/onnx_run.py)
+// on the first test samples of the task's data, against polnode's forward pass of the delivered
+// state `state_file`: max |ort - polnode| / max |polnode| <= 1e-5.
+void ExpectOnnxMatchesPolnode(const std::string& task_file, const std::string& state_file, const std::string& onnx) {
+  constexpr std::int64_t kSamples = 64;
+  Result<solver::TaskSpec> task = solver::ReadTaskFile(task_file);
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  Result<solver::ModelSpec> model = solver::TaskModelSpec(*task);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<solver::ImageDataset> data = solver::LoadTaskData(*task);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(state_file, 1 << 26);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Result<solver::TrainState> state = solver::DecodeState(*bytes);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  const std::int64_t n = std::min(kSamples, data->test.count);
+  Result<solver::StepGraph> graph = solver::BuildForwardGraph(*model, n);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  Result<solver::StepRunner> runner = solver::StepRunner::Create(*graph);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  std::vector<std::uint32_t> first(static_cast<std::size_t>(n));
+  std::iota(first.begin(), first.end(), 0u);
+  kernels::Tensor images, labels;
+  ASSERT_TRUE(solver::GatherBatch(data->test, first, graph->images_shape, images, labels).ok());
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  Result<const kernels::Tensor*> logits = runner->Forward(*state, images, **backend);
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+
+  TempDir io;
+  WriteRawFloats(io.File("x.bin"), images);
+  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + onnx + "' '" +
+                    io.File("x.bin") + "' '" + io.File("y.bin") + "'";
+  for (std::int64_t d : images.shape()) cmd += " " + std::to_string(d);
+  cmd += " >'" + io.File("ort.log") + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0)
+      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(io.File("ort.log"));
+  const std::vector<float> ort = ReadRawFloats(io.File("y.bin"));
+  ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < ort.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - (*logits)->data()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
+  }
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(diff / scale, 1e-5) << onnx;
+  ::testing::Test::RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(diff / scale));
+}
+
 // Bring your own model and data (issue 13): the tasks name an ONNX file by hash and a data set
 // directory of the submitter's own, and the submitter serves both; solvers and verifiers fetch
 // them over HTTP into their file stores (once for both tasks), and the protocol runs as with
-// built-in models: the honest task is accepted, the cheat rejected at the referee.
+// built-in models: the honest task is accepted, the cheat rejected at the referee. The submitter
+// receives the accepted model as ONNX too, which onnxruntime runs with polnode's outputs.
 TEST(DevnetE2eTest, AnOnnxModelAndDataServedByTheSubmitterSettleWithTheCheatRejected) {
   TempDir dir;
   const std::string home = dir.File("devnet");
@@ -184,6 +246,21 @@ TEST(DevnetE2eTest, AnOnnxModelAndDataServedByTheSubmitterSettleWithTheCheatReje
     EXPECT_EQ(objects, 7u) << role;
     EXPECT_TRUE(std::filesystem::is_empty(files + "/tmp")) << role;
   }
+
+  // The submitter's report names the delivered model's state and its ONNX export.
+  rapidjson::Document submitted;
+  submitted.Parse(ReadFileText(home + "/submitter/report.json").c_str());
+  ASSERT_FALSE(submitted.HasParseError());
+  std::size_t delivered = 0;
+  for (const rapidjson::Value& t : submitted["tasks"].GetArray()) {
+    if (!t["model"].IsObject()) continue;
+    ++delivered;
+    const rapidjson::Value& m = t["model"];
+    ASSERT_TRUE(m["onnx"].IsString()) << m["onnx_error"].GetString();
+    EXPECT_EQ(std::string(m["onnx"].GetString()), home + "/submitter/models/" + t["task_id"].GetString() + ".onnx");
+    ASSERT_NO_FATAL_FAILURE(ExpectOnnxMatchesPolnode(t["file"].GetString(), m["path"].GetString(), m["onnx"].GetString()));
+  }
+  EXPECT_EQ(delivered, 1u) << "the honest task's model";
 }
 
 // Every round forced (--forced-error-rate 1): each solver falsifies its forced checkpoints while it

@@ -65,7 +65,7 @@ TEST(SubmitterReportTest, JsonHasTheDocumentedShape) {
                 "\"refund\":10,\"balance_change\":-991,\"submit_height\":3,\"settle_height\":40,\"seconds_to_settle\":3.5,"
                 "\"solver\":\"" + std::string(64, '5') + "\",\"result_root\":\"" + std::string(64, '7') +
                 "\",\"accuracy\":0.75,\"model\":{\"path\":\"/h/models/" + e + ".state\",\"state_hash\":\"" +
-                std::string(64, '9') + "\",\"test_correct\":3,\"test_total\":4},\"error\":\"\"},"
+                std::string(64, '9') + "\",\"test_correct\":3,\"test_total\":4,\"onnx\":null,\"onnx_error\":\"\"},\"error\":\"\"},"
                 "{\"file\":\"b.toml\",\"document_hash\":\"" + std::string(64, 'f') +
                 "\",\"spec_uri\":\"\",\"task_id\":\"\",\"status\":\"submitting\",\"outcome\":\"\",\"payment\":5,"
                 "\"cost\":6,\"refund\":null,\"balance_change\":null,\"submit_height\":0,\"settle_height\":0,"
@@ -97,6 +97,14 @@ TEST(SubmitterReportTest, FactsSurviveARestart) {
   EXPECT_EQ(back->model->state_hash, std::string(64, '1'));
   EXPECT_EQ(back->model->test_correct, 7);
   EXPECT_EQ(back->model->test_total, 8);
+  EXPECT_EQ(back->model->onnx_path, "") << "no ONNX file was written";
+  // The ONNX export beside the state is found again by its path.
+  std::filesystem::create_directories(home.path() + "/models");
+  ASSERT_TRUE(WriteFileAtomically(OnnxPath(home.path(), id), std::string_view("onnx")).ok());
+  Result<TaskFacts> with_onnx = LoadTaskFacts(home.path(), id);
+  ASSERT_TRUE(with_onnx.ok()) << with_onnx.status().ToString();
+  ASSERT_TRUE(with_onnx->model.has_value());
+  EXPECT_EQ(with_onnx->model->onnx_path, home.path() + "/models/" + id + ".onnx");
 
   ASSERT_TRUE(WriteFileAtomically(home.path() + "/tasks/" + id, std::string_view("refund lots\n")).ok());
   EXPECT_EQ(LoadTaskFacts(home.path(), id).status().code(), StatusCode::kCorruption);

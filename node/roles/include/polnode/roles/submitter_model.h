@@ -27,7 +27,9 @@ namespace polnode::node {
 /// (task id, steps and checkpoint interval); the final checkpoint blob (into the blob store
 /// DIR/blobs, checked against its content hash), decoded and checked against the manifest's last
 /// state hash and the document's step count. Then evaluates it on `data`'s test split with
-/// `backend` and writes its bytes to ModelPath(home, task id hex).
+/// `backend` and writes its bytes to ModelPath(home, task id hex), and the model as ONNX
+/// (solver::ExportOnnx, as `polnode export` writes it) to OnnxPath(home, task id hex); a model the
+/// exporter refuses is still delivered, with the refusal in onnx_error and no onnx_path.
 /// kUnavailable when the solver cannot be reached or does not serve the proof (worth retrying);
 /// kCorruption for anything that does not check out; kFailedPrecondition for a task without a
 /// result_root; IO errors pass through.

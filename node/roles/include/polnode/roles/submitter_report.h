@@ -7,7 +7,8 @@
 // versioned cereal archive (base/local_archive.h) of kind "submitter-facts":
 //   version 1: uint8 has refund, [uint64 refund], uint8 has model,
 //              [string state hash (hex), int64 test_correct, int64 test_total].
-// The model's path is not stored: it is ModelPath of the home and task. Files of the text form
+// The model's path is not stored: it is ModelPath of the home and task; nor is its ONNX file's,
+// OnnxPath, reported when that file is there (a refusal to export is reported by the run that made it). Files of the text form
 // before it ("refund N" and "model STATE_HASH CORRECT TOTAL" lines) are still read, never written.
 //
 // report.json is one JSON object:
@@ -38,7 +39,9 @@
 //       "model": null | {                   once delivered
 //         "path": "DIR/models/<task id hex>.state",   solver/train_state.h encoding
 //         "state_hash": "<64 hex>",
-//         "test_correct": N, "test_total": N
+//         "test_correct": N, "test_total": N,
+//         "onnx": "DIR/models/<task id hex>.onnx" | null,  the model as `polnode export` writes it
+//         "onnx_error": ""                  why it could not be exported (a family ONNX cannot express)
 //       },
 //       "error": ""                         why the submission failed or the model was not had
 //     } ]
@@ -63,6 +66,8 @@ struct DeliveredModel {
   std::string state_hash;  // hex
   std::int64_t test_correct = 0;
   std::int64_t test_total = 0;
+  std::string onnx_path = {};   // empty when the model was not exported
+  std::string onnx_error = {};  // why it was not, when the exporter refused it
 
   bool operator==(const DeliveredModel&) const = default;
   double test_accuracy() const {
@@ -137,8 +142,11 @@ Result<TaskFacts> DecodeTaskFacts(std::span<const std::uint8_t> bytes, std::stri
 
 /// Where the submitter keeps the model of a task: DIR/models/<task_id_hex>.state.
 std::string ModelPath(const std::string& home, const std::string& task_id_hex);
+/// Where it keeps the same model as ONNX: DIR/models/<task_id_hex>.onnx.
+std::string OnnxPath(const std::string& home, const std::string& task_id_hex);
 
-/// Reads DIR/tasks/<task_id_hex> (any version; the model's path is ModelPath); no facts when the
+/// Reads DIR/tasks/<task_id_hex> (any version; the model's path is ModelPath, its onnx_path
+/// OnnxPath when that file exists); no facts when the
 /// file does not exist; DecodeTaskFacts's errors, which name the file, when it cannot be read. It
 /// never changes the file, so an unreadable one stays for the operator.
 [[nodiscard]] Result<TaskFacts> LoadTaskFacts(const std::string& home, const std::string& task_id_hex);
