@@ -63,8 +63,19 @@ struct Args {
   std::string dir = "/tmp/polnode-abci-bench";
 };
 
+// The children running now, stopped by Die: std::exit skips main's destructors, and a failure in a
+// poster or the watcher thread cannot unwind to them, so without this they would outlive the bench.
+std::atomic<node::ChildProcess*> g_ledger{nullptr};
+std::atomic<node::ValidatorNetwork*> g_network{nullptr};
+std::mutex g_die_mu;
+
 [[noreturn]] void Die(const std::string& what) {
+  // Only the first failing thread stops the children and exits; any other waits here until then
+  // (the lock is never released), so no two threads stop the same child.
+  g_die_mu.lock();
   std::fprintf(stderr, "abci_bench: %s\n", what.c_str());
+  if (node::ChildProcess* ledger = g_ledger.load()) ledger->Stop();
+  if (node::ValidatorNetwork* network = g_network.load()) network->StopAll();
   std::exit(1);
 }
 
@@ -278,11 +289,13 @@ int main(int argc, char** argv) {
     node::ChildProcess ledger =
         Must(node::ChildProcess::Spawn({a.polnode, "ledger", "--home", a.dir + "/ledger", "--json"}, a.dir + "/logs/ledger.log"),
              "ledger");
+    g_ledger = &ledger;
     const std::string line = Must(node::WaitForLogLine(ledger, 0, "{", std::chrono::seconds(60)), "ledger start");
     polnode::Result<rapidjson::Document> doc = node::ParseJson(line);
     if (!doc.ok() || !doc->HasMember("listen")) Die("ledger startup line: " + line);
     const std::string url = std::string("http://") + (*doc)["listen"].GetString();
     Print("embedded ledger", Drive(txs, a.signers, {url}));
+    g_ledger = nullptr;
     ledger.Stop();
   }
 
@@ -303,6 +316,7 @@ int main(int argc, char** argv) {
   options.timeout_vote = "200ms";
   std::unique_ptr<node::ValidatorNetwork> net =
       Must(node::ValidatorNetwork::Create(options, polnode::SystemClock()), "validator network");
+  g_network = net.get();
   Must(net->Start(), "validators start");
   {
     std::vector<Tx> txs = SignAll(a);
@@ -315,19 +329,27 @@ int main(int argc, char** argv) {
   const std::uint64_t killed_at = Must(net->Height(0), "height");
   net->Kill(3);
   const Steady::time_point down = Steady::now();
+  // Twenty times the blocks' nominal time plus two minutes: a loaded machine slows them, a stalled
+  // network must not hold the bench forever.
+  const auto patience = std::chrono::milliseconds(20LL * a.catch_up_blocks * a.block_ms) + std::chrono::seconds(120);
   while (Height(net->api_url(0)) < killed_at + static_cast<std::uint64_t>(a.catch_up_blocks)) {
+    if (Steady::now() > down + patience) Die("the three validators did not make " + std::to_string(a.catch_up_blocks) + " blocks in time");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const double down_s = std::chrono::duration<double>(Steady::now() - down).count();
   Must(net->Restart(3), "restart validator 3");
   const Steady::time_point restarted = Steady::now();
   const std::uint64_t target = Height(net->api_url(0));
-  while (Height(net->api_url(3)) < target) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (Height(net->api_url(3)) < target) {
+    if (Steady::now() > restarted + patience) Die("restarted validator 3 did not reach height " + std::to_string(target) + " in time");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const double catch_up_s = std::chrono::duration<double>(Steady::now() - restarted).count();
   std::printf("catch-up: validator 3 killed -9 at height %llu; the others made %llu blocks in %.1f s; restarted, it had all "
               "of them after %.2f s (%.0f blocks/s)\n",
               static_cast<unsigned long long>(killed_at), static_cast<unsigned long long>(target - killed_at), down_s,
               catch_up_s, static_cast<double>(target - killed_at) / catch_up_s);
+  g_network = nullptr;
   net->StopAll();
   return 0;
 }

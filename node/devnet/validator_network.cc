@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
@@ -18,21 +19,37 @@
 namespace polnode::node {
 namespace {
 
+// Loopback ports picked for children that start later. Each probe socket stays bound until the
+// reservation is destroyed, so no two picks in one network coincide; the ports are then free again
+// for the children to listen on.
+class PortReservation {
+ public:
+  PortReservation() = default;
+  PortReservation(const PortReservation&) = delete;
+  PortReservation& operator=(const PortReservation&) = delete;
+  ~PortReservation() {
+    for (const int fd : fds_) ::close(fd);
+  }
 
-// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
-Result<std::uint16_t> FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return Status::IOError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok) return Status::IOError("cannot find a free loopback port");
-  return ntohs(addr.sin_port);
-}
+  // A loopback port no socket is bound to, distinct from every earlier pick of this reservation.
+  Result<std::uint16_t> Pick() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return Status::IOError("socket() failed");
+    fds_.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return Status::IOError("cannot find a free loopback port");
+    }
+    return ntohs(addr.sin_port);
+  }
+
+ private:
+  std::vector<int> fds_;
+};
 
 Result<std::string> ReadText(const std::string& path) {
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, 16 << 20));
@@ -86,14 +103,17 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
   const std::optional<int> made = testnet.Wait(std::chrono::seconds(60), clock);
   if (made != 0) return Status::Unavailable("cometbft testnet failed; see " + options.log_dir + "/cometbft-testnet.log");
 
+  // Held until Create returns, so that the 4 ports of every node are distinct; the children bind
+  // them in Start.
+  PortReservation ports;
   for (int i = 0; i < options.validators; ++i) {
     Node node;
     node.comet_home = out + "/node" + std::to_string(i);
     node.app_home = options.dir + "/app" + std::to_string(i);
-    POLNODE_ASSIGN_OR_RETURN(node.rpc_port, FreePort());
-    POLNODE_ASSIGN_OR_RETURN(node.p2p_port, FreePort());
-    POLNODE_ASSIGN_OR_RETURN(node.app_port, FreePort());
-    POLNODE_ASSIGN_OR_RETURN(node.http_port, FreePort());
+    POLNODE_ASSIGN_OR_RETURN(node.rpc_port, ports.Pick());
+    POLNODE_ASSIGN_OR_RETURN(node.p2p_port, ports.Pick());
+    POLNODE_ASSIGN_OR_RETURN(node.app_port, ports.Pick());
+    POLNODE_ASSIGN_OR_RETURN(node.http_port, ports.Pick());
     std::filesystem::create_directories(node.app_home, ec);
     if (ec) return Status::IOError("cannot create " + node.app_home + ": " + ec.message());
     for (const char* file : {"genesis.json", "config.toml"}) {
@@ -112,6 +132,7 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
     const std::size_t chain_at = genesis.find(chain_key);
     if (chain_at == std::string::npos) return Status::Corruption(genesis_path + " has no chain_id");
     const std::size_t chain_end = genesis.find('"', chain_at + chain_key.size());
+    if (chain_end == std::string::npos) return Status::Corruption(genesis_path + "'s chain_id has no closing quote");
     genesis.replace(chain_at, chain_end + 1 - chain_at, chain_key + options.chain_id + "\"");
     POLNODE_RETURN_IF_ERROR(ReplaceOnce(genesis, "\"app_hash\": \"\"",
                                         "\"app_hash\": \"\",\n  \"app_state\": " + options.genesis_json, genesis_path));

@@ -37,18 +37,33 @@ std::string Transfer(std::uint64_t nonce, std::uint64_t amount) {
                                     polnode::testing::TransferTo(KeyFromByte(2), amount));
 }
 
-// A loopback port nobody listens on: bound, then closed.
-std::uint16_t ClosedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// A loopback port bound but never listened on, for as long as this object lives: a connection to it
+// is refused, and no other process can take the port and answer in the meantime.
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+             ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    port_ = ntohs(addr.sin_port);
+  }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  ~RefusingPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  bool bound() const { return bound_; }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  bool bound_ = false;
+  std::uint16_t port_ = 0;
+};
 
 class AbciHttpTest : public ::testing::Test {
  protected:
@@ -59,7 +74,8 @@ class AbciHttpTest : public ::testing::Test {
     auto app = AbciApp::Open(options, ParseGenesisJson);
     ASSERT_TRUE(app.ok()) << app.status().ToString();
     app_ = std::move(app).value();
-    backend_ = std::make_unique<AbciLedgerBackend>(*app_, HttpEndpoint{"127.0.0.1", ClosedPort()},
+    ASSERT_TRUE(comet_.bound());
+    backend_ = std::make_unique<AbciLedgerBackend>(*app_, HttpEndpoint{"127.0.0.1", comet_.port()},
                                                    std::chrono::milliseconds(2000));
     api_ = std::make_unique<LedgerApi>(*backend_);
   }
@@ -99,6 +115,8 @@ class AbciHttpTest : public ::testing::Test {
   HttpResponse Get(const std::string& target) { return api_->Handle(HttpRequest{"GET", target, "", "", ""}); }
 
   polnode::testing::TempDir dir_{"abci-http"};
+  // Where the backend looks for CometBFT: nothing answers there for the whole test.
+  RefusingPort comet_;
   std::unique_ptr<AbciApp> app_;
   std::unique_ptr<AbciLedgerBackend> backend_;
   std::unique_ptr<LedgerApi> api_;
