@@ -958,7 +958,6 @@ Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& w
         } else {
           x = raw[i] != 0;
         }
-        // Beyond any size polnode accepts (torch writes INT64_MAX for "to the end" in Slice).
         v.values[i] = static_cast<double>(ClampInt(x));
       }
       break;
