@@ -874,6 +874,17 @@ class GptMapper {
   std::int64_t const_elements_ = 0;  // over every constant value so far, against kMaxConstTotal
 };
 
+// An integer constant clamped beyond any size polnode accepts (torch writes INT64_MAX for "to the
+// end" in Slice), and above kBatchValue so that no constant passes for the batch.
+std::int64_t ClampInt(std::int64_t x) { return std::clamp(x, -(std::int64_t{1} << 40) + 1, std::int64_t{1} << 40); }
+
+// kInvalidArgument for a float constant equal to kBatchValue: it would pass for the batch in a
+// shape vector (directly or through Cast), which only Shape of an activation may produce.
+Status NotTheBatch(double x, const std::string& what) {
+  if (x != kBatchValue) return Status::Ok();
+  return Status::InvalidArgument(what + " holds -2^40, which polnode's GPT import reserves for the batch size");
+}
+
 // A constant tensor's values; kInvalidArgument for types or sizes the pattern never needs.
 Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& what) {
   GptValue v;
@@ -895,20 +906,11 @@ Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& w
     if (!raw.empty() && raw.size() == static_cast<std::size_t>(count) * width) return Status::Ok();
     return Status::Corruption(what + " holds the wrong amount of data for its dims");
   };
-  v.values.resize(static_cast<std::size_t>(count));
+  // The data's length is checked before `count` values are allocated: the dims alone may ask for
+  // kMaxConstElements of them.
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) {
-        POLNODE_RETURN_IF_ERROR(want(0, 4));
-        for (std::size_t i = 0; i < v.values.size(); ++i) {
-          float f;
-          std::memcpy(&f, raw.data() + i * 4, 4);
-          v.values[i] = f;
-        }
-      } else {
-        POLNODE_RETURN_IF_ERROR(want(static_cast<std::size_t>(t.float_data_size()), 0));
-        for (std::size_t i = 0; i < v.values.size(); ++i) v.values[i] = t.float_data(static_cast<int>(i));
-      }
+      POLNODE_RETURN_IF_ERROR(raw.empty() ? want(static_cast<std::size_t>(t.float_data_size()), 0) : want(0, 4));
       break;
     case onnx::TensorProto::INT64:
     case onnx::TensorProto::INT32:
@@ -918,6 +920,31 @@ Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& w
       POLNODE_RETURN_IF_ERROR(
           raw.empty() ? want(static_cast<std::size_t>(is64 ? t.int64_data_size() : t.int32_data_size()), 0)
                       : want(0, width));
+      break;
+    }
+    default:
+      return Status::InvalidArgument(what + " has data type " + std::to_string(t.data_type()) +
+                                     "; polnode's GPT import reads float32, int64, int32 and bool constants");
+  }
+  v.values.resize(static_cast<std::size_t>(count));
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) {
+        for (std::size_t i = 0; i < v.values.size(); ++i) {
+          float f;
+          std::memcpy(&f, raw.data() + i * 4, 4);
+          v.values[i] = f;
+        }
+      } else {
+        for (std::size_t i = 0; i < v.values.size(); ++i) v.values[i] = t.float_data(static_cast<int>(i));
+      }
+      for (double x : v.values) POLNODE_RETURN_IF_ERROR(NotTheBatch(x, what));
+      break;
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::BOOL: {
+      const bool is64 = t.data_type() == onnx::TensorProto::INT64;
+      const std::size_t width = is64 ? 8 : t.data_type() == onnx::TensorProto::INT32 ? 4 : 1;
       for (std::size_t i = 0; i < v.values.size(); ++i) {
         std::int64_t x = 0;
         if (raw.empty()) {
@@ -931,15 +958,12 @@ Result<GptValue> DecodeConstant(const onnx::TensorProto& t, const std::string& w
         } else {
           x = raw[i] != 0;
         }
-        // Beyond any size polnode accepts (torch writes INT64_MAX for "to the end" in Slice).
-        x = std::clamp(x, -(std::int64_t{1} << 40) + 1, std::int64_t{1} << 40);
-        v.values[i] = static_cast<double>(x);
+        v.values[i] = static_cast<double>(ClampInt(x));
       }
       break;
     }
     default:
-      return Status::InvalidArgument(what + " has data type " + std::to_string(t.data_type()) +
-                                     "; polnode's GPT import reads float32, int64, int32 and bool constants");
+      break;  // refused above
   }
   return v;
 }
@@ -961,7 +985,9 @@ GptValue Const(kernels::Shape shape, std::vector<double> values) {
 // so it matches no constant the pattern asks for).
 double ScalarOf(const GptValue& v) {
   if (v.role == GptRole::kConst && v.values.size() == 1) return v.values[0];
-  if (v.role == GptRole::kParam && v.param != nullptr) {
+  // Only a 1-element initializer is decoded: the pattern asks this of every parameter it meets.
+  if (v.role == GptRole::kParam && v.param != nullptr &&
+      std::all_of(v.param->dims().begin(), v.param->dims().end(), [](std::int64_t d) { return d == 1; })) {
     Result<GptValue> c = DecodeConstant(*v.param, "");
     if (c.ok() && c->values.size() == 1) return c->values[0];
   }
@@ -970,10 +996,23 @@ double ScalarOf(const GptValue& v) {
 
 bool Near(double got, double want) { return std::fabs(got - want) <= 1e-6 * std::fabs(want); }
 
-std::int64_t Elements(const kernels::Shape& s) {
+// The element count of `s` without the batch; kInvalidArgument (naming `label`) past int64, which
+// up to 8 dimensions of kMaxDim each can reach.
+Result<std::int64_t> Elements(const kernels::Shape& s, const std::string& label) {
   std::int64_t n = 1;
-  for (std::int64_t d : s) n *= d == kBatchDim ? 1 : d;
+  for (std::int64_t d : s) {
+    if (__builtin_mul_overflow(n, d == kBatchDim ? 1 : d, &n)) {
+      return Status::InvalidArgument(label + ": the shape " + ShapeText(s) + " has more elements than int64 counts");
+    }
+  }
   return n;
+}
+
+// Whether a mask of shape `s` is [t, t], or that with leading 1s: the one shape that broadcasts
+// against the scores [B, H, T, T] as the same mask for every sample and head.
+bool IsSquareMask(const kernels::Shape& s, std::int64_t t) {
+  return s.size() >= 2 && s[s.size() - 2] == t && s.back() == t &&
+         std::all_of(s.begin(), s.end() - 2, [](std::int64_t d) { return d == 1; });
 }
 
 bool HasBatch(const kernels::Shape& s) { return std::find(s.begin(), s.end(), kBatchDim) != s.end(); }
@@ -1002,7 +1041,8 @@ Result<kernels::Shape> ReshapeTarget(const kernels::Shape& in, const GptValue& t
       return Status::InvalidArgument(label + ": target dimension " + std::to_string(i) + " is not supported");
     }
   }
-  const std::int64_t have = Elements(in), known = Elements(out);
+  POLNODE_ASSIGN_OR_RETURN(const std::int64_t have, Elements(in, label));
+  POLNODE_ASSIGN_OR_RETURN(const std::int64_t known, Elements(out, label));
   if (infer >= 0) {
     if (HasBatch(in) && !HasBatch(out) && have == known) {
       out[static_cast<std::size_t>(infer)] = kBatchDim;
@@ -1012,7 +1052,8 @@ Result<kernels::Shape> ReshapeTarget(const kernels::Shape& in, const GptValue& t
       return Status::InvalidArgument(label + ": cannot infer the -1 dimension keeping the batch whole");
     }
   }
-  if (HasBatch(in) != HasBatch(out) || Elements(in) != Elements(out)) {
+  POLNODE_ASSIGN_OR_RETURN(const std::int64_t size, Elements(out, label));
+  if (HasBatch(in) != HasBatch(out) || have != size) {
     return Status::InvalidArgument(label + ": reshapes " + ShapeText(in) + " to " + ShapeText(out) +
                                    " (-1 is the batch), which splits or merges the batch or changes the size");
   }
@@ -1088,8 +1129,9 @@ Status GptMapper::Fold(const onnx::NodeProto& n, const std::string& label, std::
     for (double& x : out.values) {
       if (x == kBatchValue) continue;
       if (to == onnx::TensorProto::BOOL) x = x != 0 ? 1 : 0;
-      if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) x = std::trunc(x);
+      if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) x = static_cast<double>(ClampInt(ToInt(x)));
       if (to == onnx::TensorProto::FLOAT) x = std::fabs(x) <= std::numeric_limits<float>::max() ? static_cast<float>(x) : x;
+      POLNODE_RETURN_IF_ERROR(NotTheBatch(x, label));
     }
   } else if (op == "ConstantOfShape") {
     POLNODE_RETURN_IF_ERROR(a.OnlyKnown({"value"}));
@@ -1266,7 +1308,12 @@ Status GptMapper::AddOrMul(const onnx::NodeProto& n, const std::string& label, c
       target = "scale 1/sqrt(" + std::to_string(d) + ")";
       return Status::Ok();
     }
-    if (op == "Add" && x.role == GptRole::kScaled && y.role == GptRole::kConst && y.values.size() == static_cast<std::size_t>(t * t)) {
+    if (op == "Add" && x.role == GptRole::kScaled && y.role == GptRole::kConst) {
+      if (!IsSquareMask(y.shape, t)) {
+        return Status::InvalidArgument(label + ": adds a mask of shape " + ShapeText(y.shape) +
+                                       " to the scaled attention scores; polnode's causal mask is T x T = " +
+                                       ShapeText({t, t}));
+      }
       bool causal = true;
       for (std::int64_t i = 0; i < t; ++i) {
         for (std::int64_t j = 0; j < t; ++j) {
@@ -1345,13 +1392,17 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
     if (v.name() == "value") {
       POLNODE_ASSIGN_OR_RETURN(out, DecodeConstant(v.t(), label + " value"));
     } else if (v.name() == "value_float") {
+      POLNODE_RETURN_IF_ERROR(NotTheBatch(v.f(), label));
       out = Const({}, {v.f()});
     } else if (v.name() == "value_int") {
-      out = Const({}, {static_cast<double>(std::clamp<std::int64_t>(v.i(), -(std::int64_t{1} << 40), std::int64_t{1} << 40))});
+      out = Const({}, {static_cast<double>(ClampInt(v.i()))});
     } else {
       out = Const({0}, {});
-      for (std::int64_t x : v.ints()) out.values.push_back(static_cast<double>(std::clamp<std::int64_t>(x, -(std::int64_t{1} << 40), std::int64_t{1} << 40)));
-      for (float x : v.floats()) out.values.push_back(x);
+      for (std::int64_t x : v.ints()) out.values.push_back(static_cast<double>(ClampInt(x)));
+      for (float x : v.floats()) {
+        POLNODE_RETURN_IF_ERROR(NotTheBatch(x, label));
+        out.values.push_back(x);
+      }
       if (out.values.size() > 8) return Status::InvalidArgument(label + ": a longer list than polnode folds");
       out.shape = {static_cast<std::int64_t>(out.values.size())};
     }
@@ -1394,7 +1445,9 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
     if (op == "Reshape") {
       POLNODE_RETURN_IF_ERROR(need(2));
       POLNODE_RETURN_IF_ERROR(a.OnlyKnown({"allowzero"}));
-      POLNODE_ASSIGN_OR_RETURN(out.shape, ReshapeTarget(x.shape, *in[1], false, label));
+      std::int64_t allowzero = 0;
+      POLNODE_RETURN_IF_ERROR(a.Int("allowzero", 0, {0, 1}, &allowzero));
+      POLNODE_ASSIGN_OR_RETURN(out.shape, ReshapeTarget(x.shape, *in[1], allowzero != 0, label));
     } else if (op == "Unsqueeze") {
       POLNODE_RETURN_IF_ERROR(need(2));
       POLNODE_RETURN_IF_ERROR(Fold(n, label, in, out));
@@ -1520,8 +1573,7 @@ Status GptMapper::Node(const onnx::NodeProto& n, const std::string& label, std::
     const double fill = ScalarOf(fill_first ? *in[1] : *in[2]);
     const std::int64_t t = context_;
     bool causal = cond.role == GptRole::kConst && scores.role == GptRole::kScaled && fill <= -1e9 &&
-                  cond.values.size() == static_cast<std::size_t>(t * t) && cond.shape.size() >= 2 &&
-                  cond.shape.back() == t;
+                  IsSquareMask(cond.shape, t) && cond.values.size() == static_cast<std::size_t>(t * t);
     for (std::int64_t i = 0; causal && i < t; ++i) {
       for (std::int64_t j = 0; j < t; ++j) {
         const bool future = cond.values[static_cast<std::size_t>(i * t + j)] != 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -413,6 +414,146 @@ TEST(OnnxGptTest, GraphsOffThePatternAreRefusedNamingTheNode) {
     onnx::ModelProto m = base;
     FindNode(m, "h0.attn.q")->set_output(0, "h0.ln1");
     refused(m, "node 'h0.attn.q' (MatMul): writes 'h0.ln1', which is already defined");
+  }
+}
+
+// A Constant node named `name` holding `t`, placed first in the graph so any node may read it.
+void PrependConstant(onnx::ModelProto& m, const std::string& name, onnx::TensorProto t) {
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::NodeProto* n = g->add_node();
+  n->set_name(name);
+  n->set_op_type("Constant");
+  n->add_output(name);
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = std::move(t);
+  for (int i = g->node_size() - 1; i > 0; --i) g->mutable_node()->SwapElements(i, i - 1);
+}
+
+onnx::TensorProto Int64Tensor(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& values) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  for (std::int64_t d : dims) t.add_dims(d);
+  for (std::int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+onnx::TensorProto FloatTensor(const std::vector<std::int64_t>& dims, const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (std::int64_t d : dims) t.add_dims(d);
+  for (float v : values) t.add_float_data(v);
+  return t;
+}
+
+// The first attention's Where mask replaced by Add of an additive mask of `dims` (0 on and below
+// the diagonal, -inf above, row-major over T x T = 4 x 4).
+onnx::ModelProto WithAdditiveMask(const onnx::ModelProto& base, const std::vector<std::int64_t>& dims) {
+  onnx::ModelProto m = base;
+  std::vector<float> mask;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) mask.push_back(j > i ? -std::numeric_limits<float>::infinity() : 0.0f);
+  }
+  PrependConstant(m, "test.additive_mask", FloatTensor(dims, mask));
+  onnx::NodeProto* n = FindNode(m, "h0.attn.mask");
+  const std::string scaled = n->input(2);
+  n->set_op_type("Add");
+  n->clear_input();
+  n->add_input(scaled);
+  n->add_input("test.additive_mask");
+  return m;
+}
+
+// Hostile constants and shapes: refused with the node and the reason, without overflow (the
+// debug preset's UBSan checks) or a large allocation first.
+TEST(OnnxGptTest, HostileShapesAndConstantsAreRefusedNamingTheNode) {
+  onnx::ModelProto base;
+  ASSERT_TRUE(base.ParseFromString(ExportedGpt()));
+  ASSERT_TRUE(ImportProto(base).ok()) << ImportProto(base).status().ToString();
+  const auto refused = [&](const onnx::ModelProto& m, const std::string& want) {
+    Result<OnnxImport> r = ImportProto(m);
+    ASSERT_FALSE(r.ok()) << want;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().ToString();
+  };
+  {  // a Reshape target whose element count passes int64
+    onnx::ModelProto m = base;
+    *FindNode(m, "gpt.heads_shape")->mutable_attribute(0)->mutable_t() =
+        Int64Tensor({3}, {16777216, 16777216, 16777216});
+    refused(m, "node 'h0.attn.q.split' (Reshape): the shape [16777216x16777216x16777216] has more elements than int64 counts");
+  }
+  {  // the additive mask is accepted as [T, T] and [1, 1, T, T]
+    ASSERT_TRUE(ImportProto(WithAdditiveMask(base, {4, 4})).ok()) << ImportProto(WithAdditiveMask(base, {4, 4})).status().ToString();
+    ASSERT_TRUE(ImportProto(WithAdditiveMask(base, {1, 1, 4, 4})).ok());
+  }
+  {  // an additive mask of T * T values in other shapes
+    refused(WithAdditiveMask(base, {16}), "node 'h0.attn.mask' (Add): adds a mask of shape [16]");
+    refused(WithAdditiveMask(base, {4, 1, 4}), "node 'h0.attn.mask' (Add): adds a mask of shape [4x1x4]");
+  }
+  {  // a Where mask [T, 1, T] (broadcasts over the heads when H == T) or [T * T]
+    for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{4, 1, 4}, std::vector<std::int64_t>{16}}) {
+      onnx::ModelProto m = base;
+      onnx::TensorProto* t = FindNode(m, "gpt.causal_mask")->mutable_attribute(0)->mutable_t();
+      t->clear_dims();
+      for (std::int64_t d : dims) t->add_dims(d);
+      refused(m, "node 'h0.attn.mask' (Where): is not the causal mask");
+    }
+  }
+  {  // a constant whose dims ask for 2^24 values with no data
+    onnx::ModelProto m = base;
+    onnx::TensorProto* t = FindNode(m, "gpt.causal_mask")->mutable_attribute(0)->mutable_t();
+    t->clear_dims();
+    t->add_dims(4096);
+    t->add_dims(4096);
+    refused(m, "node 'gpt.causal_mask' (Constant) value holds the wrong amount of data for its dims");
+  }
+  {  // allowzero=1 on a view of wpe: the 0 is a zero dimension, not a copy of T
+    onnx::ModelProto m = base;
+    PrependConstant(m, "test.wpe_shape", Int64Tensor({2}, {0, 8}));
+    onnx::NodeProto* view = m.mutable_graph()->add_node();
+    view->set_name("test.wpe_view");
+    view->set_op_type("Reshape");
+    view->add_input("wpe");
+    view->add_input("test.wpe_shape");
+    view->add_output("test.wpe_view");
+    for (int i = m.graph().node_size() - 1; i > 1; --i) m.mutable_graph()->mutable_node()->SwapElements(i, i - 1);
+    FindNode(m, "wpe.bias_add")->set_input(1, "test.wpe_view");
+    ASSERT_TRUE(ImportProto(m).ok()) << ImportProto(m).status().ToString();
+    onnx::AttributeProto* a = FindNode(m, "test.wpe_view")->add_attribute();
+    a->set_name("allowzero");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+    refused(m, "node 'test.wpe_view' (Reshape): target dimension 0 is not supported");
+  }
+  {  // a float constant holding the batch marker, directly or through Cast to int64
+    const float marker = -1099511627776.0f;  // -2^40
+    onnx::ModelProto m = base;
+    *FindNode(m, "gpt.merge_shape")->mutable_attribute(0)->mutable_t() = FloatTensor({3}, {marker, 4, 8});
+    refused(m, "node 'gpt.merge_shape' (Constant) value holds -2^40, which polnode's GPT import reserves for the batch");
+    onnx::ModelProto c = base;
+    FindNode(c, "gpt.merge_shape")->mutable_attribute(0)->set_name("value_floats");
+    FindNode(c, "gpt.merge_shape")->mutable_attribute(0)->set_type(onnx::AttributeProto::FLOATS);
+    FindNode(c, "gpt.merge_shape")->mutable_attribute(0)->clear_t();
+    for (float v : {marker, 4.0f, 8.0f}) FindNode(c, "gpt.merge_shape")->mutable_attribute(0)->add_floats(v);
+    refused(c, "node 'gpt.merge_shape' (Constant) holds -2^40");
+    onnx::ModelProto i = base;  // an int64 -2^40 is clamped, then Cast to float rounds back to -2^40
+    *FindNode(i, "gpt.merge_shape")->mutable_attribute(0)->mutable_t() =
+        Int64Tensor({3}, {-(std::int64_t{1} << 40), 4, 8});
+    onnx::NodeProto* cast = FindNode(i, "gpt.merge_shape");
+    cast->set_output(0, "test.merge_int");
+    onnx::NodeProto* to_float = i.mutable_graph()->add_node();
+    to_float->set_name("test.to_float");
+    to_float->set_op_type("Cast");
+    to_float->add_input("test.merge_int");
+    to_float->add_output("gpt.merge_shape");
+    onnx::AttributeProto* to = to_float->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+    int at = 0;
+    while (i.graph().node(at).name() != "gpt.merge_shape") ++at;
+    for (int k = i.graph().node_size() - 1; k > at + 1; --k) i.mutable_graph()->mutable_node()->SwapElements(k, k - 1);
+    refused(i, "node 'test.to_float' (Cast) holds -2^40");
   }
 }
 
