@@ -189,6 +189,11 @@ bool SubmitterRole::Done() const {
     const Tracked& t = tracked_[i];
     if (t.failed) continue;
     if (!t.closed) return false;
+    // A task that closed in a pass whose reads straddled a block (no consistent reading) gets its
+    // refund from the next reading: the balance read before its settling block is known, so one
+    // more pass attributes it instead of leaving it unknown.
+    const TaskReport& r = report_.tasks[i];
+    if (!r.refund && last_reading_ && last_reading_->height < r.settle_height) return false;
     if (t.wants_model && !report_.tasks[i].model && report_.tasks[i].error.empty()) return false;
   }
   return true;

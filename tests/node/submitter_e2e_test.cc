@@ -199,6 +199,18 @@ TEST_F(SubmitterE2ETest, UnclaimedTaskIsServedFollowedAcrossARestartAndRefunded)
   // Nobody claims it: the claim window closes it and the submitter, with nothing left to wait for,
   // exits 0 and prints its report.
   EXPECT_EQ(OwnTasks()[0].status(), proto::TASK_OPEN);
+  // The refund is the balance's change across the block that closes the task, so the restarted
+  // submitter must have read its balance once with the task found before that block comes. A pass
+  // finds tasks before it reads the balance and writes its report last: a report that holds the
+  // task id and the balance was written after such a reading (no block is made meanwhile). Without
+  // this wait a loaded machine let the blocks come first, and the refund was reported unknown.
+  Result<proto::Params> chain_params = client_->Params();
+  ASSERT_TRUE(chain_params.ok()) << chain_params.status().ToString();
+  const std::string balance_before = "\"balance\":" + std::to_string(kFunds - kPayment - chain_params->tx_fee());
+  ASSERT_TRUE(polnode::testing::Eventually([&] {
+    const std::string report = ReadFileText(home_ + "/report.json");
+    return Has(report, "\"task_id\":\"" + task_hex + "\"") && Has(report, balance_before);
+  })) << ReadFileText(home_ + "/report.json");
   ASSERT_TRUE(ledger_->ProduceBlocks(static_cast<int>(kClaimWindow)));
   std::optional<int> exit = second.Wait(60s);
   ASSERT_TRUE(exit.has_value()) << "the submitter did not finish: " << Out("second.out") << Err();
