@@ -181,10 +181,18 @@ void AddGptGraph(onnx::GraphProto& g, const GptConfig& c) {
 
 }  // namespace
 
-Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state) {
-  if (model.gpt && model.params.empty()) {
-    return Status::InvalidArgument(model.text + " has no vocabulary yet, so no parameters to export");
+Result<ModelSpec> WithStateVocab(ModelSpec model, const TrainState& state) {
+  if (!model.gpt || !model.params.empty()) return model;
+  // A gpt: spec without vocab takes the corpus's, which the trained token table [V, C] holds.
+  const kernels::Tensor* wte = state.Find("wte");
+  if (wte == nullptr || wte->shape().size() != 2) {
+    return Status::InvalidArgument(model.text + " has no vocabulary, and the state no token embeddings 'wte' [V, C] to take it from");
   }
+  return WithGptVocab(std::move(model), wte->dim(0));
+}
+
+Result<std::string> ExportOnnx(const ModelSpec& spec, const TrainState& state) {
+  POLNODE_ASSIGN_OR_RETURN(const ModelSpec model, WithStateVocab(spec, state));
   if (state.tensors.size() < model.params.size()) {
     return Status::InvalidArgument("the state holds " + std::to_string(state.tensors.size()) + " tensors; " +
                                    model.text + " has " + std::to_string(model.params.size()) + " parameters");

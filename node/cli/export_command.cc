@@ -33,14 +33,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(solver::ModelSpec model, solver::TaskModelSpec(document));
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(flags.Get("model"), kMaxStateBytes));
   POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
-  if (model.gpt && model.params.empty()) {
-    // A gpt: spec without vocab takes the corpus's; the trained state's token table holds it.
-    const kernels::Tensor* wte = state.Find("wte");
-    if (wte == nullptr || wte->shape().size() != 2) {
-      return Status::InvalidArgument(flags.Get("model") + " has no token embeddings 'wte' [V, C] for " + document.model);
-    }
-    POLNODE_ASSIGN_OR_RETURN(model, solver::WithGptVocab(std::move(model), wte->dim(0)));
-  }
+  POLNODE_ASSIGN_OR_RETURN(model, solver::WithStateVocab(std::move(model), state));
   Result<std::string> onnx = solver::ExportOnnx(model, state);
   if (!onnx.ok()) {
     return Status::InvalidArgument(flags.Get("model") + " cannot be exported as " + document.model + ": " +

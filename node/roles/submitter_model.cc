@@ -68,13 +68,6 @@ Result<DeliveredModel> FetchTrainedModel(const FetchPolicy& policy, const std::s
   POLNODE_RETURN_IF_ERROR(WriteFileAtomically(delivered.path, bytes));
   // The same export as `polnode export`, so the submitter holds a file onnxruntime or PyTorch runs.
   // A model the exporter cannot express is still delivered as its state; the report says why.
-  if (model.gpt && model.params.empty()) {
-    // A gpt: spec without vocab takes the corpus's, which the trained token table [V, C] holds.
-    const kernels::Tensor* wte = state.Find("wte");
-    if (wte != nullptr && wte->shape().size() == 2) {
-      POLNODE_ASSIGN_OR_RETURN(model, solver::WithGptVocab(std::move(model), wte->dim(0)));
-    }
-  }
   Result<std::string> onnx = solver::ExportOnnx(model, state);
   if (!onnx.ok()) {
     delivered.onnx_error = onnx.status().ToString();

@@ -84,9 +84,15 @@ inline constexpr std::size_t kMaxOnnxBytes = std::size_t{1} << 30;
 
 /// The serialized ONNX ModelProto of `model` with the parameters of `state` (its first tensors, in
 /// ModelSpec::params order), as described above; the same state always gives the same bytes.
-/// kInvalidArgument for a gpt: model without its vocabulary (WithGptVocab), or a state whose
-/// leading tensors do not have the model's parameter names and shapes.
+/// A gpt: model without its vocabulary takes it from the state's token table (WithStateVocab).
+/// kInvalidArgument for such a model whose state has no such table, or a state whose leading
+/// tensors do not have the model's parameter names and shapes.
 Result<std::string> ExportOnnx(const ModelSpec& model, const TrainState& state);
+
+/// `model` itself, except that a gpt: model without its vocabulary (vocab fixed by the data) gets
+/// the vocabulary of the state it trained, the rows of its token table "wte" [V, C]
+/// (WithGptVocab). kInvalidArgument when that state has no such table.
+Result<ModelSpec> WithStateVocab(ModelSpec model, const TrainState& state);
 
 /// One ONNX node and the polnode layer it became.
 struct OnnxNodeMapping {
