@@ -7,6 +7,7 @@
 # Environment:
 #   POLNODE_FUZZ_BIN        the fuzz binary (default: build/fuzz/fuzz/polnode_fuzz, the fuzz preset's)
 #   POLNODE_FUZZ_ARTIFACTS  where crashing inputs and logs are kept (default: build/fuzz-artifacts)
+#   POLNODE_FUZZ_JOBS       how many targets run at once (default: the number of cores)
 #
 # Prints "fuzz: N targets passed" and exits 0 when no target crashed; otherwise names the failed
 # targets, shows the end of their logs, and exits 1. Reproduce a crash with
@@ -26,6 +27,11 @@ if [[ ! -x "$bin" ]]; then
   exit 2
 fi
 artifacts="${POLNODE_FUZZ_ARTIFACTS:-$root/build/fuzz-artifacts}"
+jobs="${POLNODE_FUZZ_JOBS:-$(nproc)}"
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: POLNODE_FUZZ_JOBS must be a positive whole number, not '$jobs'" >&2
+  exit 2
+fi
 mkdir -p "$artifacts"
 
 work="$(mktemp -d)"
@@ -37,8 +43,23 @@ if [[ -z "$targets" ]]; then
   exit 1
 fi
 
+# Runs one target from a scratch copy of its seeds; its exit status goes to $work/rc-<target>.
+fuzz_one() {
+  local target="$1" seeds="$root/fuzz/corpus/$1" corpus="$work/corpus-$1"
+  mkdir -p "$corpus"
+  cp -R "$seeds/." "$corpus/"
+  # -timeout: one input running 10 s is a hang worth reporting; -rss_limit_mb bounds a leak.
+  local rc=0
+  FUZZ="$target" "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$artifacts/$target-" -print_final_stats=1 "$corpus" >"$artifacts/$target.log" 2>&1 || rc=$?
+  echo "$rc" >"$work/rc-$target"
+}
+
+# Targets run $jobs at a time (each libFuzzer process is single-threaded); results are printed in
+# the binary's order once all have ended, so the log reads the same however they interleaved.
 passed=0
 failed=()
+runnable=()
 for target in $targets; do
   seeds="$root/fuzz/corpus/$target"
   if [[ ! -d "$seeds" ]] || [[ -z "$(ls -A "$seeds")" ]]; then
@@ -47,18 +68,27 @@ for target in $targets; do
     failed+=("$target")
     continue
   fi
-  corpus="$work/corpus-$target"
-  mkdir -p "$corpus"
-  cp -R "$seeds/." "$corpus/"
+  runnable+=("$target")
+done
+echo "fuzz: ${#runnable[@]} targets for ${seconds}s each, $jobs at a time"
+running=0
+for target in "${runnable[@]}"; do
+  if [[ $running -ge $jobs ]]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
+done
+wait
+for target in "${runnable[@]}"; do
   log="$artifacts/$target.log"
-  echo "== fuzz $target for ${seconds}s ($(ls "$seeds" | wc -l) seeds)"
-  # -timeout: one input running 10 s is a hang worth reporting; -rss_limit_mb bounds a leak.
-  if FUZZ="$target" "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$artifacts/$target-" -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+  rc=$(cat "$work/rc-$target" 2>/dev/null || echo "no status")
+  echo "== fuzz $target for ${seconds}s ($(ls "$root/fuzz/corpus/$target" | wc -l) seeds)"
+  if [[ "$rc" == 0 ]]; then
     grep -E '^(Done|stat::number_of_executed_units)' "$log" | sed 's/^/   /' || true
     passed=$((passed + 1))
   else
-    rc=$?
     echo "fuzz.sh: target $target failed (exit $rc); log: $log; last lines:" >&2
     tail -n 40 "$log" >&2
     failed+=("$target")

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
+  ccache  # keeps compiled objects between builds and clean clones on one machine
   libsecp256k1-dev libssl-dev librocksdb-dev libboost-dev
   libprotobuf-dev protobuf-compiler libcereal-dev rapidjson-dev libgtest-dev zlib1g-dev
   clang-14 libclang-rt-14-dev

@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
-cmake --preset release
+
+. ./scripts/compiler-cache.sh
+cmake --preset release "${compiler_launcher[@]}"
 cmake --build --preset release -j "$(nproc)"
 
 polnode=$PWD/build/release/node/polnode

@@ -12,13 +12,15 @@ fuzz_seconds=${POLNODE_FUZZ_SECONDS:-30}
 
 ./scripts/install-deps.sh
 
+. ./scripts/compiler-cache.sh
+
 echo "== check: GPU code (PTX and AMD assembly against the determinism rules and baseline)"
 ./scripts/check-gpu-code.sh
 echo "== check: includes follow the layers of DESIGN.md section 2"
 ./scripts/check-layers.sh
 
 echo "== build: debug (ASan + UBSan)"
-cmake --preset debug
+cmake --preset debug "${compiler_launcher[@]}"
 cmake --build --preset debug -j "$jobs"
 
 echo "== test: ctest"
@@ -36,14 +38,14 @@ if [ "$ctest_rc" -ne 0 ] || [ -z "$total" ]; then
 fi
 
 echo "== build: fuzz (clang-14, libFuzzer)"
-cmake --preset fuzz
+cmake --preset fuzz "${compiler_launcher[@]}"
 cmake --build --preset fuzz -j "$jobs"
 
 echo "== fuzz: every target for ${fuzz_seconds}s"
 # The fuzz log goes to stdout and to a temporary file that is parsed afterwards (tee to
 # /dev/stderr would reopen, and truncate, a log file that stderr is redirected to).
 fuzz_log=$(mktemp)
-./scripts/fuzz.sh "$fuzz_seconds" | tee "$fuzz_log"
+POLNODE_FUZZ_JOBS="$jobs" ./scripts/fuzz.sh "$fuzz_seconds" | tee "$fuzz_log"
 fuzz_targets=$(sed -n 's/^fuzz: \([0-9]*\) targets passed$/\1/p' "$fuzz_log")
 rm -f "$fuzz_log"
 if [ -z "$fuzz_targets" ]; then

@@ -1,0 +1,9 @@
+# Sourced by run-main.sh and run-tests.sh (from the repository root): sets compiler_launcher to the
+# CMake options that compile through ccache when it is installed, and to nothing otherwise.
+# ccache keeps compiled objects between runs on one machine, so a second clean clone rebuilds in
+# minutes; CCACHE_BASEDIR hashes the clone's own paths relative to it, so clones share the hits.
+compiler_launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"
+  compiler_launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
