@@ -297,6 +297,14 @@ Result<std::string> ExportOnnx(const ModelSpec& spec, const TrainState& state) {
 
 namespace {
 
+// What OnnxImport::nodes records of node `n` (graph index `index`), before its target is known.
+OnnxNodeMapping MappingOf(const onnx::NodeProto& n, int index, std::string target) {
+  OnnxNodeMapping m{n.name().empty() ? "#" + std::to_string(index) : n.name(), n.op_type(), std::move(target), {}, {}};
+  m.inputs.assign(n.input().begin(), n.input().end());
+  m.outputs.assign(n.output().begin(), n.output().end());
+  return m;
+}
+
 std::string NodeLabel(const onnx::NodeProto& n, int index) {
   const std::string name = n.name().empty() ? "#" + std::to_string(index) : "'" + n.name() + "'";
   return "node " + name + " (" + n.op_type() + ")";
@@ -436,6 +444,7 @@ struct ImportedLayer {
   bool relu = false;
   std::string node;  // the ONNX node it came from, for errors
   kernels::Tensor weight, bias;  // polnode layout
+  std::string weight_initializer, bias_initializer;  // the ONNX initializers they were read from
 };
 
 class GraphMapper {
@@ -564,7 +573,7 @@ Status GraphMapper::Map(OnnxImport& out) {
     const onnx::NodeProto& n = g_.node(i);
     const std::string label = NodeLabel(n, i);
     const std::string& op = n.op_type();
-    OnnxNodeMapping mapping{n.name().empty() ? "#" + std::to_string(i) : n.name(), op, ""};
+    OnnxNodeMapping mapping = MappingOf(n, i, "");
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       return Status::InvalidArgument(label + ": unsupported operator domain '" + n.domain() + "'");
     }
@@ -614,6 +623,9 @@ Status GraphMapper::Map(OnnxImport& out) {
         return Status::InvalidArgument(label + ": has no bias; polnode's convolutions have one");
       }
       POLNODE_ASSIGN_OR_RETURN(l.bias, Param(n, 2, label, {k}));
+      POLNODE_ASSIGN_OR_RETURN(const onnx::TensorProto* bt, Initializer(n.input(2), label));
+      l.weight_initializer = wt->name();
+      l.bias_initializer = bt->name();
       layers_.push_back(std::move(l));
       cur_shape_[0] = k;
       cur_ = n.output(0);
@@ -694,6 +706,9 @@ Status GraphMapper::Map(OnnxImport& out) {
                                                                             : kernels::Shape{cur_shape_[0], outs}));
       POLNODE_ASSIGN_OR_RETURN(kernels::Tensor b, Param(n, 2, label, {outs}));
       POLNODE_RETURN_IF_ERROR(AddLinear(label, label, trans_b ? Transposed(w) : std::move(w), std::move(b)));
+      POLNODE_ASSIGN_OR_RETURN(const onnx::TensorProto* bt, Initializer(n.input(2), label));
+      layers_.back().weight_initializer = wt->name();
+      layers_.back().bias_initializer = bt->name();
       cur_ = n.output(0);
       mapping.target = "linear " + std::to_string(layers_.back().weight.dim(0)) + "->" + std::to_string(outs);
     } else if (op == "MatMul") {
@@ -720,11 +735,13 @@ Status GraphMapper::Map(OnnxImport& out) {
       POLNODE_ASSIGN_OR_RETURN(kernels::Tensor b, Param(*add, bias_input, add_label, {w.dim(1)}));
       const std::int64_t outs = w.dim(1);
       POLNODE_RETURN_IF_ERROR(AddLinear(label, label, std::move(w), std::move(b)));
+      POLNODE_ASSIGN_OR_RETURN(const onnx::TensorProto* bt, Initializer(add->input(bias_input), add_label));
+      layers_.back().weight_initializer = wt->name();
+      layers_.back().bias_initializer = bt->name();
       cur_ = add->output(0);
       mapping.target = "linear " + std::to_string(cur_shape_[0]) + "->" + std::to_string(outs) + " (with the Add)";
       out.nodes.push_back(mapping);
-      out.nodes.push_back({add->name().empty() ? "#" + std::to_string(i + 1) : add->name(), "Add",
-                           "bias of the linear layer above"});
+      out.nodes.push_back(MappingOf(*add, i + 1, "bias of the linear layer above"));
       ++i;
       continue;
     } else {
@@ -773,7 +790,7 @@ Status GraphMapper::Map(OnnxImport& out) {
   std::size_t p = 0;
   for (ImportedLayer& l : layers_) {
     if (l.kind == LayerKind::kMaxPool2x2) continue;
-    for (kernels::Tensor* t : {&l.weight, &l.bias}) {
+    for (auto [t, initializer] : {std::pair{&l.weight, &l.weight_initializer}, std::pair{&l.bias, &l.bias_initializer}}) {
       const ParamSpec& spec_p = out.model.params[p++];
       if (t->shape() != spec_p.shape) {
         return Status::InvalidArgument(l.node + ": parameter " + spec_p.name + " is " + ShapeText(t->shape()) +
@@ -781,6 +798,7 @@ Status GraphMapper::Map(OnnxImport& out) {
       }
       out.parameter_count += t->numel();
       out.params.push_back({spec_p.name, std::move(*t)});
+      out.param_initializers.push_back(*initializer);
     }
   }
   return Status::Ok();
@@ -1683,7 +1701,7 @@ Status GptMapper::Map(OnnxImport& out) {
     }
     std::string target;
     POLNODE_RETURN_IF_ERROR(Node(n, label, target));
-    out.nodes.push_back({n.name().empty() ? "#" + std::to_string(i) : n.name(), n.op_type(), target});
+    out.nodes.push_back(MappingOf(n, i, std::move(target)));
   }
   auto logits = values_.find(out.output_name);
   if (logits == values_.end() || logits->second.role != GptRole::kLinear ||
@@ -1732,6 +1750,7 @@ Status GptMapper::Map(OnnxImport& out) {
     POLNODE_ASSIGN_OR_RETURN(kernels::Tensor t, Weight(order[i], spec_p.shape, spec_p.name));
     out.parameter_count += t.numel();
     out.params.push_back({spec_p.name, std::move(t)});
+    out.param_initializers.push_back(order[i]);
   }
   return Status::Ok();
 }

@@ -57,6 +57,7 @@ std::string ReportJson(const DevnetReport& r) {
           .Field("leaf", g.leaf)
           .Field("node", g.node_name)
           .Field("operator", g.node_op)
+          .Field("onnx_origin", g.onnx_origin)
           .Field("audit_matches", g.audit_matches)
           .EndObject();
     }
@@ -111,6 +112,7 @@ void PrintText(const DevnetReport& r, std::ostream& out) {
         out << "    pinpointed: segment " << g.segment << ", step " << g.step << ", leaf " << g.leaf;
         if (!g.node_name.empty()) out << ", operator " << g.node_name << " (" << g.node_op << ")";
         out << "\n";
+        if (!g.onnx_origin.empty()) out << "    in the ONNX model: " << g.onnx_origin << "\n";
       }
       out << "    ruling: " << g.ruling << "\n    auditor's re-execution " << (g.audit_matches ? "matches" : "DIFFERS FROM")
           << " the ledger\n";

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "flag_groups.h"
 #include "id_lookup.h"
+#include "polnode/base/file_util.h"
 #include "polnode/cli/cli.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/chain_store.h"
@@ -23,6 +25,8 @@
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
 #include "polnode/rpc/node_home.h"
+#include "polnode/solver/onnx_model.h"
+#include "polnode/solver/onnx_origin.h"
 
 namespace polnode::node {
 namespace {
@@ -46,7 +50,34 @@ std::string LeafKind(const proto::Task& task, std::uint64_t leaf) {
   return "operator output";
 }
 
-void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
+// The ONNX file an onnx: task names, read from `path` and checked against the task's hash.
+Result<solver::OnnxImport> LoadTaskOnnx(const std::string& path, const proto::Task& task) {
+  const std::string& model = task.spec().model_spec();
+  if (!solver::IsOnnxModel(model)) {
+    return Status::InvalidArgument("--model: the task's model is '" + model + "', not an onnx: file");
+  }
+  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 named, solver::OnnxModelHash(model));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(path, solver::kMaxOnnxBytes));
+  if (consensus::Sha256(bytes) != named) {
+    return Status::FailedPrecondition("--model " + path + " has SHA-256 " + consensus::ToHex(consensus::Sha256(bytes)) +
+                                      "; the task names " + consensus::ToHex(named));
+  }
+  Result<solver::OnnxImport> imported = solver::ImportOnnx(bytes);
+  if (!imported.ok()) return imported.status().WithContext("--model " + path);
+  return imported;
+}
+
+// What the text and JSON say of the pinpointed node's origin in an onnx: task's file: the origin
+// when the file was given, a hint when it was not, nothing for a built-in model.
+std::optional<std::string> OnnxOriginText(const proto::Task& task, const std::optional<solver::OnnxImport>& onnx,
+                                          const contracts::GameAudit& audit) {
+  if (!audit.node || !solver::IsOnnxModel(task.spec().model_spec())) return std::nullopt;
+  if (!onnx) return "(give --model FILE, the task's ONNX file, to name the file's node)";
+  return solver::DescribeOnnxOrigin(solver::OnnxOriginOf(*onnx, audit.node->name()));
+}
+
+void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit,
+               const std::optional<solver::OnnxImport>& onnx) {
   std::ostream& out = io.out;
   out << "game of challenger " << consensus::ToHex(game.challenger().key()) << "\n"
       << "  challenger " << (game.challenger_is_verifier() ? "a rejecting verifier" : "a whistleblower")
@@ -73,6 +104,7 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
     for (const proto::PinpointShape& shape : audit.node->outputs()) out << " " << ShapeText(shape);
     out << "\n";
   }
+  if (std::optional<std::string> origin = OnnxOriginText(task, onnx, audit)) out << "  onnx       " << *origin << "\n";
   if (game.phase() == proto::GAME_REFEREE || game.phase() == proto::GAME_RESOLVED) {
     out << "  challenger's hash  " << consensus::ToHex(game.challenger().hash()) << "\n"
         << "  defender's hash    " << consensus::ToHex(game.defender().hash()) << "\n";
@@ -92,7 +124,8 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
   }
 }
 
-void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit) {
+void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit,
+               const std::optional<solver::OnnxImport>& onnx) {
   w.BeginObject()
       .Field("challenger", consensus::ToHex(game.challenger().key()))
       .Field("challenger_is_verifier", game.challenger_is_verifier())
@@ -116,6 +149,15 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
   if (audit.node) {
     w.Key("node").BeginObject().Field("name", audit.node->name())
         .Field("operator", kernels::OpName(static_cast<kernels::Op>(audit.node->op()))).EndObject();
+  }
+  if (std::optional<std::string> origin = OnnxOriginText(task, onnx, audit)) {
+    w.Key("onnx").BeginObject().Field("origin", *origin);
+    if (onnx) {
+      const solver::OnnxOrigin o = solver::OnnxOriginOf(*onnx, audit.node->name());
+      if (o.node != nullptr) w.Field("node", o.node->node).Field("op_type", o.node->op_type);
+      if (!o.initializer.empty()) w.Field("initializer", o.initializer);
+    }
+    w.EndObject();
   }
   w.Key("differences").BeginArray();
   for (const std::string& d : audit.differences) w.String(d);
@@ -157,6 +199,10 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
   const std::string task_hex = consensus::ToHex(view.task.id());
   const proto::Task& task = view.task;
   const proto::Params& params = view.params;
+  std::optional<solver::OnnxImport> onnx;
+  if (flags.Given("model")) {
+    POLNODE_ASSIGN_OR_RETURN(onnx, LoadTaskOnnx(flags.Get("model"), task));
+  }
   // --challenger takes a key or a prefix of one, like every id on the command line (id_lookup.h).
   std::string only = flags.Get("challenger");
   for (char& c : only) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -185,9 +231,9 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
     POLNODE_ASSIGN_OR_RETURN(contracts::GameAudit audit, contracts::AuditGame(params, task, game));
     all_match = all_match && audit.differences.empty();
     if (flags.json()) {
-      WriteJson(w, task, game, audit);
+      WriteJson(w, task, game, audit, onnx);
     } else {
-      WriteText(io, task, game, audit);
+      WriteText(io, task, game, audit, onnx);
     }
   }
   if (flags.json()) {
@@ -201,7 +247,7 @@ Result<bool> Replay(const FlagSet& flags, Io& io) {
 
 int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
   constexpr std::string_view kUsage =
-      "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--challenger PUBKEY] [--json]\n"
+      "usage: polnode dispute replay TASK_ID [--home DIR | --ledger URL] [--challenger PUBKEY] [--model FILE] [--json]\n"
       "  replay: re-execute a task's dispute games as an auditor ('polnode dispute replay --help')\n";
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     io.out << kUsage;  // asked for: the usage is the answer, not an error
@@ -223,6 +269,9 @@ int RunDisputeCommand(const std::vector<std::string>& args, Io& io) {
   flags.Value("challenger", "PUBKEY",
               "only the games of this challenger, a rejecting verifier or a whistleblower (64 hex, or a prefix of 8 or "
               "more hex characters)");
+  flags.Value("model", "FILE",
+              "an onnx: task's model file (checked against the hash the task names): the pinpointed operator is "
+              "also named by the file's own node, or by the initializer an optimizer node updates");
   if (auto exit = ParseOrExit(flags, {args.begin() + 1, args.end()}, io)) return *exit;
   Result<bool> matched = Replay(flags, io);
   if (!matched.ok()) return ReportError(io, kCommand, matched.status());

@@ -29,6 +29,7 @@
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/init.h"
 #include "polnode/solver/onnx_model.h"
+#include "polnode/solver/onnx_origin.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/task_steps.h"
 
@@ -190,6 +191,8 @@ class Devnet {
   std::string self_;
   std::string dataset_hash_;
   std::vector<std::string> task_files_;
+  // --own-model-and-data's ONNX model, imported: the report names the file's node of a pinpoint.
+  std::optional<solver::OnnxImport> own_model_;
   std::optional<ChildProcess> ledger_process_;
   std::string ledger_listen_;  // HOST:PORT, kept across a restart: every role was given this address
   std::string ledger_pubkey_;
@@ -232,6 +235,8 @@ Status Devnet::SetUp() {
   std::optional<OwnFiles> own;
   if (o_.own_model_and_data) {
     POLNODE_ASSIGN_OR_RETURN(own, WriteOwnModelAndData(o_));
+    POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadWholeFile(own->model_file, solver::kMaxOnnxBytes));
+    POLNODE_ASSIGN_OR_RETURN(own_model_, solver::ImportOnnx(bytes));
   }
   for (int i = 0; i < o_.tasks; ++i) {
     const std::string path = o_.home + "/tasks/task-" + std::to_string(i) + ".toml";
@@ -731,6 +736,7 @@ Status Devnet::CollectReport() {
       if (audit.node) {
         g.node_name = audit.node->name();
         g.node_op = std::string(kernels::OpName(static_cast<kernels::Op>(audit.node->op())));
+        if (own_model_) g.onnx_origin = solver::DescribeOnnxOrigin(solver::OnnxOriginOf(*own_model_, g.node_name));
       }
       t.games.push_back(std::move(g));
     }

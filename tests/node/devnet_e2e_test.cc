@@ -219,6 +219,9 @@ TEST(DevnetE2eTest, AnOnnxModelAndDataServedByTheSubmitterSettleWithTheCheatReje
 
   ASSERT_EQ(report["tasks"].Size(), 2u);
   bool referee_game = false;
+  std::string cheat_task;
+  // The pinpointed operator, named by the ONNX file's own initializer and node as well.
+  const std::string cheat_origin = "update of ONNX initializer 'fc1.w' (read by node 'fc1.matmul', Gemm)";
   for (const rapidjson::Value& t : report["tasks"].GetArray()) {
     if (std::string(t["solver"].GetString()) == "solver-honest") {
       EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_ACCEPTED");
@@ -227,15 +230,42 @@ TEST(DevnetE2eTest, AnOnnxModelAndDataServedByTheSubmitterSettleWithTheCheatReje
       continue;
     }
     EXPECT_STREQ(t["outcome"].GetString(), "OUTCOME_REJECTED");
+    cheat_task = t["task_id"].GetString();
     for (const rapidjson::Value& g : t["games"].GetArray()) {
       EXPECT_TRUE(g["audit_matches"].GetBool());
       if (std::string(g["challenger"].GetString()) != "verifier-honest") continue;
       referee_game = true;
       EXPECT_STREQ(g["winner"].GetString(), "verifier-honest");
       EXPECT_STREQ(g["node"].GetString(), kCheatNode);
+      EXPECT_EQ(std::string(g["onnx_origin"].GetString()), cheat_origin);
     }
   }
   EXPECT_TRUE(referee_game) << run.out;
+
+  // The auditor names the file's node given the task's ONNX file; another file is refused by hash.
+  const std::string model = home + "/submitter/own-model.onnx";
+  const ProcessResult audit = RunProcess(
+      {PolnodeBinary(), "dispute", "replay", cheat_task, "--home", home + "/ledger", "--model", model, "--json"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err << audit.out;
+  rapidjson::Document replay;
+  replay.Parse(audit.out.c_str());
+  ASSERT_FALSE(replay.HasParseError()) << audit.out;
+  bool named = false;
+  for (const rapidjson::Value& g : replay["games"].GetArray()) {
+    if (!g.HasMember("onnx")) continue;
+    named = named || (std::string(g["onnx"]["initializer"].GetString()) == "fc1.w" &&
+                      std::string(g["onnx"]["node"].GetString()) == "fc1.matmul");
+  }
+  EXPECT_TRUE(named) << audit.out;
+  const ProcessResult text =
+      RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task, "--home", home + "/ledger", "--model", model});
+  EXPECT_NE(text.out.find("  onnx       " + cheat_origin + "\n"), std::string::npos) << text.out;
+  const ProcessResult hint = RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task, "--home", home + "/ledger"});
+  EXPECT_NE(hint.out.find("give --model FILE"), std::string::npos) << hint.out;
+  const ProcessResult wrong = RunProcess({PolnodeBinary(), "dispute", "replay", cheat_task, "--home", home + "/ledger",
+                                          "--model", home + "/tasks/task-0.toml"});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("the task names"), std::string::npos) << wrong.err;
 
   // What the honest parties fetched: the four IDX files, the model and the two manifests, each
   // stored once under its hash although both tasks name them; nothing left half written.

@@ -18,6 +18,7 @@
 #include "polnode/onnx.pb.h"
 #include "polnode/solver/init.h"
 #include "polnode/solver/onnx_model.h"
+#include "polnode/solver/onnx_origin.h"
 #include "polnode/solver/philox.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
@@ -774,6 +775,108 @@ TEST(OnnxTaskTest, TheModelFileTravelsWithTheTaskButIsNotPartOfItsId) {
   TaskSpec missing = *task;
   missing.model_location.clear();
   EXPECT_EQ(LoadOnnxTaskModel(missing).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Every node of the imported model's training step (with gradient clipping) has an origin in the
+// file, except the loss (and its gradient) and the clip coefficient, which the task adds.
+void ExpectEveryStepNodeHasAnOrigin(const OnnxImport& imported, OptimizerKind optimizer) {
+  OptimizerConfig config;
+  config.kind = optimizer;
+  config.grad_clip = 1.0f;
+  Result<StepGraph> graph = BuildTrainStepGraph(imported.model, config, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  int task_own_nodes = 0;
+  for (const StepNode& node : graph->nodes) {
+    const OnnxOrigin origin = OnnxOriginOf(imported, node.name);
+    const bool task_own = node.name.starts_with("loss.") || node.name == "grad_norm.clip";
+    EXPECT_EQ(origin.relation == OnnxRelation::kNotInFile, task_own) << node.name << ": " << DescribeOnnxOrigin(origin);
+    EXPECT_EQ(origin.node == nullptr, task_own) << node.name;
+    task_own_nodes += task_own;
+  }
+  EXPECT_EQ(task_own_nodes, 3) << "the loss, its gradient and the clip coefficient";
+  EXPECT_EQ(imported.param_initializers.size(), imported.params.size());
+}
+
+TEST(OnnxOriginTest, ATorchMlpsStepNodesNameTheFilesNodesAndInitializers) {
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx-origin");
+  ASSERT_TRUE(TorchExport("mlp", dir.path())) << polnode::testing::ReadFileText(dir.File("export.log"));
+  Result<OnnxImport> imported = ImportOnnx(ReadBytes(dir.File("model.onnx")));
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  // nn.Sequential(Flatten, Linear, ReLU, Linear): torch names nodes "/1/Gemm" and initializers "1.weight".
+  EXPECT_EQ(imported->param_initializers, (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias"}));
+  EXPECT_EQ(DescribeOnnxOrigin(OnnxOriginOf(*imported, "fc1.matmul")), "ONNX node '/1/Gemm' (Gemm: linear 784->32)");
+  EXPECT_EQ(DescribeOnnxOrigin(OnnxOriginOf(*imported, "fc1.relu")), "ONNX node '/2/Relu' (Relu: relu of the layer above)");
+  EXPECT_EQ(DescribeOnnxOrigin(OnnxOriginOf(*imported, "fc2.bias_add.grad")),
+            "backward of ONNX node '/3/Gemm' (Gemm: linear 32->10)");
+  EXPECT_EQ(DescribeOnnxOrigin(OnnxOriginOf(*imported, "fc1.w.sgd")),
+            "update of ONNX initializer '1.weight' (read by node '/1/Gemm', Gemm)");
+  EXPECT_EQ(DescribeOnnxOrigin(OnnxOriginOf(*imported, "fc2.b.grad.clipped")),
+            "gradient clipping of ONNX initializer '3.bias' (read by node '/3/Gemm', Gemm)");
+  EXPECT_EQ(OnnxOriginOf(*imported, "loss.softmax_xent").relation, OnnxRelation::kNotInFile);
+  EXPECT_EQ(OnnxOriginOf(*imported, "fc9.matmul").relation, OnnxRelation::kNotInFile);
+  EXPECT_EQ(OnnxOriginOf(*imported, "").relation, OnnxRelation::kNotInFile);
+  ExpectEveryStepNodeHasAnOrigin(*imported, OptimizerKind::kSgd);
+}
+
+TEST(OnnxOriginTest, ATorchCnnsPoolsAndConvolutionsAreTheFilesNodes) {
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx-origin");
+  ASSERT_TRUE(TorchExport("cnn", dir.path())) << polnode::testing::ReadFileText(dir.File("export.log"));
+  Result<OnnxImport> imported = ImportOnnx(ReadBytes(dir.File("model.onnx")));
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const OnnxOrigin conv2 = OnnxOriginOf(*imported, "conv2.conv.grad_weight");
+  ASSERT_NE(conv2.node, nullptr);
+  EXPECT_EQ(conv2.relation, OnnxRelation::kBackward);
+  EXPECT_EQ(conv2.node->op_type, "Conv");
+  EXPECT_EQ(conv2.node->target, "conv 3x3 to 8 channels");
+  const OnnxOrigin pool1 = OnnxOriginOf(*imported, "pool1.maxpool"), pool2 = OnnxOriginOf(*imported, "pool2.maxpool");
+  ASSERT_NE(pool1.node, nullptr);
+  ASSERT_NE(pool2.node, nullptr);
+  EXPECT_EQ(pool1.node->op_type, "MaxPool");
+  EXPECT_EQ(pool2.node->op_type, "MaxPool");
+  EXPECT_NE(pool1.node, pool2.node);
+  EXPECT_EQ(OnnxOriginOf(*imported, "pool3.maxpool").node, nullptr);
+  ExpectEveryStepNodeHasAnOrigin(*imported, OptimizerKind::kAdam);
+}
+
+TEST(OnnxOriginTest, ATorchGptsOperatorsAreTheFilesNodesBlockByBlock) {
+  ASSERT_TRUE(polnode::testing::TorchAvailable()) << kTorchPython << " cannot import torch (scripts/install-deps.sh)";
+  polnode::testing::TempDir dir("onnx-origin-gpt");
+  ASSERT_TRUE(TorchExport("gpt", dir.path(), "20")) << polnode::testing::ReadFileText(dir.File("export.log"));
+  Result<OnnxImport> imported = ImportOnnx(ReadBytes(dir.File("model.onnx")));
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const auto op_of = [&](const std::string& step_node) {
+    const OnnxOrigin origin = OnnxOriginOf(*imported, step_node);
+    return origin.node == nullptr ? std::string("(none)") : origin.node->op_type;
+  };
+  EXPECT_EQ(op_of("wte.embedding"), "Gather");
+  EXPECT_EQ(op_of("wpe.bias_add"), "Add");
+  EXPECT_EQ(op_of("h0.ln1"), "LayerNormalization");
+  EXPECT_EQ(op_of("h1.attn.k"), "MatMul");
+  EXPECT_EQ(op_of("h1.attn.k.heads"), "Transpose");
+  EXPECT_EQ(op_of("h0.attn.scores"), "MatMul");
+  EXPECT_EQ(op_of("h0.attn.softmax"), "Softmax");
+  EXPECT_EQ(op_of("h1.attn.mix.grad_b"), "MatMul");
+  EXPECT_EQ(op_of("h0.attn.residual"), "Add");
+  EXPECT_EQ(op_of("h1.mlp.gelu.grad"), "Tanh");
+  EXPECT_EQ(op_of("h1.mlp.residual"), "Add");
+  EXPECT_EQ(op_of("lnf.grad"), "LayerNormalization");
+  EXPECT_EQ(op_of("head.matmul"), "MatMul");
+  // Each block's operator is its own node of the file.
+  for (const char* what : {"attn.q", "attn.scores", "attn.softmax", "attn.mix", "attn.merge", "attn.proj",
+                           "attn.residual", "ln2", "mlp.fc", "mlp.gelu", "mlp.proj", "mlp.residual"}) {
+    const OnnxOrigin h0 = OnnxOriginOf(*imported, std::string("h0.") + what);
+    const OnnxOrigin h1 = OnnxOriginOf(*imported, std::string("h1.") + what);
+    ASSERT_NE(h0.node, nullptr) << what;
+    ASSERT_NE(h1.node, nullptr) << what;
+    EXPECT_LT(h0.node, h1.node) << what << ": block 0's node comes first in the file";
+    EXPECT_EQ(h0.node->op_type, h1.node->op_type) << what;
+  }
+  const OnnxOrigin update = OnnxOriginOf(*imported, "h1.mlp.w2.adam");
+  EXPECT_EQ(update.relation, OnnxRelation::kUpdate);
+  EXPECT_EQ(update.initializer, imported->param_initializers[2 + 10 + 9]);
+  ExpectEveryStepNodeHasAnOrigin(*imported, OptimizerKind::kAdam);
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ struct OnnxNodeMapping {
   std::string node;     // the node's name (or "#<index>" when it has none)
   std::string op_type;  // "Gemm"
   std::string target;   // "fc1 (linear 784->256)", "fc1 relu", "alias", "flatten"
+  std::vector<std::string> inputs, outputs;  // the node's value names, as in the file
 };
 
 struct OnnxImport {
@@ -111,6 +112,8 @@ struct OnnxImport {
   ModelSpec model;          // ParseModelSpec(spec)
   /// The initial parameters, in model.params order and polnode layout (linear weights [in, out]).
   std::vector<NamedTensor> params;
+  /// Per parameter (parallel to params): the initializer of the file it was read from.
+  std::vector<std::string> param_initializers;
   std::int64_t parameter_count = 0;  // elements over all params
   std::vector<OnnxNodeMapping> nodes;  // in graph order
 };

@@ -76,6 +76,7 @@ struct DevnetGame {
   std::string phase, ruling;
   std::uint64_t moves = 0, segment = 0, step = 0, leaf = 0;
   std::string leaf_kind, node_name, node_op;  // the pinpointed operator, if the referee ran one
+  std::string onnx_origin;  // --own-model-and-data: where node_name comes from in the ONNX file
   bool by_referee = false;
   bool audit_matches = false;
 };
