@@ -40,7 +40,8 @@ class OriginFinder {
   // parameter).
   int Reader(std::string_view name) const {
     const std::optional<std::size_t> p = ParamIndex(name);
-    if (!p) return -1;
+    // An empty name is ONNX's absent optional input, which many nodes "read".
+    if (!p || Initializer(*p).empty()) return -1;
     std::set<std::string> values = {Initializer(*p)};
     for (std::size_t i = 0; i < import_.nodes.size(); ++i) {
       const OnnxNodeMapping& n = import_.nodes[i];
