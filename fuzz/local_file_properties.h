@@ -48,11 +48,12 @@ std::optional<T> CheckLocalDecoder(FuzzInput input, LocalDecodeFn<T> decode, Loc
 inline std::vector<std::uint8_t> TextBytes(std::string_view text) { return {text.begin(), text.end()}; }
 
 /// The damaged forms of a valid archive `valid` that every local-file target seeds: "truncated"
-/// (its last `cut` bytes gone) and "newer-version" (the envelope's version raised to 2, past what
-/// the version-1 formats read).
+/// (its last `cut` bytes gone) and "newer-version" (the envelope's version one past `valid`'s, the
+/// newest its format reads).
 inline std::vector<Seed> DamagedLocalSeeds(const std::vector<std::uint8_t>& valid, std::size_t cut) {
   std::vector<std::uint8_t> newer = valid;
-  newer[1 + kLocalKindBytes] = 2;  // after cereal's endianness byte and the kind
+  // The version's low byte, after cereal's endianness byte and the kind: one past the newest.
+  newer[1 + kLocalKindBytes] = static_cast<std::uint8_t>(valid[1 + kLocalKindBytes] + 1);
   return {{"truncated", std::vector<std::uint8_t>(valid.begin(), valid.end() - static_cast<std::ptrdiff_t>(cut))},
           {"newer-version", std::move(newer)}};
 }

@@ -198,13 +198,14 @@ void TaskFacts::save(Archive& ar) const {
   if (model) {
     SaveString(ar, model->state_hash);
     ar(model->test_correct, model->test_total);
+    SaveString(ar, model->onnx_error.substr(0, kMaxOnnxErrorBytes));
   }
 }
 
 template <class Archive>
 void TaskFacts::load(Archive& ar, std::uint32_t version) {
-  // Version 1 is the only one so far; a later version adds its fields behind `version >= 2`.
-  if (version != 1) FailLocalLoad("no reader for version " + std::to_string(version));
+  // Version 1 has no onnx_error (it reads back empty); version 2 adds it after the counts.
+  if (version != 1 && version != 2) FailLocalLoad("no reader for version " + std::to_string(version));
   const auto flag = [&ar] {
     std::uint8_t has = 0;
     ar(has);
@@ -222,6 +223,7 @@ void TaskFacts::load(Archive& ar, std::uint32_t version) {
     if (const std::string fault = ModelFault(m.state_hash, m.test_correct, m.test_total); !fault.empty()) {
       FailLocalLoad(fault);
     }
+    if (version >= 2) LoadString(ar, m.onnx_error, kMaxOnnxErrorBytes);
   }
 }
 

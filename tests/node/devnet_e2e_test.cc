@@ -20,9 +20,9 @@
 #include "polnode/solver/train_state.h"
 #include "polnode/solver/trainer.h"
 #include "polnode/testing/ledger_process.h"
+#include "polnode/testing/onnx_runtime.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
-#include "polnode/testing/torch_files.h"
 
 namespace polnode::testing {
 namespace {
@@ -181,23 +181,12 @@ void ExpectOnnxMatchesPolnode(const std::string& task_file, const std::string& s
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
 
   TempDir io;
-  WriteRawFloats(io.File("x.bin"), images);
-  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + onnx + "' '" +
-                    io.File("x.bin") + "' '" + io.File("y.bin") + "'";
-  for (std::int64_t d : images.shape()) cmd += " " + std::to_string(d);
-  cmd += " >'" + io.File("ort.log") + "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0)
-      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(io.File("ort.log"));
-  const std::vector<float> ort = ReadRawFloats(io.File("y.bin"));
-  ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < ort.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - (*logits)->data()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>((*logits)->data()[i])));
-  }
-  EXPECT_GT(scale, 0.0);
-  EXPECT_LE(diff / scale, 1e-5) << onnx;
-  ::testing::Test::RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(diff / scale));
+  Result<std::vector<float>> ort = OnnxRuntimeOutput(io.path(), onnx, images);
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
+  const double error = MaxRelativeError(*ort, (*logits)->values());
+  EXPECT_LE(error, 1e-5) << onnx;
+  ::testing::Test::RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
 }
 
 // Bring your own model and data (issue 13): the tasks name an ONNX file by hash and a data set

@@ -25,38 +25,15 @@
 #include "polnode/solver/trainer.h"
 #include "polnode/solver/train_state.h"
 #include "polnode/testing/data_files.h"
+#include "polnode/testing/onnx_runtime.h"
 #include "polnode/testing/status_matchers.h"
 #include "polnode/testing/subprocess.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/testing/tiny_gpt.h"
 #include "polnode/testing/tiny_task.h"
-#include "polnode/testing/torch_files.h"
 
 namespace polnode::testing {
 namespace {
-
-// onnxruntime's output for `model` (tests/onnx_run.py) on `inputs`; a failing onnxruntime fails
-// the test.
-std::vector<float> OnnxRuntimeOutput(const TempDir& dir, const std::string& model, const kernels::Tensor& inputs) {
-  WriteRawFloats(dir.File("x.bin"), inputs);
-  std::string cmd = std::string(kTorchPython) + " " POLNODE_SOURCE_DIR "/tests/onnx_run.py '" + dir.File(model) +
-                    "' '" + dir.File("x.bin") + "' '" + dir.File("y.bin") + "'";
-  for (std::int64_t d : inputs.shape()) cmd += " " + std::to_string(d);
-  cmd += " >'" + dir.File("ort.log") + "' 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0)
-      << "onnxruntime failed (scripts/install-deps.sh installs it): " << ReadFileText(dir.File("ort.log"));
-  return ReadRawFloats(dir.File("y.bin"));
-}
-
-// max |ort - polnode| / max |polnode|; both hold the same number of logits.
-double RelativeError(const std::vector<float>& ort, const kernels::Tensor& polnode) {
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < ort.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(ort[i]) - polnode.data()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(polnode.data()[i])));
-  }
-  return diff / scale;
-}
 
 class OnnxCliTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -116,10 +93,12 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   Result<const kernels::Tensor*> logits = runner->Forward(*state, images, **backend);
   ASSERT_TRUE(logits.ok());
 
-  const std::vector<float> ort = OnnxRuntimeOutput(dir_, "model.onnx", images);
-  ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
+  Result<std::vector<float>> ort = OnnxRuntimeOutput(dir_.path(), dir_.File("model.onnx"), images);
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
+  const double error = MaxRelativeError(*ort, (*logits)->values());
+  EXPECT_LE(error, 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
 
   // onnxruntime's classes are what `polnode evaluate` predicts.
   ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict",
@@ -128,7 +107,7 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   const std::int64_t classes = (*logits)->dim(1);
   std::string expected = "\"predictions\":[";
   for (std::int64_t b = 0; b < n; ++b) {
-    const auto row = ort.begin() + b * classes;
+    const auto row = ort->begin() + b * classes;
     const std::int64_t predicted = std::max_element(row, row + classes) - row;
     expected += std::string(b ? "," : "") + "{\"predicted\":" + std::to_string(predicted) +
                 ",\"label\":" + std::to_string(int{data->test.labels[static_cast<std::size_t>(b)]}) + "}";
@@ -305,10 +284,12 @@ TEST(OnnxGptCliTest, AnOnnxGptTaskProvesVerifiesExportsAndImportsBack) {
   ASSERT_TRUE(backend.ok());
   Result<const kernels::Tensor*> logits = runner->Forward(*state, ids, **backend);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  const std::vector<float> ort = OnnxRuntimeOutput(dir, "trained.onnx", ids);
-  ASSERT_EQ(static_cast<std::int64_t>(ort.size()), (*logits)->numel());
-  EXPECT_LE(RelativeError(ort, **logits), 1e-5);
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(RelativeError(ort, **logits)));
+  Result<std::vector<float>> ort = OnnxRuntimeOutput(dir.path(), dir.File("trained.onnx"), ids);
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
+  const double error = MaxRelativeError(*ort, (*logits)->values());
+  EXPECT_LE(error, 1e-5);
+  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
 }
 
 }  // namespace

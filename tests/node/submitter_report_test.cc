@@ -110,10 +110,49 @@ TEST(SubmitterReportTest, FactsSurviveARestart) {
   EXPECT_EQ(LoadTaskFacts(home.path(), id).status().code(), StatusCode::kCorruption);
 }
 
-std::vector<std::uint8_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
-
 // Offset of the envelope's version: cereal's endianness byte, then the 16-byte kind.
 constexpr std::size_t kVersionAt = 1 + kLocalKindBytes;
+
+// A model the exporter refused keeps its refusal across a restart, so the restarted submitter's
+// report still says why there is no ONNX file; a refusal past the bound keeps its first part.
+TEST(SubmitterReportTest, TheOnnxRefusalSurvivesARestart) {
+  TempDir home;
+  const std::string id(64, 'c');
+  TaskFacts facts;
+  facts.refund = 4900;
+  facts.model = DeliveredModel{ModelPath(home.path(), id), std::string(64, '1'), 7, 8};
+  facts.model->onnx_error = "Unimplemented: ONNX cannot express the family 'rnn'";
+  ASSERT_TRUE(SaveTaskFacts(home.path(), id, facts).ok());
+  Result<TaskFacts> back = LoadTaskFacts(home.path(), id);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, facts);
+
+  facts.model->onnx_error = std::string(kMaxOnnxErrorBytes + 100, 'x');
+  ASSERT_TRUE(SaveTaskFacts(home.path(), id, facts).ok());
+  Result<TaskFacts> cut = LoadTaskFacts(home.path(), id);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_TRUE(cut->model.has_value());
+  EXPECT_EQ(cut->model->onnx_error, std::string(kMaxOnnxErrorBytes, 'x'));
+}
+
+// A version-1 archive (no onnx_error after the counts) is still read, its model's onnx_error empty.
+TEST(SubmitterReportTest, FactsOfVersionOneAreStillRead) {
+  const TaskFacts facts{4900, DeliveredModel{"", std::string(64, 'a'), 7, 8}};
+  std::vector<std::uint8_t> v1 = EncodeTaskFacts(facts);
+  // Version 2 ends with the empty onnx_error's 8-byte size tag; version 1 ends before it.
+  ASSERT_GT(v1.size(), 8u);
+  v1.resize(v1.size() - 8);
+  v1[kVersionAt] = 1;
+  Result<TaskFacts> decoded = DecodeTaskFacts(v1, "f");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, facts);
+  // Version 2 with the size tag cut off is truncated, not version 1.
+  std::vector<std::uint8_t> cut = EncodeTaskFacts(facts);
+  cut.resize(cut.size() - 8);
+  EXPECT_EQ(DecodeTaskFacts(cut, "f").status().code(), StatusCode::kCorruption);
+}
+
+std::vector<std::uint8_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
 
 TEST(SubmitterReportTest, FactsRoundTripWithOrWithoutEachPart) {
   const DeliveredModel model{"", std::string(64, 'a'), 3, 4};
@@ -170,7 +209,7 @@ TEST(SubmitterReportTest, NewerTruncatedAndDamagedFactsAreRefusedByNameAndKept) 
   const std::string id(64, 'c');
   const std::string file = home.path() + "/tasks/" + id;
   std::vector<std::uint8_t> newer = bytes;
-  newer[kVersionAt] = 2;
+  newer[kVersionAt] = static_cast<std::uint8_t>(kTaskFactsFormat.version + 1);
   std::filesystem::create_directories(home.path() + "/tasks");
   ASSERT_TRUE(WriteFileAtomically(file, newer).ok());
   Result<TaskFacts> refused = LoadTaskFacts(home.path(), id);

@@ -125,13 +125,20 @@ struct TaskFacts {
   void load(Archive& ar, std::uint32_t version);
 };
 
-inline constexpr LocalFormat kTaskFactsFormat{"submitter-facts", 1};
-/// No facts file is larger (a state hash of at most kMaxStateHashHex characters and three numbers).
+/// Version 2 adds the model's onnx_error, so that a restarted submitter still reports why the
+/// model has no ONNX file.
+inline constexpr LocalFormat kTaskFactsFormat{"submitter-facts", 2};
+/// No facts file is larger (a state hash of at most kMaxStateHashHex characters, an ONNX refusal of
+/// at most kMaxOnnxErrorBytes and three numbers).
 inline constexpr std::uint64_t kMaxTaskFactsBytes = 4096;
 /// A model's state hash is SHA-256 in hex.
 inline constexpr std::size_t kMaxStateHashHex = 64;
+/// The most of a model's onnx_error a facts file keeps: a refusal is a one-line status message,
+/// and the bound keeps every facts file within kMaxTaskFactsBytes.
+inline constexpr std::size_t kMaxOnnxErrorBytes = 2048;
 
-/// The bytes of `facts` in the newest format (the model's path is not stored).
+/// The bytes of `facts` in the newest format (the model's path and onnx_path are not stored; its
+/// onnx_error is cut to its first kMaxOnnxErrorBytes bytes).
 std::vector<std::uint8_t> EncodeTaskFacts(const TaskFacts& facts);
 
 /// Decodes facts of any version, the text form included, leaving the model's path empty; `file`
