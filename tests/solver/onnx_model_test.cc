@@ -27,6 +27,7 @@
 #include "polnode/solver/trainer.h"
 #include "polnode/testing/data_files.h"
 #include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/onnx_runtime.h"
 #include "polnode/testing/temp_dir.h"
 #include "polnode/testing/tiny_gpt.h"
 #include "polnode/testing/torch_files.h"
@@ -81,15 +82,10 @@ std::vector<float> OnnxRuntimeLogits(const std::string& dir, const std::string& 
                                      const std::vector<float>& inputs, const kernels::Shape& shape) {
   Result<kernels::Tensor> x = kernels::Tensor::FromValues(shape, inputs);
   EXPECT_TRUE(x.ok());
-  polnode::testing::WriteRawFloats(dir + "/ort_x.bin", *x);
-  std::string cmd = std::string(kTorchPython) + " " + POLNODE_SOURCE_DIR "/tests/onnx_run.py " + Quote(model) + " " +
-                    Quote(dir + "/ort_x.bin") + " " + Quote(dir + "/ort_y.bin");
-  for (std::int64_t d : shape) cmd += " " + std::to_string(d);
-  cmd += " >" + Quote(dir + "/ort.log") + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0)
-      << "onnxruntime failed (scripts/install-deps.sh installs it for " << kTorchPython
-      << "): " << polnode::testing::ReadFileText(dir + "/ort.log");
-  return polnode::testing::ReadRawFloats(dir + "/ort_y.bin");
+  if (!x.ok()) return {};
+  Result<std::vector<float>> y = polnode::testing::OnnxRuntimeOutput(dir, model, *x);
+  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  return y.ok() ? *y : std::vector<float>{};
 }
 
 // Trains `steps` SGD-momentum steps of batch 32 on Fashion-MNIST from `state` with `threads`.
