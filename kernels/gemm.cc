@@ -42,6 +42,35 @@ struct PackBuffers {
 };
 thread_local PackBuffers tls_buffers;
 
+// One full panel of kMr rows of A starting at `origin` (kc columns) into panel[p * kMr + i].
+// kMr is a compile-time constant so the row loop unrolls without per-row bounds checks; a
+// transposed A (row_stride 1) has each panel column contiguous and is copied as a block.
+template <int kMr>
+void PackAFullPanel(const MatrixView& a, const float* origin, int64_t kc, float* panel) {
+  if (a.row_stride == 1) {
+    for (int64_t p = 0; p < kc; ++p) {
+      std::memcpy(panel + p * kMr, origin + p * a.col_stride, kMr * sizeof(float));
+    }
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* src = origin + p * a.col_stride;
+    float* dst = panel + p * kMr;
+    for (int i = 0; i < kMr; ++i) dst[i] = src[i * a.row_stride];
+  }
+}
+
+// Packs a full panel through PackAFullPanel when mr is one of the instruction sets' microkernel
+// heights; false (nothing written) otherwise.
+bool PackAFast(const MatrixView& a, const float* origin, int64_t kc, int mr, float* panel) {
+  switch (mr) {
+    case 4: PackAFullPanel<4>(a, origin, kc, panel); return true;
+    case 6: PackAFullPanel<6>(a, origin, kc, panel); return true;
+    case 12: PackAFullPanel<12>(a, origin, kc, panel); return true;
+    default: return false;
+  }
+}
+
 // A(i0.., p0..) as panels of mr rows: out[panel * mr * kc + p * mr + i]; rows past `rows` are 0.
 // The writes run contiguously while the reads walk the mr rows side by side, so the rows'
 // cache misses overlap instead of coming one row at a time.
@@ -51,6 +80,10 @@ void PackA(const MatrixView& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc
   for (int64_t ip = 0; ip < rows; ip += mr) {
     float* panel = out + ip * kc;
     const int64_t live = std::min<int64_t>(mr, rows - ip);
+    if (live == mr &&
+        PackAFast(a, a.data + (i0 + ip) * a.row_stride + p0 * a.col_stride, kc, mr, panel)) {
+      continue;
+    }
     for (int64_t i = 0; i < live; ++i) {
       row_start[i] = a.data + (i0 + ip + i) * a.row_stride + p0 * a.col_stride;
     }
