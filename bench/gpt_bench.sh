@@ -19,12 +19,14 @@ for ((r = 0; r < repeats; ++r)); do
   theirs+=("$(taskset -c "$cores" /usr/bin/python3 "$here/gpt_torch_bench.py" "$text" \
     --threads "$threads" --steps "$steps" | sed -n 's/.*[^0-9.]\([0-9.]*\) steps\/s.*/\1/p' | head -1)")
 done
-/usr/bin/python3 - "$threads" "${ours[*]}" "${theirs[*]}" <<'PY'
+torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
+/usr/bin/python3 - "$threads" "${ours[*]}" "${theirs[*]}" "$torch_version" <<'PY'
 import statistics, sys
 threads, ours, theirs = sys.argv[1], list(map(float, sys.argv[2].split())), list(map(float, sys.argv[3].split()))
+torch_version = sys.argv[4]
 ratios = [a / b for a, b in zip(ours, theirs)]
 print(f"gpt threads={threads} polnode steps/s " + " ".join(f"{x:.2f}" for x in ours) +
-      " | pytorch steps/s " + " ".join(f"{x:.2f}" for x in theirs) +
+      f" | pytorch {torch_version} steps/s " + " ".join(f"{x:.2f}" for x in theirs) +
       f" | ratio best {max(ratios):.2f}x median {statistics.median(ratios):.2f}x (target >= 1.5x) " +
       ("MET" if statistics.median(ratios) >= 1.5 else "MISSED"))
 PY
