@@ -38,6 +38,13 @@ struct PublishingFlow {
     for (std::uint64_t s : slot.segments()) needed.insert({s, s + 1});
     return needed;
   }
+  // To verification; slot 0 says unavailable and slot 1 accepts: the task is publishing.
+  void ToPublishing() {
+    flow.RunToVerifying(10'000);
+    const std::vector<PubKey> assigned = flow.Assigned();
+    ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+    ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  }
   // Every piece of the checkpoints, in one block (the publication window is short in tests).
   void PublishAll(const std::set<std::uint64_t>& checkpoints) {
     std::vector<VerifiedTx> txs;
@@ -95,10 +102,8 @@ TEST(Publication, AWithholdingSolverIsNeverPaidAndTheVerifiersGain) {
 TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) {
   PublishingFlow p;
   TaskFlow& flow = p.flow;
-  flow.RunToVerifying(10'000);
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
   proto::Task task = flow.task();
   ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
   const std::set<std::uint64_t> needed = p.Needed(task.verifiers(0));
@@ -139,10 +144,8 @@ TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) 
 TEST(Publication, ThePublishedProofsOpenAGameWithOnlyLedgerData) {
   PublishingFlow p;
   TaskFlow& flow = p.flow;
-  flow.RunToVerifying(10'000);
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
   const std::set<std::uint64_t> needed = p.Needed(flow.task().verifiers(0));
   p.PublishAll(needed);
   Result<Hash256> root = [&]() -> Result<Hash256> {
@@ -294,10 +297,7 @@ TEST(Publication, LargeTensorsArePublishedInChunksThatFitAnEnvelope) {
   const std::int64_t elements = static_cast<std::int64_t>(payload::kPublishChunkElements) + 5;
   PublishingFlow p(elements);
   TaskFlow& flow = p.flow;
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
   const std::uint64_t c = flow.task().publish_required(0);
   const std::vector<proto::PublishTx> chunks = p.fixture.Chunks(flow.task_id, c);
   ASSERT_EQ(chunks.size(), 4u);  // 2 tensors x 2 chunks
