@@ -49,7 +49,8 @@ bool Complete(const proto::PublishedCheckpoint& published) {
          std::all_of(published.verified().begin(), published.verified().end(), [](bool v) { return v; });
 }
 
-Status CheckHeader(const proto::Task& task, std::uint64_t checkpoint, const proto::PublishHeader& header) {
+// Checks `header` and returns the state hash its tensors give, which its proof proves.
+Result<Hash256> CheckHeader(const proto::Task& task, std::uint64_t checkpoint, const proto::PublishHeader& header) {
   if (header.tensors_size() != static_cast<int>(task.spec().state_tensor_count())) {
     return Status::InvalidArgument("the header must list the task's " + std::to_string(task.spec().state_tensor_count()) +
                                    " state tensors");
@@ -82,7 +83,7 @@ Status CheckHeader(const proto::Task& task, std::uint64_t checkpoint, const prot
     return Status::InvalidArgument("the header's tensors do not give checkpoint " + std::to_string(checkpoint) +
                                    " of the committed proof");
   }
-  return Status::Ok();
+  return state_hash;
 }
 
 // Reads every chunk of tensor `t` back and checks the whole against the header's hash.
@@ -163,8 +164,11 @@ Status ExecutePublish(ExecContext& ctx, std::string_view signer, const proto::Pu
   POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, LoadPublished(ctx.state, task.id(), msg.checkpoint()));
   if (msg.has_header()) {
     if (published.tensors_size() > 0) return Status::AlreadyExists("the checkpoint's header is already published");
-    POLNODE_RETURN_IF_ERROR(CheckHeader(task, msg.checkpoint(), msg.header()));
+    POLNODE_ASSIGN_OR_RETURN(Hash256 state_hash, CheckHeader(task, msg.checkpoint(), msg.header()));
     *published.mutable_tensors() = msg.header().tensors();
+    // Kept so that a challenger can open a game with only the ledger's data (publication.h).
+    published.set_state_hash(ToBytes(state_hash));
+    published.set_proof(msg.header().proof());
     task.add_published(msg.checkpoint());
     published.mutable_chunks_received()->Resize(msg.header().tensors_size(), 0);
     published.mutable_verified()->Resize(msg.header().tensors_size(), false);

@@ -12,7 +12,10 @@
 // window pass is not paid and loses its lock (settlement.h SettleUnavailable).
 //
 // The published data stays in the state until the task's records are pruned, so verifiers and
-// auditors can read it from any ledger node.
+// auditors can read it from any ledger node. With each checkpoint the ledger keeps its state hash
+// and the Merkle proof it checked against the committed root: a dispute game's opening move needs
+// exactly those (dispute_game.h), so a challenger can open and play a game about a solver whose
+// server stays down after publishing. Pruning drops them with the rest.
 #ifndef POLNODE_CONTRACTS_PUBLICATION_H_
 #define POLNODE_CONTRACTS_PUBLICATION_H_
 

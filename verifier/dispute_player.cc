@@ -1,6 +1,7 @@
 #include "polnode/verifier/dispute_player.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -52,17 +53,37 @@ Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
                                      std::to_string(segments) + " segments");
     }
   }
+  if (!context.published_proofs.empty() &&
+      (!context.start_hashes.empty() || context.published_proofs.rbegin()->first > segments)) {
+    return Status::InvalidArgument("published proofs are of the committed proof's checkpoints only");
+  }
   consensus::MerkleTree checkpoints(context.checkpoint_hashes);
   consensus::MerkleTree starts(context.start_hashes.empty() ? context.checkpoint_hashes : context.start_hashes);
   return DisputePlayer(std::move(context), std::move(checkpoints), std::move(starts));
 }
 
 Status DisputePlayer::CheckTask(const proto::Task& task, const proto::DisputeGame& game) const {
-  if (game.proof_root() != HashBytes(checkpoints_.root())) {
+  if (!context_.published_proofs.empty()) {
+    // Only some checkpoints are known: each must be proven against the game's root.
+    const bool own_start = game.start_root().empty() || game.start_root() == game.proof_root();
+    if (game.proof_root().size() != sizeof(consensus::Hash256) || !own_start) {
+      return Status::FailedPrecondition("the game is over another proof than the published one");
+    }
+    consensus::Hash256 root{};
+    std::copy(game.proof_root().begin(), game.proof_root().end(), root.begin());
+    for (const auto& [checkpoint, raw] : context_.published_proofs) {
+      Result<consensus::MerkleProof> proof =
+          consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+      if (!proof.ok() || proof->leaf_index != checkpoint ||
+          !consensus::VerifyMerkleProof(root, context_.checkpoint_hashes[checkpoint], *proof).ok()) {
+        return Status::FailedPrecondition("published checkpoint " + std::to_string(checkpoint) +
+                                          " is not proven against the game's proof root");
+      }
+    }
+  } else if (game.proof_root() != HashBytes(checkpoints_.root())) {
     return Status::FailedPrecondition("the game is over another proof than this player's");
-  }
-  // A game without a start root starts its segments from the proof on trial.
-  if (!game.start_root().empty() && game.start_root() != HashBytes(starts_.root())) {
+  } else if (!game.start_root().empty() && game.start_root() != HashBytes(starts_.root())) {
+    // A game without a start root starts its segments from the proof on trial.
     return Status::FailedPrecondition("the game's segments start from another proof than this player's");
   }
   if (task.spec().total_steps() != static_cast<std::uint64_t>(context_.task->steps) ||
@@ -107,7 +128,9 @@ Result<std::optional<DisputePlayer::Opening>> DisputePlayer::FindOpening(const p
     if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
   }
   std::optional<Opening> found;
+  const auto& published = context_.published_proofs;
   for (std::uint64_t s : order) {
+    if (!published.empty() && (!published.contains(s) || !published.contains(s + 1))) continue;
     POLNODE_ASSIGN_OR_RETURN(PinpointResponder * responder, ResponderFor(task, s));
     POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 end, responder->StateHashAt(context_.task->checkpoint_interval));
     if (end != context_.checkpoint_hashes[s + 1]) {
@@ -126,15 +149,21 @@ Result<std::optional<proto::DisputeMoveTx>> DisputePlayer::OpenMove(const proto:
   POLNODE_ASSIGN_OR_RETURN(std::optional<Opening> opening, FindOpening(task));
   if (!opening) return MaybeMove();
   const std::uint64_t s = opening->segment;
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof start_proof, starts_.Prove(s));
-  POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof end_proof, checkpoints_.Prove(s + 1));
   proto::DisputeMoveTx move = MoveFor(game);
   proto::OpenMove* open = move.mutable_open();
   open->set_segment(s);
   open->set_start_hash(HashBytes(StartHash(s)));
-  open->set_start_proof(ProofBytes(start_proof));
   open->set_end_hash(HashBytes(context_.checkpoint_hashes[s + 1]));
-  open->set_end_proof(ProofBytes(end_proof));
+  if (context_.published_proofs.empty()) {
+    POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof start_proof, starts_.Prove(s));
+    POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof end_proof, checkpoints_.Prove(s + 1));
+    open->set_start_proof(ProofBytes(start_proof));
+    open->set_end_proof(ProofBytes(end_proof));
+  } else {
+    // FindOpening replays only segments whose both ends are published.
+    open->set_start_proof(context_.published_proofs.at(s));
+    open->set_end_proof(context_.published_proofs.at(s + 1));
+  }
   open->set_claimed_end_hash(HashBytes(opening->claimed_end));
   return MaybeMove(std::move(move));
 }

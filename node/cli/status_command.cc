@@ -40,12 +40,14 @@ struct Verdicts {
   int reject = 0;
   int unavailable = 0;
   int none = 0;
+  int overdue = 0;  // slots that missed a verdict deadline and may still answer (VerifierSlot.overdue)
 };
 
 Verdicts CountVerdicts(const proto::Task& task) {
   Verdicts v;
   for (const proto::VerifierSlot& slot : task.verifiers()) {
     if (slot.absent()) continue;
+    if (slot.overdue()) ++v.overdue;
     if (slot.verdict() == proto::VERDICT_ACCEPT) {
       ++v.accept;
     } else if (slot.verdict() == proto::VERDICT_REJECT) {
@@ -117,6 +119,7 @@ void PrintJson(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
           .Field("verifier", consensus::ToHex(slot.verifier()))
           .Field("verdict", proto::Verdict_Name(slot.verdict()))
           .Field("absent", slot.absent())
+          .Field("overdue", slot.overdue())
           .Field("disputed", slot.disputed())
           .Field("vouched", slot.vouched())
           .Field("game_result", proto::GameResult_Name(slot.game_result()))
@@ -154,6 +157,7 @@ void PrintText(std::ostream& out, const LedgerClient& ledger, const LedgerInfo& 
     } else {
       verdicts << v.accept << " accept, " << v.reject << " reject, " << v.unavailable << " unavailable, " << v.none
                << " pending";
+      if (v.overdue > 0) verdicts << " (" << v.overdue << " overdue)";
     }
     if (IsClosed(t)) verdicts << "  " << proto::TaskOutcome_Name(t.outcome());
     out << std::left << std::setw(18) << Short(t.id()) << std::setw(16) << proto::TaskStatus_Name(t.status())

@@ -59,6 +59,12 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const pro
   const std::string uri(task.proof_uri());
   // An unreachable proof server is not the ledger going away: report it as this pass's error.
   Result<solver::ProofManifest> manifest = FetchManifest(ctx.fetch_policy(), uri, committed);
+  // Data availability is the solver's burden: a solver whose server is down after it published
+  // checkpoints is challenged from the ledger's copies. Its defence has only its own data.
+  if (!manifest.ok() && on_trial == committed && game.challenger().key() == ctx.pubkey() &&
+      s.party.ledger != nullptr && !task.published().empty()) {
+    return PrepareFromLedger(ctx, task, game);
+  }
   if (!manifest.ok()) return Status::FailedPrecondition("cannot fetch the disputed proof: " + manifest.status().ToString());
   s.manifest = std::move(*manifest);
   POLNODE_ASSIGN_OR_RETURN(s.store, solver::BlobStore::Open(s.party.cache_dir + "/blobs"));
@@ -99,6 +105,47 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const pro
   POLNODE_ASSIGN_OR_RETURN(verifier::DisputePlayer player, verifier::DisputePlayer::Create(std::move(context)));
   s.player.emplace(std::move(player));
   s.prepared_root = game.proof_root();
+  return Status::Ok();
+}
+
+Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game) {
+  State& s = *state_;
+  const LedgerClient* ledger = s.party.ledger;
+  verifier::PlayerContext context;
+  context.task = &s.party.document;
+  context.data = s.party.data;
+  context.backend = s.party.backend;
+  context.key = ctx.pubkey();
+  context.checkpoint_hashes.assign(static_cast<std::size_t>(s.party.document.checkpoint_count()), consensus::Hash256{});
+  for (std::uint64_t checkpoint : task.published()) {
+    POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, ledger->Published(task.id(), checkpoint));
+    // A checkpoint whose elements are not all on the ledger cannot start a replay.
+    const auto& verified = published.verified();
+    const bool complete = published.tensors_size() > 0 && verified.size() == published.tensors_size() &&
+                          std::all_of(verified.begin(), verified.end(), [](bool v) { return v; });
+    if (!complete) continue;
+    if (checkpoint >= context.checkpoint_hashes.size()) {
+      return Status::FailedPrecondition("the ledger published checkpoint " + std::to_string(checkpoint) +
+                                        " of a proof with fewer");
+    }
+    POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes[checkpoint],
+                             Hash32(published.state_hash(), "a published state hash"));
+    context.published_proofs[checkpoint] = published.proof();
+  }
+  if (context.published_proofs.empty()) {
+    return Status::FailedPrecondition("the proof server does not answer and no checkpoint is completely published");
+  }
+  context.suspect_segments = s.party.suspect_segments;
+  context.responder_options.tamper = s.party.tamper;
+  const proto::Task task_record = task;
+  context.load_checkpoint = [ledger, task_record](std::uint64_t checkpoint) -> Result<solver::TrainState> {
+    return ledger->PublishedState(task_record, checkpoint);
+  };
+  POLNODE_ASSIGN_OR_RETURN(verifier::DisputePlayer player, verifier::DisputePlayer::Create(std::move(context)));
+  s.player.emplace(std::move(player));
+  s.prepared_root = game.proof_root();
+  ctx.log().Event("dispute_from_ledger", {{"task_id", consensus::ToHex(task.id())},
+                                          {"published", std::to_string(task.published_size())}});
   return Status::Ok();
 }
 

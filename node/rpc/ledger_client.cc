@@ -53,10 +53,15 @@ Result<contracts::TaskGames> LedgerClient::Games(std::string_view task_id) const
   return DecodeTaskGames(body);
 }
 
+Result<proto::PublishedCheckpoint> LedgerClient::Published(std::string_view task_id, std::uint64_t checkpoint) const {
+  const std::string target = "/v1/tasks/" + consensus::ToHex(task_id) + "/published/" + std::to_string(checkpoint);
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson(target));
+  return DecodePublishedCheckpoint(body);
+}
+
 Result<solver::TrainState> LedgerClient::PublishedState(const proto::Task& task, std::uint64_t checkpoint) const {
   const std::string base = "/v1/tasks/" + consensus::ToHex(task.id()) + "/published/" + std::to_string(checkpoint);
-  POLNODE_ASSIGN_OR_RETURN(std::string header_body, GetJson(base));
-  POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, DecodePublishedCheckpoint(header_body));
+  POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, Published(task.id(), checkpoint));
   solver::TrainState state;
   state.step = static_cast<std::int64_t>(checkpoint * task.spec().checkpoint_interval());
   for (int t = 0; t < published.tensors_size(); ++t) {

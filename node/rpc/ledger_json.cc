@@ -132,6 +132,7 @@ void WriteSlot(JsonWriter& w, const proto::VerifierSlot& slot) {
       .Field("lock", slot.lock())
       .Field("absent", slot.absent())
       .Field("published", slot.published())
+      .Field("overdue", slot.overdue())
       .Field("disputed", slot.disputed())
       .Field("vouched", slot.vouched())
       .Field("game_result", proto::GameResult_Name(slot.game_result()));
@@ -343,7 +344,13 @@ std::string PublishedCheckpointJson(const proto::PublishedCheckpoint& published)
         .Field("verified", t < published.verified_size() && published.verified(t))
         .EndObject();
   }
-  w.EndArray().Field("record", ToHex(contracts::EncodeRecord(published))).EndObject();
+  // The state hash and the Merkle proof the ledger checked: with them a challenger opens a dispute
+  // game without the solver's server (contracts/publication.h).
+  w.EndArray()
+      .Field("state_hash", ToHex(published.state_hash()))
+      .Field("proof", ToHex(published.proof()))
+      .Field("record", ToHex(contracts::EncodeRecord(published)))
+      .EndObject();
   return w.str();
 }
 

@@ -2,11 +2,15 @@
 // solver publishes the checkpoints they need on the ledger in time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <span>
 
 #include "checkpoint_fixture.h"
+#include "polnode/consensus/merkle.h"
+#include "polnode/consensus/sha256.h"
 #include "polnode/contracts/payloads.h"
-#include "polnode/contracts/payloads.h"
+#include "polnode/contracts/queries.h"
 #include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
@@ -33,6 +37,13 @@ struct PublishingFlow {
     std::set<std::uint64_t> needed = {3, 4};
     for (std::uint64_t s : slot.segments()) needed.insert({s, s + 1});
     return needed;
+  }
+  // To verification; slot 0 says unavailable and slot 1 accepts: the task is publishing.
+  void ToPublishing() {
+    flow.RunToVerifying(10'000);
+    const std::vector<PubKey> assigned = flow.Assigned();
+    ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
+    ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
   }
   // Every piece of the checkpoints, in one block (the publication window is short in tests).
   void PublishAll(const std::set<std::uint64_t>& checkpoints) {
@@ -91,10 +102,8 @@ TEST(Publication, AWithholdingSolverIsNeverPaidAndTheVerifiersGain) {
 TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) {
   PublishingFlow p;
   TaskFlow& flow = p.flow;
-  flow.RunToVerifying(10'000);
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
   const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
   proto::Task task = flow.task();
   ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
   const std::set<std::uint64_t> needed = p.Needed(task.verifiers(0));
@@ -125,6 +134,110 @@ TEST(Publication, AnAvailableSolverPublishesAndTheVerifierReplaysFromTheLedger) 
   flow.chain.AdvanceTo(flow.task().settle_height() + flow.chain.params().audit_window());
   EXPECT_EQ(published_keys(), 0);
   EXPECT_TRUE(flow.task().pruned());
+}
+
+// Issue 14 finding 1: a solver that publishes and then stays down must not keep its challenger from
+// opening the game. The ledger keeps each published checkpoint's state hash and the Merkle proof it
+// checked; those alone open the game, and the solver, who owes the next move and has no server
+// answering for it, forfeits: the proof is unproven, the solver is not paid and loses its lock,
+// the escrow goes back to the submitter, and the challenger gains.
+TEST(Publication, ThePublishedProofsOpenAGameWithOnlyLedgerData) {
+  PublishingFlow p;
+  TaskFlow& flow = p.flow;
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
+  const std::vector<PubKey> assigned = flow.Assigned();
+  const std::set<std::uint64_t> needed = p.Needed(flow.task().verifiers(0));
+  p.PublishAll(needed);
+  Result<Hash256> root = [&]() -> Result<Hash256> {
+    Hash256 h{};
+    if (flow.proof_root.size() != h.size()) return Status::Internal("proof_root is not 32 bytes");
+    std::copy(flow.proof_root.begin(), flow.proof_root.end(), h.begin());
+    return h;
+  }();
+  ASSERT_TRUE(root.ok());
+  for (std::uint64_t c : needed) {
+    SCOPED_TRACE(c);
+    Result<proto::PublishedCheckpoint> published = QueryPublished(flow.chain.state(), flow.task_id, c);
+    ASSERT_TRUE(published.ok()) << published.status().ToString();
+    EXPECT_EQ(published->state_hash(), HashBytes(p.fixture.leaves()[c]));
+    const std::string& raw = published->proof();
+    Result<consensus::MerkleProof> proof =
+        consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+    ASSERT_TRUE(proof.ok()) << proof.status().ToString();
+    EXPECT_EQ(proof->leaf_index, c);
+    EXPECT_TRUE(consensus::VerifyMerkleProof(*root, p.fixture.leaves()[c], *proof).ok());
+  }
+
+  // The verifier replays from the ledger and rejects segment s; the solver disputes the reject.
+  const std::uint64_t s = flow.task().verifiers(0).segments(0);
+  ASSERT_EQ(flow.Reject(assigned[0], {s}).code, StatusCode::kOk);
+  ASSERT_EQ(flow.Dispute(assigned[0]).code, StatusCode::kOk);
+  flow.AdvancePastDeadline();
+  const std::uint64_t solver = flow.chain.Balance(flow.solver);
+  const std::uint64_t submitter = flow.chain.Balance(flow.submitter);
+  const std::uint64_t challenger = flow.chain.Balance(assigned[0]);
+  const std::uint64_t challenger_locked = flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked();
+  ASSERT_EQ(flow.Reveal(flow.proof_root).code, StatusCode::kOk);
+  ASSERT_EQ(flow.task().status(), proto::TASK_DISPUTED);
+
+  // The opening move, from the ledger's records only.
+  Result<proto::PublishedCheckpoint> start = QueryPublished(flow.chain.state(), flow.task_id, s);
+  Result<proto::PublishedCheckpoint> end = QueryPublished(flow.chain.state(), flow.task_id, s + 1);
+  ASSERT_TRUE(start.ok() && end.ok());
+  Result<TaskGames> games = QueryGames(flow.chain.state(), flow.task_id);
+  ASSERT_TRUE(games.ok());
+  ASSERT_EQ(games->games.size(), 1u);
+  proto::DisputeMoveTx move;
+  move.set_task_id(flow.task_id);
+  move.set_challenger(Raw(assigned[0]));
+  move.set_round(games->games[0].round());
+  proto::OpenMove* open = move.mutable_open();
+  open->set_segment(s);
+  open->set_start_hash(start->state_hash());
+  open->set_start_proof(start->proof());
+  open->set_end_hash(end->state_hash());
+  open->set_end_proof(end->proof());
+  open->set_claimed_end_hash(HashBytes(consensus::Sha256("the challenger's replay")));
+  const TxResult opened = flow.chain.Run(assigned[0], payload::kDisputeMove, move);
+  ASSERT_EQ(opened.code, StatusCode::kOk) << opened.log;
+  games = QueryGames(flow.chain.state(), flow.task_id);
+  ASSERT_TRUE(games.ok());
+  EXPECT_EQ(games->games[0].phase(), proto::GAME_STEPS);
+  EXPECT_EQ(games->games[0].segment(), s);
+
+  // The challenger posts its step hash (from its own replay, here made up); the solver's server is
+  // down and it never answers: it forfeits alone.
+  proto::DisputeMoveTx step;
+  step.set_task_id(flow.task_id);
+  step.set_challenger(Raw(assigned[0]));
+  step.set_round(games->games[0].round());
+  step.mutable_step()->set_state_hash(HashBytes(consensus::Sha256("the challenger's midpoint")));
+  const TxResult stepped = flow.chain.Run(assigned[0], payload::kDisputeMove, step);
+  ASSERT_EQ(stepped.code, StatusCode::kOk) << stepped.log;
+  flow.chain.AdvanceTo(flow.chain.height() + flow.chain.params().dispute_move_window() + 1);
+  const proto::Task task = flow.task();
+  ASSERT_EQ(task.status(), proto::TASK_SETTLED);
+  games = QueryGames(flow.chain.state(), flow.task_id);
+  ASSERT_TRUE(games.ok());
+  EXPECT_TRUE(games->games[0].forfeit());
+  EXPECT_EQ(games->games[0].winner(), Raw(assigned[0]));
+  EXPECT_NE(task.standing(), proto::PROOF_UPHELD);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_LE(flow.chain.Balance(flow.solver), solver);  // not paid
+  EXPECT_EQ(flow.chain.Stake(proto::ROLE_SOLVER, flow.solver).bonded(), 0u);
+  EXPECT_GT(flow.chain.Balance(flow.submitter), submitter);  // escrow back
+  EXPECT_GE(flow.chain.Balance(assigned[0]) + flow.chain.Stake(proto::ROLE_VERIFIER, assigned[0]).locked(),
+            challenger + challenger_locked);
+
+  // After the audit window the proofs go with the rest of the published data.
+  flow.chain.AdvanceTo(task.settle_height() + flow.chain.params().audit_window());
+  EXPECT_TRUE(flow.task().pruned());
+  for (std::uint64_t c : needed) {
+    EXPECT_EQ(QueryPublished(flow.chain.state(), flow.task_id, c).status().code(), StatusCode::kNotFound);
+  }
+  int left = 0;
+  EXPECT_TRUE(flow.chain.state().Scan("pub/", [&left](std::string_view, std::string_view) { return ++left > 0; }).ok());
+  EXPECT_EQ(left, 0);
 }
 
 TEST(Publication, BadPublicationsAreRefusedAndChangeNothing) {
@@ -184,10 +297,7 @@ TEST(Publication, LargeTensorsArePublishedInChunksThatFitAnEnvelope) {
   const std::int64_t elements = static_cast<std::int64_t>(payload::kPublishChunkElements) + 5;
   PublishingFlow p(elements);
   TaskFlow& flow = p.flow;
-  flow.RunToVerifying(10'000);
-  const std::vector<PubKey> assigned = flow.Assigned();
-  ASSERT_EQ(flow.Unavailable(assigned[0]).code, StatusCode::kOk);
-  ASSERT_EQ(flow.Verdict(assigned[1], true).code, StatusCode::kOk);
+  ASSERT_NO_FATAL_FAILURE(p.ToPublishing());
   const std::uint64_t c = flow.task().publish_required(0);
   const std::vector<proto::PublishTx> chunks = p.fixture.Chunks(flow.task_id, c);
   ASSERT_EQ(chunks.size(), 4u);  // 2 tensors x 2 chunks

@@ -79,6 +79,35 @@ TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
   EXPECT_EQ(TaskGamesJson(*games), games_json);
 }
 
+// A published checkpoint's answer carries the state hash and Merkle proof the ledger checked (a
+// challenger opens a game from them), and a slot says whether it is overdue.
+TEST(LedgerJsonTest, PublishedCheckpointsCarryTheirProofAndSlotsTheirOverdueFlag) {
+  proto::PublishedCheckpoint published;
+  proto::PublishedTensorHeader* tensor = published.add_tensors();
+  tensor->set_name("w");
+  tensor->add_dims(3);
+  tensor->set_hash(std::string(32, '\x11'));
+  published.add_chunks_received(1);
+  published.add_verified(true);
+  published.set_state_hash(std::string(32, '\xab'));
+  published.set_proof(std::string("\x01\x02\x03"));
+  const std::string json = PublishedCheckpointJson(published);
+  EXPECT_NE(json.find(R"("state_hash":")" + consensus::ToHex(published.state_hash()) + R"(","proof":"010203")"),
+            std::string::npos)
+      << json;
+  Result<proto::PublishedCheckpoint> decoded = DecodePublishedCheckpoint(json);
+  ASSERT_TRUE(IsOk(decoded));
+  EXPECT_EQ(decoded->state_hash(), published.state_hash());
+  EXPECT_EQ(decoded->proof(), published.proof());
+
+  Result<proto::Task> task = DecodeTask(LedgerAnswer("task-challenged"));
+  ASSERT_TRUE(IsOk(task));
+  ASSERT_GT(task->verifiers_size(), 0);
+  EXPECT_NE(TaskJson(*task).find(R"("overdue":false)"), std::string::npos);
+  task->mutable_verifiers(0)->set_overdue(true);
+  EXPECT_NE(TaskJson(*task).find(R"("overdue":true)"), std::string::npos);
+}
+
 TEST(LedgerJsonTest, ParamsAccountAndStakesAreWrittenAsTheLedgerWroteThem) {
   const std::string params_json = LedgerAnswer("params");
   Result<proto::Params> params = DecodeParams(params_json);

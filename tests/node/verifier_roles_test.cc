@@ -298,6 +298,26 @@ class RolesTest : public ::testing::Test {
     ASSERT_EQ(TheTask().status(), proto::TASK_VERIFYING);
   }
 
+  // The solver serves `proof`'s manifest but no checkpoint: submits, claims and commits it, and
+  // runs until the verifiers have answered.
+  void CommitWithholdingCheckpoints(const testing::TinyProof& proof) {
+    std::filesystem::remove_all(proof.dir->File("blobs"));
+    std::filesystem::create_directories(proof.dir->File("blobs"));
+    SubmitClaimAndCommit(proof.dir->path());
+    if (::testing::Test::HasFatalFailure()) return;
+    ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  }
+
+  // The solver publishes `checkpoints` of task `task_id` on the ledger from its proof in `proof_dir`.
+  void PublishCheckpoints(const std::string& proof_dir, const std::string& task_id,
+                          const std::set<std::uint64_t>& checkpoints) {
+    for (std::uint64_t checkpoint : checkpoints) {
+      Result<std::vector<proto::PublishTx>> txs = PublishTxs(proof_dir, task_id, checkpoint);
+      ASSERT_TRUE(txs.ok()) << txs.status().ToString();
+      for (const proto::PublishTx& tx : *txs) SendAndCommit(solver_, contracts::payload::kPublish, tx);
+    }
+  }
+
   static std::string MerkleProofOf(const solver::ProofManifest& manifest, std::uint64_t checkpoint) {
     const consensus::MerkleTree tree(manifest.checkpoint_hashes);
     const std::vector<std::uint8_t> bytes = consensus::SerializeMerkleProof(*tree.Prove(checkpoint));
@@ -600,11 +620,7 @@ TEST_F(RolesTest, AVerifierHoldingSeveralSlotsReplaysOnceAndAnswersEachSlot) {
 TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersReplayFromThere) {
   Daemon& verifier = AddVerifier(honest_, false, "honest");
   const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
-  // The solver serves its manifest but no checkpoint.
-  std::filesystem::remove_all(proof.dir->File("blobs"));
-  std::filesystem::create_directories(proof.dir->File("blobs"));
-  SubmitClaimAndCommit(proof.dir->path());
-  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  ASSERT_NO_FATAL_FAILURE(CommitWithholdingCheckpoints(proof));
   proto::Task task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
   EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_UNAVAILABLE);
@@ -617,11 +633,7 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   // The solver publishes from its own copy of the proof (the one it stopped serving).
   const testing::TinyProof copy = testing::ProveTiny(document_, data_, solver_, std::nullopt);
   ASSERT_EQ(copy.manifest.merkle_root, proof.manifest.merkle_root);
-  for (std::uint64_t checkpoint : required) {
-    Result<std::vector<proto::PublishTx>> txs = PublishTxs(copy.dir->path(), task.id(), checkpoint);
-    ASSERT_TRUE(txs.ok()) << txs.status().ToString();
-    for (const proto::PublishTx& tx : *txs) SendAndCommit(solver_, contracts::payload::kPublish, tx);
-  }
+  ASSERT_NO_FATAL_FAILURE(PublishCheckpoints(copy.dir->path(), task.id(), required));
   task = TheTask();
   ASSERT_EQ(task.status(), proto::TASK_VERIFYING);
   EXPECT_TRUE(SlotOf(task, honest_)->published());
@@ -637,6 +649,70 @@ TEST_F(RolesTest, WithheldCheckpointsArePublishedOnTheLedgerAndTheVerifiersRepla
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
   Reveal(PlainReveal());
   EXPECT_EQ(TheTask().outcome(), proto::OUTCOME_ACCEPTED);
+}
+
+// Issue 14 finding 1, after publication: a cheating solver publishes what the unavailable verdict
+// needs and then takes its proof server down for the game. The verifier replays from the ledger,
+// rejects, and, the solver having disputed the reject, opens the game from the ledger's published
+// state hashes and Merkle proofs alone. The solver, with no server and no defence, forfeits: its
+// proof is unproven, it is not paid and loses its lock, the escrow goes back to the submitter, and
+// the honest verifier gains.
+TEST_F(RolesTest, AChallengerOpensTheGameFromPublishedDataWhenTheSolverStaysDown) {
+  Daemon& verifier = AddVerifier(honest_, false, "honest");
+  const solver::TamperSpec cheat{37, 3, 0, 22};
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, cheat);
+  ASSERT_NO_FATAL_FAILURE(CommitWithholdingCheckpoints(proof));
+  proto::Task task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
+  const std::set<std::uint64_t> required(task.publish_required().begin(), task.publish_required().end());
+  const testing::TinyProof copy = testing::ProveTiny(document_, data_, solver_, cheat);
+  ASSERT_EQ(copy.manifest.merkle_root, proof.manifest.merkle_root);
+  ASSERT_NO_FATAL_FAILURE(PublishCheckpoints(copy.dir->path(), task.id(), required));
+  // The ledger kept each checkpoint's state hash and the proof it checked.
+  for (std::uint64_t checkpoint : required) {
+    Result<proto::PublishedCheckpoint> published = client_->Published(task.id(), checkpoint);
+    ASSERT_TRUE(published.ok()) << published.status().ToString();
+    const consensus::Hash256& hash = copy.manifest.checkpoint_hashes[checkpoint];
+    EXPECT_EQ(published->state_hash(), std::string(hash.begin(), hash.end())) << checkpoint;
+    EXPECT_EQ(published->proof(), MerkleProofOf(copy.manifest, checkpoint)) << checkpoint;
+  }
+  // Then its server is gone: neither manifest nor checkpoints are served again.
+  for (const auto& entry : std::filesystem::directory_iterator(proof.dir->path())) {
+    std::filesystem::remove_all(entry.path());
+  }
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
+  EXPECT_EQ(SlotOf(task, honest_)->verdict(), proto::VERDICT_REJECT);
+  EXPECT_EQ(std::vector<std::uint64_t>(SlotOf(task, honest_)->failed_segments().begin(),
+                                       SlotOf(task, honest_)->failed_segments().end()),
+            std::vector<std::uint64_t>{7});
+  const std::uint64_t honest_before = Wealth(honest_);
+  const std::uint64_t submitter_before = Wealth(submitter_);
+  const std::uint64_t solver_before = Wealth(solver_);
+  const std::uint64_t solver_lock = task.solver_lock();
+  DisputeReject(honest_);
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  Reveal(PlainReveal());
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  task = TheTask();
+  Result<contracts::TaskGames> games = client_->Games(task.id());
+  ASSERT_TRUE(games.ok());
+  ASSERT_EQ(games->games.size(), 1u);
+  const proto::DisputeGame& game = games->games[0];
+  EXPECT_EQ(game.segment(), 7u);          // opened from the ledger's data
+  EXPECT_TRUE(game.forfeit()) << game.ruling();
+  EXPECT_EQ(game.winner(), RawPubKey(honest_)) << game.ruling();
+  EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_DEFENDER_FORFEIT);
+  EXPECT_EQ(task.standing(), proto::PROOF_UNPROVEN);
+  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+  EXPECT_GE(verifier.ctx->metrics().Get("dispute_moves_total"), 1);
+  // Not paid, its lock gone (the fees of its two transactions after the reading aside); the escrow
+  // back to the submitter; the honest verifier at least even.
+  EXPECT_LE(Wealth(solver_), solver_before - solver_lock);
+  EXPECT_GT(Wealth(submitter_), submitter_before);
+  EXPECT_GE(Wealth(honest_), honest_before);
 }
 
 // The covered segments of `segments` plus the final one (7) that end at a forced checkpoint.

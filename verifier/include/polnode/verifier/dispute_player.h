@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ struct PlayerContext {
   /// The committed proof's checkpoint states (from the solver's blobs); each loaded state is
   /// checked against the start hashes (start_hashes, or checkpoint_hashes when that is empty).
   CheckpointLoader load_checkpoint;
+  /// Challenger only, when the solver's server is down after it published checkpoints on the
+  /// ledger (contracts' publication.h): checkpoint -> the Merkle proof (consensus::
+  /// SerializeMerkleProof) the ledger checked for it against the committed root. checkpoint_hashes
+  /// then holds the published checkpoints' state hashes and zeros for the others, which nobody
+  /// can know: only segments whose both ends are published are replayed, and the opening proves
+  /// them with these proofs. Not with start_hashes (a forced round's result proof is never
+  /// published).
+  std::map<std::uint64_t, std::string> published_proofs;
   /// Challenger only: segments to replay first when looking for a wrong one (those a verifier's
   /// or whistleblower's own check already found wrong), in order; the rest follow in order.
   std::vector<std::uint64_t> suspect_segments;
@@ -69,7 +78,8 @@ class DisputePlayer {
  public:
   /// kInvalidArgument unless task, data, backend and load_checkpoint are set, the key has 32
   /// bytes, there are task->checkpoint_count() checkpoint hashes (and as many start hashes, or
-  /// none), and every suspect segment is below the proof's segment count.
+  /// none), every suspect segment is below the proof's segment count, and published proofs come
+  /// without start hashes and name checkpoints of the proof.
   static Result<DisputePlayer> Create(PlayerContext context);
 
   /// The move this party should post now in `game` (the ledger's record of a game over `task`),

@@ -61,15 +61,20 @@ class DisputeDuty {
   /// committed proof's manifest and blobs are fetched from task.proof_uri on first need and checked
   /// against the game's start_root (segments start from its checkpoints); after a forced round's
   /// reveal the games' proof_root is the result proof's, whose manifest (the ends of segments) is
-  /// fetched from the same server (ResultProofUri). Returns the
-  /// number of moves sent in this pass. kUnavailable when the ledger cannot be reached,
-  /// kFailedPrecondition when the proof server cannot.
+  /// fetched from the same server (ResultProofUri). A challenger whose proof server does not
+  /// answer plays from the checkpoints the solver published on the ledger instead (their state
+  /// hashes, Merkle proofs and states: contracts' publication.h), over the segments whose both ends
+  /// are published; the defender plays only from the server. Returns the number of moves sent in
+  /// this pass. kUnavailable when the ledger cannot be reached, kFailedPrecondition when the proof
+  /// server cannot and the ledger holds nothing to play from.
   [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);
 
  private:
   struct State;
   // Builds the player for the proof on trial in `task`.
   [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game);
+  // Builds the challenger's player from the ledger's published checkpoints of `task`.
+  [[nodiscard]] Status PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game);
   std::unique_ptr<State> state_;
 };
 

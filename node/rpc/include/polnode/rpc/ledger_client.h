@@ -48,6 +48,10 @@ class LedgerClient {
   /// against its published hash. kNotFound when the checkpoint is not published,
   /// kFailedPrecondition while it is incomplete, kCorruption for answers that do not add up.
   [[nodiscard]] Result<solver::TrainState> PublishedState(const proto::Task& task, std::uint64_t checkpoint) const;
+  /// The ledger's record of published checkpoint `checkpoint` of task `task_id`: its tensor
+  /// headers, progress, state hash and the Merkle proof the ledger checked. kNotFound when no
+  /// header was published.
+  [[nodiscard]] Result<proto::PublishedCheckpoint> Published(std::string_view task_id, std::uint64_t checkpoint) const;
   /// Balance and nonce; a never-seen account is all zeros.
   [[nodiscard]] Result<proto::Account> Account(std::string_view pubkey) const;
   [[nodiscard]] Result<proto::StakeRecord> Stake(std::string_view pubkey, proto::Role role) const;
