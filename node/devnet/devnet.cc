@@ -330,6 +330,9 @@ Status Devnet::SetUp() {
     if (m.role != "verifier") continue;
     m.extra_flags.insert(m.extra_flags.end(), {"--stake", std::to_string(verifier_stake)});
   }
+  // Under --validators the embedded ledger never runs, so its node key would only be a funded
+  // account no one spends from (a "ledger" balance row with change 0).
+  if (o_.validators > 0) ledger_home.node_balance = 0;
   ledger_home.config.listen = "127.0.0.1:0";
   ledger_home.config.block_interval_ms = o_.block_interval_ms;
   POLNODE_ASSIGN_OR_RETURN(NewNodeHome created, CreateNodeHome(o_.home + "/ledger", ledger_home));

@@ -54,6 +54,10 @@ TEST(AbciDevnetE2eTest, FourValidatorsSettleTheProtocolThroughAKilledValidatorAn
   }
   ASSERT_FALSE(cheat_task.empty()) << run.out;
 
+  // The validators replace the embedded ledger, whose node key genesis therefore does not fund.
+  for (const rapidjson::Value& a : report["accounts"].GetArray()) EXPECT_STRNE(a["name"].GetString(), "ledger");
+  EXPECT_EQ(report["accounts"].Size(), 6u) << run.out;
+
   const rapidjson::Value& v = report["validators"];
   ASSERT_EQ(v["apis"].Size(), 4u);
   // Roles are spread: the devnet's report names four distinct APIs, one per validator.
