@@ -5,8 +5,11 @@
 #
 # Usage: bench/gpt_bench.sh POLNODE_BINARY TEXT_FILE [THREADS] [REPEATS] [STEPS]
 # THREADS (default 1) pins to cores 0..THREADS-1; REPEATS defaults to 3, STEPS to 60.
+# PYTHON names the interpreter whose torch is the peer (default /usr/bin/python3, Debian's torch;
+# a current PyTorch from PyPI in a virtual environment is the peer that counts).
 set -euo pipefail
 polnode=$1 text=$2 threads=${3:-1} repeats=${4:-3} steps=${5:-60}
+python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 cores=$(seq -s, 0 $((threads - 1)))
 model=gpt:layers=4,heads=4,width=128,context=64
@@ -16,10 +19,10 @@ for ((r = 0; r < repeats; ++r)); do
     --batch 12 --optimizer adam --lr 0.001 --weight-decay 0.1 --threads "$threads" \
     --eval-windows 1 --json 2>/dev/null |
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["steps_per_second"])')")
-  theirs+=("$(taskset -c "$cores" /usr/bin/python3 "$here/gpt_torch_bench.py" "$text" \
+  theirs+=("$(taskset -c "$cores" "$python" "$here/gpt_torch_bench.py" "$text" \
     --threads "$threads" --steps "$steps" | sed -n 's/.*[^0-9.]\([0-9.]*\) steps\/s.*/\1/p' | head -1)")
 done
-torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
+torch_version=$("$python" -c 'import torch; print(torch.__version__)')
 /usr/bin/python3 - "$threads" "${ours[*]}" "${theirs[*]}" "$torch_version" <<'PY'
 import statistics, sys
 threads, ours, theirs = sys.argv[1], list(map(float, sys.argv[2].split())), list(map(float, sys.argv[3].split()))

@@ -54,4 +54,6 @@ std::string PublishChunkKey(std::string_view task_id, std::uint64_t checkpoint, 
   return PublishKey(task_id, checkpoint) + "/" + FixedHex64(tensor) + "/" + FixedHex64(chunk);
 }
 
+std::string RevealKey(std::string_view task_id) { return std::string(kRevealPrefix) + ToHex(task_id); }
+
 }  // namespace polnode::contracts

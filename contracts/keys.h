@@ -28,6 +28,7 @@ inline constexpr std::string_view kDuePrefix = "due/";
 inline constexpr std::string_view kGamePrefix = "game/";
 inline constexpr std::string_view kSpecPrefix = "spec/";
 inline constexpr std::string_view kPublishPrefix = "pub/";
+inline constexpr std::string_view kRevealPrefix = "reveal/";
 
 /// Length of public keys, task ids, hashes and secrets, in bytes.
 inline constexpr std::size_t kIdBytes = 32;
@@ -55,6 +56,8 @@ std::string PublishKey(std::string_view task_id, std::uint64_t checkpoint);
 /// "pub/<task>/<checkpoint>/<tensor>/<chunk>": one chunk of a published tensor's elements.
 std::string PublishChunkKey(std::string_view task_id, std::uint64_t checkpoint, std::uint32_t tensor,
                             std::uint32_t chunk);
+/// "reveal/<task>": a forced round's reveal as the ledger checked it.
+std::string RevealKey(std::string_view task_id);
 
 }  // namespace polnode::contracts
 

@@ -81,6 +81,12 @@ Result<proto::PublishedCheckpoint> QueryPublished(const StateStore& state, std::
   return published;
 }
 
+Result<proto::RevealedCheckpoints> QueryRevealed(const StateStore& state, std::string_view task_id) {
+  POLNODE_ASSIGN_OR_RETURN(proto::RevealedCheckpoints revealed, LoadRevealed(state, task_id));
+  if (revealed.leaves().empty()) return Status::NotFound("the task has no forced round's reveal on record");
+  return revealed;
+}
+
 Result<std::string> QueryPublishedChunk(const StateStore& state, std::string_view task_id, std::uint64_t checkpoint,
                                         std::uint32_t tensor, std::uint32_t chunk) {
   POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,

@@ -183,4 +183,12 @@ void StorePublished(StateStore& state, std::string_view task_id, std::uint64_t c
   StoreOrDelete(state, PublishKey(task_id, checkpoint), published);
 }
 
+Result<proto::RevealedCheckpoints> LoadRevealed(const StateStore& state, std::string_view task_id) {
+  return LoadOrDefault<proto::RevealedCheckpoints>(state, RevealKey(task_id));
+}
+
+void StoreRevealed(StateStore& state, std::string_view task_id, const proto::RevealedCheckpoints& revealed) {
+  StoreOrDelete(state, RevealKey(task_id), revealed);
+}
+
 }  // namespace polnode::contracts

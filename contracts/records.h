@@ -73,6 +73,12 @@ Result<proto::PublishedCheckpoint> LoadPublished(const StateStore& state, std::s
 void StorePublished(StateStore& state, std::string_view task_id, std::uint64_t checkpoint,
                     const proto::PublishedCheckpoint& published);
 
+/// A forced round's reveal as the ledger checked it; all-empty before the reveal, in a round that
+/// was not forced, and after pruning.
+Result<proto::RevealedCheckpoints> LoadRevealed(const StateStore& state, std::string_view task_id);
+/// Stores `revealed`, or deletes the record when it is empty.
+void StoreRevealed(StateStore& state, std::string_view task_id, const proto::RevealedCheckpoints& revealed);
+
 }  // namespace polnode::contracts
 
 #endif  // POLNODE_CONTRACTS_RECORDS_H_

@@ -306,6 +306,11 @@ Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::Rev
   const bool forced = IsForcedError(msg.secret(), task.forced_seed(), task.id(), ctx.params.forced_error_rate());
   if (forced) {
     POLNODE_RETURN_IF_ERROR(AcceptForcedReveal(task, msg));
+    // Kept so that a challenger can prove a game's end against the result root without the
+    // solver's server (records.h LoadRevealed).
+    proto::RevealedCheckpoints revealed;
+    *revealed.mutable_leaves() = msg.leaves();
+    StoreRevealed(ctx.state, task.id(), revealed);
   } else {
     if (msg.result_root() != task.proof_root()) {
       return Status::InvalidArgument("not a forced-error round: result_root must equal the committed proof root");

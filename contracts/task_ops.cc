@@ -119,6 +119,7 @@ Status OnPrune(ExecContext& ctx, proto::Task& task) {
     }
     StorePublished(ctx.state, task.id(), checkpoint, proto::PublishedCheckpoint());
   }
+  StoreRevealed(ctx.state, task.id(), proto::RevealedCheckpoints());
   task.set_pruned(true);
   StoreTask(ctx.state, task);
   ctx.Emit("task_pruned", {{"task", ToHex(task.id())}});

@@ -53,33 +53,45 @@ Result<DisputePlayer> DisputePlayer::Create(PlayerContext context) {
                                      std::to_string(segments) + " segments");
     }
   }
-  if (!context.published_proofs.empty() &&
-      (!context.start_hashes.empty() || context.published_proofs.rbegin()->first > segments)) {
-    return Status::InvalidArgument("published proofs are of the committed proof's checkpoints only");
+  if (context.start_proofs.empty() != context.end_proofs.empty()) {
+    return Status::InvalidArgument("a player from the ledger's data needs start and end proofs");
+  }
+  for (const auto* proofs : {&context.start_proofs, &context.end_proofs}) {
+    if (!proofs->empty() && proofs->rbegin()->first > segments) {
+      return Status::InvalidArgument("a proof names checkpoint " + std::to_string(proofs->rbegin()->first) +
+                                     " of a proof with " + std::to_string(segments) + " segments");
+    }
   }
   consensus::MerkleTree checkpoints(context.checkpoint_hashes);
   consensus::MerkleTree starts(context.start_hashes.empty() ? context.checkpoint_hashes : context.start_hashes);
   return DisputePlayer(std::move(context), std::move(checkpoints), std::move(starts));
 }
 
+Status DisputePlayer::CheckKnownProofs(const std::string& raw_root, const std::map<std::uint64_t, std::string>& proofs,
+                                       bool starts, std::string_view root_name) const {
+  if (raw_root.size() != sizeof(consensus::Hash256)) {
+    return Status::FailedPrecondition("the game's " + std::string(root_name) + " is not 32 bytes");
+  }
+  consensus::Hash256 root{};
+  std::copy(raw_root.begin(), raw_root.end(), root.begin());
+  for (const auto& [checkpoint, raw] : proofs) {
+    const consensus::Hash256& hash = starts ? StartHash(checkpoint) : context_.checkpoint_hashes[checkpoint];
+    Result<consensus::MerkleProof> proof =
+        consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
+    if (!proof.ok() || proof->leaf_index != checkpoint || !consensus::VerifyMerkleProof(root, hash, *proof).ok()) {
+      return Status::FailedPrecondition("checkpoint " + std::to_string(checkpoint) + " as the ledger holds it is not " +
+                                        "proven against the game's " + std::string(root_name));
+    }
+  }
+  return Status::Ok();
+}
+
 Status DisputePlayer::CheckTask(const proto::Task& task, const proto::DisputeGame& game) const {
-  if (!context_.published_proofs.empty()) {
-    // Only some checkpoints are known: each must be proven against the game's root.
-    const bool own_start = game.start_root().empty() || game.start_root() == game.proof_root();
-    if (game.proof_root().size() != sizeof(consensus::Hash256) || !own_start) {
-      return Status::FailedPrecondition("the game is over another proof than the published one");
-    }
-    consensus::Hash256 root{};
-    std::copy(game.proof_root().begin(), game.proof_root().end(), root.begin());
-    for (const auto& [checkpoint, raw] : context_.published_proofs) {
-      Result<consensus::MerkleProof> proof =
-          consensus::ParseMerkleProof(std::span(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()));
-      if (!proof.ok() || proof->leaf_index != checkpoint ||
-          !consensus::VerifyMerkleProof(root, context_.checkpoint_hashes[checkpoint], *proof).ok()) {
-        return Status::FailedPrecondition("published checkpoint " + std::to_string(checkpoint) +
-                                          " is not proven against the game's proof root");
-      }
-    }
+  if (!context_.end_proofs.empty()) {
+    // Only some checkpoints are known: each must be proven against the game's roots.
+    const std::string& start_root = game.start_root().empty() ? game.proof_root() : game.start_root();
+    POLNODE_RETURN_IF_ERROR(CheckKnownProofs(start_root, context_.start_proofs, true, "start root"));
+    POLNODE_RETURN_IF_ERROR(CheckKnownProofs(game.proof_root(), context_.end_proofs, false, "proof root"));
   } else if (game.proof_root() != HashBytes(checkpoints_.root())) {
     return Status::FailedPrecondition("the game is over another proof than this player's");
   } else if (!game.start_root().empty() && game.start_root() != HashBytes(starts_.root())) {
@@ -128,9 +140,10 @@ Result<std::optional<DisputePlayer::Opening>> DisputePlayer::FindOpening(const p
     if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
   }
   std::optional<Opening> found;
-  const auto& published = context_.published_proofs;
+  const auto& starts = context_.start_proofs;
+  const auto& ends = context_.end_proofs;
   for (std::uint64_t s : order) {
-    if (!published.empty() && (!published.contains(s) || !published.contains(s + 1))) continue;
+    if (!ends.empty() && (!starts.contains(s) || !ends.contains(s + 1))) continue;
     POLNODE_ASSIGN_OR_RETURN(PinpointResponder * responder, ResponderFor(task, s));
     POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 end, responder->StateHashAt(context_.task->checkpoint_interval));
     if (end != context_.checkpoint_hashes[s + 1]) {
@@ -154,15 +167,15 @@ Result<std::optional<proto::DisputeMoveTx>> DisputePlayer::OpenMove(const proto:
   open->set_segment(s);
   open->set_start_hash(HashBytes(StartHash(s)));
   open->set_end_hash(HashBytes(context_.checkpoint_hashes[s + 1]));
-  if (context_.published_proofs.empty()) {
+  if (context_.end_proofs.empty()) {
     POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof start_proof, starts_.Prove(s));
     POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof end_proof, checkpoints_.Prove(s + 1));
     open->set_start_proof(ProofBytes(start_proof));
     open->set_end_proof(ProofBytes(end_proof));
   } else {
-    // FindOpening replays only segments whose both ends are published.
-    open->set_start_proof(context_.published_proofs.at(s));
-    open->set_end_proof(context_.published_proofs.at(s + 1));
+    // FindOpening replays only segments whose both ends the ledger proves.
+    open->set_start_proof(context_.start_proofs.at(s));
+    open->set_end_proof(context_.end_proofs.at(s + 1));
   }
   open->set_claimed_end_hash(HashBytes(opening->claimed_end));
   return MaybeMove(std::move(move));

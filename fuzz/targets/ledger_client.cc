@@ -51,7 +51,8 @@ using DecodeFn = Status (*)(std::string_view body);
 // The first input byte, modulo kSelectors: which decoder the rest of the input goes to.
 enum Selector : std::uint8_t {
   kInfo, kParams, kTask, kTaskPage, kGames, kAccount, kStakeSolver, kStakeVerifier, kStakeWhistleblower,
-  kPendingNonce, kTxId, kTxState, kRefusal404, kRefusal409, kRefusal422, kRefusal503, kVerifiers, kSelectors,
+  kPendingNonce, kTxId, kTxState, kRefusal404, kRefusal409, kRefusal422, kRefusal503, kVerifiers, kPublished,
+  kPublishedChunk, kRevealed, kSelectors,
 };
 
 // Indexed by Selector.
@@ -73,6 +74,9 @@ constexpr std::array<DecodeFn, kSelectors> kDecoders = {
     Refusal<422>,
     Refusal<503>,
     [](std::string_view b) { return StatusOf(node::DecodeVerifiers(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodePublishedCheckpoint(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodePublishedChunk(b)); },
+    [](std::string_view b) { return StatusOf(node::DecodeRevealedCheckpoints(b)); },
 };
 static_assert(std::ranges::none_of(kDecoders, [](DecodeFn f) { return f == nullptr; }), "a Selector without a decoder");
 
@@ -192,6 +196,27 @@ std::vector<Seed> LedgerSeeds() {
   member.stake.set_bonded(700);
   member.stake.set_locked(200);
   const std::string one_verifier = node::VerifiersJson({member});
+  // No solver published or revealed on this chain; records written by the ledger's renderer show
+  // the formats of a published checkpoint, one of its chunks and a forced round's reveal.
+  proto::PublishedCheckpoint published;
+  proto::PublishedTensorHeader* tensor = published.add_tensors();
+  tensor->set_name("fc1.w");
+  tensor->add_dims(2);
+  tensor->add_dims(3);
+  tensor->set_hash(std::string(32, '\x21'));
+  published.add_chunks_received(1);
+  published.add_verified(true);
+  published.set_state_hash(std::string(32, '\x22'));
+  published.set_proof(std::string(72, '\x23'));
+  proto::RevealedCheckpoints revealed;
+  for (std::uint64_t checkpoint : {3u, 8u}) {
+    proto::RevealedLeaf* leaf = revealed.add_leaves();
+    leaf->set_checkpoint(checkpoint);
+    leaf->set_committed_hash(std::string(32, '\x31'));
+    leaf->set_committed_proof(std::string(136, '\x32'));
+    leaf->set_result_hash(std::string(32, checkpoint == 8 ? '\x31' : '\x33'));
+    leaf->set_result_proof(std::string(136, '\x34'));
+  }
   const auto tx_path = [](const std::string& tx) { return "/v1/txs/" + consensus::ToHex(consensus::TxId(tx)); };
 
   return {
@@ -209,6 +234,9 @@ std::vector<Seed> LedgerSeeds() {
       {"stakes-whistleblower", Input(kStakeWhistleblower, get("/v1/accounts/" + account + "/stakes"))},
       {"verifiers", Input(kVerifiers, get("/v1/verifiers"))},
       {"verifiers-one", Input(kVerifiers, one_verifier)},
+      {"published", Input(kPublished, node::PublishedCheckpointJson(published))},
+      {"published-chunk", Input(kPublishedChunk, node::PublishedChunkJson(std::string(24, '\x41')))},
+      {"revealed", Input(kRevealed, node::RevealedCheckpointsJson(revealed))},
       {"pending", Input(kPendingNonce, get("/v1/accounts/" + account + "/pending"))},
       {"pending-none", Input(kPendingNonce, get("/v1/accounts/" + stranger + "/pending"))},
       {"post-tx", Input(kTxId, posted)},
@@ -235,6 +263,7 @@ std::vector<Seed> Seeds() {
       {"bad-tx-status", Input(kTxState, "{\"status\":\"lost\",\"height\":1}")},
       {"bad-nested", Input(kGames, std::string(2000, '[') + std::string(2000, ']'))},
       {"bad-not-object", Input(kTxId, "[\"tx_id\"]")},
+      {"bad-revealed-record", Input(kRevealed, "{\"leaves\":[],\"record\":\"0a\"}")},
   };
   seeds.insert(seeds.end(), malformed.begin(), malformed.end());
   return seeds;

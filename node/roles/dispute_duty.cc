@@ -60,10 +60,11 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const pro
   // An unreachable proof server is not the ledger going away: report it as this pass's error.
   Result<solver::ProofManifest> manifest = FetchManifest(ctx.fetch_policy(), uri, committed);
   // Data availability is the solver's burden: a solver whose server is down after it published
-  // checkpoints is challenged from the ledger's copies. Its defence has only its own data.
-  if (!manifest.ok() && on_trial == committed && game.challenger().key() == ctx.pubkey() &&
-      s.party.ledger != nullptr && !task.published().empty()) {
-    return PrepareFromLedger(ctx, task, game);
+  // checkpoints is challenged from the ledger's copies (after a forced round's reveal, with the
+  // revealed result proofs for the segments' ends). Its defence has only its own data.
+  if (!manifest.ok() && game.challenger().key() == ctx.pubkey() && s.party.ledger != nullptr &&
+      !task.published().empty()) {
+    return PrepareFromLedger(ctx, task, game, on_trial != committed);
   }
   if (!manifest.ok()) return Status::FailedPrecondition("cannot fetch the disputed proof: " + manifest.status().ToString());
   s.manifest = std::move(*manifest);
@@ -108,7 +109,8 @@ Status DisputeDuty::Prepare(RoleContext& ctx, const proto::Task& task, const pro
   return Status::Ok();
 }
 
-Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game) {
+Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game,
+                                      bool forced) {
   State& s = *state_;
   const LedgerClient* ledger = s.party.ledger;
   verifier::PlayerContext context;
@@ -116,7 +118,12 @@ Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task,
   context.data = s.party.data;
   context.backend = s.party.backend;
   context.key = ctx.pubkey();
-  context.checkpoint_hashes.assign(static_cast<std::size_t>(s.party.document.checkpoint_count()), consensus::Hash256{});
+  const std::size_t checkpoints = static_cast<std::size_t>(s.party.document.checkpoint_count());
+  context.checkpoint_hashes.assign(checkpoints, consensus::Hash256{});
+  // Published checkpoints are of the committed proof: a forced round's segments start there and
+  // end at the result proof, whose checkpoints the reveal showed.
+  if (forced) context.start_hashes.assign(checkpoints, consensus::Hash256{});
+  std::vector<consensus::Hash256>& published_hashes = forced ? context.start_hashes : context.checkpoint_hashes;
   for (std::uint64_t checkpoint : task.published()) {
     POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, ledger->Published(task.id(), checkpoint));
     // A checkpoint whose elements are not all on the ledger cannot start a replay.
@@ -124,16 +131,30 @@ Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task,
     const bool complete = published.tensors_size() > 0 && verified.size() == published.tensors_size() &&
                           std::all_of(verified.begin(), verified.end(), [](bool v) { return v; });
     if (!complete) continue;
-    if (checkpoint >= context.checkpoint_hashes.size()) {
+    if (checkpoint >= checkpoints) {
       return Status::FailedPrecondition("the ledger published checkpoint " + std::to_string(checkpoint) +
                                         " of a proof with fewer");
     }
-    POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes[checkpoint],
-                             Hash32(published.state_hash(), "a published state hash"));
-    context.published_proofs[checkpoint] = published.proof();
+    POLNODE_ASSIGN_OR_RETURN(published_hashes[checkpoint], Hash32(published.state_hash(), "a published state hash"));
+    context.start_proofs[checkpoint] = published.proof();
   }
-  if (context.published_proofs.empty()) {
+  if (context.start_proofs.empty()) {
     return Status::FailedPrecondition("the proof server does not answer and no checkpoint is completely published");
+  }
+  if (!forced) {
+    context.end_proofs = context.start_proofs;
+  } else {
+    POLNODE_ASSIGN_OR_RETURN(proto::RevealedCheckpoints revealed, ledger->Revealed(task.id()));
+    for (const proto::RevealedLeaf& leaf : revealed.leaves()) {
+      if (leaf.checkpoint() >= checkpoints) {
+        return Status::FailedPrecondition("the ledger revealed checkpoint " + std::to_string(leaf.checkpoint()) +
+                                          " of a proof with fewer");
+      }
+      POLNODE_ASSIGN_OR_RETURN(context.checkpoint_hashes[leaf.checkpoint()],
+                               Hash32(leaf.result_hash(), "a revealed result hash"));
+      context.end_proofs[leaf.checkpoint()] = leaf.result_proof();
+    }
+    if (context.end_proofs.empty()) return Status::FailedPrecondition("the ledger holds no revealed checkpoint");
   }
   context.suspect_segments = s.party.suspect_segments;
   context.responder_options.tamper = s.party.tamper;
@@ -145,7 +166,8 @@ Status DisputeDuty::PrepareFromLedger(RoleContext& ctx, const proto::Task& task,
   s.player.emplace(std::move(player));
   s.prepared_root = game.proof_root();
   ctx.log().Event("dispute_from_ledger", {{"task_id", consensus::ToHex(task.id())},
-                                          {"published", std::to_string(task.published_size())}});
+                                          {"published", std::to_string(task.published_size())},
+                                          {"forced", forced ? "true" : "false"}});
   return Status::Ok();
 }
 

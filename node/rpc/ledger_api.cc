@@ -202,6 +202,13 @@ HttpResponse LedgerApi::Handle(const HttpRequest& request) {
       return TaskGamesJson(games);
     });
   }
+  if (resource == "tasks" && parts.size() == 4 && parts[3] == "revealed") {
+    if (!get) return MethodNotAllowed("GET");
+    return QueryById(parts[2], [](const contracts::StateStore& state, const std::string& id) -> Result<std::string> {
+      POLNODE_ASSIGN_OR_RETURN(proto::RevealedCheckpoints revealed, contracts::QueryRevealed(state, id));
+      return RevealedCheckpointsJson(revealed);
+    });
+  }
   // Checkpoints a solver published for unavailable verdicts: the header, then chunk by chunk.
   if (resource == "tasks" && (parts.size() == 5 || parts.size() == 7) && parts[3] == "published") {
     if (!get) return MethodNotAllowed("GET");

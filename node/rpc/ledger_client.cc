@@ -59,6 +59,11 @@ Result<proto::PublishedCheckpoint> LedgerClient::Published(std::string_view task
   return DecodePublishedCheckpoint(body);
 }
 
+Result<proto::RevealedCheckpoints> LedgerClient::Revealed(std::string_view task_id) const {
+  POLNODE_ASSIGN_OR_RETURN(std::string body, GetJson("/v1/tasks/" + consensus::ToHex(task_id) + "/revealed"));
+  return DecodeRevealedCheckpoints(body);
+}
+
 Result<solver::TrainState> LedgerClient::PublishedState(const proto::Task& task, std::uint64_t checkpoint) const {
   const std::string base = "/v1/tasks/" + consensus::ToHex(task.id()) + "/published/" + std::to_string(checkpoint);
   POLNODE_ASSIGN_OR_RETURN(proto::PublishedCheckpoint published, Published(task.id(), checkpoint));

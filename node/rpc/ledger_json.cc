@@ -72,6 +72,16 @@ Status HexRecord(const rapidjson::Value& object, const FieldPath& path, const ch
   return Status::Ok();
 }
 
+// The answer of route `answer` whose one field read is its hex "record".
+template <typename Message>
+Result<Message> RecordAnswer(std::string_view answer, std::string_view body) {
+  const FieldPath path{answer, ""};
+  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
+  Message message;
+  POLNODE_RETURN_IF_ERROR(HexRecord(doc, path, "record", message));
+  return message;
+}
+
 // The "record" of every object in `array`, named "<array>[i]" in errors.
 template <typename Message>
 Result<std::vector<Message>> RecordArray(const rapidjson::Value& object, const FieldPath& path, const char* array) {
@@ -360,6 +370,22 @@ std::string PublishedChunkJson(std::string_view bytes) {
   return w.str();
 }
 
+std::string RevealedCheckpointsJson(const proto::RevealedCheckpoints& revealed) {
+  JsonWriter w;
+  w.BeginObject().Key("leaves").BeginArray();
+  for (const proto::RevealedLeaf& leaf : revealed.leaves()) {
+    w.BeginObject()
+        .Field("checkpoint", leaf.checkpoint())
+        .Field("committed_hash", ToHex(leaf.committed_hash()))
+        .Field("committed_proof", ToHex(leaf.committed_proof()))
+        .Field("result_hash", ToHex(leaf.result_hash()))
+        .Field("result_proof", ToHex(leaf.result_proof()))
+        .EndObject();
+  }
+  w.EndArray().Field("record", ToHex(contracts::EncodeRecord(revealed))).EndObject();
+  return w.str();
+}
+
 Result<LedgerInfo> DecodeLedgerInfo(std::string_view body) {
   const FieldPath path{"/v1/status", ""};
   POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
@@ -369,20 +395,10 @@ Result<LedgerInfo> DecodeLedgerInfo(std::string_view body) {
   return info;
 }
 
-Result<proto::Params> DecodeParams(std::string_view body) {
-  const FieldPath path{"/v1/params", ""};
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
-  proto::Params params;
-  POLNODE_RETURN_IF_ERROR(HexRecord(doc, path, "record", params));
-  return params;
-}
+Result<proto::Params> DecodeParams(std::string_view body) { return RecordAnswer<proto::Params>("/v1/params", body); }
 
 Result<proto::PublishedCheckpoint> DecodePublishedCheckpoint(std::string_view body) {
-  const FieldPath path{"/v1/tasks/{id}/published/{checkpoint}", ""};
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
-  proto::PublishedCheckpoint published;
-  POLNODE_RETURN_IF_ERROR(HexRecord(doc, path, "record", published));
-  return published;
+  return RecordAnswer<proto::PublishedCheckpoint>("/v1/tasks/{id}/published/{checkpoint}", body);
 }
 
 Result<std::vector<std::uint8_t>> DecodePublishedChunk(std::string_view body) {
@@ -394,13 +410,11 @@ Result<std::vector<std::uint8_t>> DecodePublishedChunk(std::string_view body) {
   return bytes;
 }
 
-Result<proto::Task> DecodeTask(std::string_view body) {
-  const FieldPath path{"/v1/tasks/{id}", ""};
-  POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseAnswer(path.answer, body));
-  proto::Task task;
-  POLNODE_RETURN_IF_ERROR(HexRecord(doc, path, "record", task));
-  return task;
+Result<proto::RevealedCheckpoints> DecodeRevealedCheckpoints(std::string_view body) {
+  return RecordAnswer<proto::RevealedCheckpoints>("/v1/tasks/{id}/revealed", body);
 }
+
+Result<proto::Task> DecodeTask(std::string_view body) { return RecordAnswer<proto::Task>("/v1/tasks/{id}", body); }
 
 Result<contracts::TaskPage> DecodeTaskPage(std::string_view body) {
   const FieldPath path{"/v1/tasks", ""};

@@ -22,6 +22,7 @@
 #include "polnode/contracts/dispute_audit.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/queries.h"
 #include "polnode/dispute.pb.h"
 #include "polnode/testing/task_flow.h"
 
@@ -639,6 +640,83 @@ TEST(ForcedError, GamesInAForcedRoundOpenAgainstBothRoots) {
   EXPECT_TRUE(audit->decided);
   EXPECT_EQ(audit->result, proto::GAME_CHALLENGER_FORFEIT);
   EXPECT_EQ(audit->replayed.start_root(), game.start_root());
+}
+
+// The ledger keeps the reveal's leaves as it checked them: every shown checkpoint's result hash
+// proves against the result root (a game's end) and its committed hash against forced_root. With
+// them and the committed proof's start, a challenger opens a game over the result proof from the
+// ledger's records alone. After the audit window the record is pruned with the task.
+TEST(ForcedError, TheLedgerKeepsTheRevealsProofsForGamesUntilThePrune) {
+  auto flow = ForcedFlow([](const TaskFlow& f) { return !f.ForcedEnds(f.SlotCovered(0)).empty(); });
+  ASSERT_TRUE(flow);
+  const PubKey challenger = flow->KeyOfSlot(0);
+  const Segments failed = flow->ForcedEnds(flow->SlotCovered(0));
+  std::vector<std::string> digests(failed.size(), Bytes32(0x99));  // wrong: it plays a game
+  ASSERT_EQ(flow->SlotVerdictWith(0, proto::VERDICT_REJECT, failed, digests).code, StatusCode::kOk);
+  ASSERT_EQ(flow->DiligentVerdict(1).code, StatusCode::kOk);
+  flow->AdvancePastDeadline();
+  EXPECT_EQ(QueryRevealed(flow->chain.state(), flow->task_id).status().code(), StatusCode::kNotFound);
+  const Segments shown = RevealCheckpoints(flow->task());
+  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
+  ASSERT_EQ(flow->task().status(), proto::TASK_DISPUTED);
+
+  Result<proto::RevealedCheckpoints> revealed = QueryRevealed(flow->chain.state(), flow->task_id);
+  ASSERT_TRUE(revealed.ok()) << revealed.status().ToString();
+  ASSERT_EQ(revealed->leaves_size(), static_cast<int>(shown.size()));
+  const std::vector<Hash256> result = flow->ResultLeaves();
+  const auto root_of = [](const std::string& raw) {
+    Hash256 root{};
+    std::copy(raw.begin(), raw.end(), root.begin());
+    return root;
+  };
+  const auto proves = [](const Hash256& root, const std::string& hash, const std::string& raw_proof) {
+    Result<consensus::MerkleProof> proof = consensus::ParseMerkleProof(
+        std::span(reinterpret_cast<const std::uint8_t*>(raw_proof.data()), raw_proof.size()));
+    Hash256 leaf{};
+    std::copy(hash.begin(), hash.end(), leaf.begin());
+    return proof.ok() && consensus::VerifyMerkleProof(root, leaf, *proof).ok();
+  };
+  const Hash256 result_root = root_of(flow->task().proof_root());
+  const Hash256 forced_root = root_of(flow->task().forced_root());
+  for (int i = 0; i < revealed->leaves_size(); ++i) {
+    const proto::RevealedLeaf& leaf = revealed->leaves(i);
+    EXPECT_EQ(leaf.checkpoint(), shown[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(leaf.result_hash(), HashBytes(result[leaf.checkpoint()]));
+    EXPECT_TRUE(proves(result_root, leaf.result_hash(), leaf.result_proof())) << leaf.checkpoint();
+    EXPECT_TRUE(proves(forced_root, leaf.committed_hash(), leaf.committed_proof())) << leaf.checkpoint();
+  }
+
+  // The game over a segment the reject named, its end taken from the ledger's record.
+  const std::uint64_t s = failed.front();
+  const auto end = std::find_if(revealed->leaves().begin(), revealed->leaves().end(),
+                                [&](const proto::RevealedLeaf& leaf) { return leaf.checkpoint() == s + 1; });
+  ASSERT_NE(end, revealed->leaves().end());
+  const consensus::MerkleTree committed_tree(flow->checkpoints);
+  const std::vector<std::uint8_t> start_proof = consensus::SerializeMerkleProof(*committed_tree.Prove(s));
+  proto::DisputeGame game = GameOf(*flow, challenger);
+  proto::DisputeMoveTx open;
+  open.set_task_id(flow->task_id);
+  open.set_challenger(Raw(challenger));
+  open.set_round(game.round());
+  proto::OpenMove* move = open.mutable_open();
+  move->set_segment(s);
+  move->set_start_hash(HashBytes(flow->checkpoints[s]));
+  move->set_start_proof(std::string(start_proof.begin(), start_proof.end()));
+  move->set_end_hash(end->result_hash());
+  move->set_end_proof(end->result_proof());
+  move->set_claimed_end_hash(Bytes32(0x77));
+  const TxResult opened = flow->chain.Run(challenger, payload::kDisputeMove, open);
+  ASSERT_EQ(opened.code, StatusCode::kOk) << opened.log;
+  EXPECT_EQ(GameOf(*flow, challenger).phase(), proto::GAME_STEPS);
+
+  // Nobody moves again: the game times out, the task settles, and the audit window passes.
+  flow->chain.AdvanceTo(flow->chain.height() + 10);
+  ASSERT_EQ(flow->task().status(), proto::TASK_SETTLED);
+  EXPECT_TRUE(QueryRevealed(flow->chain.state(), flow->task_id).ok());
+  flow->chain.AdvanceTo(flow->task().settle_height() + flow->chain.params().audit_window());
+  EXPECT_TRUE(flow->task().pruned());
+  EXPECT_EQ(QueryRevealed(flow->chain.state(), flow->task_id).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(flow->chain.state().Get("reveal/" + consensus::ToHex(flow->task_id))->has_value());
 }
 
 TEST(ForcedError, FlagFollowsSecretAndDrawnSeed) {

@@ -79,9 +79,10 @@ TEST(LedgerJsonTest, TaskAnswersAreWrittenAsTheLedgerWroteThem) {
   EXPECT_EQ(TaskGamesJson(*games), games_json);
 }
 
-// A published checkpoint's answer carries the state hash and Merkle proof the ledger checked (a
-// challenger opens a game from them), and a slot says whether it is overdue.
-TEST(LedgerJsonTest, PublishedCheckpointsCarryTheirProofAndSlotsTheirOverdueFlag) {
+// A published checkpoint's answer carries the state hash and Merkle proof the ledger checked, a
+// forced round's reveal its leaves' hashes and proofs (a challenger opens a game from them), and a
+// slot says whether it is overdue.
+TEST(LedgerJsonTest, PublishedAndRevealedCheckpointsCarryTheirProofsAndSlotsTheirOverdueFlag) {
   proto::PublishedCheckpoint published;
   proto::PublishedTensorHeader* tensor = published.add_tensors();
   tensor->set_name("w");
@@ -99,6 +100,24 @@ TEST(LedgerJsonTest, PublishedCheckpointsCarryTheirProofAndSlotsTheirOverdueFlag
   ASSERT_TRUE(IsOk(decoded));
   EXPECT_EQ(decoded->state_hash(), published.state_hash());
   EXPECT_EQ(decoded->proof(), published.proof());
+
+  // A forced round's reveal, as the ledger keeps it, carries each leaf's hashes and proofs.
+  proto::RevealedCheckpoints revealed;
+  proto::RevealedLeaf* leaf = revealed.add_leaves();
+  leaf->set_checkpoint(8);
+  leaf->set_committed_hash(std::string(32, '\x31'));
+  leaf->set_committed_proof(std::string("\x04\x05"));
+  leaf->set_result_hash(std::string(32, '\x33'));
+  leaf->set_result_proof(std::string("\x06\x07"));
+  const std::string revealed_json = RevealedCheckpointsJson(revealed);
+  EXPECT_NE(revealed_json.find(R"("checkpoint":8,)"), std::string::npos) << revealed_json;
+  EXPECT_NE(revealed_json.find(R"("result_hash":")" + consensus::ToHex(leaf->result_hash()) + R"(","result_proof":"0607")"),
+            std::string::npos)
+      << revealed_json;
+  Result<proto::RevealedCheckpoints> revealed_back = DecodeRevealedCheckpoints(revealed_json);
+  ASSERT_TRUE(IsOk(revealed_back));
+  EXPECT_EQ(revealed_back->SerializeAsString(), revealed.SerializeAsString());
+  EXPECT_EQ(DecodeRevealedCheckpoints(R"({"leaves":[],"record":"0a"})").status().code(), StatusCode::kCorruption);
 
   Result<proto::Task> task = DecodeTask(LedgerAnswer("task-challenged"));
   ASSERT_TRUE(IsOk(task));

@@ -48,49 +48,69 @@ struct TinyProof {
   solver::ProofManifest manifest;
 };
 
+/// The backend a tiny proof trains on: the reference backend, or with a tamper one that flips
+/// the tamper's bit once (a cheat).
+class ProvingBackend {
+ public:
+  ProvingBackend(const solver::TaskSpec& task, const solver::ImageDataset& data,
+                 std::optional<solver::TamperSpec> tamper)
+      : reference_(kernels::MakeReferenceBackend()) {
+    if (!tamper) return;
+    Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task, data);
+    EXPECT_TRUE(stepper.ok());
+    tampering_ = std::make_unique<solver::TamperingBackend>(*reference_, stepper->graph().nodes.size(), *tamper);
+  }
+  kernels::Backend& get() { return tampering_ ? *tampering_ : *reference_; }
+  // After the proof: a tamper must have struck exactly once.
+  void ExpectTampered() const {
+    if (tampering_) {
+      EXPECT_EQ(tampering_->tamper_count(), 1);
+    }
+  }
+
+ private:
+  std::unique_ptr<kernels::Backend> reference_;
+  std::unique_ptr<solver::TamperingBackend> tampering_;
+};
+
 inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageDataset& data,
                            const consensus::SecretKey& solver_key, std::optional<solver::TamperSpec> tamper) {
   TinyProof proof;
   proof.dir = std::make_unique<polnode::testing::TempDir>("role-proof");
-  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
-  std::unique_ptr<solver::TamperingBackend> tampering;
-  if (tamper) {
-    Result<solver::TaskStepper> stepper = solver::TaskStepper::Create(task, data);
-    EXPECT_TRUE(stepper.ok());
-    tampering = std::make_unique<solver::TamperingBackend>(*reference, stepper->graph().nodes.size(), *tamper);
-  }
+  ProvingBackend backend(task, data, tamper);
   solver::ProveOptions options;
   options.out_dir = proof.dir->path();
   options.key = &solver_key;
-  Result<solver::ProveResult> result = solver::Prove(task, data, tampering ? *tampering : *reference, options);
+  Result<solver::ProveResult> result = solver::Prove(task, data, backend.get(), options);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
-  if (tampering) {
-    EXPECT_EQ(tampering->tamper_count(), 1);
-  }
+  backend.ExpectTampered();
   if (result.ok()) proof.manifest = result->manifest;
   return proof;
 }
 
 /// A forced round of the tiny task, as the solver role makes it: the committed proof, trained with
 /// `round`'s forced checkpoints falsified (solver::ForcedCheckpointHook), and the result proof
-/// beside it (solver::WriteResultProof), both signed by `solver`.
+/// beside it (solver::WriteResultProof), both signed by `solver`. With `tamper`, the training is
+/// also a cheat from the tamper's step on (in both proofs).
 struct ForcedTinyProof {
   TinyProof committed;
   TinyProof result;
 };
 
 inline ForcedTinyProof ProveTinyForced(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                                       const consensus::SecretKey& solver_key, const solver::ForcedRound& round) {
+                                       const consensus::SecretKey& solver_key, const solver::ForcedRound& round,
+                                       std::optional<solver::TamperSpec> tamper = std::nullopt) {
   ForcedTinyProof proof;
   proof.committed.dir = std::make_unique<polnode::testing::TempDir>("role-proof-committed");
   proof.result.dir = std::make_unique<polnode::testing::TempDir>("role-proof-result");
-  std::unique_ptr<kernels::Backend> reference = kernels::MakeReferenceBackend();
+  ProvingBackend backend(task, data, tamper);
   solver::ProveOptions options;
   options.out_dir = proof.committed.dir->path();
   options.key = &solver_key;
   options.on_checkpoint = solver::ForcedCheckpointHook(round, task.checkpoint_interval);
-  Result<solver::ProveResult> result = solver::Prove(task, data, *reference, options);
+  Result<solver::ProveResult> result = solver::Prove(task, data, backend.get(), options);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
+  backend.ExpectTampered();
   if (!result.ok()) return proof;
   proof.committed.manifest = result->manifest;
   Result<consensus::Hash256> root =

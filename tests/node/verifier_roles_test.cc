@@ -362,6 +362,27 @@ class RolesTest : public ::testing::Test {
     }
   }
 
+  // The settled task's one game, which the honest verifier (`verifier`'s daemon) opened on segment
+  // 7 from the ledger's data and the solver forfeited: the proof unproven, the task rejected.
+  proto::DisputeGame ExpectTheSolverForfeitedTheGameOnSegment7(const Daemon& verifier) {
+    const proto::Task task = TheTask();
+    Result<contracts::TaskGames> games = client_->Games(task.id());
+    EXPECT_TRUE(games.ok());
+    if (!games.ok() || games->games.size() != 1) {
+      ADD_FAILURE() << "the task has no game or more than one";
+      return {};
+    }
+    const proto::DisputeGame& game = games->games[0];
+    EXPECT_EQ(game.segment(), 7u);
+    EXPECT_TRUE(game.forfeit()) << game.ruling();
+    EXPECT_EQ(game.winner(), RawPubKey(honest_)) << game.ruling();
+    EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_DEFENDER_FORFEIT);
+    EXPECT_EQ(task.standing(), proto::PROOF_UNPROVEN);
+    EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
+    EXPECT_GE(verifier.ctx->metrics().Get("dispute_moves_total"), 1);
+    return game;
+  }
+
   void Reveal(const proto::RevealTx& reveal) { SendAndCommit(solver_, contracts::payload::kReveal, reveal); }
 
   // Once the task reaches its reveal round, reveals the plain proof and runs until the task
@@ -696,18 +717,7 @@ TEST_F(RolesTest, AChallengerOpensTheGameFromPublishedDataWhenTheSolverStaysDown
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
   Reveal(PlainReveal());
   ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
-  task = TheTask();
-  Result<contracts::TaskGames> games = client_->Games(task.id());
-  ASSERT_TRUE(games.ok());
-  ASSERT_EQ(games->games.size(), 1u);
-  const proto::DisputeGame& game = games->games[0];
-  EXPECT_EQ(game.segment(), 7u);          // opened from the ledger's data
-  EXPECT_TRUE(game.forfeit()) << game.ruling();
-  EXPECT_EQ(game.winner(), RawPubKey(honest_)) << game.ruling();
-  EXPECT_EQ(SlotOf(task, honest_)->game_result(), proto::GAME_DEFENDER_FORFEIT);
-  EXPECT_EQ(task.standing(), proto::PROOF_UNPROVEN);
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_REJECTED);
-  EXPECT_GE(verifier.ctx->metrics().Get("dispute_moves_total"), 1);
+  ASSERT_NO_FATAL_FAILURE(ExpectTheSolverForfeitedTheGameOnSegment7(verifier));
   // Not paid, its lock gone (the fees of its two transactions after the reading aside); the escrow
   // back to the submitter; the honest verifier at least even.
   EXPECT_LE(Wealth(solver_), solver_before - solver_lock);
@@ -817,6 +827,71 @@ TEST_F(RolesTest, ForcedRoundIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
     EXPECT_LE(Wealth(lazy_) + lazy_lock, lazy_before);
   }
   EXPECT_EQ(Locked(whistleblower_, proto::ROLE_WHISTLEBLOWER), 0u);
+}
+
+// A forced round whose solver also cheats in the final segment, withholds its checkpoints (the
+// honest verifier says unavailable, the solver publishes what it needs), reveals and then takes its
+// proof server down. The reject is not the exactly-right forced one, so a game opens over the
+// result proof: its segments start at the committed proof and end at the result proof. The
+// challenger opens it from the ledger alone: a published checkpoint for the start, the reveal's
+// result hash and Merkle proof, which the ledger kept, for the end. The solver forfeits.
+TEST_F(RolesTest, AfterAForcedRevealAChallengerOpensFromTheLedgerWhenTheSolverStaysDown) {
+  RestartLedger(1);
+  Daemon& verifier = AddVerifier(honest_, false, "honest");
+  SubmitAndClaim();
+  const proto::Task claimed = TheTask();
+  solver::ForcedRound round;
+  round.secret = secret_;
+  round.forced_seed = claimed.forced_seed();
+  round.task_id = claimed.id();
+  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8, true);
+  const solver::TamperSpec cheat{37, 3, 0, 22};
+  const testing::ForcedTinyProof proof = testing::ProveTinyForced(document_, data_, solver_, round, cheat);
+  // The same proof again, which the solver keeps for itself: it publishes and reveals from it.
+  const testing::ForcedTinyProof own = testing::ProveTinyForced(document_, data_, solver_, round, cheat);
+  ASSERT_EQ(own.result.manifest.merkle_root, proof.result.manifest.merkle_root);
+  std::filesystem::remove_all(proof.committed.dir->File("blobs"));
+  std::filesystem::create_directories(proof.committed.dir->File("blobs"));
+  task_server_.AddProof(proof.result.dir->path());
+  Commit(proof.committed.dir->path());
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  proto::Task task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_PUBLISHING);
+  const std::set<std::uint64_t> required(task.publish_required().begin(), task.publish_required().end());
+  ASSERT_TRUE(required.contains(7));
+  ASSERT_NO_FATAL_FAILURE(PublishCheckpoints(own.committed.dir->path(), task.id(), required));
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() != proto::TASK_VERIFYING; }, false));
+  task = TheTask();
+  ASSERT_EQ(task.status(), proto::TASK_CHALLENGE);
+  const proto::VerifierSlot* slot = SlotOf(task, honest_);
+  ASSERT_EQ(slot->verdict(), proto::VERDICT_REJECT);
+  EXPECT_TRUE(std::find(slot->failed_segments().begin(), slot->failed_segments().end(), 7u) !=
+              slot->failed_segments().end());
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_REVEALING; }, true));
+  // The solver's server goes down before it reveals: nothing is served again.
+  for (const std::string& dir : {proof.committed.dir->path(), proof.result.dir->path()}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) std::filesystem::remove_all(entry.path());
+  }
+  const std::uint64_t solver_before = Wealth(solver_);
+  const std::uint64_t honest_before = Wealth(honest_);
+  const std::uint64_t solver_lock = TheTask().solver_lock();
+  Result<proto::RevealTx> reveal = ForcedRevealTx(TheTask(), secret_, own.committed.dir->path(), own.result.dir->path());
+  ASSERT_TRUE(reveal.ok()) << reveal.status().ToString();
+  Reveal(*reveal);
+  // The ledger kept the reveal's result proofs.
+  Result<proto::RevealedCheckpoints> revealed = client_->Revealed(task.id());
+  ASSERT_TRUE(revealed.ok()) << revealed.status().ToString();
+  ASSERT_EQ(revealed->leaves_size(), reveal->leaves_size());
+  EXPECT_EQ(revealed->leaves(revealed->leaves_size() - 1).result_proof(), MerkleProofOf(own.result.manifest, 8));
+
+  ASSERT_TRUE(RunUntil([&] { return TheTask().status() == proto::TASK_SETTLED; }, true));
+  const proto::DisputeGame game = ExpectTheSolverForfeitedTheGameOnSegment7(verifier);
+  EXPECT_EQ(game.start_root(), TheTask().forced_root());
+  EXPECT_EQ(game.proof_root(), RawHash(own.result.manifest.merkle_root));
+  // Not paid and its lock gone (the reveal's fee aside); the honest verifier at least even.
+  EXPECT_LE(Wealth(solver_), solver_before - solver_lock);
+  EXPECT_GE(Wealth(honest_), honest_before);
 }
 
 TEST(SelectedForCheckTest, IsDeterministicAndAuditsTheGivenShare) {

@@ -81,6 +81,11 @@ struct TaskGames {
 [[nodiscard]] Result<std::string> QueryPublishedChunk(const StateStore& state, std::string_view task_id,
                                                       std::uint64_t checkpoint, std::uint32_t tensor,
                                                       std::uint32_t chunk);
+/// The checkpoints a forced round's reveal showed, as the ledger checked them (proto::
+/// RevealedCheckpoints), ascending: with the published checkpoints, what a challenger needs to open
+/// a game over the result proof when the solver's server is down. kNotFound when the task has no
+/// such record: no reveal yet, a round that was not forced, or a pruned task.
+[[nodiscard]] Result<proto::RevealedCheckpoints> QueryRevealed(const StateStore& state, std::string_view task_id);
 
 }  // namespace polnode::contracts
 

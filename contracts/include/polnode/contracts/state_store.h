@@ -21,6 +21,10 @@
 //   "taskseq/<h>"              task id (32 raw bytes), by submission order, for listing
 //   "due/<h>"                  proto::DueList: deadlines and draws processed at the end of block h
 //   "game/<id>/<pk>"           proto::DisputeGame: the pinpoint game over verifier <pk>'s verdict
+//   "spec/<hash>"              proto::SpecIndex: the task a spec hash belongs to
+//   "pub/<id>/<c>"             proto::PublishedCheckpoint: checkpoint <c> (16 hex digits) as published
+//   "pub/<id>/<c>/<t>/<k>"     chunk <k> of tensor <t> of that checkpoint: float32 bytes
+//   "reveal/<id>"              proto::RevealedCheckpoints: a forced round's reveal, checked
 //
 // Values are canonical encodings: protobuf messages written with deterministic serialization by
 // this library only (one writer, one schema version, so one encoding per value), or the raw

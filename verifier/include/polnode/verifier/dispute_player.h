@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "polnode/base/status.h"
@@ -58,14 +59,17 @@ struct PlayerContext {
   /// The committed proof's checkpoint states (from the solver's blobs); each loaded state is
   /// checked against the start hashes (start_hashes, or checkpoint_hashes when that is empty).
   CheckpointLoader load_checkpoint;
-  /// Challenger only, when the solver's server is down after it published checkpoints on the
-  /// ledger (contracts' publication.h): checkpoint -> the Merkle proof (consensus::
-  /// SerializeMerkleProof) the ledger checked for it against the committed root. checkpoint_hashes
-  /// then holds the published checkpoints' state hashes and zeros for the others, which nobody
-  /// can know: only segments whose both ends are published are replayed, and the opening proves
-  /// them with these proofs. Not with start_hashes (a forced round's result proof is never
-  /// published).
-  std::map<std::uint64_t, std::string> published_proofs;
+  /// Challenger only, when the solver's server is down and the ledger holds what the opening
+  /// needs (contracts' publication.h and the forced reveal's RevealedCheckpoints): the Merkle
+  /// proofs (consensus::SerializeMerkleProof) the ledger checked. start_proofs: checkpoint -> the
+  /// proof of its start hash against the game's start root (a published checkpoint: the committed
+  /// proof); end_proofs: checkpoint -> the proof of its checkpoint_hashes entry against the game's
+  /// proof root (the published checkpoints again, or after a forced round's reveal the revealed
+  /// result proofs). The hashes of checkpoints without a proof are zeros, which nobody can know:
+  /// only a segment with a start proof at its start and an end proof at its end is replayed.
+  /// Both maps empty (the whole proof is known) or both non-empty.
+  std::map<std::uint64_t, std::string> start_proofs;
+  std::map<std::uint64_t, std::string> end_proofs;
   /// Challenger only: segments to replay first when looking for a wrong one (those a verifier's
   /// or whistleblower's own check already found wrong), in order; the rest follow in order.
   std::vector<std::uint64_t> suspect_segments;
@@ -78,8 +82,8 @@ class DisputePlayer {
  public:
   /// kInvalidArgument unless task, data, backend and load_checkpoint are set, the key has 32
   /// bytes, there are task->checkpoint_count() checkpoint hashes (and as many start hashes, or
-  /// none), every suspect segment is below the proof's segment count, and published proofs come
-  /// without start hashes and name checkpoints of the proof.
+  /// none), every suspect segment is below the proof's segment count, and start and end proofs are
+  /// both given or both not and name checkpoints of the proof.
   static Result<DisputePlayer> Create(PlayerContext context);
 
   /// The move this party should post now in `game` (the ledger's record of a game over `task`),
@@ -108,6 +112,10 @@ class DisputePlayer {
     return context_.start_hashes.empty() ? context_.checkpoint_hashes[s] : context_.start_hashes[s];
   }
   [[nodiscard]] Status CheckTask(const proto::Task& task, const proto::DisputeGame& game) const;
+  // Each of `proofs` proves its checkpoint's start hash (`starts`) or checkpoint hash against
+  // `raw_root`, the game's root named `root_name`.
+  [[nodiscard]] Status CheckKnownProofs(const std::string& raw_root, const std::map<std::uint64_t, std::string>& proofs,
+                                        bool starts, std::string_view root_name) const;
   // The responder for `segment`, built from its checkpoint unless it is the cached one.
   Result<PinpointResponder*> ResponderFor(const proto::Task& task, std::uint64_t segment);
   // The first wrong segment (suspects first), or nullopt when the replay finds none; searched

@@ -64,17 +64,21 @@ class DisputeDuty {
   /// fetched from the same server (ResultProofUri). A challenger whose proof server does not
   /// answer plays from the checkpoints the solver published on the ledger instead (their state
   /// hashes, Merkle proofs and states: contracts' publication.h), over the segments whose both ends
-  /// are published; the defender plays only from the server. Returns the number of moves sent in
-  /// this pass. kUnavailable when the ledger cannot be reached, kFailedPrecondition when the proof
-  /// server cannot and the ledger holds nothing to play from.
+  /// are published; after a forced round's reveal a segment starts at a published checkpoint and
+  /// ends at one the reveal showed (its result hash and proof, kept by the ledger). The defender
+  /// plays only from the server. Returns the number of moves sent in this pass. kUnavailable when
+  /// the ledger cannot be reached, kFailedPrecondition when the proof server cannot and the ledger
+  /// holds nothing to play from.
   [[nodiscard]] Result<int> Poll(RoleContext& ctx, const proto::Task& task);
 
  private:
   struct State;
   // Builds the player for the proof on trial in `task`.
   [[nodiscard]] Status Prepare(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game);
-  // Builds the challenger's player from the ledger's published checkpoints of `task`.
-  [[nodiscard]] Status PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game);
+  // Builds the challenger's player from the ledger's published checkpoints of `task`, and when the
+  // game is over a forced round's result proof (`forced`), from the reveal's result proofs too.
+  [[nodiscard]] Status PrepareFromLedger(RoleContext& ctx, const proto::Task& task, const proto::DisputeGame& game,
+                                         bool forced);
   std::unique_ptr<State> state_;
 };
 

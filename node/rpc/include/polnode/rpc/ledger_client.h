@@ -52,6 +52,10 @@ class LedgerClient {
   /// headers, progress, state hash and the Merkle proof the ledger checked. kNotFound when no
   /// header was published.
   [[nodiscard]] Result<proto::PublishedCheckpoint> Published(std::string_view task_id, std::uint64_t checkpoint) const;
+  /// The checkpoints a forced round's reveal showed, as the ledger checked them, with their
+  /// Merkle proofs against the committed and result roots. kNotFound before the reveal, in a
+  /// round that was not forced, and once the task is pruned.
+  [[nodiscard]] Result<proto::RevealedCheckpoints> Revealed(std::string_view task_id) const;
   /// Balance and nonce; a never-seen account is all zeros.
   [[nodiscard]] Result<proto::Account> Account(std::string_view pubkey) const;
   [[nodiscard]] Result<proto::StakeRecord> Stake(std::string_view pubkey, proto::Role role) const;

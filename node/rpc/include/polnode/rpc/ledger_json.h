@@ -48,6 +48,9 @@ std::string SupplyJson(const contracts::SupplyReport& report);
 std::string PublishedCheckpointJson(const proto::PublishedCheckpoint& published);
 /// GET /v1/tasks/{id}/published/{checkpoint}/{tensor}/{chunk}: the chunk's bytes as hex "data".
 std::string PublishedChunkJson(std::string_view bytes);
+/// GET /v1/tasks/{id}/revealed: a forced round's revealed checkpoints, each with its committed and
+/// result hashes and Merkle proofs in hex, and "record".
+std::string RevealedCheckpointsJson(const proto::RevealedCheckpoints& revealed);
 
 // Decoding of the answers, apart from the HTTP exchange so that it can be tested and fuzzed without
 // a socket; the LedgerClient methods call these on the body of a 200 answer. Each accepts any bytes
@@ -85,6 +88,8 @@ struct TxState {
 [[nodiscard]] Result<proto::PublishedCheckpoint> DecodePublishedCheckpoint(std::string_view body);
 /// GET /v1/tasks/{id}/published/{checkpoint}/{tensor}/{chunk}: the hex "data" of one chunk.
 [[nodiscard]] Result<std::vector<std::uint8_t>> DecodePublishedChunk(std::string_view body);
+/// GET /v1/tasks/{id}/revealed: the hex "record" of the revealed checkpoints.
+[[nodiscard]] Result<proto::RevealedCheckpoints> DecodeRevealedCheckpoints(std::string_view body);
 /// GET /v1/accounts/{pubkey}: "balance" and "nonce" (the other fields of proto::Account stay unset).
 [[nodiscard]] Result<proto::Account> DecodeAccount(std::string_view body);
 /// GET /v1/accounts/{pubkey}/stakes: bonded, locked and unbonding of the object named after `role`
