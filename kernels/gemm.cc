@@ -9,6 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace polnode::kernels {
 namespace {
 
@@ -42,9 +46,28 @@ struct PackBuffers {
 };
 thread_local PackBuffers tls_buffers;
 
+#if defined(__SSE2__)
+// dst[q * dst_stride + r] = src[r * src_stride + q] for r, q < 4: four runs of four contiguous
+// floats transposed in SSE registers (x86-64's baseline), four values per load and store.
+void Transpose4x4(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  __m128 r0 = _mm_loadu_ps(src);
+  __m128 r1 = _mm_loadu_ps(src + src_stride);
+  __m128 r2 = _mm_loadu_ps(src + 2 * src_stride);
+  __m128 r3 = _mm_loadu_ps(src + 3 * src_stride);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(dst, r0);
+  _mm_storeu_ps(dst + dst_stride, r1);
+  _mm_storeu_ps(dst + 2 * dst_stride, r2);
+  _mm_storeu_ps(dst + 3 * dst_stride, r3);
+}
+#endif
+
 // One full panel of kMr rows of A starting at `origin` (kc columns) into panel[p * kMr + i].
 // kMr is a compile-time constant so the row loop unrolls without per-row bounds checks; a
-// transposed A (row_stride 1) has each panel column contiguous and is copied as a block.
+// transposed A (row_stride 1) has each panel column contiguous and is copied as a block; a
+// row-major A (col_stride 1, the activations of most products) goes through 4 x 4 register
+// transposes, which move four values per load and store instead of one. Only copies: the
+// panel's values are A's, whichever way they came.
 template <int kMr>
 void PackAFullPanel(const MatrixView& a, const float* origin, int64_t kc, float* panel) {
   if (a.row_stride == 1) {
@@ -53,7 +76,21 @@ void PackAFullPanel(const MatrixView& a, const float* origin, int64_t kc, float*
     }
     return;
   }
-  for (int64_t p = 0; p < kc; ++p) {
+  int64_t p0 = 0;
+#if defined(__SSE2__)
+  if (a.col_stride == 1) {
+    constexpr int kBlockRows = kMr / 4 * 4;
+    for (; p0 + 4 <= kc; p0 += 4) {
+      for (int i = 0; i < kBlockRows; i += 4) {
+        Transpose4x4(origin + i * a.row_stride + p0, a.row_stride, panel + p0 * kMr + i, kMr);
+      }
+      for (int i = kBlockRows; i < kMr; ++i) {
+        for (int64_t p = p0; p < p0 + 4; ++p) panel[p * kMr + i] = origin[i * a.row_stride + p];
+      }
+    }
+  }
+#endif
+  for (int64_t p = p0; p < kc; ++p) {
     const float* src = origin + p * a.col_stride;
     float* dst = panel + p * kMr;
     for (int i = 0; i < kMr; ++i) dst[i] = src[i * a.row_stride];
@@ -116,7 +153,18 @@ void PackB(const MatrixView& b, int64_t p0, int64_t kc, int64_t j0, int64_t cols
     for (int64_t j = 0; j < live; ++j) {
       col_start[j] = b.data + p0 * b.row_stride + (j0 + jp + j) * b.col_stride;
     }
-    for (int64_t p = 0; p < kc; ++p) {
+    int64_t p_done = 0;
+#if defined(__SSE2__)
+    if (b.row_stride == 1 && live == nr && nr % 4 == 0) {
+      // Four columns by four rows at a time, through register transposes.
+      for (; p_done + 4 <= kc; p_done += 4) {
+        for (int j = 0; j < nr; j += 4) {
+          Transpose4x4(col_start[j] + p_done, b.col_stride, panel + p_done * nr + j, nr);
+        }
+      }
+    }
+#endif
+    for (int64_t p = p_done; p < kc; ++p) {
       float* dst = panel + p * nr;
       const int64_t offset = p * b.row_stride;
       for (int64_t j = 0; j < live; ++j) dst[j] = col_start[j][offset];
