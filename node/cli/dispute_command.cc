@@ -67,13 +67,20 @@ Result<solver::OnnxImport> LoadTaskOnnx(const std::string& path, const proto::Ta
   return imported;
 }
 
-// What the text and JSON say of the pinpointed node's origin in an onnx: task's file: the origin
-// when the file was given, a hint when it was not, nothing for a built-in model.
-std::optional<std::string> OnnxOriginText(const proto::Task& task, const std::optional<solver::OnnxImport>& onnx,
-                                          const contracts::GameAudit& audit) {
+// What the text and JSON say of the pinpointed node's origin in an onnx: task's file.
+struct OnnxOriginReport {
+  std::string text;                         // the origin described, or a hint without the file
+  std::optional<solver::OnnxOrigin> origin;  // when the file was given
+};
+
+// The report for a game's pinpointed node: the origin when the file was given, a hint when it was
+// not, nothing for a built-in model or a game that pinpointed no node.
+std::optional<OnnxOriginReport> OnnxOriginFor(const proto::Task& task, const std::optional<solver::OnnxImport>& onnx,
+                                              const contracts::GameAudit& audit) {
   if (!audit.node || !solver::IsOnnxModel(task.spec().model_spec())) return std::nullopt;
-  if (!onnx) return "(give --model FILE, the task's ONNX file, to name the file's node)";
-  return solver::DescribeOnnxOrigin(solver::OnnxOriginOf(*onnx, audit.node->name()));
+  if (!onnx) return OnnxOriginReport{"(give --model FILE, the task's ONNX file, to name the file's node)", std::nullopt};
+  const solver::OnnxOrigin origin = solver::OnnxOriginOf(*onnx, audit.node->name());
+  return OnnxOriginReport{solver::DescribeOnnxOrigin(origin), origin};
 }
 
 void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, const contracts::GameAudit& audit,
@@ -104,7 +111,9 @@ void WriteText(Io& io, const proto::Task& task, const proto::DisputeGame& game, 
     for (const proto::PinpointShape& shape : audit.node->outputs()) out << " " << ShapeText(shape);
     out << "\n";
   }
-  if (std::optional<std::string> origin = OnnxOriginText(task, onnx, audit)) out << "  onnx       " << *origin << "\n";
+  if (std::optional<OnnxOriginReport> report = OnnxOriginFor(task, onnx, audit)) {
+    out << "  onnx       " << report->text << "\n";
+  }
   if (game.phase() == proto::GAME_REFEREE || game.phase() == proto::GAME_RESOLVED) {
     out << "  challenger's hash  " << consensus::ToHex(game.challenger().hash()) << "\n"
         << "  defender's hash    " << consensus::ToHex(game.defender().hash()) << "\n";
@@ -150,12 +159,11 @@ void WriteJson(JsonWriter& w, const proto::Task& task, const proto::DisputeGame&
     w.Key("node").BeginObject().Field("name", audit.node->name())
         .Field("operator", kernels::OpName(static_cast<kernels::Op>(audit.node->op()))).EndObject();
   }
-  if (std::optional<std::string> origin = OnnxOriginText(task, onnx, audit)) {
-    w.Key("onnx").BeginObject().Field("origin", *origin);
-    if (onnx) {
-      const solver::OnnxOrigin o = solver::OnnxOriginOf(*onnx, audit.node->name());
-      if (o.node != nullptr) w.Field("node", o.node->node).Field("op_type", o.node->op_type);
-      if (!o.initializer.empty()) w.Field("initializer", o.initializer);
+  if (std::optional<OnnxOriginReport> report = OnnxOriginFor(task, onnx, audit)) {
+    w.Key("onnx").BeginObject().Field("origin", report->text);
+    if (const std::optional<solver::OnnxOrigin>& o = report->origin) {
+      if (o->node != nullptr) w.Field("node", o->node->node).Field("op_type", o->node->op_type);
+      if (!o->initializer.empty()) w.Field("initializer", o->initializer);
     }
     w.EndObject();
   }

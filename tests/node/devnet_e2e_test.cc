@@ -181,12 +181,7 @@ void ExpectOnnxMatchesPolnode(const std::string& task_file, const std::string& s
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
 
   TempDir io;
-  Result<std::vector<float>> ort = OnnxRuntimeOutput(io.path(), onnx, images);
-  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
-  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
-  const double error = MaxRelativeError(*ort, (*logits)->values());
-  EXPECT_LE(error, 1e-5) << onnx;
-  ::testing::Test::RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
+  ExpectOnnxRuntimeMatches(io.path(), onnx, images, **logits);
 }
 
 // Bring your own model and data (issue 13): the tasks name an ONNX file by hash and a data set

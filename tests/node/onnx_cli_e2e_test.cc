@@ -93,12 +93,8 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   Result<const kernels::Tensor*> logits = runner->Forward(*state, images, **backend);
   ASSERT_TRUE(logits.ok());
 
-  Result<std::vector<float>> ort = OnnxRuntimeOutput(dir_.path(), dir_.File("model.onnx"), images);
-  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
-  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
-  const double error = MaxRelativeError(*ort, (*logits)->values());
-  EXPECT_LE(error, 1e-5);
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
+  std::vector<float> ort;
+  ASSERT_NO_FATAL_FAILURE(ExpectOnnxRuntimeMatches(dir_.path(), dir_.File("model.onnx"), images, **logits, &ort));
 
   // onnxruntime's classes are what `polnode evaluate` predicts.
   ProcessResult eval = Polnode({"evaluate", "--task", "task.toml", "--model", final_state, "--predict",
@@ -107,7 +103,7 @@ TEST_P(OnnxCliTest, ExportedModelRunsInOnnxRuntimeWithPolnodesOutputs) {
   const std::int64_t classes = (*logits)->dim(1);
   std::string expected = "\"predictions\":[";
   for (std::int64_t b = 0; b < n; ++b) {
-    const auto row = ort->begin() + b * classes;
+    const auto row = ort.begin() + b * classes;
     const std::int64_t predicted = std::max_element(row, row + classes) - row;
     expected += std::string(b ? "," : "") + "{\"predicted\":" + std::to_string(predicted) +
                 ",\"label\":" + std::to_string(int{data->test.labels[static_cast<std::size_t>(b)]}) + "}";
@@ -284,12 +280,7 @@ TEST(OnnxGptCliTest, AnOnnxGptTaskProvesVerifiesExportsAndImportsBack) {
   ASSERT_TRUE(backend.ok());
   Result<const kernels::Tensor*> logits = runner->Forward(*state, ids, **backend);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  Result<std::vector<float>> ort = OnnxRuntimeOutput(dir.path(), dir.File("trained.onnx"), ids);
-  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
-  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), (*logits)->numel());
-  const double error = MaxRelativeError(*ort, (*logits)->values());
-  EXPECT_LE(error, 1e-5);
-  RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
+  ExpectOnnxRuntimeMatches(dir.path(), dir.File("trained.onnx"), ids, **logits);
 }
 
 }  // namespace

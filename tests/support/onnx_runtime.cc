@@ -1,9 +1,12 @@
 #include "polnode/testing/onnx_runtime.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "polnode/testing/data_files.h"
 #include "polnode/testing/torch_files.h"
@@ -34,6 +37,17 @@ double MaxRelativeError(std::span<const float> ort, std::span<const float> polno
     scale = std::max(scale, std::fabs(static_cast<double>(polnode[i])));
   }
   return scale > 0.0 ? diff / scale : std::numeric_limits<double>::infinity();
+}
+
+void ExpectOnnxRuntimeMatches(const std::string& scratch_dir, const std::string& model, const kernels::Tensor& inputs,
+                              const kernels::Tensor& polnode, std::vector<float>* ort_out) {
+  Result<std::vector<float>> ort = OnnxRuntimeOutput(scratch_dir, model, inputs);
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  ASSERT_EQ(static_cast<std::int64_t>(ort->size()), polnode.numel()) << model;
+  const double error = MaxRelativeError(*ort, polnode.values());
+  EXPECT_LE(error, 1e-5) << model;
+  ::testing::Test::RecordProperty("onnxruntime_relative_error", ::testing::PrintToString(error));
+  if (ort_out != nullptr) *ort_out = std::move(*ort);
 }
 
 }  // namespace polnode::testing

@@ -23,6 +23,13 @@ Result<std::vector<float>> OnnxRuntimeOutput(const std::string& scratch_dir, con
 /// that an all-zero output cannot pass a tolerance.
 double MaxRelativeError(std::span<const float> ort, std::span<const float> polnode);
 
+/// Expects onnxruntime's output for `model` on `inputs` (scratch files in `scratch_dir`) to be
+/// `polnode`'s, element for element, within a max relative error of 1e-5, and records the error as
+/// the test's property "onnxruntime_relative_error". With `ort_out`, onnxruntime's output is kept
+/// there as well.
+void ExpectOnnxRuntimeMatches(const std::string& scratch_dir, const std::string& model, const kernels::Tensor& inputs,
+                              const kernels::Tensor& polnode, std::vector<float>* ort_out = nullptr);
+
 }  // namespace polnode::testing
 
 #endif  // POLNODE_TESTING_ONNX_RUNTIME_H_
