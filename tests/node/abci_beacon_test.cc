@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
+#include "polnode/testing/fuzz_seeds.h"
 #include "polnode/testing/ledger_fixtures.h"
 
 namespace polnode::node {
@@ -155,6 +157,30 @@ TEST(AbciBeaconTest, DecodeRefusesMalformedTxs) {
   ASSERT_EQ(entries->size(), 3u);
   EXPECT_EQ((*entries)[2].address, Address('c'));
   EXPECT_EQ((*entries)[2].proof, net.Entry(2).proof);
+}
+
+// fuzz/corpus/beacon_tx: the seeds of fuzz/targets/beacon_tx.cc, made for four validators whose VRF
+// secrets are 32 bytes of 0x31, 0x32, 0x33, 0x34, power 10 each, at height 7 after R(1).
+TEST(AbciBeaconTest, FuzzSeedsMeanWhatTheirNamesSay) {
+  BeaconKeys keys;
+  VotingPowers powers;
+  for (int i = 0; i < 4; ++i) {
+    std::array<std::uint8_t, 32> secret{};
+    secret.fill(static_cast<std::uint8_t>(0x31 + i));
+    keys.emplace(Address(static_cast<char>('a' + i)), consensus::SecretKey::FromBytes(secret)->PublicKey());
+    powers[Address(static_cast<char>('a' + i))] = 10;
+  }
+  const std::vector<std::uint8_t> alpha = BeaconAlpha("polnode-fuzz", 7, GenesisBeacon("polnode-fuzz"));
+  const auto verify = [&](std::string_view name) {
+    return VerifyBeaconTx(polnode::testing::FuzzSeed("beacon_tx", name), keys, powers, alpha);
+  };
+  EXPECT_TRUE(verify("valid-three").ok());
+  EXPECT_TRUE(verify("valid-four").ok());
+  for (const char* bad : {"too-little-power", "unsorted", "duplicate", "truncated", "prefix-only", "empty", "bad-proof"}) {
+    EXPECT_EQ(verify(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(DecodeBeaconTx(polnode::testing::FuzzSeed("beacon_tx", "bad-proof")).ok());
+  EXPECT_TRUE(DecodeBeaconTx(polnode::testing::FuzzSeed("beacon_tx", "too-little-power")).ok());
 }
 
 }  // namespace
