@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "polnode/base/file_util.h"
@@ -108,6 +109,17 @@ std::vector<std::string_view> Segments(std::string_view path) {
     path.remove_prefix(slash + 1);
   }
   return parts;
+}
+
+// A block height in decimal (at most 18 digits, so it fits); nullopt otherwise.
+std::optional<std::uint64_t> ParseHeight(std::string_view text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return value;
 }
 
 Result<std::string> RawId(std::string_view hex) {
@@ -512,12 +524,12 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
   }
   pending_.reset();  // a block finalized again after a restart of consensus replaces the earlier attempt
 
-  // A tx that does not decode, verify or belong to this chain cannot execute at all: it gets an
-  // error result and changes nothing (ProcessProposal kept honest validators from voting for it).
   // A decided block without a valid beacon cannot come from more than 2/3 of honest validators
   // (ProcessProposal rejects it): this node cannot follow such a chain.
   POLNODE_ASSIGN_OR_RETURN(Hash256 randomness,
                            BlockBeacon(request.height(), request.txs(), PowersOf(request.decided_last_commit().votes())));
+  // A tx that does not decode, verify or belong to this chain cannot execute at all: it gets an
+  // error result and changes nothing (ProcessProposal kept honest validators from voting for it).
   abci::ResponseFinalizeBlock response;
   std::vector<contracts::VerifiedTx> verified;
   std::vector<std::size_t> slot;  // index in the stored block (and its outcomes) of verified[i]
@@ -637,21 +649,21 @@ Result<abci::ResponseCommit> AbciApp::Commit() {
   return abci::ResponseCommit();
 }
 
+Result<std::string> AbciApp::QueryBlock(std::string_view height_text) const {
+  std::optional<std::uint64_t> height = ParseHeight(height_text);
+  if (!height) return Status::InvalidArgument("block height must be a decimal number");
+  if (*height > tip_header_.height) return Status::NotFound("no block " + std::string(height_text));
+  return store_->GetEncodedBlock(*height);
+}
+
 abci::ResponseQuery AbciApp::Query(const abci::RequestQuery& request) const {
   abci::ResponseQuery response;
   const Status ready = RequireChain();
-  Result<std::string> value = ready.ok() ? QueryState(request.path(), BlockState(*store_)) : Result<std::string>(ready);
-  // /v1/blocks/{height}: a committed block in its stored form (its header carries the beacon).
   const std::vector<std::string_view> parts = Segments(request.path());
-  if (ready.ok() && parts.size() == 3 && parts[0] == "v1" && parts[1] == "blocks") {
-    std::uint64_t height = 0;
-    const bool number = !parts[2].empty() && parts[2].size() <= 18 &&
-                        std::all_of(parts[2].begin(), parts[2].end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (number) height = std::stoull(std::string(parts[2]));
-    value = !number ? Result<std::string>(Status::InvalidArgument("block height must be a decimal number"))
-            : height > tip_header_.height ? Result<std::string>(Status::NotFound("no block " + std::string(parts[2])))
-                                          : store_->GetEncodedBlock(height);
-  }
+  const bool block_path = parts.size() == 3 && parts[0] == "v1" && parts[1] == "blocks";
+  Result<std::string> value = !ready.ok()   ? Result<std::string>(ready)
+                              : block_path ? QueryBlock(parts[2])
+                                           : QueryState(request.path(), BlockState(*store_));
   response.set_height(static_cast<std::int64_t>(tip_header_.height));
   if (!value.ok()) {
     response.set_code(AbciCode(value.status().code()));

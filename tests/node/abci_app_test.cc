@@ -427,6 +427,11 @@ TEST_F(AbciAppTest, BeaconFromVoteExtensions) {
     return block.ok() ? block->header.randomness : consensus::Hash256{};
   };
   EXPECT_EQ(randomness(*app, 1), GenesisBeacon(kChain));
+  for (const char* path : {"/v1/blocks/3", "/v1/blocks/x1", "/v1/blocks/", "/v1/blocks/1234567890123456789"}) {
+    abci::Request q;
+    q.mutable_query()->set_path(path);
+    EXPECT_NE(app->Handle(q).query().code(), 0u) << path;
+  }
   EXPECT_EQ(randomness(*app, 2), *expected);
   Result<consensus::Block> stored = consensus::DecodeBlock(*app->GetEncodedBlock(2));
   ASSERT_TRUE(stored.ok());

@@ -168,6 +168,8 @@ class AbciApp {
   [[nodiscard]] Result<consensus::Hash256> BlockBeacon(std::int64_t height, const google::protobuf::RepeatedPtrField<std::string>& txs,
                                                        const VotingPowers& powers) const;
   abci::ResponseQuery Query(const abci::RequestQuery& request) const;
+  // Query's /v1/blocks/{height}: the committed block in its stored form (its header carries R(h)).
+  [[nodiscard]] Result<std::string> QueryBlock(std::string_view height_text) const;
 
   // Loads the chain id and tip header from a store that has blocks, and makes the pool.
   [[nodiscard]] Status LoadChain();
