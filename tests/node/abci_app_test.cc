@@ -1,5 +1,6 @@
 // AbciApp in process over a real RocksDB: genesis through InitChain, mempool admission, proposals,
-// a block's execution and commit, queries, restarts, and the requests it must refuse.
+// a block's execution and commit, queries, restarts, the requests it must refuse, and the beacon
+// through ExtendVote, VerifyVoteExtension, PrepareProposal, ProcessProposal and FinalizeBlock.
 #include "polnode/ledger/abci_app.h"
 
 #include <gtest/gtest.h>

@@ -455,7 +455,9 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
 // Four validators from `cometbft testnet`, each with its own polnode application, on loopback
 // ports: a transfer goes in at one node and every node executes it to the same app hash; one
 // validator (CometBFT node and application) is killed with SIGKILL, the other three go on with a
-// second transfer, and the killed one restarts, catches up and agrees again.
+// second transfer, and the killed one restarts, catches up and agrees again. Before the kill,
+// every block's randomness is checked: the same at every validator, and the derivation from the
+// beacon tx (the validators' VRF proofs from their vote extensions) that CometBFT's block carries.
 TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
   ASSERT_TRUE(HaveCometbft());
   polnode::testing::TempDir dir("abci-4v");
