@@ -11,11 +11,12 @@
 #include "polnode/base/dir_lock.h"
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/devnet/abci_genesis.h"
 #include "polnode/ledger/abci_app.h"
 #include "polnode/ledger/abci_server.h"
 #include "polnode/roles/stop_signals.h"
 #include "polnode/ledger/node_config.h"
-#include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/http_server.h"
 #include "polnode/rpc/json.h"
@@ -37,7 +38,19 @@ Status Serve(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(DirLock home_lock, DirLock::Acquire(home, "ABCI application home"));
   AbciAppOptions options;
   options.data_dir = (std::filesystem::path(home) / "data").string();
-  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<AbciApp> app, AbciApp::Open(options, ParseGenesisJson));
+  // The validator's VRF key for the beacon (abci_beacon.h), made on first start; its public key
+  // (the startup line's vrf_pubkey) goes into the genesis beacon_keys under this validator's address.
+  const std::string vrf_path = (std::filesystem::path(home) / "vrf.key").string();
+  Result<consensus::SecretKey> vrf_key = consensus::ReadKeyFile(vrf_path);
+  if (vrf_key.status().code() == StatusCode::kNotFound) {
+    POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey fresh, consensus::SecretKey::Generate());
+    POLNODE_RETURN_IF_ERROR(consensus::WriteKeyFile(vrf_path, fresh));
+    vrf_key = std::move(fresh);
+  }
+  if (!vrf_key.ok()) return vrf_key.status().WithContext(vrf_path);
+  options.vrf_key = *vrf_key;
+  const std::string vrf_pubkey = consensus::ToHex(vrf_key->PublicKey().bytes());
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<AbciApp> app, AbciApp::Open(options, ParseAbciGenesisJson));
   POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<AbciServer> server,
                            AbciServer::Start(flags.Get("listen"), [&app](const abci::Request& r) { return app->Handle(r); }));
   // The HTTP API, when asked for: its reads never wait on CometBFT, and a post holds no lock of the
@@ -64,13 +77,14 @@ Status Serve(const FlagSet& flags, Io& io) {
     w.BeginObject()
         .Field("height", app->height())
         .Field("app_hash", consensus::ToHex(app->state_root()))
+        .Field("vrf_pubkey", vrf_pubkey)
         .Field("port", static_cast<std::uint64_t>(server->port()));
     if (http) w.Field("http_port", static_cast<std::uint64_t>(http->port()));
     w.EndObject();
     io.out << w.str() << std::endl;
   } else {
     io.out << "polnode abci: at height " << app->height() << ", listening on " << flags.Get("listen")
-           << " (port " << server->port() << ")";
+           << " (port " << server->port() << "), VRF public key " << vrf_pubkey;
     if (http) io.out << ", HTTP API on port " << http->port();
     io.out << std::endl;
   }
@@ -88,7 +102,10 @@ int RunAbciCommand(const std::vector<std::string>& args, Io& io) {
                 "Run polnode as a CometBFT ABCI 2.0 application (CometBFT v0.38): CometBFT connects to --listen "
                 "(its proxy_app), orders the transactions and polnode's contracts execute every block; genesis "
                 "accounts and params come from the app_state of CometBFT's genesis.json (polnode's genesis.json "
-                "format). Reads: CometBFT's abci_query with the ledger API's paths (/v1/accounts/{pubkey}, "
+                "format plus \"beacon_keys\": [{\"address\": CometBFT validator address, \"vrf_pubkey\": hex}, ...] for "
+                "every validator, and consensus_params.abci.vote_extensions_enable_height must be 1: each block's "
+                "randomness comes from the validators' VRFs through vote extensions). The VRF key is DIR/vrf.key, "
+                "made on first start; the startup line shows its public key. Reads: CometBFT's abci_query with the ledger API's paths (/v1/accounts/{pubkey}, "
                 "/v1/tasks/{id}, /v1/params, /v1/jackpot), answered as protobuf records; with --http also polnode's "
                 "HTTP API (the routes of `polnode ledger`), which the role daemons use unchanged: reads from the "
                 "committed state, POST /v1/tx forwarded to --comet-rpc's broadcast_tx_sync. Stops cleanly on "

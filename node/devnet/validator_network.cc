@@ -12,6 +12,8 @@
 
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/key_file.h"
+#include "polnode/devnet/abci_genesis.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"
@@ -122,6 +124,23 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
     }
     net->nodes_.push_back(std::move(node));
   }
+  // Each validator's VRF key for the beacon (node/ledger/abci_beacon.h), in its application's home
+  // where `polnode abci` reads it, registered in the genesis under its CometBFT address.
+  BeaconKeys beacon_keys;
+  for (const Node& node : net->nodes_) {
+    POLNODE_ASSIGN_OR_RETURN(consensus::SecretKey vrf_key, consensus::SecretKey::Generate());
+    POLNODE_RETURN_IF_ERROR(consensus::WriteKeyFile(node.app_home + "/vrf.key", vrf_key));
+    const std::string key_path = node.comet_home + "/config/priv_validator_key.json";
+    POLNODE_ASSIGN_OR_RETURN(std::string key_json, ReadText(key_path));
+    POLNODE_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(key_json));
+    if (!doc.IsObject() || !doc.HasMember("address") || !doc["address"].IsString()) {
+      return Status::Corruption(key_path + " has no address");
+    }
+    POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> address, consensus::HexToBytes(doc["address"].GetString()));
+    if (address.size() != kValidatorAddressBytes) return Status::Corruption(key_path + "'s address is not 20 bytes");
+    beacon_keys.emplace(std::string(address.begin(), address.end()), vrf_key.PublicKey());
+  }
+  POLNODE_ASSIGN_OR_RETURN(const std::string app_state, AddBeaconKeys(options.genesis_json, beacon_keys));
   for (int i = 0; i < options.validators; ++i) {
     const Node& node = net->nodes_[static_cast<std::size_t>(i)];
     const std::string genesis_path = node.comet_home + "/config/genesis.json";
@@ -134,8 +153,11 @@ Result<std::unique_ptr<ValidatorNetwork>> ValidatorNetwork::Create(const Validat
     const std::size_t chain_end = genesis.find('"', chain_at + chain_key.size());
     if (chain_end == std::string::npos) return Status::Corruption(genesis_path + "'s chain_id has no closing quote");
     genesis.replace(chain_at, chain_end + 1 - chain_at, chain_key + options.chain_id + "\"");
-    POLNODE_RETURN_IF_ERROR(ReplaceOnce(genesis, "\"app_hash\": \"\"",
-                                        "\"app_hash\": \"\",\n  \"app_state\": " + options.genesis_json, genesis_path));
+    POLNODE_RETURN_IF_ERROR(ReplaceOnce(genesis, "\"app_hash\": \"\"", "\"app_hash\": \"\",\n  \"app_state\": " + app_state,
+                                        genesis_path));
+    // The beacon's vote extensions, from height 1.
+    POLNODE_RETURN_IF_ERROR(ReplaceOnce(genesis, "\"vote_extensions_enable_height\": \"0\"",
+                                        "\"vote_extensions_enable_height\": \"1\"", genesis_path));
     POLNODE_RETURN_IF_ERROR(WriteFileAtomically(genesis_path, genesis));
 
     const std::string config_path = node.comet_home + "/config/config.toml";

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
+#include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/queries.h"
@@ -24,19 +26,6 @@ std::int64_t UnixMillis(const google::protobuf::Timestamp& t) {
   return t.seconds() * 1000 + t.nanos() / 1'000'000;
 }
 
-// Block randomness under CometBFT, for segment selection and forced errors: a hash of the block's
-// hash, which CometBFT passes to ProcessProposal and FinalizeBlock and which every validator agrees
-// on. It is unknown before the block is proposed, but the proposer can bias it: the block hash
-// covers the header (time, the txs it chose and their order, the last commit it includes), so a
-// proposer can try many variants and propose the one whose beacon it likes, and it can also
-// withhold a proposal and let the round pass. That is weaker than the embedded ledger's beacon (its
-// producer's VRF output, fixed before any tx is chosen, so that producer can only withhold a
-// block). Issue 17 item 2 replaces this with a beacon no single validator controls; until then a
-// CometBFT network trusts each proposer with its block's draw.
-Hash256 BlockRandomness(std::string_view block_hash) {
-  return consensus::Sha256("polnode/abci-beacon/v1" + std::string(block_hash));
-}
-
 // The account that receives a block's fees. CometBFT names the proposer by its consensus key's
 // address (20 bytes of SHA-256 of an ed25519 key), which is not a polnode account; until
 // validators register one, fees go to this derived key, whose secret nobody holds: they leave
@@ -45,17 +34,55 @@ contracts::PubKey ProposerAccount(std::string_view proposer_address) {
   return consensus::Sha256("polnode/abci-proposer/v1" + std::string(proposer_address));
 }
 
-// The context of CometBFT's block `height`. `block_hash` is empty in PrepareProposal, where the block
-// (so its hash and randomness) does not exist yet; the ante checks its simulation runs do not read
-// the randomness.
-contracts::BlockContext MakeContext(std::int64_t height, const google::protobuf::Timestamp& time,
-                                    std::string_view block_hash, std::string_view proposer_address) {
+// The context of CometBFT's block `height` with its beacon `randomness` (abci_beacon.h). The
+// randomness is zero in PrepareProposal, where the ante checks its simulation runs do not read it.
+contracts::BlockContext MakeContext(std::int64_t height, const google::protobuf::Timestamp& time, const Hash256& randomness,
+                                    std::string_view proposer_address) {
   contracts::BlockContext context;
   context.height = static_cast<std::uint64_t>(height);
   context.time_unix_ms = UnixMillis(time);
-  if (!block_hash.empty()) context.randomness = BlockRandomness(block_hash);
+  context.randomness = randomness;
   context.proposer = ProposerAccount(proposer_address);
   return context;
+}
+
+// The validator set of a block's last commit: every vote's validator with its power, absent ones
+// included (CometBFT lists the whole set).
+template <typename Votes>
+VotingPowers PowersOf(const Votes& votes) {
+  VotingPowers powers;
+  for (const auto& vote : votes) powers[vote.validator().address()] = vote.validator().power();
+  return powers;
+}
+
+// The file in the data directory that keeps the genesis beacon_keys: one 52-byte record per
+// validator (20-byte address, 32-byte VRF public key). InitChain writes it before block 0.
+constexpr std::string_view kBeaconKeysFile = "beacon_keys";
+constexpr std::size_t kBeaconKeyRecord = kValidatorAddressBytes + 32;
+
+std::string BeaconKeysPath(const std::string& data_dir) { return data_dir + "/" + std::string(kBeaconKeysFile); }
+
+std::string EncodeBeaconKeys(const BeaconKeys& keys) {
+  std::string out;
+  for (const auto& [address, key] : keys) {
+    out += address;
+    out.append(key.bytes().begin(), key.bytes().end());
+  }
+  return out;
+}
+
+Result<BeaconKeys> DecodeBeaconKeys(const std::vector<std::uint8_t>& bytes) {
+  if (bytes.empty() || bytes.size() % kBeaconKeyRecord != 0) return Status::Corruption("beacon_keys file has a bad size");
+  BeaconKeys keys;
+  for (std::size_t at = 0; at < bytes.size(); at += kBeaconKeyRecord) {
+    const std::string address(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                              bytes.begin() + static_cast<std::ptrdiff_t>(at + kValidatorAddressBytes));
+    Result<consensus::XOnlyPublicKey> key = consensus::XOnlyPublicKey::FromBytes(
+        std::span<const std::uint8_t, 32>(bytes.data() + at + kValidatorAddressBytes, 32));
+    if (!key.ok()) return Status::Corruption("beacon_keys file holds an invalid VRF key");
+    keys.emplace(address, *key);
+  }
+  return keys;
 }
 
 // The protobuf size of `tx` as one element of a repeated bytes field: what CometBFT counts against
@@ -82,6 +109,17 @@ std::vector<std::string_view> Segments(std::string_view path) {
     path.remove_prefix(slash + 1);
   }
   return parts;
+}
+
+// A block height in decimal (at most 18 digits, so it fits); nullopt otherwise.
+std::optional<std::uint64_t> ParseHeight(std::string_view text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return value;
 }
 
 Result<std::string> RawId(std::string_view hex) {
@@ -143,6 +181,15 @@ Status AbciApp::LoadChain() {
   POLNODE_ASSIGN_OR_RETURN(consensus::Block tip, consensus::DecodeBlock(tip_bytes));
   chain_id_ = block0.header.chain_id;
   tip_header_ = tip.header;
+  parent_randomness_ = Hash256{};
+  if (tip.header.height > 0) {
+    POLNODE_ASSIGN_OR_RETURN(std::string parent_bytes, store_->GetEncodedBlock(tip.header.height - 1));
+    POLNODE_ASSIGN_OR_RETURN(consensus::Block parent, consensus::DecodeBlock(parent_bytes));
+    parent_randomness_ = parent.header.randomness;
+  }
+  Result<std::vector<std::uint8_t>> keys = ReadWholeFile(BeaconKeysPath(options_.data_dir), 1 << 20);
+  if (!keys.ok()) return keys.status().WithContext("the validators' VRF keys (written by InitChain)");
+  POLNODE_ASSIGN_OR_RETURN(beacon_keys_, DecodeBeaconKeys(*keys));
   mempool_ = std::make_unique<consensus::Mempool>(
       consensus::MempoolOptions{chain_id_, options_.mempool_max_txs, options_.max_tx_bytes});
   return Status::Ok();
@@ -265,11 +312,14 @@ abci::Response AbciApp::Handle(const abci::Request& request) {
       *response.mutable_process_proposal() = std::move(r).value();
       return response;
     }
-    case abci::Request::kExtendVote:
-      response.mutable_extend_vote();
+    case abci::Request::kExtendVote: {
+      Result<abci::ResponseExtendVote> r = ExtendVote(request.extend_vote());
+      if (!r.ok()) return Exception(r.status().WithContext("ExtendVote"));
+      *response.mutable_extend_vote() = std::move(r).value();
       return response;
+    }
     case abci::Request::kVerifyVoteExtension:
-      response.mutable_verify_vote_extension()->set_status(abci::ResponseVerifyVoteExtension::ACCEPT);
+      *response.mutable_verify_vote_extension() = VerifyVoteExtension(request.verify_vote_extension());
       return response;
     case abci::Request::kFinalizeBlock: {
       Result<abci::ResponseFinalizeBlock> r = FinalizeBlock(request.finalize_block());
@@ -297,7 +347,8 @@ abci::ResponseInfo AbciApp::Info() const {
 }
 
 Result<abci::ResponseInitChain> AbciApp::InitChain(const abci::RequestInitChain& request) {
-  POLNODE_ASSIGN_OR_RETURN(GenesisFile genesis, parse_genesis_(request.app_state_bytes()));
+  POLNODE_ASSIGN_OR_RETURN(AbciGenesis abci_genesis, parse_genesis_(request.app_state_bytes()));
+  const GenesisFile& genesis = abci_genesis.file;
   if (genesis.spec.chain_id() != request.chain_id()) {
     return Status::InvalidArgument("app_state is for chain '" + genesis.spec.chain_id() + "' but CometBFT's genesis is for '" +
                                    request.chain_id() + "'");
@@ -306,6 +357,24 @@ Result<abci::ResponseInitChain> AbciApp::InitChain(const abci::RequestInitChain&
     return Status::InvalidArgument("initial_height " + std::to_string(request.initial_height()) +
                                    " is not supported: polnode's chains start at block 1");
   }
+  // The beacon needs every block from 2 on to follow votes with extensions, and every validator's
+  // extension to be checkable.
+  if (request.consensus_params().abci().vote_extensions_enable_height() != 1) {
+    return Status::InvalidArgument(
+        "polnode's beacon needs vote extensions from height 1: set consensus_params.abci.vote_extensions_enable_height "
+        "to \"1\" in CometBFT's genesis.json (it is " +
+        std::to_string(request.consensus_params().abci().vote_extensions_enable_height()) + ")");
+  }
+  for (const abci::ValidatorUpdate& v : request.validators()) {
+    if (!v.pub_key().has_ed25519()) return Status::InvalidArgument("a genesis validator's key is not ed25519");
+    const Hash256 digest = consensus::Sha256(v.pub_key().ed25519());
+    const std::string address(digest.begin(), digest.begin() + kValidatorAddressBytes);
+    if (abci_genesis.beacon_keys.count(address) == 0) {
+      return Status::InvalidArgument("genesis app_state has no beacon_keys entry (VRF key) for validator " +
+                                     consensus::ToHex({reinterpret_cast<const std::uint8_t*>(address.data()), address.size()}));
+    }
+  }
+  if (abci_genesis.beacon_keys.empty()) return Status::InvalidArgument("genesis app_state has no beacon_keys");
   abci::ResponseInitChain response;
   if (store_->tip().has_value()) {
     // A restart after InitChain but before block 1: the genesis must be the one already stored.
@@ -321,9 +390,13 @@ Result<abci::ResponseInitChain> AbciApp::InitChain(const abci::RequestInitChain&
     if (tree.root() != tip_header_.state_root) {
       return Status::FailedPrecondition("app_state does not match the genesis stored in block 0");
     }
+    if (EncodeBeaconKeys(abci_genesis.beacon_keys) != EncodeBeaconKeys(beacon_keys_)) {
+      return Status::FailedPrecondition("app_state's beacon_keys differ from the stored ones");
+    }
     response.set_app_hash(Bytes(tip_header_.state_root));
     return response;
   }
+  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(BeaconKeysPath(options_.data_dir), EncodeBeaconKeys(abci_genesis.beacon_keys)));
   BlockState state(*store_);
   POLNODE_RETURN_IF_ERROR(app_.InitChain(genesis.spec, state).WithContext("genesis"));
   POLNODE_ASSIGN_OR_RETURN(Hash256 root, store_->StateRoot(state.delta()));
@@ -353,7 +426,9 @@ Status AbciApp::CheckPending(consensus::PendingTx& tx, const contracts::StateSto
 abci::ResponseCheckTx AbciApp::CheckTx(const abci::RequestCheckTx& request) {
   abci::ResponseCheckTx response;
   Status status = RequireChain();
-  if (status.ok()) {
+  if (status.ok() && IsBeaconTx(request.tx())) {
+    status = Status::InvalidArgument("a tx starting with 0x00 is a block's beacon tx, which only a proposer adds");
+  } else if (status.ok()) {
     if (request.type() == abci::RECHECK) {
       // Commit already rechecked polnode's pool against the new state; a tx it dropped is gone.
       if (!mempool_->Contains(consensus::TxId(request.tx()))) {
@@ -385,14 +460,29 @@ Result<abci::ResponsePrepareProposal> AbciApp::PrepareProposal(const abci::Reque
   for (const consensus::PendingTx& tx : decoded) {
     candidates.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
   }
-  const contracts::BlockContext context = MakeContext(request.height(), request.time(), {}, request.proposer_address());
+  const contracts::BlockContext context = MakeContext(request.height(), request.time(), Hash256{}, request.proposer_address());
   const std::uint64_t max_bytes = request.max_tx_bytes() > 0 ? static_cast<std::uint64_t>(request.max_tx_bytes()) : 0;
+  abci::ResponsePrepareProposal response;
+  std::uint64_t total = 0;
+  if (request.height() >= 2) {
+    std::vector<ExtendedVote> votes;
+    for (const abci::ExtendedVoteInfo& v : request.local_last_commit().votes()) {
+      if (v.block_id_flag() == abci::BLOCK_ID_FLAG_COMMIT) votes.push_back(ExtendedVote{v.validator().address(), v.vote_extension()});
+    }
+    const std::vector<std::uint8_t> alpha =
+        BeaconAlpha(chain_id_, static_cast<std::uint64_t>(request.height() - 1), parent_randomness_);
+    // Without more than 2/3 of valid extensions no valid block exists: an empty proposal, which
+    // the others reject, lets the round pass rather than stop this node.
+    Result<std::string> beacon = BuildBeaconTx(votes, beacon_keys_, PowersOf(request.local_last_commit().votes()), alpha);
+    if (!beacon.ok()) return response;
+    total += ProtoSizeOfTx(*beacon);
+    if (total > max_bytes) return response;
+    response.add_txs(*std::move(beacon));
+  }
   const BlockState committed(*store_);
   POLNODE_ASSIGN_OR_RETURN(std::vector<contracts::VerifiedTx> chosen,
                            app_.PrepareProposal(std::move(candidates), context, committed,
                                                 contracts::ProposalLimits{options_.max_txs_per_block, max_bytes}));
-  abci::ResponsePrepareProposal response;
-  std::uint64_t total = 0;
   for (const contracts::VerifiedTx& tx : chosen) {
     auto it = std::find_if(decoded.begin(), decoded.end(), [&](const consensus::PendingTx& p) { return p.id == tx.tx_hash; });
     if (it == decoded.end()) return Status::Internal("PrepareProposal returned a transaction that was not offered");
@@ -408,16 +498,17 @@ Result<abci::ResponseProcessProposal> AbciApp::ProcessProposal(const abci::Reque
   POLNODE_RETURN_IF_ERROR(RequireChain());
   abci::ResponseProcessProposal response;
   response.set_status(abci::ResponseProcessProposal::REJECT);
+  Result<Hash256> beacon = BlockBeacon(request.height(), request.txs(), PowersOf(request.proposed_last_commit().votes()));
+  if (!beacon.ok()) return response;
   std::vector<consensus::PendingTx> decoded;
-  for (const std::string& tx : request.txs()) {
-    Result<consensus::PendingTx> pending = mempool_->Precheck(tx);
+  for (int i = request.height() >= 2 ? 1 : 0; i < request.txs_size(); ++i) {
+    Result<consensus::PendingTx> pending = mempool_->Precheck(request.txs(i));
     if (!pending.ok()) return response;
     decoded.push_back(std::move(pending).value());
   }
   std::vector<contracts::VerifiedTx> txs;
   for (const consensus::PendingTx& tx : decoded) txs.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
-  const contracts::BlockContext context =
-      MakeContext(request.height(), request.time(), request.hash(), request.proposer_address());
+  const contracts::BlockContext context = MakeContext(request.height(), request.time(), *beacon, request.proposer_address());
   const BlockState committed(*store_);
   const contracts::ProposalLimits limits{options_.max_txs_per_block, std::numeric_limits<std::uint64_t>::max()};
   if (app_.ProcessProposal(txs, context, committed, limits).ok()) response.set_status(abci::ResponseProcessProposal::ACCEPT);
@@ -433,13 +524,19 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
   }
   pending_.reset();  // a block finalized again after a restart of consensus replaces the earlier attempt
 
+  // A decided block without a valid beacon cannot come from more than 2/3 of honest validators
+  // (ProcessProposal rejects it): this node cannot follow such a chain.
+  POLNODE_ASSIGN_OR_RETURN(Hash256 randomness,
+                           BlockBeacon(request.height(), request.txs(), PowersOf(request.decided_last_commit().votes())));
   // A tx that does not decode, verify or belong to this chain cannot execute at all: it gets an
   // error result and changes nothing (ProcessProposal kept honest validators from voting for it).
   abci::ResponseFinalizeBlock response;
   std::vector<contracts::VerifiedTx> verified;
-  std::vector<std::size_t> slot;  // index in the block of verified[i]
+  std::vector<std::size_t> slot;  // index in the stored block (and its outcomes) of verified[i]
   PendingBlock block;
-  for (int i = 0; i < request.txs_size(); ++i) {
+  const int first = request.height() >= 2 ? 1 : 0;  // the beacon tx: CometBFT's, executed by no contract
+  if (first == 1) response.add_tx_results();
+  for (int i = first; i < request.txs_size(); ++i) {
     const std::string& raw = request.txs(i);
     block.block.txs.push_back(raw);
     block.ids.push_back(consensus::TxId(raw));
@@ -454,10 +551,9 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
       continue;
     }
     verified.push_back(contracts::MakeVerifiedTx(pending->envelope, pending->id, raw.size()));
-    slot.push_back(static_cast<std::size_t>(i));
+    slot.push_back(static_cast<std::size_t>(i - first));
   }
-  const contracts::BlockContext context =
-      MakeContext(request.height(), request.time(), request.hash(), request.proposer_address());
+  const contracts::BlockContext context = MakeContext(request.height(), request.time(), randomness, request.proposer_address());
   block.state = std::make_unique<BlockState>(*store_);
   POLNODE_ASSIGN_OR_RETURN(contracts::BlockResult executed, app_.FinalizeBlock(context, verified, *block.state));
   if (executed.tx_results.size() != verified.size()) {
@@ -466,7 +562,7 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
   }
   for (std::size_t i = 0; i < verified.size(); ++i) {
     const contracts::TxResult& r = executed.tx_results[i];
-    abci::ExecTxResult* result = response.mutable_tx_results(static_cast<int>(slot[i]));
+    abci::ExecTxResult* result = response.mutable_tx_results(static_cast<int>(slot[i]) + first);
     result->set_code(AbciCode(r.code));
     if (r.code != StatusCode::kOk) {
       result->set_log(r.log);
@@ -487,6 +583,45 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
   return response;
 }
 
+Result<Hash256> AbciApp::BlockBeacon(std::int64_t height, const google::protobuf::RepeatedPtrField<std::string>& txs,
+                                     const VotingPowers& powers) const {
+  if (height == 1) return GenesisBeacon(chain_id_);
+  if (txs.empty()) return Status::InvalidArgument("block " + std::to_string(height) + " has no beacon tx");
+  const std::vector<std::uint8_t> alpha = BeaconAlpha(chain_id_, static_cast<std::uint64_t>(height - 1), parent_randomness_);
+  Result<Hash256> beacon = VerifyBeaconTx(txs[0], beacon_keys_, powers, alpha);
+  if (!beacon.ok()) return beacon.status().WithContext("block " + std::to_string(height) + "'s beacon tx");
+  return beacon;
+}
+
+Result<abci::ResponseExtendVote> AbciApp::ExtendVote(const abci::RequestExtendVote& request) const {
+  POLNODE_RETURN_IF_ERROR(RequireChain());
+  if (!options_.vrf_key) return Status::FailedPrecondition("this node has no VRF key, so it cannot extend its votes");
+  // CometBFT asks for the height after the last committed block, whose randomness alpha binds.
+  if (request.height() <= 0 || static_cast<std::uint64_t>(request.height()) != tip_header_.height + 1) {
+    return Status::FailedPrecondition("ExtendVote for height " + std::to_string(request.height()) + " after block " +
+                                      std::to_string(tip_header_.height));
+  }
+  const std::vector<std::uint8_t> alpha = BeaconAlpha(chain_id_, static_cast<std::uint64_t>(request.height()), tip_header_.randomness);
+  POLNODE_ASSIGN_OR_RETURN(std::string extension, MakeBeaconExtension(*options_.vrf_key, alpha));
+  abci::ResponseExtendVote response;
+  response.set_vote_extension(std::move(extension));
+  return response;
+}
+
+abci::ResponseVerifyVoteExtension AbciApp::VerifyVoteExtension(const abci::RequestVerifyVoteExtension& request) const {
+  abci::ResponseVerifyVoteExtension response;
+  response.set_status(abci::ResponseVerifyVoteExtension::REJECT);
+  if (!RequireChain().ok() || request.height() <= 0 ||
+      static_cast<std::uint64_t>(request.height()) != tip_header_.height + 1) {
+    return response;
+  }
+  const std::vector<std::uint8_t> alpha = BeaconAlpha(chain_id_, static_cast<std::uint64_t>(request.height()), tip_header_.randomness);
+  if (VerifyBeaconExtension(beacon_keys_, request.validator_address(), request.vote_extension(), alpha).ok()) {
+    response.set_status(abci::ResponseVerifyVoteExtension::ACCEPT);
+  }
+  return response;
+}
+
 Result<abci::ResponseCommit> AbciApp::Commit() {
   if (!pending_) return Status::FailedPrecondition("Commit without a finalized block");
   PendingBlock block = std::move(*pending_);
@@ -499,6 +634,7 @@ Result<abci::ResponseCommit> AbciApp::Commit() {
   POLNODE_ASSIGN_OR_RETURN(record.encoded_block, consensus::EncodeBlock(block.block));
   POLNODE_ASSIGN_OR_RETURN(consensus::PreparedCommit prepared, store_->Prepare(record, block.state->delta()));
   POLNODE_RETURN_IF_ERROR(store_->Write(std::move(prepared)));
+  parent_randomness_ = tip_header_.randomness;
   tip_header_ = block.block.header;
   counters_.blocks_produced.fetch_add(1, std::memory_order_relaxed);
   counters_.txs_committed.fetch_add(record.tx_ids.size(), std::memory_order_relaxed);
@@ -513,10 +649,21 @@ Result<abci::ResponseCommit> AbciApp::Commit() {
   return abci::ResponseCommit();
 }
 
+Result<std::string> AbciApp::QueryBlock(std::string_view height_text) const {
+  std::optional<std::uint64_t> height = ParseHeight(height_text);
+  if (!height) return Status::InvalidArgument("block height must be a decimal number");
+  if (*height > tip_header_.height) return Status::NotFound("no block " + std::string(height_text));
+  return store_->GetEncodedBlock(*height);
+}
+
 abci::ResponseQuery AbciApp::Query(const abci::RequestQuery& request) const {
   abci::ResponseQuery response;
   const Status ready = RequireChain();
-  Result<std::string> value = ready.ok() ? QueryState(request.path(), BlockState(*store_)) : Result<std::string>(ready);
+  const std::vector<std::string_view> parts = Segments(request.path());
+  const bool block_path = parts.size() == 3 && parts[0] == "v1" && parts[1] == "blocks";
+  Result<std::string> value = !ready.ok()   ? Result<std::string>(ready)
+                              : block_path ? QueryBlock(parts[2])
+                                           : QueryState(request.path(), BlockState(*store_));
   response.set_height(static_cast<std::int64_t>(tip_header_.height));
   if (!value.ok()) {
     response.set_code(AbciCode(value.status().code()));

@@ -28,6 +28,9 @@
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/consensus/block.h"
+#include "polnode/devnet/abci_genesis.h"
+#include "polnode/ledger/abci_beacon.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/ledger_client.h"
@@ -128,16 +131,53 @@ std::string Upper(std::string s) {
                                        << ": scripts/install-deps.sh builds it (or set POLNODE_COMETBFT)";
 }
 
-// Puts the polnode genesis into CometBFT's genesis.json as app_state, under polnode's chain id.
-::testing::AssertionResult SetAppState(const std::string& comet_home) {
+std::string Raw(const std::string& hex) {
+  Result<std::vector<std::uint8_t>> bytes = consensus::HexToBytes(hex);
+  return bytes.ok() ? std::string(bytes->begin(), bytes->end()) : std::string();
+}
+
+// The CometBFT validator address (raw bytes) of the node at `comet_home`.
+std::string ValidatorAddress(const std::string& comet_home) {
+  // The file is indented JSON ("address": "..."), unlike the RPC's compact answers.
+  const std::string text = ReadFile(comet_home + "/config/priv_validator_key.json");
+  const std::string needle = "\"address\": \"";
+  const std::size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const std::size_t start = at + needle.size();
+  return Raw(text.substr(start, text.find('"', start) - start));
+}
+
+// Each validator's VRF public key (the vrf_pubkey its `polnode abci` startup line reports) by its
+// CometBFT address.
+using VrfKeys = BeaconKeys;
+
+// Adds the validator at `comet_home`, whose application reported `startup`, to `keys`.
+::testing::AssertionResult AddVrfKey(VrfKeys& keys, const std::string& comet_home, const std::string& startup) {
+  const std::string hex = JsonString(startup, "vrf_pubkey");
+  const std::string raw = Raw(hex);
+  if (raw.size() != 32) return ::testing::AssertionFailure() << "no vrf_pubkey in " << startup;
+  Result<consensus::XOnlyPublicKey> key =
+      consensus::XOnlyPublicKey::FromBytes(std::span<const std::uint8_t, 32>(reinterpret_cast<const std::uint8_t*>(raw.data()), 32));
+  if (!key.ok()) return ::testing::AssertionFailure() << key.status().ToString();
+  keys.emplace(ValidatorAddress(comet_home), *key);
+  return ::testing::AssertionSuccess();
+}
+
+// Puts the polnode genesis, with the validators' VRF keys, into CometBFT's genesis.json as
+// app_state, under polnode's chain id, and turns vote extensions on from height 1 (the beacon's).
+::testing::AssertionResult SetAppState(const std::string& comet_home, const VrfKeys& keys) {
   const std::string path = comet_home + "/config/genesis.json";
   std::string genesis = ReadFile(path);
   const std::size_t chain_at = genesis.find("\"chain_id\": \"");
   if (chain_at == std::string::npos) return ::testing::AssertionFailure() << path << " has no chain_id";
   const std::size_t chain_end = genesis.find('"', chain_at + 13);
   genesis.replace(chain_at, chain_end + 1 - chain_at, "\"chain_id\": \"" + std::string(kChain) + "\"");
-  const std::string app_state = FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance));
-  auto replaced = ReplaceOnce(genesis, "\"app_hash\": \"\"", "\"app_hash\": \"\",\n  \"app_state\": " + app_state);
+  Result<std::string> app_state =
+      AddBeaconKeys(FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance)), keys);
+  if (!app_state.ok()) return ::testing::AssertionFailure() << app_state.status().ToString();
+  auto replaced = ReplaceOnce(genesis, "\"app_hash\": \"\"", "\"app_hash\": \"\",\n  \"app_state\": " + *app_state);
+  if (!replaced) return replaced;
+  replaced = ReplaceOnce(genesis, "\"vote_extensions_enable_height\": \"0\"", "\"vote_extensions_enable_height\": \"1\"");
   if (!replaced) return replaced;
   WriteFile(path, genesis);
   return ::testing::AssertionSuccess();
@@ -252,6 +292,23 @@ class ValidatorNode {
     return JsonString(Get("/block?height=" + std::to_string(height)), "app_hash");
   }
 
+  // The randomness polnode stored in block `height`'s header (abci_query /v1/blocks/{height}).
+  consensus::Hash256 Randomness(std::int64_t height) const {
+    Result<consensus::Block> block = consensus::DecodeBlock(Query("/v1/blocks/" + std::to_string(height)));
+    EXPECT_TRUE(block.ok()) << "block " << height;
+    return block.ok() ? block->header.randomness : consensus::Hash256{};
+  }
+
+  // The first tx of CometBFT's block `height` ("" when it has none).
+  std::string FirstTx(std::int64_t height) const {
+    const std::string body = Get("/block?height=" + std::to_string(height));
+    const std::string needle = "\"txs\":[\"";
+    const std::size_t at = body.find(needle);
+    if (at == std::string::npos) return "";
+    const std::size_t start = at + needle.size();
+    return Base64Decode(body.substr(start, body.find('"', start) - start));
+  }
+
   static std::string Tail(const std::string& text) { return text.size() > 3000 ? text.substr(text.size() - 3000) : text; }
 
   const std::string& app_home() const { return app_home_; }
@@ -296,11 +353,13 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   ValidatorNode node(dir.File("cometbft"), dir.File("app"));
   polnode::testing::ProcessResult init = polnode::testing::RunProcess({CometbftBinary(), "init", "--home", dir.File("cometbft")});
   ASSERT_EQ(init.exit_code, 0) << init.out << init.err;
-  ASSERT_TRUE(SetAppState(dir.File("cometbft")));
   ASSERT_TRUE(node.Configure());
   std::string startup;
   ASSERT_TRUE(node.StartApp(node.app_home(), startup));
   EXPECT_EQ(StartupState(startup).first, 0);
+  VrfKeys keys;
+  ASSERT_TRUE(AddVrfKey(keys, dir.File("cometbft"), startup));
+  ASSERT_TRUE(SetAppState(dir.File("cometbft"), keys));
   ASSERT_TRUE(node.StartComet());
   ASSERT_TRUE(node.WaitForHeight(1));
 
@@ -378,6 +437,9 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
   // replays every stored block; CometBFT refuses to go on if any replayed app hash differs.
   node.KillBoth();
   const std::string fresh = dir.File("app-fresh");
+  // The validator's VRF key is its own, like its CometBFT key: the new store gets the same one.
+  std::filesystem::create_directories(fresh);
+  std::filesystem::copy_file(node.app_home() + "/vrf.key", fresh + "/vrf.key");
   ASSERT_TRUE(node.StartApp(fresh, startup));
   EXPECT_EQ(StartupState(startup).first, 0);
   ASSERT_TRUE(node.StartComet());
@@ -393,7 +455,9 @@ TEST(AbciE2eTest, OneValidatorCometbftRunsPolnodeAndSurvivesKillNine) {
 // Four validators from `cometbft testnet`, each with its own polnode application, on loopback
 // ports: a transfer goes in at one node and every node executes it to the same app hash; one
 // validator (CometBFT node and application) is killed with SIGKILL, the other three go on with a
-// second transfer, and the killed one restarts, catches up and agrees again.
+// second transfer, and the killed one restarts, catches up and agrees again. Before the kill,
+// every block's randomness is checked: the same at every validator, and the derivation from the
+// beacon tx (the validators' VRF proofs from their vote extensions) that CometBFT's block carries.
 TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
   ASSERT_TRUE(HaveCometbft());
   polnode::testing::TempDir dir("abci-4v");
@@ -406,7 +470,6 @@ TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
   for (int i = 0; i < kNodes; ++i) {
     const std::string home = dir.File("net/node" + std::to_string(i));
     nodes.push_back(std::make_unique<ValidatorNode>(home, dir.File("app" + std::to_string(i))));
-    ASSERT_TRUE(SetAppState(home));
   }
   // testnet names peer i at 127.0.0.(2+i):26656; each node listens on a port of its own instead.
   std::vector<std::pair<std::string, std::string>> peers;
@@ -422,7 +485,12 @@ TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
     WriteFile(path, config);
   }
   std::string startup;
-  for (auto& node : nodes) ASSERT_TRUE(node->StartApp(node->app_home(), startup));
+  VrfKeys keys;
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_TRUE(nodes[static_cast<std::size_t>(i)]->StartApp(nodes[static_cast<std::size_t>(i)]->app_home(), startup));
+    ASSERT_TRUE(AddVrfKey(keys, dir.File("net/node" + std::to_string(i)), startup));
+  }
+  for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(SetAppState(dir.File("net/node" + std::to_string(i)), keys));
   for (auto& node : nodes) ASSERT_TRUE(node->StartComet());
   for (auto& node : nodes) ASSERT_TRUE(node->WaitForHeight(1));
 
@@ -450,6 +518,25 @@ TEST(AbciE2eTest, FourValidatorsAgreeAndAKilledOneCatchesUp) {
   const std::int64_t first_height = nodes[0]->WaitForTx(nodes[0]->Broadcast(transfer(0, 100)));
   ASSERT_GT(first_height, 0);
   agree(first_height, 100, kNodes);
+
+  // The beacon: for blocks 2..first_height+1 every validator stored the same randomness, and it is
+  // the derivation (abci_beacon.h) from the beacon tx CometBFT's block carries first, with the
+  // validators' registered keys (power 1 each) on alpha(h-1) = (h-1, R(h-2)).
+  VotingPowers powers;
+  for (const auto& entry : keys) powers[entry.first] = 1;
+  for (std::int64_t h = 2; h <= first_height + 1; ++h) {
+    std::vector<consensus::Hash256> at_node;
+    for (auto& node : nodes) at_node.push_back(node->Randomness(h));
+    for (std::size_t i = 1; i < at_node.size(); ++i) EXPECT_EQ(at_node[i], at_node[0]) << "node " << i << " block " << h;
+    const std::string beacon_tx = nodes[0]->FirstTx(h);
+    ASSERT_TRUE(IsBeaconTx(beacon_tx)) << "block " << h;
+    const Result<consensus::Hash256> derived = VerifyBeaconTx(
+        beacon_tx, keys, powers, BeaconAlpha(kChain, static_cast<std::uint64_t>(h - 1), nodes[0]->Randomness(h - 2)));
+    ASSERT_TRUE(derived.ok()) << derived.status().ToString();
+    EXPECT_EQ(*derived, at_node[0]) << "block " << h;
+    EXPECT_NE(at_node[0], nodes[0]->Randomness(h - 1));
+  }
+  EXPECT_EQ(nodes[0]->Randomness(1), GenesisBeacon(kChain));
 
   nodes[3]->KillBoth();
   const std::int64_t second_height = nodes[1]->WaitForTx(nodes[1]->Broadcast(transfer(1, 50)));

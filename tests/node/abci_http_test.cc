@@ -18,6 +18,7 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/devnet/abci_genesis.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/ledger_api_backend.h"
 #include "polnode/rpc/ledger_json.h"
@@ -71,7 +72,7 @@ class AbciHttpTest : public ::testing::Test {
     AbciAppOptions options;
     options.data_dir = dir_.File("data");
     options.sync_writes = false;
-    auto app = AbciApp::Open(options, ParseGenesisJson);
+    auto app = AbciApp::Open(options, ParseAbciGenesisJson);
     ASSERT_TRUE(app.ok()) << app.status().ToString();
     app_ = std::move(app).value();
     ASSERT_TRUE(comet_.bound());
@@ -85,8 +86,15 @@ class AbciHttpTest : public ::testing::Test {
   void InitChain() {
     abci::Request r;
     r.mutable_init_chain()->set_chain_id(kChain);
-    r.mutable_init_chain()->set_app_state_bytes(FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance)));
+    // One validator's VRF key registered (the tests go no further than block 1, which needs none).
+    BeaconKeys keys;
+    keys.emplace(std::string(kValidatorAddressBytes, '\x07'), KeyFromByte(50).PublicKey());
+    Result<std::string> app_state =
+        AddBeaconKeys(FormatGenesisJson(polnode::testing::TestGenesis(kChain, KeyFromByte(1), kBalance)), keys);
+    ASSERT_TRUE(app_state.ok()) << app_state.status().ToString();
+    r.mutable_init_chain()->set_app_state_bytes(*app_state);
     r.mutable_init_chain()->mutable_time()->set_seconds(1'700'000'000);
+    r.mutable_init_chain()->mutable_consensus_params()->mutable_abci()->set_vote_extensions_enable_height(1);
     ASSERT_TRUE(Send(r).has_init_chain());
   }
 

@@ -6,28 +6,41 @@
 // block H. Each block is kept in the ChainStore as the embedded ledger keeps its own (block record,
 // tx index with outcomes, state writes, one atomic WriteBatch), so FindTx and the chain's blocks
 // read the same; the header carries no producer signature (CometBFT's commit signs the block) and
-// its randomness is the beacon described at BlockRandomness in abci_app.cc.
+// its randomness is the validators' beacon (abci_beacon.h): from block 2 on, each block's first tx
+// is the beacon tx of the previous height's vote extensions.
 //
 //   Info             last committed height and its state root (the app hash), so that CometBFT's
 //                    handshake replays the blocks a restarted node is missing
-//   InitChain        genesis accounts and params from app_state_bytes (polnode's genesis.json,
-//                    parsed by the injected GenesisParser); block 0; app hash = genesis state root.
+//   InitChain        genesis accounts and params from app_state_bytes (polnode's genesis.json with
+//                    each validator's VRF key, parsed by the injected GenesisParser); refuses a
+//                    genesis without vote extensions from height 1 or without a VRF key for one of
+//                    CometBFT's validators; block 0; app hash = genesis state root.
 //                    Again on a store that has block 0 (a crash before block 1): checks the genesis
 //                    is the stored one and answers the same app hash
 //   CheckTx          mempool admission (consensus::Mempool + Application::CheckTx, the nonce window
 //                    and fee rules) against the committed state, never the block being finalized;
-//                    a RECHECK passes while polnode's pool still holds the tx after the last Commit
-//   PrepareProposal  Application::PrepareProposal over the txs CometBFT offers, within max_tx_bytes
-//   ProcessProposal  REJECT a block with a tx that does not decode, is not signed, is for another
-//                    chain, or whose ante fails (Application::ProcessProposal); ACCEPT otherwise
+//                    a RECHECK passes while polnode's pool still holds the tx after the last Commit;
+//                    a tx with the beacon tx's 0x00 prefix is refused
+//   ExtendVote       this validator's VRF proof on alpha(h) (abci_beacon.h)
+//   VerifyVoteExtension  ACCEPT a proof that verifies with the sender's registered VRF key
+//   PrepareProposal  from block 2: the beacon tx of local_last_commit's valid extensions first;
+//                    then Application::PrepareProposal over the txs CometBFT offers, all within
+//                    max_tx_bytes
+//   ProcessProposal  REJECT a block from height 2 whose first tx is not a beacon tx that verifies
+//                    against the proposed last commit (VerifyBeaconTx), or with another tx that
+//                    does not decode, is not signed, is for another chain, or whose ante fails
+//                    (Application::ProcessProposal); ACCEPT otherwise
 //   FinalizeBlock    Application::FinalizeBlock into a BlockState overlay; per-tx results (a tx
 //                    that cannot execute at all gets a non-zero code and changes nothing);
-//                    app_hash = the state root after the block. Nothing is written yet
+//                    app_hash = the state root after the block; the block's randomness is R(h)
+//                    of abci_beacon.h. Nothing is written yet. The beacon tx is CometBFT's, not
+//                    polnode's: it gets result code 0 and is not among the stored block's txs
 //   Commit           the block and its writes in one RocksDB batch; the pool drops the block's txs
 //                    and rechecks the rest
-//   Query            path = the embedded ledger's HTTP state paths (see Query in abci_app.cc);
-//                    the value is the record's protobuf bytes
-//   Echo, Flush      answered; vote extensions ACCEPT and are empty; there are no snapshots
+//   Query            path = the embedded ledger's HTTP state paths (see Query in abci_app.cc),
+//                    and /v1/blocks/{height} for a committed block; the value is the record's
+//                    protobuf bytes
+//   Echo, Flush      answered; there are no snapshots
 // Any failure of a method is answered with ResponseException (CometBFT stops on one: it means the
 // application cannot follow the chain).
 //
@@ -51,17 +64,26 @@
 #include "polnode/base/status.h"
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/chain_store.h"
+#include "polnode/consensus/keys.h"
 #include "polnode/consensus/mempool.h"
 #include "polnode/contracts/application.h"
+#include "polnode/ledger/abci_beacon.h"
 #include "polnode/ledger/chain_state.h"
 #include "polnode/ledger/genesis_file.h"
 #include "polnode/ledger/ledger.h"
 
 namespace polnode::node {
 
-/// Parses InitChain's app_state_bytes (genesis.json text; node/rpc's ParseGenesisJson). Injected
-/// because the JSON reader lives above node/ledger.
-using GenesisParser = std::function<Result<GenesisFile>(std::string_view json)>;
+/// What InitChain's app_state_bytes carries: polnode's genesis and each validator's VRF public key
+/// by its CometBFT address (node/devnet/abci_genesis.h writes and parses the JSON).
+struct AbciGenesis {
+  GenesisFile file;
+  BeaconKeys beacon_keys;
+};
+
+/// Parses InitChain's app_state_bytes (node/devnet's ParseAbciGenesisJson). Injected because the
+/// JSON reader lives above node/ledger.
+using GenesisParser = std::function<Result<AbciGenesis>(std::string_view json)>;
 
 struct AbciAppOptions {
   std::string data_dir;          // RocksDB directory (created if missing)
@@ -71,6 +93,9 @@ struct AbciAppOptions {
   std::size_t max_tx_bytes = 64 * 1024;
   std::size_t max_txs_per_block = 10000;
   std::size_t mempool_max_txs = 50000;
+  /// This validator's VRF key, for ExtendVote; a node that never votes may have none (ExtendVote
+  /// then fails). Its public key must be in the genesis beacon_keys under this node's address.
+  std::optional<consensus::SecretKey> vrf_key;
 };
 
 class AbciApp {
@@ -135,7 +160,16 @@ class AbciApp {
   [[nodiscard]] Result<abci::ResponseProcessProposal> ProcessProposal(const abci::RequestProcessProposal& request);
   [[nodiscard]] Result<abci::ResponseFinalizeBlock> FinalizeBlock(const abci::RequestFinalizeBlock& request);
   [[nodiscard]] Result<abci::ResponseCommit> Commit();
+  [[nodiscard]] Result<abci::ResponseExtendVote> ExtendVote(const abci::RequestExtendVote& request) const;
+  abci::ResponseVerifyVoteExtension VerifyVoteExtension(const abci::RequestVerifyVoteExtension& request) const;
+  // R(height) of the block at `height` (tip + 1) whose txs are `txs` and whose last commit's
+  // validator set is `powers`: GenesisBeacon at height 1, else VerifyBeaconTx of txs[0] on
+  // alpha(height - 1). kInvalidArgument when the block has no valid beacon tx.
+  [[nodiscard]] Result<consensus::Hash256> BlockBeacon(std::int64_t height, const google::protobuf::RepeatedPtrField<std::string>& txs,
+                                                       const VotingPowers& powers) const;
   abci::ResponseQuery Query(const abci::RequestQuery& request) const;
+  // Query's /v1/blocks/{height}: the committed block in its stored form (its header carries R(h)).
+  [[nodiscard]] Result<std::string> QueryBlock(std::string_view height_text) const;
 
   // Loads the chain id and tip header from a store that has blocks, and makes the pool.
   [[nodiscard]] Status LoadChain();
@@ -152,6 +186,8 @@ class AbciApp {
   std::string chain_id_;                       // empty before InitChain
   std::unique_ptr<consensus::Mempool> mempool_;  // made once the chain id is known
   consensus::BlockHeader tip_header_;          // the last committed block's header
+  consensus::Hash256 parent_randomness_{};     // the randomness of the block before the tip (zero at 0)
+  BeaconKeys beacon_keys_;                     // the validators' VRF keys, from genesis
   std::optional<PendingBlock> pending_;        // set by FinalizeBlock, consumed by Commit
   LedgerCounters counters_;
 };
