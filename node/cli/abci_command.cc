@@ -12,7 +12,7 @@
 #include "polnode/cli/commands.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 #include "polnode/ledger/abci_app.h"
 #include "polnode/ledger/abci_server.h"
 #include "polnode/roles/stop_signals.h"

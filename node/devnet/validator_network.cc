@@ -13,7 +13,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/key_file.h"
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 #include "polnode/rpc/http_client.h"
 #include "polnode/rpc/json.h"
 #include "polnode/rpc/ledger_client.h"

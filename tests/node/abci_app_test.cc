@@ -12,7 +12,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/block.h"
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/status_matchers.h"

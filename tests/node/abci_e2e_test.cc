@@ -29,7 +29,7 @@
 #include "polnode/contracts.pb.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/consensus/block.h"
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 #include "polnode/ledger/abci_beacon.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/http_client.h"

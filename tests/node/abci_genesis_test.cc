@@ -1,6 +1,6 @@
-// The app_state of a validator network's genesis (node/devnet/abci_genesis.h): polnode's genesis
+// The app_state of a validator network's genesis (node/rpc/abci_genesis.h): polnode's genesis
 // plus beacon_keys, written by AddBeaconKeys and read back, and every malformed key list refused.
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/payloads.h"
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 #include "polnode/rpc/genesis_json.h"
 #include "polnode/rpc/ledger_api_backend.h"
 #include "polnode/rpc/ledger_json.h"

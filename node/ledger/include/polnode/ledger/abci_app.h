@@ -75,13 +75,13 @@
 namespace polnode::node {
 
 /// What InitChain's app_state_bytes carries: polnode's genesis and each validator's VRF public key
-/// by its CometBFT address (node/devnet/abci_genesis.h writes and parses the JSON).
+/// by its CometBFT address (node/rpc/abci_genesis.h writes and parses the JSON).
 struct AbciGenesis {
   GenesisFile file;
   BeaconKeys beacon_keys;
 };
 
-/// Parses InitChain's app_state_bytes (node/devnet's ParseAbciGenesisJson). Injected because the
+/// Parses InitChain's app_state_bytes (node/rpc's ParseAbciGenesisJson). Injected because the
 /// JSON reader lives above node/ledger.
 using GenesisParser = std::function<Result<AbciGenesis>(std::string_view json)>;
 

@@ -1,4 +1,4 @@
-#include "polnode/devnet/abci_genesis.h"
+#include "polnode/rpc/abci_genesis.h"
 
 #include <vector>
 

@@ -2,8 +2,8 @@
 // (rpc/genesis_json.h) with one more top-level key, "beacon_keys", that registers each validator's
 // VRF public key (node/ledger/abci_beacon.h) by its CometBFT address:
 //   "beacon_keys": [{"address": "<40 hex>", "vrf_pubkey": "<64 hex>"}, ...]
-#ifndef POLNODE_DEVNET_ABCI_GENESIS_H_
-#define POLNODE_DEVNET_ABCI_GENESIS_H_
+#ifndef POLNODE_RPC_ABCI_GENESIS_H_
+#define POLNODE_RPC_ABCI_GENESIS_H_
 
 #include <string>
 #include <string_view>
@@ -23,4 +23,4 @@ namespace polnode::node {
 
 }  // namespace polnode::node
 
-#endif  // POLNODE_DEVNET_ABCI_GENESIS_H_
+#endif  // POLNODE_RPC_ABCI_GENESIS_H_
