@@ -1,33 +1,75 @@
 #!/usr/bin/python3
-"""PyTorch's side of bench/train_bench.cc: training steps per second of an MLP on one thread.
+"""PyTorch's side of bench/train_bench.cc: training steps per second of an MLP or a CNN.
 
-Usage: /usr/bin/python3 torch_peer.py SIZES BATCH SECONDS REPEATS
-  SIZES    e.g. 784-256-128-10
-Runs torch.nn.Linear layers with ReLU between them, mean cross-entropy and torch.optim.SGD
-(lr 0.05, momentum 0.9) on 8 fixed random batches in rotation, the same work as polnode's side.
-Each repeat times as many steps as fit in SECONDS (after a warm-up); prints the best repeat as
-"steps_per_second X" on stdout. The CPU affinity is inherited from the caller (the benchmark pins
-itself to one core before starting this script).
+Usage: PYTHON torch_peer.py SPEC BATCH SECONDS THREADS
+  SPEC     polnode's model spec: mlp:784-256-128-10 or cnn:c8-p-c16-p-f64-10 (input 1x28x28)
+Builds the same model as polnode (mlp: Linear layers with ReLU between them; cnn: 3x3 convolutions
+with padding 1, bias and ReLU, 2x2 max pools, then Linear layers with ReLU but the last), mean
+cross-entropy and torch.optim.SGD (lr 0.05, momentum 0.9) on 8 fixed random batches in rotation,
+the same work as polnode's side. After 20 warm-up steps it times as many steps as fit in SECONDS
+and prints "steps_per_second X", then what PyTorch runs on ("torch VERSION threads N mkl M
+mkldnn D blas B"). The CPU affinity is inherited from the caller, which pins itself first.
 """
+import re
 import sys
 import time
 
 import torch
 
 
-def main(sizes_text, batch, seconds, repeats):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    sizes = [int(s) for s in sizes_text.split("-")]
+def build_model(spec):
+    kind, _, body = spec.partition(":")
+    tokens = body.split("-")
     layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    if kind == "mlp":
+        sizes = [int(t) for t in tokens]
+        for i in range(len(sizes) - 1):
+            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+            if i + 2 < len(sizes):
+                layers.append(torch.nn.ReLU())
+        return torch.nn.Sequential(*layers), (sizes[0],), sizes[-1]
+    if kind != "cnn":
+        raise SystemExit("torch_peer: unsupported model spec " + spec)
+    channels, height, width = 1, 28, 28
+    if tokens[0].startswith("i"):
+        channels, height, width = (int(v) for v in tokens.pop(0)[1:].split("x"))
+    input_shape = (channels, height, width)
+    features = None
+    for token in tokens[:-1]:
+        if token.startswith("c"):
+            out = int(token[1:])
+            layers += [torch.nn.Conv2d(channels, out, 3, padding=1), torch.nn.ReLU()]
+            channels = out
+        elif token == "p":
+            layers.append(torch.nn.MaxPool2d(2))
+            height, width = height // 2, width // 2
+        elif token.startswith("f"):
+            if features is None:
+                layers.append(torch.nn.Flatten())
+                features = channels * height * width
+            layers += [torch.nn.Linear(features, int(token[1:])), torch.nn.ReLU()]
+            features = int(token[1:])
+        else:
+            raise SystemExit("torch_peer: unsupported layer " + token)
+    if features is None:
+        layers.append(torch.nn.Flatten())
+        features = channels * height * width
+    outputs = int(tokens[-1])
+    layers.append(torch.nn.Linear(features, outputs))
+    return torch.nn.Sequential(*layers), input_shape, outputs
+
+
+def blas_name():
+    match = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    return match.group(1) if match else "unknown"
+
+
+def main(spec, batch, seconds, threads):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model, input_shape, outputs = build_model(spec)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    batches = [(torch.rand(batch, sizes[0]), torch.randint(0, sizes[-1], (batch,)))
-               for _ in range(8)]
+    batches = [(torch.rand(batch, *input_shape), torch.randint(0, outputs, (batch,))) for _ in range(8)]
 
     def step(i):
         x, y = batches[i % len(batches)]
@@ -38,18 +80,18 @@ def main(sizes_text, batch, seconds, repeats):
 
     for i in range(20):
         step(i)
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        steps = 0
-        while True:
-            step(steps)
-            steps += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        best = max(best, steps / elapsed)
-    print("steps_per_second %.3f" % best)
+    start = time.perf_counter()
+    steps = 0
+    while True:
+        step(steps)
+        steps += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    print("steps_per_second %.3f" % (steps / elapsed))
+    print("torch %s threads %d mkl %s mkldnn %s blas %s" % (
+        torch.__version__, torch.get_num_threads(), torch.backends.mkl.is_available(),
+        torch.backends.mkldnn.is_available(), blas_name()))
 
 
 if __name__ == "__main__":
