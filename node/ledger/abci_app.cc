@@ -1,6 +1,7 @@
 #include "polnode/ledger/abci_app.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -111,16 +112,17 @@ std::vector<std::string_view> Segments(std::string_view path) {
   return parts;
 }
 
-// A block height in decimal (at most 18 digits, so it fits); nullopt otherwise.
+// A block height in decimal, the whole text; nullopt otherwise (a sign, spaces or an overflow).
 std::optional<std::uint64_t> ParseHeight(std::string_view text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
   std::uint64_t value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<std::uint64_t>(c - '0');
-  }
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
 }
+
+// The index of a block's first contract transaction: from height 2 the first is the beacon tx,
+// which no contract executes (abci_beacon.h).
+int FirstContractTx(std::int64_t height) { return height >= 2 ? 1 : 0; }
 
 Result<std::string> RawId(std::string_view hex) {
   if (hex.size() != 64) return Status::InvalidArgument("expected 64 hex characters");
@@ -501,7 +503,7 @@ Result<abci::ResponseProcessProposal> AbciApp::ProcessProposal(const abci::Reque
   Result<Hash256> beacon = BlockBeacon(request.height(), request.txs(), PowersOf(request.proposed_last_commit().votes()));
   if (!beacon.ok()) return response;
   std::vector<consensus::PendingTx> decoded;
-  for (int i = request.height() >= 2 ? 1 : 0; i < request.txs_size(); ++i) {
+  for (int i = FirstContractTx(request.height()); i < request.txs_size(); ++i) {
     Result<consensus::PendingTx> pending = mempool_->Precheck(request.txs(i));
     if (!pending.ok()) return response;
     decoded.push_back(std::move(pending).value());
@@ -534,7 +536,7 @@ Result<abci::ResponseFinalizeBlock> AbciApp::FinalizeBlock(const abci::RequestFi
   std::vector<contracts::VerifiedTx> verified;
   std::vector<std::size_t> slot;  // index in the stored block (and its outcomes) of verified[i]
   PendingBlock block;
-  const int first = request.height() >= 2 ? 1 : 0;  // the beacon tx: CometBFT's, executed by no contract
+  const int first = FirstContractTx(request.height());
   if (first == 1) response.add_tx_results();
   for (int i = first; i < request.txs_size(); ++i) {
     const std::string& raw = request.txs(i);
