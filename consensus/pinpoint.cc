@@ -1,5 +1,7 @@
 #include "polnode/consensus/pinpoint.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -21,15 +23,45 @@ void Tag(Writer& w, std::string_view tag) {
   w.Fixed(std::span(reinterpret_cast<const std::uint8_t*>(tag.data()), tag.size()));
 }
 
+// Passes the bits of `values` to `append` (a byte-span sink) with every NaN read as
+// kCanonicalNanBits: runs without NaN go in place, NaN runs as copies of the canonical pattern.
+template <typename Append>
+void AppendCanonicalBits(std::span<const float> values, Append&& append) {
+  static constexpr std::size_t kPatternFloats = 64;
+  static const std::array<std::uint32_t, kPatternFloats> kNans = [] {
+    std::array<std::uint32_t, kPatternFloats> nans{};
+    nans.fill(kCanonicalNanBits);
+    return nans;
+  }();
+  std::size_t at = 0;
+  while (at < values.size()) {
+    std::size_t end = at;
+    while (end < values.size() && values[end] == values[end]) ++end;  // false only for a NaN
+    if (end > at) append(AsBytes(values.subspan(at, end - at)));
+    at = end;
+    while (end < values.size() && values[end] != values[end]) ++end;
+    for (std::size_t left = end - at; left > 0;) {
+      const std::size_t n = std::min(left, kPatternFloats);
+      append(std::span(reinterpret_cast<const std::uint8_t*>(kNans.data()), n * sizeof(std::uint32_t)));
+      left -= n;
+    }
+    at = end;
+  }
+}
+
+void UpdateCanonical(Sha256Hasher& hasher, std::span<const float> values) {
+  AppendCanonicalBits(values, [&](std::span<const std::uint8_t> bytes) { hasher.Update(bytes); });
+}
+
 // The block leaf of block `rect` of a row-major tensor with `cols` columns, hashed row by row in
-// place (no copy).
+// place (no copy unless a row holds a NaN).
 Hash256 BlockLeafInPlace(std::span<const float> data, std::int64_t cols, const GridRect& rect) {
   Sha256Hasher hasher;
   const std::uint8_t prefix = 0x00;
   hasher.Update(std::span(&prefix, 1));
   for (std::int64_t r = rect.row_begin; r < rect.row_end; ++r) {
-    hasher.Update(AsBytes(data.subspan(static_cast<std::size_t>(r * cols + rect.col_begin),
-                                       static_cast<std::size_t>(rect.cols()))));
+    UpdateCanonical(hasher, data.subspan(static_cast<std::size_t>(r * cols + rect.col_begin),
+                                         static_cast<std::size_t>(rect.cols())));
   }
   return hasher.Finalize();
 }
@@ -40,7 +72,7 @@ Hash256 BlockLeafHash(std::span<const float> block) {
   Sha256Hasher hasher;
   const std::uint8_t prefix = 0x00;
   hasher.Update(std::span(&prefix, 1));
-  hasher.Update(AsBytes(block));
+  UpdateCanonical(hasher, block);
   return hasher.Finalize();
 }
 
@@ -127,7 +159,7 @@ Hash256 ChainStateHash(std::uint64_t position, std::span<const float> state) {
   Tag(w, "polnode.chain.v1\n");
   w.U64(position);
   w.U32(static_cast<std::uint32_t>(state.size()));
-  w.Fixed(AsBytes(state));
+  AppendCanonicalBits(state, [&](std::span<const std::uint8_t> bytes) { w.Fixed(bytes); });
   return w.Finalize();
 }
 

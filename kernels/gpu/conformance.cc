@@ -102,6 +102,11 @@ struct Case {
   // Run the candidate with its outputs aliasing inputs (the optimizers' in-place update): output
   // o is input in_place_inputs[o].
   std::vector<int> in_place_inputs;
+  // The candidate's inputs where they differ from `inputs` (a special-value variant: the same
+  // values, with other NaN payloads); empty: the candidate gets `inputs`.
+  std::vector<Tensor> candidate_inputs;
+  // Outputs match when their bits agree or both are NaN (a special-value variant).
+  bool nan_matches_nan = false;
 };
 
 Case Make(std::string name, std::vector<Tensor> inputs, OpAttrs attrs = {}) {
@@ -193,6 +198,66 @@ struct EmbeddingDims {
 // Few rows and many positions (every row's chain has many terms, some rows none), one position,
 // and the GPT configuration's [12, 64] batch over a 65-symbol table of width 128.
 const EmbeddingDims kEmbeddingDims[] = {{1, 1, {1}}, {3, 5, {40}}, {7, 17, {2, 9}}, {65, 128, {12, 64}}, {300, 3, {5}}};
+
+// Inputs that hold class indices, pool taps or token ids (exact integers the operator indexes
+// with), which the special-value variants leave alone.
+bool HoldsIndices(Op op, std::size_t input) {
+  switch (op) {
+    case Op::kMaxPool2x2Grad:
+    case Op::kEmbeddingGrad:
+      return input == 0;
+    case Op::kSoftmaxCrossEntropy:
+    case Op::kSoftmaxCrossEntropyGrad:
+    case Op::kEmbedding:
+      return input == 1;
+    default:
+      return false;
+  }
+}
+
+// NaNs as each platform makes them: x86's default, NVIDIA's, AMD's (IEEE's default), a
+// signalling NaN and one with a payload and the sign set. A variant gives the candidate the next
+// one in this list wherever the reference gets one.
+constexpr std::uint32_t kNanBits[] = {0xFFC00000u, 0x7FFFFFFFu, 0x7FC00000u, 0x7F800001u, 0xFFC0BEEFu};
+// The other values whose handling differs between careless implementations: +-inf, +-0,
+// subnormals (the smallest, the largest, a negative one) and +-FLT_MAX.
+constexpr std::uint32_t kOtherSpecialBits[] = {0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
+                                               0x00000001u, 0x007FFFFFu, 0x80400000u, 0x7F7FFFFFu, 0xFF7FFFFFu};
+
+float FromBits(std::uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// The special-value variant of valid case `c` (see CheckOp): up to 32 elements of each value
+// input (an eighth of a small one) replaced, about a third of them by NaNs.
+Case SpecialValueVariant(Op op, const Case& c, Rng& rng) {
+  Case v = c;
+  v.name = c.name + " with NaN, inf, signed zeros, subnormals";
+  v.nan_matches_nan = true;
+  v.candidate_inputs = c.inputs;
+  for (std::size_t i = 0; i < v.inputs.size(); ++i) {
+    if (HoldsIndices(op, i)) continue;
+    Tensor& ref = v.inputs[i];
+    Tensor& cand = v.candidate_inputs[i];
+    const std::int64_t n = ref.numel();
+    if (n == 0) continue;
+    const std::int64_t count = std::min<std::int64_t>(32, std::max<std::int64_t>(1, n / 8));
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t at = rng.Below(n);
+      if (rng.Below(3) == 0) {
+        const std::int64_t which = rng.Below(static_cast<std::int64_t>(std::size(kNanBits)));
+        ref.data()[at] = FromBits(kNanBits[which]);
+        cand.data()[at] = FromBits(kNanBits[(which + 1) % static_cast<std::int64_t>(std::size(kNanBits))]);
+      } else {
+        const std::int64_t which = rng.Below(static_cast<std::int64_t>(std::size(kOtherSpecialBits)));
+        ref.data()[at] = cand.data()[at] = FromBits(kOtherSpecialBits[which]);
+      }
+    }
+  }
+  return v;
+}
 
 std::vector<Case> CasesFor(Op op, Rng& rng) {
   std::vector<Case> cases;
@@ -561,8 +626,9 @@ std::string FloatText(float v) {
   return buf;
 }
 
-// Empty when the outputs agree bit for bit; else a sentence about the first difference.
-std::string CompareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+// Empty when the outputs agree bit for bit (or, with `nan_matches_nan`, are both NaN where they
+// differ); else a sentence about the first difference.
+std::string CompareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, bool nan_matches_nan) {
   for (std::size_t o = 0; o < want.size(); ++o) {
     const Tensor& g = got[o];
     const Tensor& w = want[o];
@@ -574,11 +640,15 @@ std::string CompareOutputs(const std::vector<Tensor>& got, const std::vector<Ten
     std::int64_t first = -1;
     std::int64_t count = 0;
     for (std::int64_t e = 0; e < w.numel(); ++e) {
-      if (std::memcmp(g.data() + e, w.data() + e, sizeof(float)) != 0) {
+      const float gv = g.data()[e];
+      const float wv = w.data()[e];
+      if (nan_matches_nan && gv != gv && wv != wv) continue;
+      if (std::memcmp(&gv, &wv, sizeof(float)) != 0) {
         if (first < 0) first = e;
         ++count;
       }
     }
+    if (count == 0) continue;
     return "output " + std::to_string(o) + ": " + std::to_string(count) + " of " + std::to_string(w.numel()) +
            " elements differ; first at flat index " + std::to_string(first) + ": got " +
            FloatText(g.data()[first]) + ", reference " + FloatText(w.data()[first]);
@@ -606,7 +676,8 @@ CaseResult RunCase(Backend& candidate, Backend& reference, Op op, Case& c) {
 
   // The candidate gets its own copy of the inputs, so that an in-place run cannot disturb what
   // the reference saw and a backend that writes its inputs is caught.
-  std::vector<Tensor> cand_inputs = c.inputs;
+  const std::vector<Tensor>& cand_original = c.candidate_inputs.empty() ? c.inputs : c.candidate_inputs;
+  std::vector<Tensor> cand_inputs = cand_original;
   std::vector<Tensor> got(static_cast<std::size_t>(n_out));
   std::vector<Tensor*> got_ptrs;
   for (int o = 0; o < n_out; ++o) {
@@ -635,10 +706,10 @@ CaseResult RunCase(Backend& candidate, Backend& reference, Op op, Case& c) {
   }
   std::vector<Tensor> got_values;
   for (Tensor* t : got_ptrs) got_values.push_back(*t);
-  r.detail = CompareOutputs(got_values, want);
+  r.detail = CompareOutputs(got_values, want, c.nan_matches_nan);
   if (r.detail.empty() && c.in_place_inputs.empty()) {
-    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-      if (!cand_inputs[i].BitwiseEqual(c.inputs[i])) {
+    for (std::size_t i = 0; i < cand_original.size(); ++i) {
+      if (!cand_inputs[i].BitwiseEqual(cand_original[i])) {
         r.detail = "input " + std::to_string(i) + " was modified although no output aliases it";
         break;
       }
@@ -650,11 +721,18 @@ CaseResult RunCase(Backend& candidate, Backend& reference, Op op, Case& c) {
 
 }  // namespace
 
-std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed) {
+std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed, CaseSet set) {
   // Each operator draws from its own stream, so adding cases to one operator leaves the inputs of
-  // the others unchanged.
+  // the others unchanged; the special values come from a stream of their own, so the random
+  // cases are the same whether or not their variants run.
   Rng rng(seed ^ (0xD1B54A32D192ED03ull * (static_cast<std::uint64_t>(op) + 1)));
-  std::vector<Case> cases = CasesFor(op, rng);
+  Rng special_rng(seed ^ (0x8CB92BA72F3D8DD7ull * (static_cast<std::uint64_t>(op) + 1)));
+  const std::vector<Case> drawn = CasesFor(op, rng);
+  std::vector<Case> cases;
+  if (set == CaseSet::kAll) cases = drawn;
+  for (const Case& c : drawn) {
+    if (!c.expect_error) cases.push_back(SpecialValueVariant(op, c, special_rng));
+  }
   std::vector<CaseResult> results;
   results.reserve(cases.size());
   for (Case& c : cases) results.push_back(RunCase(candidate, reference, op, c));

@@ -27,12 +27,25 @@ struct CaseResult {
   std::string detail;
 };
 
-/// Runs every case of `op` through `candidate` and `reference` and compares them. The cases cover
-/// ragged shapes (1, 7, 17, 129, ...), signed zeros and ties where the operator's order matters,
-/// in-place updates where op.h allows aliasing, and malformed shapes that both backends must
-/// reject with the same status code. Inputs are drawn from a generator seeded with `seed`, so a
-/// failing case can be replayed. Never empty: every operator has cases.
-std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed);
+/// Which cases CheckOp runs.
+enum class CaseSet {
+  kAll,            // the random cases, the malformed ones and the special-value variants
+  kSpecialValues,  // the special-value variants only
+};
+
+/// Runs every case of `op` in `set` through `candidate` and `reference` and compares them. The
+/// cases cover ragged shapes (1, 7, 17, 129, ...), signed zeros and ties where the operator's
+/// order matters, in-place updates where op.h allows aliasing, and malformed shapes that both
+/// backends must reject with the same status code. Each valid case also has a special-value
+/// variant: a few elements of every value input (never class indices, pool taps or token ids)
+/// replaced by NaN, +-inf, +-0, subnormals and +-FLT_MAX, where the candidate's NaNs carry another
+/// vendor's payload than the reference's (x86 0xFFC00000, NVIDIA 0x7FFFFFFF, AMD 0x7FC00000, a
+/// signalling NaN); its outputs must agree bit for bit except that any NaN matches any NaN, which
+/// is exactly what the hashes see (consensus/pinpoint.h reads every NaN as one pattern). Inputs are
+/// drawn from a generator seeded with `seed`, so a failing case can be replayed. Never empty:
+/// every operator has cases in both sets.
+std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed,
+                                CaseSet set = CaseSet::kAll);
 
 }  // namespace polnode::kernels::conformance
 

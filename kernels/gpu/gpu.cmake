@@ -53,10 +53,11 @@ endfunction()
 _polnode_gpu_mode(POLNODE_CUDA)
 _polnode_gpu_mode(POLNODE_HIP)
 
-# The conformance harness compares any two backends; it is part of the library whether or not a
-# GPU backend is built, so the GPU tests compile (and skip) everywhere. "gpu/..." includes resolve
+# The conformance harness compares any two backends, and the AMD target check reads sysfs; both
+# are part of the library whether or not a GPU backend is built, so their tests run everywhere. "gpu/..." includes resolve
 # from the kernels folder for polnode_kernels and for its users (the tests).
-target_sources(polnode_kernels PRIVATE ${_polnode_gpu_dir}/conformance.cc)
+target_sources(polnode_kernels PRIVATE ${_polnode_gpu_dir}/conformance.cc ${_polnode_gpu_dir}/amd_targets.cc
+                                      ${_polnode_gpu_dir}/train_check.cc)
 target_include_directories(polnode_kernels PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 
 set(_polnode_gpu_backends "")
@@ -168,6 +169,8 @@ if(NOT _polnode_POLNODE_HIP_mode STREQUAL "OFF")
       COMMAND ${POLNODE_HIPCC} -c -x hip ${_polnode_hip_arch_flags} -std=c++20 -fPIC ${_polnode_hip_opt}
               ${_polnode_hipcc_flags} -Wall -Wextra -Werror
               -DPOLNODE_HAVE_HIP
+              # The targets above, for the runtime check before the first HIP call (amd_targets.h).
+              "-DPOLNODE_HIP_TARGETS=$<JOIN:${POLNODE_HIP_ARCHITECTURES}, >"
               # Only the project's own headers: polnode_kernels' include list also carries the CUDA
               # toolkit's, whose headers must not shadow HIP's.
               -I${CMAKE_CURRENT_SOURCE_DIR}/include -I${CMAKE_CURRENT_SOURCE_DIR}

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -21,6 +22,7 @@
 // The vendor runtime first: later headers' device code (detmath.h) uses its intrinsics.
 #include "gpu/gpu_vendor.h"
 
+#include "gpu/amd_targets.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_elements.h"
 #include "polnode/base/status.h"
@@ -52,11 +54,12 @@ __device__ inline i64 GridStride() { return static_cast<i64>(gridDim.x) * blockD
 __device__ inline i64 MinI64(i64 a, i64 b) { return a < b ? a : b; }
 
 // ---------------------------------------------------------------------------------------------
-// Device self-test: y = fma(a, b, c). Run once when a backend is created, and compared bit for bit
-// with the host's std::fma, so a device that cannot run this build's code (or a toolchain whose
-// fma is not fused) is reported as unavailable instead of producing wrong bits later.
-__global__ void VectorFmaKernel(const float* a, const float* b, const float* c, float* y, i64 n) {
-  for (i64 i = GlobalThread(); i < n; i += GridStride()) y[i] = det::Fma(a[i], b[i], c[i]);
+// Device self-test (gpu_elements.h SelfTestAt): run once when a backend is created and compared
+// with the same arithmetic on the host, so a device that cannot run this build's code, or whose
+// fma, division, square root, subnormals or ReLU differ from the host's, is reported as
+// unavailable instead of producing wrong bits later.
+__global__ void SelfTestKernel(const float* a, const float* b, const float* c, float* y, i64 n) {
+  for (i64 i = GlobalThread(); i < n; i += GridStride()) gpu::SelfTestAt(a, b, c, y, i);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -531,9 +534,16 @@ class GpuBackend final : public Backend {
   std::vector<i64> host_index_;
 };
 
-// Inputs for the self-test whose fused and unfused results differ, so a device or compiler that
-// splits the fma into a rounded multiply and an add fails it.
-constexpr int kSelfTestSize = 4096;
+// Inputs per self-test operation (gpu_elements.h MakeSelfTestInputs).
+constexpr i64 kSelfTestSize = 4096;
+
+std::string BitsText(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", bits);
+  return buf;
+}
 
 // "NVIDIA H100 80GB HBM3 (sm_90)" / "AMD Instinct MI210 (gfx90a:sramecc+:xnack-)", for messages.
 std::string DeviceDescription(int device) {
@@ -550,29 +560,20 @@ std::string DeviceDescription(int device) {
 }
 
 Status SelfTest(gpuStream_t stream, const std::string& device) {
-  std::vector<float> a(kSelfTestSize), b(kSelfTestSize), c(kSelfTestSize), got(kSelfTestSize);
-  std::uint32_t state = 0x9E3779B9u;
-  auto next = [&state]() {  // xorshift32: any fixed sequence works, it only needs variety
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return state;
-  };
-  for (int i = 0; i < kSelfTestSize; ++i) {
-    a[i] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
-    b[i] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
-    c[i] = -(a[i] * b[i]);  // a*b + c is then the rounding error of a*b, which only an fma keeps
-  }
+  std::vector<float> a, b, c;
+  gpu::MakeSelfTestInputs(kSelfTestSize, a, b, c);
+  const i64 outputs = kSelfTestSize * gpu::kSelfTestOps;
+  std::vector<float> got(static_cast<std::size_t>(outputs)), want(static_cast<std::size_t>(outputs));
   DeviceBuffer da, db, dc, dy;
   POLNODE_ASSIGN_OR_RETURN(float* pa, da.Reserve(kSelfTestSize));
   POLNODE_ASSIGN_OR_RETURN(float* pb, db.Reserve(kSelfTestSize));
   POLNODE_ASSIGN_OR_RETURN(float* pc, dc.Reserve(kSelfTestSize));
-  POLNODE_ASSIGN_OR_RETURN(float* py, dy.Reserve(kSelfTestSize));
+  POLNODE_ASSIGN_OR_RETURN(float* py, dy.Reserve(outputs));
   const std::size_t bytes = kSelfTestSize * sizeof(float);
   POLNODE_GPU_CHECK(gpuMemcpyAsync(pa, a.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
   POLNODE_GPU_CHECK(gpuMemcpyAsync(pb, b.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
   POLNODE_GPU_CHECK(gpuMemcpyAsync(pc, c.data(), bytes, gpuMemcpyHostToDevice, stream), "self-test copy");
-  VectorFmaKernel<<<BlocksFor(kSelfTestSize), kThreadsPerBlock, 0, stream>>>(pa, pb, pc, py, kSelfTestSize);
+  SelfTestKernel<<<BlocksFor(kSelfTestSize), kThreadsPerBlock, 0, stream>>>(pa, pb, pc, py, kSelfTestSize);
   gpuError_t err = gpuGetLastError();
   if (err != gpuSuccess) {
     return Status::Unavailable(std::string(POLNODE_GPU_RUNTIME_NAME) + " device " + device +
@@ -580,20 +581,49 @@ Status SelfTest(gpuStream_t stream, const std::string& device) {
                                "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES / "
                                "POLNODE_HIP_ARCHITECTURES");
   }
-  POLNODE_GPU_CHECK(gpuMemcpyAsync(got.data(), py, bytes, gpuMemcpyDeviceToHost, stream), "self-test copy");
+  POLNODE_GPU_CHECK(gpuMemcpyAsync(got.data(), py, static_cast<std::size_t>(outputs) * sizeof(float),
+                                   gpuMemcpyDeviceToHost, stream),
+                    "self-test copy");
   POLNODE_GPU_CHECK(gpuStreamSynchronize(stream), "self-test");
-  for (int i = 0; i < kSelfTestSize; ++i) {
-    const float want = std::fma(a[i], b[i], c[i]);
-    if (std::memcmp(&want, &got[i], sizeof(float)) != 0) {
-      return Status::Unavailable(std::string(POLNODE_GPU_RUNTIME_NAME) + " device " + device +
-                                 " failed the self-test: fma on the device differs from std::fma on the host at "
-                                 "element " + std::to_string(i) + ", so its results would not be bit-exact");
-    }
+  for (i64 i = 0; i < kSelfTestSize; ++i) gpu::SelfTestAt(a.data(), b.data(), c.data(), want.data(), i);
+  for (i64 e = 0; e < outputs; ++e) {
+    const float g = got[static_cast<std::size_t>(e)];
+    const float w = want[static_cast<std::size_t>(e)];
+    if (g != g && w != w) continue;  // NaN payloads differ between vendors; hashes read them alike
+    if (std::memcmp(&g, &w, sizeof(float)) == 0) continue;
+    const auto i = static_cast<std::size_t>(e / gpu::kSelfTestOps);
+    return Status::Unavailable(std::string(POLNODE_GPU_RUNTIME_NAME) + " device " + device +
+                               " failed the self-test: " + gpu::kSelfTestOpNames[e % gpu::kSelfTestOps] +
+                               " of a = " + BitsText(a[i]) + ", b = " + BitsText(b[i]) + ", c = " + BitsText(c[i]) +
+                               " gives " + BitsText(g) + " on the device and " + BitsText(w) +
+                               " on the host, so its results would not be bit-exact");
   }
   return Status::Ok();
 }
 
+#if defined(__HIPCC__) && !defined(__HIP_DEVICE_COMPILE__)
+#if !defined(POLNODE_HIP_TARGETS)
+#error "POLNODE_HIP_TARGETS must name the --offload-arch targets, space-separated (kernels/gpu/gpu.cmake)"
+#endif
+#define POLNODE_STRINGIFY(...) #__VA_ARGS__
+#define POLNODE_EXPAND_STRINGIFY(...) POLNODE_STRINGIFY(__VA_ARGS__)
+// ROCm aborts the process at the first HIP call when a GPU has no code object in this build, so
+// the GPUs' targets are checked from sysfs first (amd_targets.h).
+Status CheckAmdTargetsBeforeHip() {
+  Result<std::vector<std::string>> present = amd::GpuTargets(std::string(amd::kKfdNodesDir));
+  if (!present.ok()) {
+    return Status::Unavailable(std::string("no usable ") + POLNODE_GPU_RUNTIME_NAME + " device on this machine (" +
+                               present.status().message() + ")");
+  }
+  const std::vector<std::string> compiled = amd::SplitTargets(POLNODE_EXPAND_STRINGIFY(POLNODE_HIP_TARGETS));
+  return amd::CheckTargets(*present, compiled);
+}
+#endif
+
 Result<std::unique_ptr<Backend>> Create() {
+#if defined(__HIPCC__) && !defined(__HIP_DEVICE_COMPILE__)
+  POLNODE_RETURN_IF_ERROR(CheckAmdTargetsBeforeHip());
+#endif
   int count = 0;
   const gpuError_t err = gpuGetDeviceCount(&count);
   if (err != gpuSuccess || count == 0) {

@@ -11,6 +11,7 @@
 #define POLNODE_KERNELS_GPU_GPU_ELEMENTS_H_
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -589,6 +590,74 @@ POLNODE_HOST_DEVICE inline float EmbeddingGradAt(const float* dy, const i64* ind
   float acc = 0.0f;
   for (i64 i = index[v]; i < index[v + 1]; ++i) acc = acc + dy[positions[i] * channels + c];
   return acc;
+}
+
+// ---- Device self-test -----------------------------------------------------------------------
+// What a backend runs once on its device before it is used (gpu_backend.cu SelfTest) and compares
+// with the same function run on the host: the operations whose results a device or toolchain
+// could get wrong without any operator's conformance case noticing at once. An fma split into a
+// rounded product and a sum, a division or square root that is not correctly rounded, subnormal
+// results or inputs flushed to zero, a hardware max in ReLU that lets -0.0 or NaN through, and
+// det::Exp's range reduction. NaN results match any NaN (hashes read every NaN alike).
+inline constexpr int kSelfTestOps = 6;
+inline constexpr const char* kSelfTestOpNames[kSelfTestOps] = {"fma", "division", "square root", "ReLU",
+                                                               "product", "det::Exp"};
+
+/// Operation k of input i into out[kSelfTestOps * i + k].
+POLNODE_HOST_DEVICE inline void SelfTestAt(const float* a, const float* b, const float* c, float* out, i64 i) {
+  float* y = out + kSelfTestOps * i;
+  y[0] = det::Fma(a[i], b[i], c[i]);
+  y[1] = a[i] / b[i];
+  y[2] = Sqrt(a[i]);
+  y[3] = ReluAt(a[i]);
+  y[4] = a[i] * b[i];
+  y[5] = det::Exp(a[i]);
+}
+
+/// The self-test's inputs, `n` of each (n >= 1024): the first three quarters near 1, where a*b + c
+/// with c = -(a*b) rounded is the product's rounding error that only a fused fma keeps; the last
+/// quarter every ordered pair (and a third operand) from a list of special values: NaNs with each
+/// vendor's payload, +-inf, +-0, the smallest and largest subnormals, tiny and huge normals whose
+/// products and quotients are subnormal or overflow, and negative values (sqrt, ReLU).
+inline void MakeSelfTestInputs(i64 n, std::vector<float>& a, std::vector<float>& b, std::vector<float>& c) {
+  a.resize(static_cast<std::size_t>(n));
+  b.resize(static_cast<std::size_t>(n));
+  c.resize(static_cast<std::size_t>(n));
+  std::uint32_t state = 0x9E3779B9u;
+  auto next = [&state]() {  // xorshift32: any fixed sequence works, it only needs variety
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+  };
+  const i64 random_part = n - n / 4;
+  for (i64 i = 0; i < random_part; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    a[k] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
+    b[k] = 1.0f + static_cast<float>(next() >> 9) * 0x1p-23f;
+    if (next() & 1u) a[k] = -a[k];
+    c[k] = -(a[k] * b[k]);
+  }
+  static constexpr std::uint32_t kSpecialBits[] = {
+      0xFFC00000u, 0x7FFFFFFFu, 0x7FC00000u,  // NaN as x86, NVIDIA and AMD make it
+      0x7F800000u, 0xFF800000u,               // +-inf
+      0x00000000u, 0x80000000u,               // +-0
+      0x00000001u, 0x807FFFFFu,               // the smallest subnormal, minus the largest
+      0x1E3CE508u, 0x60AD78ECu,               // 1e-20 (its square is subnormal), 1e20
+      0x3F800000u, 0xC0000000u,               // 1, -2
+      0x00800000u, 0x7F7FFFFFu,               // the smallest normal, FLT_MAX
+      0x42B170A4u,                            // 88.72: det::Exp near overflow
+  };
+  constexpr i64 kSpecials = static_cast<i64>(sizeof kSpecialBits / sizeof kSpecialBits[0]);
+  for (i64 i = random_part; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const i64 j = i - random_part;
+    std::uint32_t bits[3] = {kSpecialBits[j % kSpecials], kSpecialBits[(j / kSpecials) % kSpecials],
+                             kSpecialBits[(j / (kSpecials * kSpecials)) % kSpecials]};
+    std::memcpy(&a[k], &bits[0], sizeof(float));
+    std::memcpy(&b[k], &bits[1], sizeof(float));
+    std::memcpy(&c[k], &bits[2], sizeof(float));
+  }
 }
 
 }  // namespace polnode::kernels::gpu

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,6 +131,51 @@ TEST(PinpointHashes, KnownAnswers) {
             "b00697476608d13c4a6a240d54d3468a3b60940f99d4d67b55fec1d12c4ec155");
   const std::vector<float> state = {1.5f, -0.0f};
   EXPECT_EQ(ToHex(ChainStateHash(7, state)), "02942a1ed4882dc4b7b74b5ff2e78b7cce30aac10f9112e49eda2fe44c127a2b");
+}
+
+float FloatOfBits(std::uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// Every NaN reads as 0x7FC00000, whatever its payload and sign: the x86, NVIDIA and AMD default
+// NaNs, a signalling NaN and a signed payload give one tensor, block and chain hash (known answers
+// from Python's hashlib with 0x7FC00000 written in), while +-0, +-inf and NaN stay apart.
+TEST(PinpointHashes, EveryNanHashesAsTheCanonicalNan) {
+  const std::vector<std::int64_t> dims = {2, 2};
+  for (std::uint32_t nan_bits : {0xFFC00000u, 0x7FFFFFFFu, 0x7FC00000u, 0x7F800001u, 0xFFC0BEEFu}) {
+    const float nan = FloatOfBits(nan_bits);
+    const std::vector<float> data = {nan, 1.0f, nan, -0.0f};
+    EXPECT_EQ(ToHex(TensorHashOf(dims, data)), "9b9b53bd9382dd949b7412047ea035897493ac50d00e57cd94db6b3a1302a93c")
+        << std::hex << nan_bits;
+    EXPECT_EQ(TensorBlockTree(dims, data).tensor_hash(), TensorHashOf(dims, data));
+    EXPECT_EQ(BlockLeafHash(data), TensorBlockLeaves(dims, data)[0]);
+    const std::vector<float> state = {nan, 1.5f};
+    EXPECT_EQ(ToHex(ChainStateHash(7, state)), "6ceacaabac2a3165399832e2737a6f266be96a779da8b232f68ff1d9006c9cac")
+        << std::hex << nan_bits;
+  }
+  // A long run of NaNs across rows and blocks (the canonical pattern is written in pieces) hashes
+  // as the same values written out.
+  const std::vector<std::int64_t> big = {130, 70};
+  std::vector<float> vendor(130 * 70, 0.25f);
+  std::vector<float> canonical = vendor;
+  for (std::size_t i = 100; i < 9000; ++i) {
+    vendor[i] = FloatOfBits(i % 2 == 0 ? 0x7FFFFFFFu : 0xFFC00000u);
+    canonical[i] = FloatOfBits(kCanonicalNanBits);
+  }
+  EXPECT_EQ(TensorHashOf(big, vendor), TensorHashOf(big, canonical));
+  EXPECT_EQ(ChainStateHash(1, vendor), ChainStateHash(1, canonical));
+
+  const float inf = FloatOfBits(0x7F800000u);
+  const std::vector<std::int64_t> one = {1};
+  std::vector<Hash256> distinct;
+  for (float v : {FloatOfBits(kCanonicalNanBits), inf, -inf, 0.0f, -0.0f, FloatOfBits(1u)}) {
+    distinct.push_back(TensorHashOf(one, std::vector<float>{v}));
+  }
+  for (std::size_t i = 0; i < distinct.size(); ++i) {
+    for (std::size_t j = i + 1; j < distinct.size(); ++j) EXPECT_NE(distinct[i], distinct[j]) << i << " " << j;
+  }
 }
 
 // A block tree proves any set of blocks together against the tensor hash; every forged value,

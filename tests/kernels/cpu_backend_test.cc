@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/conformance.h"
 #include "kernels_test_util.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/kernels/cpu_backend.h"
@@ -415,6 +416,30 @@ TEST_P(CpuBackendTest, RejectsBadShapesWithTheReferenceMessage) {
 
 INSTANTIATE_TEST_SUITE_P(AllLevelsAndThreads, CpuBackendTest, ::testing::ValuesIn(AllConfigs()),
                          ConfigName);
+
+// NaN, infinities, signed zeros, subnormals and +-FLT_MAX through every operator at each level this
+// machine has, the NaNs with other payloads than the reference's: the same bits wherever either
+// side is not NaN, NaN exactly where the reference has NaN (the conformance variants every GPU
+// backend must pass too), so every hash agrees (consensus/pinpoint.h).
+class CpuSpecialValuesTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(CpuSpecialValuesTest, EveryOperatorAgreesWithTheReferenceUpToNanPayloads) {
+  std::unique_ptr<Backend> reference = MakeReferenceBackend();
+  Result<std::unique_ptr<Backend>> fast = MakeCpuBackendForIsa(GetParam(), 3);
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    const std::vector<conformance::CaseResult> results =
+        conformance::CheckOp(**fast, *reference, op, 20261127, conformance::CaseSet::kSpecialValues);
+    ASSERT_FALSE(results.empty()) << OpName(op);
+    for (const conformance::CaseResult& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLevels, CpuSpecialValuesTest, ::testing::ValuesIn(AvailableCpuIsas()),
+                         [](const ::testing::TestParamInfo<CpuIsa>& isa_info) {
+                           return std::string(CpuIsaName(isa_info.param));
+                         });
 
 TEST(CpuIsaTest, EnvironmentVariableLowersTheLevel) {
   const CpuIsa best = AvailableCpuIsas().back();

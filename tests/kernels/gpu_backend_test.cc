@@ -125,5 +125,62 @@ TEST(ConformanceHarnessTest, FindsOneFlippedBitInEveryOperator) {
   }
 }
 
+// The reference with its NaN outputs rewritten: `nan_bits` for every NaN (another vendor's
+// payload: harmless), or, with `nan_becomes_zero`, +0.0f in their place (what a hardware max or a
+// flushing kernel would do: a different state).
+class RewritesNansBackend final : public Backend {
+ public:
+  RewritesNansBackend(std::uint32_t nan_bits, bool nan_becomes_zero)
+      : nan_bits_(nan_bits), nan_becomes_zero_(nan_becomes_zero) {}
+  std::string name() const override { return "rewrites-nans"; }
+  Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
+             std::span<Tensor* const> outputs) override {
+    POLNODE_RETURN_IF_ERROR(inner_->Run(op, attrs, inputs, outputs));
+    for (Tensor* t : outputs) {
+      for (float& v : t->values()) {
+        if (v != v) {
+          if (nan_becomes_zero_) {
+            v = 0.0f;
+          } else {
+            std::memcpy(&v, &nan_bits_, sizeof v);
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::uint32_t nan_bits_;
+  bool nan_becomes_zero_;
+  std::unique_ptr<Backend> inner_ = MakeReferenceBackend();
+};
+
+// The special-value variants reach a NaN in some output of every operator that can output one
+// (all but ReLU, whose NaN gives +0), so a backend that turns NaNs into numbers is caught there,
+// while one that only writes NaNs with its own payload passes everywhere.
+TEST(ConformanceHarnessTest, NanPayloadsPassAndNansTurnedIntoNumbersFail) {
+  std::unique_ptr<Backend> reference = MakeReferenceBackend();
+  RewritesNansBackend nvidia_payload(0x7FFFFFFFu, false);
+  RewritesNansBackend flushes_nan(0, true);
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    for (const conformance::CaseResult& r :
+         conformance::CheckOp(nvidia_payload, *reference, op, kSeed, conformance::CaseSet::kSpecialValues)) {
+      EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+    }
+    int caught = 0;
+    for (const conformance::CaseResult& r :
+         conformance::CheckOp(flushes_nan, *reference, op, kSeed, conformance::CaseSet::kSpecialValues)) {
+      caught += r.passed ? 0 : 1;
+    }
+    if (op == Op::kRelu) {
+      EXPECT_EQ(caught, 0);
+    } else {
+      EXPECT_GT(caught, 0) << OpName(op) << ": no special-value case puts a NaN in its outputs";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace polnode::kernels

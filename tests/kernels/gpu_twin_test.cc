@@ -5,7 +5,9 @@
 // where a wrong index, a reordered chain or a tile-edge slip in the GPU code is caught first;
 // gpu_backend_test.cc then checks the real device wherever there is one.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -230,6 +232,49 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuTwinTest, ::testing::Range(0, kNumOps),
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::string(OpName(static_cast<Op>(param_info.param)));
                          });
+
+// The device self-test's inputs must be able to fail a device that breaks a rule: on the host, an
+// fma split into a rounded product and a sum, a division or product whose subnormal result is
+// flushed to zero, a ReLU that passes -0.0 or NaN, each gives other bits somewhere.
+TEST(GpuSelfTestTest, InputsCatchASplitFmaFlushedSubnormalsAndALeakyRelu) {
+  constexpr i64 kN = 4096;
+  std::vector<float> a, b, c;
+  gpu::MakeSelfTestInputs(kN, a, b, c);
+  std::vector<float> y(kN * gpu::kSelfTestOps);
+  for (i64 i = 0; i < kN; ++i) gpu::SelfTestAt(a.data(), b.data(), c.data(), y.data(), i);
+  const auto at = [&](i64 i, int op) { return y[static_cast<std::size_t>(i * gpu::kSelfTestOps + op)]; };
+  const auto bits = [](float v) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+  };
+  int split_fma_differs = 0, subnormal_quotients = 0, subnormal_products = 0, relu_of_negative_zero = 0,
+      relu_of_nan = 0, sqrt_of_negative = 0, exp_overflows = 0;
+  for (i64 i = 0; i < kN; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const float split = a[k] * b[k] + c[k];
+    if (bits(split) != bits(at(i, 0)) && !(split != split && at(i, 0) != at(i, 0))) ++split_fma_differs;
+    if (std::fpclassify(at(i, 1)) == FP_SUBNORMAL) ++subnormal_quotients;
+    if (std::fpclassify(at(i, 4)) == FP_SUBNORMAL) ++subnormal_products;
+    if (bits(a[k]) == 0x80000000u) {
+      EXPECT_EQ(bits(at(i, 3)), 0u);  // ReLU(-0.0) = +0.0
+      ++relu_of_negative_zero;
+    }
+    if (a[k] != a[k]) {
+      EXPECT_EQ(bits(at(i, 3)), 0u);  // ReLU(NaN) = +0.0
+      ++relu_of_nan;
+    }
+    if (a[k] < 0.0f && at(i, 2) != at(i, 2)) ++sqrt_of_negative;
+    if (std::isinf(at(i, 5)) && std::isfinite(a[k])) ++exp_overflows;
+  }
+  EXPECT_GT(split_fma_differs, 1000);
+  EXPECT_GT(subnormal_quotients, 0);
+  EXPECT_GT(subnormal_products, 0);
+  EXPECT_GT(relu_of_negative_zero, 0);
+  EXPECT_GT(relu_of_nan, 0);
+  EXPECT_GT(sqrt_of_negative, 0);
+  EXPECT_GT(exp_overflows, 0);
+}
 
 // The tile emulation must cover what the GPU grid covers: a product whose tiles are all partial
 // (65 x 65 outputs: four tiles, three of them ragged) with a depth that ends mid p-tile.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -220,6 +222,64 @@ TEST(StepRunnerTest, ObservedMlpStepReplaysNodeByNode) {
 
 TEST(StepRunnerTest, ObservedCnnAdamStepReplaysNodeByNode) {
   CheckObservedStepAgainstSingleNodeReplay("cnn:i1x8x8-c3-p-c2-p-f5-4", OptimizerKind::kAdam);
+}
+
+float FloatOfBits(std::uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// A training state whose hidden unit 0 has NaN weights (a unit that diverged; its pre-activation is
+// NaN, ReLU makes it +0, so the loss stays finite and training goes on) steps to one state hash and
+// one hash per node output, whether its NaNs carry x86's payload on the reference or NVIDIA's on
+// the CPU backend: what lets a GPU solver and the CPU referee agree on a state with NaN in it,
+// although the raw bits differ.
+TEST(StepRunnerTest, NanWeightsGiveTheSameHashesWhateverTheirPayload) {
+  StepGraph graph = BuildOrDie("mlp:20-7-3", OptimizerKind::kSgd, 3);
+  Tensor images, labels;
+  SyntheticBatch(graph, 4, images, labels);
+  Result<StepRunner> runner = StepRunner::Create(graph);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+
+  struct Run {
+    TrainState state;
+    std::vector<consensus::Hash256> output_hashes;
+    float loss = 0.0f;
+  };
+  const auto step_with = [&](std::uint32_t nan_bits, const std::string& backend_name) {
+    Run run;
+    run.state = InitialState(graph.model, OptimizerKind::kSgd, 11);
+    kernels::Tensor* w = nullptr;
+    for (NamedTensor& t : run.state.tensors) {
+      if (t.name == "fc1.w") w = &t.tensor;
+    }
+    EXPECT_NE(w, nullptr);
+    if (w == nullptr) return run;
+    EXPECT_EQ(w->shape(), (Shape{20, 7}));
+    for (std::int64_t i = 0; i < 20; ++i) w->data()[i * 7] = FloatOfBits(nan_bits);  // unit 0's column
+    Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(backend_name, 2);
+    EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+    NodeObserver observer = [&](const StepNode&, std::span<const Tensor* const> outs) -> Status {
+      for (const Tensor* t : outs) run.output_hashes.push_back(TensorHash(*t));
+      return Status::Ok();
+    };
+    Result<float> loss = runner->Step(run.state, images, labels, **backend, &observer);
+    EXPECT_TRUE(loss.ok()) << loss.status().ToString();
+    run.loss = loss.ok() ? *loss : 0.0f;
+    return run;
+  };
+  const Run x86 = step_with(0xFFC00000u, "reference");
+  const Run nvidia = step_with(0x7FFFFFFFu, "cpu");
+  ASSERT_FALSE(x86.output_hashes.empty());
+  EXPECT_TRUE(std::isfinite(x86.loss));
+  EXPECT_EQ(std::memcmp(&x86.loss, &nvidia.loss, sizeof(float)), 0);
+  EXPECT_EQ(x86.output_hashes, nvidia.output_hashes);
+  EXPECT_EQ(StateHash(x86.state), StateHash(nvidia.state));
+  // Not vacuous: the NaNs survived the step, with their own payloads.
+  const Tensor& w_x86 = x86.state.tensors[0].tensor;
+  EXPECT_TRUE(std::isnan(w_x86.data()[0]));
+  EXPECT_FALSE(w_x86.BitwiseEqual(nvidia.state.tensors[0].tensor));
 }
 
 TEST(StepRunnerTest, ObserverErrorStopsTheStep) {

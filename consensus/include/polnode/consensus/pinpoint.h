@@ -6,7 +6,8 @@
 // cut into the 64 x 64 blocks of its block grid (base/block_grid.h: the 2-D view [product of all
 // dims but the last, last dim]); each block is a leaf of a game tree (game_tree.h: a perfect
 // binary tree, padded with the all-zero hash, inner nodes SHA-256(0x01 || left || right)):
-//   block leaf   = SHA-256(0x00 || the block's elements, row by row, IEEE-754 bits as U32)
+//   block leaf   = SHA-256(0x00 || the block's elements, row by row, IEEE-754 bits as U32, every
+//                  NaN as kCanonicalNanBits)
 //   block root   = the root of the game tree over the block leaves in block order (the all-zero
 //                  hash for a tensor without elements)
 //   tensor hash  = SHA-256("polnode.tensor.v3\n" || U32 rank || rank x U64 dims || block root)
@@ -27,7 +28,14 @@
 //
 // Chain state (the partial sums of one output tile after `position` units of its operator's
 // evaluation chain, kernels/tile.h; the game bisects over them, contracts/dispute_game.h):
-//   SHA-256("polnode.chain.v1\n" || U64 position || U32 count || each value's bits as U32)
+//   SHA-256("polnode.chain.v1\n" || U64 position || U32 count || each value's bits as U32, every
+//           NaN as kCanonicalNanBits)
+//
+// NaN payloads and signs never reach a hash. An invalid operation gives 0xFFC00000 on x86,
+// 0x7FFFFFFF on NVIDIA GPUs and 0x7FC00000 on AMD ones, and which operand's payload an operation
+// on two NaNs keeps differs between instructions; no operator lets a payload or a NaN's sign
+// change anything but which NaN it outputs (kernels/op.h), so reading every NaN as one pattern
+// makes every hash above the same on every backend. Tensors without NaN hash as they always did.
 #ifndef POLNODE_CONSENSUS_PINPOINT_H_
 #define POLNODE_CONSENSUS_PINPOINT_H_
 
@@ -42,6 +50,10 @@
 #include "polnode/consensus/sha256.h"
 
 namespace polnode::consensus {
+
+/// The one NaN every hash of float values reads in place of any NaN: the IEEE-754 default quiet
+/// NaN with a clear sign bit.
+inline constexpr std::uint32_t kCanonicalNanBits = 0x7FC00000u;
 
 /// The block leaf above over one block's values (row by row).
 Hash256 BlockLeafHash(std::span<const float> block);

@@ -5,6 +5,15 @@
 //   acc = x; for j in ascending order: acc = fmaf(a_j, b_j, acc);
 // with exactly one rounding per step. Threads and GPU blocks split outputs, never a chain.
 //
+// "The same bits" holds for every value but NaN: which NaN an operator outputs (its payload and
+// sign) is not part of any contract here, because hardware differs (an invalid operation gives
+// 0xFFC00000 on x86, 0x7FFFFFFF on NVIDIA GPUs, 0x7FC00000 on AMD ones, and an operation on two
+// NaNs keeps either payload). Where an output is NaN is part of it, and so is every value an
+// operator derives from a NaN input (ReLU(NaN) = +0.0f): no operator lets a NaN's payload or sign
+// change anything but the bits of the NaNs it outputs. Every hash reads a NaN as the canonical
+// 0x7FC00000 (consensus/pinpoint.h), so states and node outputs hash alike on every backend;
+// kernels/gpu/conformance.h's special-value cases hold every backend to this.
+//
 // Inputs and outputs are listed in order; the backend validates input shapes and resizes outputs
 // (Tensor::Resize), so callers may pass empty tensors as outputs. An output may alias an input only
 // where the operator says so.
@@ -92,9 +101,9 @@ enum class Op : std::uint8_t {
   // softmax) so that a dispute's referee re-executes one small operator. Reshapes are not
   // operators: the step graph reads a tensor under another shape of the same element count (a
   // view), e.g. [B*T, C] as [B, T, H, D]. The language-model loss is kSoftmaxCrossEntropy on the
-  // [B*T, V] logits (the mean over every position). NaN payloads and signs are not part of these
-  // operators' contracts (NaN in, NaN out: an operation with several NaN operands may return any of
-  // them); where a NaN or an infinity gives a defined non-NaN result, the operator says so.
+  // [B*T, V] logits (the mean over every position). As for every operator, NaN payloads and signs
+  // are open (see the top of this file); where a NaN or an infinity gives a defined non-NaN result,
+  // the operator says so.
 
   // in: A, B (same shape). out: C[e] = A[e] + B[e], one rounding. C may alias A or B (in place).
   // Residual connections, and gradient accumulation where a tensor feeds two consumers (residual
