@@ -370,6 +370,10 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
   if (!id.ok()) return JsonErrorResponse(400, id.status().message());
   JsonWriter w;
   w.BeginObject().Field("tx_id", ToHex(*id));
+  // Pending is asked first: a block is in the store before its txs leave the mempool, so a tx that
+  // was pending and is no longer is found committed. Asked the other way round, a block committed
+  // between the two lookups made a committed tx look unknown (a client then gave up on it).
+  const bool pending = ledger_.IsPending(*id);
   if (Result<consensus::TxLocation> loc = ledger_.FindTx(*id); loc.ok()) {
     w.Field("status", "committed").Field("height", loc->height).Field("index", std::uint64_t{loc->index});
     // A committed tx whose payload failed still paid its fee and used its nonce; only the result
@@ -383,7 +387,7 @@ HttpResponse LedgerApi::GetTx(std::string_view id_hex) {
     }
   } else if (loc.status().code() != StatusCode::kNotFound) {
     return JsonErrorResponse(500, loc.status().message());
-  } else if (ledger_.IsPending(*id)) {
+  } else if (pending) {
     w.Field("status", "pending");
   } else {
     return JsonErrorResponse(404, "transaction " + ToHex(*id) + " is neither pending nor committed");

@@ -9,6 +9,7 @@
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/rpc/json.h"
+#include "polnode/rpc/ledger_api_backend.h"
 #include "polnode/rpc/tx_json.h"
 #include "polnode/testing/ledger_fixtures.h"
 #include "polnode/testing/subprocess.h"
@@ -70,6 +71,65 @@ TEST_F(LedgerApiTest, PostProtobufTxThenSeeItPendingThenCommitted) {
   HttpResponse bob = Call("GET", "/v1/accounts/" + consensus::ToHex(KeyFromByte(2).PublicKey().bytes()));
   EXPECT_EQ(bob.status, 200);
   EXPECT_NE(bob.body.find("\"balance\":50"), std::string::npos) << bob.body;
+}
+
+// The embedded ledger, except that the first time GET /v1/txs/{id} looks the tx up (pending or
+// committed, whichever it asks first), a block commits it right after that answer: the moment
+// between the two lookups where a block lands.
+class BlockBetweenLookups final : public LedgerBackend {
+ public:
+  explicit BlockBetweenLookups(Ledger& ledger) : inner_(ledger), ledger_(ledger) {}
+  LedgerStatus GetStatus() const override { return inner_.GetStatus(); }
+  Result<consensus::Hash256> SubmitTx(std::string_view encoded) override { return inner_.SubmitTx(encoded); }
+  Result<std::string> GetEncodedBlock(std::uint64_t height) const override { return inner_.GetEncodedBlock(height); }
+  Result<consensus::TxLocation> FindTx(const consensus::Hash256& id) const override {
+    Result<consensus::TxLocation> found = inner_.FindTx(id);
+    CommitOnce();
+    return found;
+  }
+  bool IsPending(const consensus::Hash256& id) const override {
+    const bool pending = inner_.IsPending(id);
+    CommitOnce();
+    return pending;
+  }
+  std::optional<std::uint64_t> NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const override {
+    return inner_.NextPendingNonce(signer);
+  }
+  Result<std::string> ReadCommitted(
+      const std::function<Result<std::string>(const contracts::StateStore&)>& read) const override {
+    return inner_.ReadCommitted(read);
+  }
+  const LedgerCounters& counters() const override { return inner_.counters(); }
+  void Arm() { armed_ = true; }
+
+ private:
+  void CommitOnce() const {
+    if (!armed_) return;
+    armed_ = false;
+    EXPECT_TRUE(ledger_.ProduceBlock(1).ok());
+  }
+  EmbeddedLedgerBackend inner_;
+  Ledger& ledger_;
+  mutable bool armed_ = false;
+};
+
+// A block that commits a pending tx while its status is being read must not make it look unknown:
+// the tx is reported pending (the client asks again) or committed, never 404 (which made
+// `polnode tx --wait` give up on a committed tx under load).
+TEST_F(LedgerApiTest, ATxCommittedDuringItsLookupIsNeverUnknown) {
+  BlockBetweenLookups backend(*ledger_);
+  LedgerApi api(backend);
+  const std::string bytes = *consensus::EncodeEnvelope(SignedTransfer(0, 50));
+  ASSERT_EQ(api.Handle(HttpRequest{"POST", "/v1/tx", "application/x-protobuf", "", bytes}).status, 200);
+  const std::string id = consensus::ToHex(consensus::TxId(bytes));
+  backend.Arm();
+  const HttpResponse during = api.Handle(HttpRequest{"GET", "/v1/txs/" + id, "", "", ""});
+  EXPECT_EQ(during.status, 200) << during.body;
+  EXPECT_TRUE(during.body.find("\"pending\"") != std::string::npos ||
+              during.body.find("\"committed\"") != std::string::npos)
+      << during.body;
+  const HttpResponse after = api.Handle(HttpRequest{"GET", "/v1/txs/" + id, "", "", ""});
+  EXPECT_NE(after.body.find("\"committed\""), std::string::npos) << after.body;
 }
 
 // A tx whose payload fails is still committed (it paid the fee and used its nonce); the result
