@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "polnode/kernels/detmath.h"
 #include "polnode/kernels/tensor.h"
 
 namespace polnode::kernels::conformance {
@@ -224,12 +225,6 @@ constexpr std::uint32_t kNanBits[] = {0xFFC00000u, 0x7FFFFFFFu, 0x7FC00000u, 0x7
 constexpr std::uint32_t kOtherSpecialBits[] = {0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
                                                0x00000001u, 0x007FFFFFu, 0x80400000u, 0x7F7FFFFFu, 0xFF7FFFFFu};
 
-float FromBits(std::uint32_t bits) {
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 // The special-value variant of valid case `c` (see CheckOp): up to 32 elements of each value
 // input (an eighth of a small one) replaced, about a third of them by NaNs.
 Case SpecialValueVariant(Op op, const Case& c, Rng& rng) {
@@ -248,11 +243,11 @@ Case SpecialValueVariant(Op op, const Case& c, Rng& rng) {
       const std::int64_t at = rng.Below(n);
       if (rng.Below(3) == 0) {
         const std::int64_t which = rng.Below(static_cast<std::int64_t>(std::size(kNanBits)));
-        ref.data()[at] = FromBits(kNanBits[which]);
-        cand.data()[at] = FromBits(kNanBits[(which + 1) % static_cast<std::int64_t>(std::size(kNanBits))]);
+        ref.data()[at] = det::BitsFloat(kNanBits[which]);
+        cand.data()[at] = det::BitsFloat(kNanBits[(which + 1) % static_cast<std::int64_t>(std::size(kNanBits))]);
       } else {
         const std::int64_t which = rng.Below(static_cast<std::int64_t>(std::size(kOtherSpecialBits)));
-        ref.data()[at] = cand.data()[at] = FromBits(kOtherSpecialBits[which]);
+        ref.data()[at] = cand.data()[at] = det::BitsFloat(kOtherSpecialBits[which]);
       }
     }
   }

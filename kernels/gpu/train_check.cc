@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "polnode/kernels/detmath.h"
 #include "polnode/kernels/op.h"
 #include "polnode/kernels/tensor.h"
 
@@ -29,14 +30,8 @@ std::uint64_t Mix(std::uint64_t z) {
 // Uniform in [0, 1) from 24 bits of Mix(key).
 float Unit(std::uint64_t key) { return static_cast<float>(Mix(key) >> 40) * 0x1p-24f; }
 
-std::uint32_t Bits(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  return u;
-}
-
 // A NaN reads as the canonical one, as in every hash.
-std::uint32_t CanonicalBits(float v) { return v != v ? 0x7FC00000u : Bits(v); }
+std::uint32_t CanonicalBits(float v) { return v != v ? 0x7FC00000u : det::FloatBits(v); }
 
 struct Param {
   std::string name;
@@ -223,7 +218,7 @@ class Trainer {
 
 std::string BitsText(float v) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.9g (0x%08x)", static_cast<double>(v), Bits(v));
+  std::snprintf(buf, sizeof buf, "%.9g (0x%08x)", static_cast<double>(v), det::FloatBits(v));
   return buf;
 }
 
