@@ -39,6 +39,8 @@ Hash256 TaskSpecHash(const proto::TaskSpec& spec) {
   w.U32(spec.state_tensor_count());
   w.Bool(spec.tolerant());
   w.Bytes(Span(spec.initial_state_hash()));
+  // Only tolerant specs have one (exact specs hash as they did before it existed).
+  if (spec.tolerant()) w.F32(spec.forced_delta());
   return w.Finalize();
 }
 
@@ -132,9 +134,8 @@ Hash256 SegmentDigest(std::string_view party, std::uint64_t segment, std::string
 }
 
 bool IsForcedCheckpoint(std::string_view secret, std::string_view forced_seed, std::string_view task_id,
-                        std::uint64_t k, std::uint64_t checkpoints, bool exact) {
+                        std::uint64_t k, std::uint64_t checkpoints) {
   if (k == 0 || k > checkpoints) return false;
-  if (!exact) return k == checkpoints;
   const auto coin = [&](std::uint64_t at) {
     consensus::HashWriter w;
     w.String("polnode/forced-checkpoint/v1");
@@ -156,10 +157,10 @@ bool IsForcedCheckpoint(std::string_view secret, std::string_view forced_seed, s
 }
 
 std::vector<std::uint64_t> ForcedCheckpoints(std::string_view secret, std::string_view forced_seed,
-                                             std::string_view task_id, std::uint64_t checkpoints, bool exact) {
+                                             std::string_view task_id, std::uint64_t checkpoints) {
   std::vector<std::uint64_t> forced;
   for (std::uint64_t k = 1; k <= checkpoints; ++k) {
-    if (IsForcedCheckpoint(secret, forced_seed, task_id, k, checkpoints, exact)) forced.push_back(k);
+    if (IsForcedCheckpoint(secret, forced_seed, task_id, k, checkpoints)) forced.push_back(k);
   }
   return forced;
 }

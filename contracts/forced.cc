@@ -11,31 +11,39 @@
 namespace polnode::contracts {
 namespace {
 
-// The honest hash the reveal showed at forced checkpoint `k`, or nullptr when `k` is not among the
-// shown forced checkpoints (Task.forced_checkpoints and honest_hashes are parallel).
-const std::string* HonestHashAt(const proto::Task& task, std::uint64_t k) {
+// Where forced checkpoint `k` sits among the shown forced checkpoints (Task.forced_checkpoints,
+// ascending), or -1 when `k` is not one of them.
+int ForcedIndex(const proto::Task& task, std::uint64_t k) {
   const auto& forced = task.forced_checkpoints();
   const auto it = std::lower_bound(forced.begin(), forced.end(), k);
-  if (it == forced.end() || *it != k) return nullptr;
-  const int index = static_cast<int>(it - forced.begin());
-  return index < task.honest_hashes_size() ? &task.honest_hashes(index) : nullptr;
+  if (it == forced.end() || *it != k) return -1;
+  return static_cast<int>(it - forced.begin());
+}
+
+// What a right digest of the segment ending at forced checkpoint `k` commits to: the honest hash
+// there (exact mode) or the hash of the perturbed indices (tolerant mode); nullptr when `k` is not
+// among the shown forced checkpoints.
+const std::string* DigestEndAt(const proto::Task& task, std::uint64_t k) {
+  const int index = ForcedIndex(task, k);
+  if (index < 0) return nullptr;
+  const auto& ends = task.spec().tolerant() ? task.perturbed_index_hashes() : task.honest_hashes();
+  return index < ends.size() ? &ends.Get(index) : nullptr;
 }
 
 // Whether `failed` (with `digests`, by `party`) names exactly those of `covered` whose end is a
-// forced checkpoint, each (exact mode) with the digest of the honest hash there.
+// forced checkpoint, each with the digest of what a replay finds there.
 bool NamesExactlyTheForced(const proto::Task& task, const std::vector<std::uint64_t>& covered,
                            const google::protobuf::RepeatedField<std::uint64_t>& failed,
                            const google::protobuf::RepeatedPtrField<std::string>& digests, std::string_view party) {
   std::vector<std::uint64_t> expected;
   for (std::uint64_t s : covered) {
-    if (HonestHashAt(task, s + 1) != nullptr) expected.push_back(s);
+    if (ForcedIndex(task, s + 1) >= 0) expected.push_back(s);
   }
   if (!std::equal(expected.begin(), expected.end(), failed.begin(), failed.end())) return false;
-  if (task.spec().tolerant()) return true;
   if (digests.size() != failed.size()) return false;
   for (int j = 0; j < failed.size(); ++j) {
-    const std::string* honest = HonestHashAt(task, failed[j] + 1);
-    if (digests[j] != ToBytes(SegmentDigest(party, failed[j], *honest))) return false;
+    const std::string* end = DigestEndAt(task, failed[j] + 1);
+    if (end == nullptr || digests[j] != ToBytes(SegmentDigest(party, failed[j], *end))) return false;
   }
   return true;
 }
@@ -62,7 +70,7 @@ bool VerdictRight(const proto::Task& task, const proto::VerifierSlot& slot) {
   switch (slot.verdict()) {
     case proto::VERDICT_ACCEPT:
       return std::none_of(covered.begin(), covered.end(),
-                          [&](std::uint64_t s) { return HonestHashAt(task, s + 1) != nullptr; });
+                          [&](std::uint64_t s) { return ForcedIndex(task, s + 1) >= 0; });
     case proto::VERDICT_REJECT:
       return NamesExactlyTheForced(task, covered, slot.failed_segments(), slot.segment_digests(), slot.verifier());
     default:

@@ -1,5 +1,6 @@
 #include "payload_rules.h"
 
+#include <cmath>
 #include <string>
 #include <string_view>
 
@@ -68,6 +69,13 @@ Status CheckSpec(const proto::TaskSpec& spec) {
   if (spec.step_leaf_count() < std::uint64_t{spec.state_tensor_count()} + 4 ||
       spec.step_leaf_count() > (std::uint64_t{1} << 24)) {
     return Status::InvalidArgument("step_leaf_count must be state_tensor_count + 4 .. 2^24");
+  }
+  // A tolerant forced round perturbs by forced_delta (consensus/forced_perturbation.h); an exact
+  // one flips a bit and has none.
+  if (spec.tolerant() ? !(std::isfinite(spec.forced_delta()) && spec.forced_delta() > 0.0f)
+                      : spec.forced_delta() != 0.0f || std::signbit(spec.forced_delta())) {
+    return Status::InvalidArgument(spec.tolerant() ? "a tolerant task's forced_delta must be finite and positive"
+                                                   : "an exact task's forced_delta must be 0");
   }
   return Status::Ok();
 }
@@ -168,6 +176,14 @@ Status CheckRules(const proto::RevealTx& msg) {
     }
     POLNODE_RETURN_IF_ERROR(Check32(leaf.committed_hash(), "leaves.committed_hash"));
     POLNODE_RETURN_IF_ERROR(Check32(leaf.result_hash(), "leaves.result_hash"));
+  }
+  for (int i = 0; i < msg.perturbations_size(); ++i) {
+    const proto::PerturbationProof& p = msg.perturbations(i);
+    if (i > 0 && p.checkpoint() <= msg.perturbations(i - 1).checkpoint()) {
+      return Status::InvalidArgument("perturbations must be in strictly ascending checkpoint order");
+    }
+    for (const std::string& h : p.tensor_hashes()) POLNODE_RETURN_IF_ERROR(Check32(h, "perturbations.tensor_hashes"));
+    for (const std::string& h : p.block_siblings()) POLNODE_RETURN_IF_ERROR(Check32(h, "perturbations.block_siblings"));
   }
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include "dispute_game.h"
 #include "keys.h"
 #include "move_fields.h"
+#include "perturbation.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
@@ -226,26 +227,41 @@ Status AcceptForcedReveal(proto::Task& task, const proto::RevealTx& msg) {
     return Status::InvalidArgument("forced-error round: the reveal shows " + std::to_string(msg.leaves_size()) +
                                    " checkpoints; the verdicts and challenges need " + std::to_string(wanted.size()));
   }
+  const bool tolerant = task.spec().tolerant();
   std::vector<std::uint64_t> forced;
   std::vector<std::string> honest;
+  std::vector<std::string> perturbed;  // tolerant mode: per forced checkpoint, its indices' hash
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     const proto::RevealedLeaf& leaf = msg.leaves(static_cast<int>(i));
     if (leaf.checkpoint() != wanted[i]) {
       return Status::InvalidArgument("forced-error round: revealed leaf " + std::to_string(i) + " must be checkpoint " +
                                      std::to_string(wanted[i]) + ", not " + std::to_string(leaf.checkpoint()));
     }
-    const bool is_forced = IsForcedCheckpoint(msg.secret(), task.forced_seed(), task.id(), wanted[i], segments,
-                                              !task.spec().tolerant());
+    const bool is_forced = IsForcedCheckpoint(msg.secret(), task.forced_seed(), task.id(), wanted[i], segments);
     POLNODE_RETURN_IF_ERROR(CheckRevealedLeaf(leaf, wanted[i], segments, is_forced, committed_root, result_root));
-    if (is_forced) {
-      forced.push_back(wanted[i]);
-      honest.push_back(leaf.result_hash());
+    if (!is_forced) continue;
+    if (tolerant) {
+      const std::size_t p = forced.size();
+      if (p >= static_cast<std::size_t>(msg.perturbations_size())) {
+        return Status::InvalidArgument("forced-error round: forced checkpoint " + std::to_string(wanted[i]) +
+                                       " needs its perturbation proof");
+      }
+      POLNODE_ASSIGN_OR_RETURN(std::string indices,
+                               CheckPerturbationProof(task, msg.secret(), leaf, msg.perturbations(static_cast<int>(p))));
+      perturbed.push_back(std::move(indices));
     }
+    forced.push_back(wanted[i]);
+    honest.push_back(leaf.result_hash());
+  }
+  if (static_cast<std::size_t>(msg.perturbations_size()) != (tolerant ? forced.size() : 0)) {
+    return Status::InvalidArgument(tolerant ? "forced-error round: one perturbation proof per shown forced checkpoint"
+                                            : "forced-error round: an exact task's reveal has no perturbation proofs");
   }
   task.set_forced_root(task.proof_root());
   task.set_proof_root(msg.result_root());
   *task.mutable_forced_checkpoints() = {forced.begin(), forced.end()};
   *task.mutable_honest_hashes() = {honest.begin(), honest.end()};
+  *task.mutable_perturbed_index_hashes() = {perturbed.begin(), perturbed.end()};
   for (proto::VerifierSlot& slot : *task.mutable_verifiers()) {
     if (!Live(slot)) continue;
     slot.set_vouched(VerdictRight(task, slot));
@@ -315,7 +331,7 @@ Status ExecuteReveal(ExecContext& ctx, std::string_view signer, const proto::Rev
     if (msg.result_root() != task.proof_root()) {
       return Status::InvalidArgument("not a forced-error round: result_root must equal the committed proof root");
     }
-    if (msg.leaves_size() > 0) {
+    if (msg.leaves_size() > 0 || msg.perturbations_size() > 0) {
       return Status::InvalidArgument("not a forced-error round: the reveal shows no checkpoints");
     }
     // A reject the solver left undisputed stands: the solver conceded its proof.

@@ -25,13 +25,13 @@
 //   disprover. A challenger that lost its own game pays the solver; one whose game was not needed
 //   is released.
 // Forced: the committed proof was deliberately wrong at its forced checkpoints (beacon.h
-//   ForcedCheckpoints: random ones in exact mode, the final one in tolerant mode), and the solver
-//   trained on from them; RevealTx shows, for every checkpoint a verdict or challenge covered
+//   ForcedCheckpoints: each with probability 1/2; exact mode flips a bit, tolerant mode moves a few
+//   elements by +-forced_delta, perturbation.h), and the solver trained on from them; RevealTx shows, for every checkpoint a verdict or challenge covered
 //   (forced.h RevealCheckpoints), its hash in the committed and in the result proof, and from
 //   then on proof_root names the result proof. A verdict is right (forced.h VerdictRight, it
 //   vouches) when it is an accept none of whose covered segments ends at a forced checkpoint, or
 //   a reject naming exactly the covered segments that do, each with the digest of the honest hash
-//   there (exact mode). So replaying only the final segment is not enough: a middle segment may
+//   there (exact mode) or of the indices perturbed there (tolerant mode). So replaying only the final segment is not enough: a middle segment may
 //   end at a forced checkpoint too. Right accepts are paid; accepts that covered a forced
 //   checkpoint accepted a forced error: their locks go to the jackpot. Right rejects are
 //   catchers: paid, and they vouch. Challenges that pass the same test over their covered
@@ -60,8 +60,10 @@ namespace polnode::contracts {
 /// the claim's commitment. Not forced: result_root must equal the committed root and leaves be
 /// empty. Forced: leaves must show exactly forced.h RevealCheckpoints, ascending, each hash pair
 /// proven (checkpoint index, S + 1 leaves) against the committed root and result_root, different
-/// exactly at the forced checkpoints (beacon.h IsForcedCheckpoint from the secret); the task then
-/// records the shown forced checkpoints with their result hashes, forced_root = the committed
+/// exactly at the forced checkpoints (beacon.h IsForcedCheckpoint from the secret); a tolerant
+/// task's reveal has one perturbation proof per shown forced checkpoint (perturbation.h
+/// CheckPerturbationProof), an exact task's none. The task then records the shown forced
+/// checkpoints with their result hashes (and, tolerant, their perturbed indices' hashes), forced_root = the committed
 /// root, proof_root = result_root, and each slot's vouched and challenge's caught. Then the
 /// dispute games start (dispute_game.h) or the task settles. Every error is kInvalidArgument (but
 /// the permission and status ones) and changes nothing.

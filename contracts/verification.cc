@@ -105,9 +105,10 @@ Result<proto::VerifierSlot*> LiveSlotOf(proto::Task& task, std::uint32_t index, 
 }
 
 // Checks the segments a reject or challenge names as failed and their digests: at least one,
-// strictly ascending, each one of `covered`; in exact mode one 32-byte digest per segment
-// (beacon.h SegmentDigest), in tolerant mode none (a tolerant replay has no bitwise end state).
-Status CheckFailedSegments(const proto::Task& task, const std::vector<std::uint64_t>& covered,
+// strictly ascending, each one of `covered`, with one 32-byte digest per segment (beacon.h
+// SegmentDigest: of the replayed end state's hash in exact mode, of the indices the replay found
+// beyond forced_delta / 2 in tolerant mode).
+Status CheckFailedSegments(const std::vector<std::uint64_t>& covered,
                            const google::protobuf::RepeatedField<std::uint64_t>& failed,
                            const google::protobuf::RepeatedPtrField<std::string>& digests) {
   if (failed.empty()) return Status::InvalidArgument("a reject or challenge names the segments that failed");
@@ -117,10 +118,9 @@ Status CheckFailedSegments(const proto::Task& task, const std::vector<std::uint6
       return Status::InvalidArgument("segment " + std::to_string(failed[i]) + " is not one of the covered segments");
     }
   }
-  const int wanted = task.spec().tolerant() ? 0 : failed.size();
-  if (digests.size() != wanted) {
-    return Status::InvalidArgument("segment_digests must hold " + std::to_string(wanted) +
-                                   (task.spec().tolerant() ? " digests (a tolerant task)" : " digests, one per failed segment"));
+  if (digests.size() != failed.size()) {
+    return Status::InvalidArgument("segment_digests must hold " + std::to_string(failed.size()) +
+                                   " digests, one per failed segment");
   }
   for (const std::string& digest : digests) {
     if (digest.size() != kIdBytes) return Status::InvalidArgument("each segment digest must be 32 bytes");
@@ -219,7 +219,7 @@ Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::Ve
       break;
     case proto::VERDICT_REJECT:
       POLNODE_RETURN_IF_ERROR(
-          CheckFailedSegments(task, CoveredSegments(task, *slot), msg.failed_segments(), msg.segment_digests()));
+          CheckFailedSegments(CoveredSegments(task, *slot), msg.failed_segments(), msg.segment_digests()));
       break;
     default:
       return Status::InvalidArgument("verdict must be accept, reject or unavailable");
@@ -349,7 +349,7 @@ Status ExecuteDispute(ExecContext& ctx, std::string_view signer, const proto::Di
     // challenger's key: a challenger cannot aim at the segments a public reject named.
     const std::vector<std::uint64_t> covered = ChallengeSegments(
         task.segment_beacon(), signer, SegmentCount(task.spec()), task.spec().segments_per_verification());
-    POLNODE_RETURN_IF_ERROR(CheckFailedSegments(task, covered, msg.failed_segments(), msg.segment_digests()));
+    POLNODE_RETURN_IF_ERROR(CheckFailedSegments(covered, msg.failed_segments(), msg.segment_digests()));
     const std::uint64_t lock = TaskLock(ctx.params, proto::ROLE_WHISTLEBLOWER, task.spec().payment());
     POLNODE_RETURN_IF_ERROR(LockStake(ctx.state, proto::ROLE_WHISTLEBLOWER, signer, lock));
     proto::Challenge* challenge = task.add_challenges();

@@ -9,9 +9,10 @@
 //
 // Verdicts. An assigned verifier replays the segments its slot names (drawn for the slot from the
 // round's beacon) plus the final segment, and posts accept, reject (naming the failed segments) or
-// unavailable (it could not get the proof's data), one per slot. In exact-mode tasks a reject
-// carries, per failed segment, a digest of the state its replay of that segment reached (beacon.h
-// SegmentDigest), which a forced round checks against the honest hashes (forced.h).
+// unavailable (it could not get the proof's data), one per slot. A reject carries, per failed
+// segment, a digest of what its replay of that segment found (beacon.h SegmentDigest: the end
+// state's hash in exact mode, the indices beyond forced_delta / 2 in tolerant mode), which a
+// forced round checks against what the solver reveals (forced.h).
 //
 // Overdue and absent verifiers. A chain that makes blocks on a timer can end a verify window while
 // an honest replay still runs and a lazy accept is long in (tests/node/slow_verifier_race_test.cc),
@@ -87,7 +88,7 @@ std::string_view VerdictName(proto::Verdict verdict);
 /// verifying.
 /// kPermissionDenied when the signer does not hold that slot (or it was absent), kInvalidArgument for a reject whose failed segments are not
 /// strictly ascending covered segments of the slot (its drawn ones or the final one) or whose
-/// digests are not one per failed segment (exact mode) or none (tolerant mode), or an accept or
+/// digests are not one per failed segment, or an accept or
 /// unavailable verdict with segments or digests; kFailedPrecondition for unavailable on a
 /// published slot. When every live slot has answered, verification ends at once.
 [[nodiscard]] Status ExecuteVerdict(ExecContext& ctx, std::string_view signer, const proto::VerdictTx& msg);

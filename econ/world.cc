@@ -488,7 +488,7 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
   round.forced = contracts::IsForcedError(round.secret, task.forced_seed(), round.task_id, config_.params.forced_error_rate());
   if (round.forced) {
     const std::vector<std::uint64_t> forced = contracts::ForcedCheckpoints(round.secret, task.forced_seed(), round.task_id,
-                                                                           config_.segments, !config_.tolerant);
+                                                                           config_.segments);
     round.forced_checkpoints.insert(forced.begin(), forced.end());
   }
 

@@ -371,8 +371,7 @@ std::optional<solver::ForcedRound> SolverRole::ForcedRoundOf(const proto::Task& 
   round.task_id = task.id();
   round.mode = claimed.document.mode;
   const std::uint64_t segments = static_cast<std::uint64_t>(claimed.document.steps / claimed.document.checkpoint_interval);
-  round.checkpoints = contracts::ForcedCheckpoints(claimed.secret, task.forced_seed(), task.id(), segments,
-                                                   claimed.document.mode == solver::ReproMode::kExact);
+  round.checkpoints = contracts::ForcedCheckpoints(claimed.secret, task.forced_seed(), task.id(), segments);
   return round;
 }
 

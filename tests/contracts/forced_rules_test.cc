@@ -114,17 +114,46 @@ TEST(ForcedRules, AChallengeIsCaughtByTheSameTestOverItsCoveredSegments) {
   EXPECT_FALSE(ChallengeCaught(task, empty));
 }
 
-TEST(ForcedRules, TolerantModeNeedsNoDigests) {
-  proto::Task task = RevealedTask();
+TEST(ForcedRules, TolerantRejectsCommitToThePerturbedIndicesNotToTheHonestHash) {
+  proto::Task task = RevealedTask();  // forced: 3 (end of segment 2) and 10 (of segment 9)
   task.mutable_spec()->set_tolerant(true);
-  task.clear_forced_checkpoints();
-  task.clear_honest_hashes();
-  task.add_forced_checkpoints(10);  // tolerant mode forces the final checkpoint only
-  task.add_honest_hashes(Bytes32(0x1A));
-  EXPECT_TRUE(VerdictRight(task, Slot(1, {2, 5}, proto::VERDICT_REJECT, {9})));
-  EXPECT_FALSE(VerdictRight(task, Slot(1, {2, 5}, proto::VERDICT_REJECT, {5, 9})));
+  task.add_perturbed_index_hashes(Bytes32(0x23));
+  task.add_perturbed_index_hashes(Bytes32(0x2A));
+  const auto indices_digest = [](std::uint8_t key, std::uint64_t segment) {
+    return HashBytes(SegmentDigest(Bytes32(key), segment, Bytes32(static_cast<std::uint8_t>(0x20 + segment + 1))));
+  };
+  proto::VerifierSlot right = Slot(1, {2, 5}, proto::VERDICT_REJECT, {2, 9});
+  right.add_segment_digests(indices_digest(1, 2));
+  right.add_segment_digests(indices_digest(1, 9));
+  EXPECT_TRUE(VerdictRight(task, right));
+  // The honest hash's digest is what an exact replay reports; a tolerant one cannot, and a copy of
+  // the exact rule catches nothing here.
+  proto::VerifierSlot exact_style = Slot(1, {2, 5}, proto::VERDICT_REJECT, {2, 9});
+  exact_style.add_segment_digests(Digest(1, 2));
+  exact_style.add_segment_digests(Digest(1, 9));
+  EXPECT_FALSE(VerdictRight(task, exact_style));
+  // Naming the right segments is no longer enough: without digests (the rule before v7) it is wrong.
+  EXPECT_FALSE(VerdictRight(task, Slot(1, {2, 5}, proto::VERDICT_REJECT, {2, 9})));
+  // A verifier that replayed only the final segment names 9 alone and misses segment 2's perturbation.
+  proto::VerifierSlot final_only = Slot(1, {2, 5}, proto::VERDICT_REJECT, {9});
+  final_only.add_segment_digests(indices_digest(1, 9));
+  EXPECT_FALSE(VerdictRight(task, final_only));
   EXPECT_FALSE(VerdictRight(task, Slot(1, {2, 5}, proto::VERDICT_ACCEPT)));
-  EXPECT_EQ(ForcedCheckpoints("secret", "seed", "task", 10, false), (Segments{10}));
+}
+
+TEST(ForcedRules, BothModesForceEachCheckpointWithProbabilityOneHalf) {
+  // The same draw in both modes: tolerant rounds force middle checkpoints too (protocol v7).
+  std::uint64_t forced = 0, middle = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Segments draw = ForcedCheckpoints("secret", "seed", "task" + std::to_string(i), 10);
+    ASSERT_FALSE(draw.empty());
+    forced += draw.size();
+    for (std::uint64_t k : draw) middle += k < 10 ? 1 : 0;
+  }
+  // 200 rounds x 10 checkpoints x 1/2 = 1,000 expected (+1/512 per round for the fallback).
+  EXPECT_GT(forced, 900u);
+  EXPECT_LT(forced, 1100u);
+  EXPECT_GT(middle, 800u);
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ class RandomTraffic {
       secret = SecretOf(static_cast<std::uint8_t>(task.solver()[0]));
     }
     if (!IsForcedError(*secret, task.forced_seed(), task.id(), chain_.params().forced_error_rate())) return {};
-    return ForcedCheckpoints(*secret, task.forced_seed(), task.id(), 10, true);
+    return ForcedCheckpoints(*secret, task.forced_seed(), task.id(), 10);
   }
 
   // The result proof: the committed one with each forced checkpoint k replaced by 32 bytes of 0x10 + k.

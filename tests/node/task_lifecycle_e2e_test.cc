@@ -723,7 +723,7 @@ TEST_F(TaskLifecycleE2ETest, ForcedRoundPaysTheVerifiersThatWereRightAndSlashesA
   const std::array<std::uint8_t, 32> secret_raw = Unhex(kSecret);
   const std::string secret(reinterpret_cast<const char*>(secret_raw.data()), 32);
   const std::vector<std::uint64_t> forced =
-      contracts::ForcedCheckpoints(secret, claimed->forced_seed(), claimed->id(), kSegments, /*exact=*/true);
+      contracts::ForcedCheckpoints(secret, claimed->forced_seed(), claimed->id(), kSegments);
   ASSERT_FALSE(forced.empty());
   const FakeProof result('h');
   FakeProof committed('h');

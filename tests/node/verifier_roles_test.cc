@@ -758,7 +758,7 @@ TEST_F(RolesTest, ForcedRoundIsCaughtByTheHonestVerifierAndTheWhistleblowerAndCo
   round.secret = secret_;
   round.forced_seed = claimed.forced_seed();
   round.task_id = claimed.id();
-  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8, true);
+  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8);
   ASSERT_FALSE(round.checkpoints.empty());
   const testing::ForcedTinyProof proof = testing::ProveTinyForced(document_, data_, solver_, round);
   task_server_.AddProof(proof.result.dir->path());  // the solver serves both
@@ -844,7 +844,7 @@ TEST_F(RolesTest, AfterAForcedRevealAChallengerOpensFromTheLedgerWhenTheSolverSt
   round.secret = secret_;
   round.forced_seed = claimed.forced_seed();
   round.task_id = claimed.id();
-  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8, true);
+  round.checkpoints = contracts::ForcedCheckpoints(secret_, claimed.forced_seed(), claimed.id(), 8);
   const solver::TamperSpec cheat{37, 3, 0, 22};
   const testing::ForcedTinyProof proof = testing::ProveTinyForced(document_, data_, solver_, round, cheat);
   // The same proof again, which the solver keeps for itself: it publishes and reveals from it.

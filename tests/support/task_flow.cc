@@ -177,8 +177,7 @@ bool TaskFlow::Forced() const {
 std::vector<std::uint64_t> TaskFlow::ForcedCheckpoints() const {
   if (!Forced()) return {};
   const proto::Task current = task();
-  return contracts::ForcedCheckpoints(secret, current.forced_seed(), current.id(), Segments(),
-                                      !current.spec().tolerant());
+  return contracts::ForcedCheckpoints(secret, current.forced_seed(), current.id(), Segments());
 }
 
 std::vector<Hash256> TaskFlow::ResultLeaves() const {

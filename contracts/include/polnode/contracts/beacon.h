@@ -41,17 +41,16 @@ Hash256 ForcedSeed(const Hash256& block_randomness, std::string_view task_id);
 /// divisible by `rate` (probability ~1/rate). Never forced when rate is 0.
 bool IsForcedError(std::string_view secret, std::string_view forced_seed, std::string_view task_id, std::uint64_t rate);
 
-/// Whether checkpoint `k` (1 <= k <= checkpoints) is falsified in a forced round. Exact mode: each
-/// checkpoint independently with probability 1/2 from H(secret, seed, task id, k), and the final
-/// one also whenever none of the 63 checkpoints before it is (so every forced round falsifies at
-/// least one, and a verifier cannot tell from the draws which ones). Tolerant mode: the final
-/// checkpoint only (a tolerant replay cannot report a bitwise digest of a middle state).
-/// Known only to the solver (it depends on the secret) until the reveal.
+/// Whether checkpoint `k` (1 <= k <= checkpoints) is falsified in a forced round, in either mode:
+/// each checkpoint independently with probability 1/2 from H(secret, seed, task id, k), and the
+/// final one also whenever none of the 63 checkpoints before it is (so every forced round
+/// falsifies at least one, and a verifier cannot tell from the draws which ones). Known only to
+/// the solver (it depends on the secret) until the reveal.
 bool IsForcedCheckpoint(std::string_view secret, std::string_view forced_seed, std::string_view task_id,
-                        std::uint64_t k, std::uint64_t checkpoints, bool exact);
+                        std::uint64_t k, std::uint64_t checkpoints);
 /// Every k in [1, checkpoints] with IsForcedCheckpoint, ascending. O(checkpoints) hashes.
 std::vector<std::uint64_t> ForcedCheckpoints(std::string_view secret, std::string_view forced_seed,
-                                             std::string_view task_id, std::uint64_t checkpoints, bool exact);
+                                             std::string_view task_id, std::uint64_t checkpoints);
 
 /// The segment beacon, from the randomness of a block after the proof commitment and the
 /// submitter's revealed seed (empty when it committed none).

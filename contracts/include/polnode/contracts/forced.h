@@ -20,10 +20,11 @@ namespace polnode::contracts {
 std::vector<std::uint64_t> RevealCheckpoints(const proto::Task& task);
 
 /// Whether a live slot's verdict was right in a forced round whose forced checkpoints are
-/// `task.forced_checkpoints()` with honest hashes `task.honest_hashes()`: an accept whose covered
-/// segments end at no forced checkpoint, or a reject (exact mode) whose failed segments are exactly
-/// its covered segments that end at forced checkpoints, each with the digest SegmentDigest(slot
-/// key, segment, honest hash there); in tolerant mode a reject naming exactly those segments.
+/// `task.forced_checkpoints()`: an accept whose covered segments end at no forced checkpoint, or a
+/// reject whose failed segments are exactly its covered segments that end at forced checkpoints,
+/// each with the digest SegmentDigest(slot key, segment, end), end being the honest hash there
+/// (`task.honest_hashes()`, exact mode) or the hash of the indices the solver perturbed there
+/// (`task.perturbed_index_hashes()`, tolerant mode: consensus/forced_perturbation.h).
 bool VerdictRight(const proto::Task& task, const proto::VerifierSlot& slot);
 
 /// The same test for a whistleblower's challenge (over Challenge.segments). An accept has no
