@@ -1,4 +1,4 @@
-#include "perturbation.h"
+#include "polnode/contracts/perturbation.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Forced-error rounds (protocol v5; forced_error_rate = 1: every round is forced). The committed
-// proof is falsified at random forced checkpoints (exact mode; the final one in tolerant mode), the
+// proof is falsified at random forced checkpoints (each with probability 1/2), the
 // solver trains on from them and reveals, at every checkpoint a verdict or challenge covered, the
 // committed and the result proof's hash. A verdict is right when it names exactly its covered
 // segments that end at forced checkpoints, with digests of the honest hashes (or accepts when
@@ -24,6 +24,7 @@
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/queries.h"
 #include "polnode/dispute.pb.h"
+#include "forced_flow.h"
 #include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
@@ -31,41 +32,11 @@ namespace {
 
 using Segments = std::vector<std::uint64_t>;
 
-proto::Params ForcedParams() {
-  proto::Params params = TestParams();
-  params.set_forced_error_rate(1);
-  return params;
-}
-
 proto::StakeTx WhistleblowerStake() {
   proto::StakeTx stake;
   stake.set_role(proto::ROLE_WHISTLEBLOWER);
   stake.set_amount(300);
   return stake;
-}
-
-// Runs fresh forced rounds to verifying, with secrets 1, 2, ... (and a committed proof varied with
-// it, which moves the slots), until one has its two slots held by different keys and `want`
-// holds. `tolerant` posts a tolerant-mode spec.
-std::unique_ptr<TaskFlow> ForcedFlow(const std::function<bool(const TaskFlow&)>& want,
-                                     const proto::Params& params = ForcedParams(), bool tolerant = false) {
-  for (int n = 1; n < 256; ++n) {
-    auto flow = std::make_unique<TaskFlow>(params);
-    std::vector<Hash256> leaves(11);
-    for (std::size_t i = 0; i < leaves.size(); ++i) leaves[i].fill(static_cast<std::uint8_t>(0x40 + i));
-    leaves[0].fill(0xD5);  // the spec's initial state
-    leaves[5][0] = static_cast<std::uint8_t>(n);
-    flow->SetCheckpoints(leaves);
-    flow->secret = Bytes32(static_cast<std::uint8_t>(n));
-    if (tolerant) {
-      flow->spec = TaskSubmission(10'000).spec();
-      flow->spec->set_tolerant(true);
-    }
-    flow->RunToVerifying(10'000);
-    if (flow->task().verifiers_size() == 2 && flow->KeyOfSlot(0) != flow->KeyOfSlot(1) && want(*flow)) return flow;
-  }
-  ADD_FAILURE() << "no secret gives the wanted forced checkpoints";
-  return nullptr;
 }
 
 bool Contains(const Segments& segments, std::uint64_t s) {
@@ -409,26 +380,6 @@ TEST(ForcedError, AWhistleblowerCatchesLazyVerifiersButNobodyVouches) {
   EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).locked(), 0u);
   EXPECT_EQ(flow->chain.Stake(proto::ROLE_SOLVER, flow->solver).bonded(), 1'000u);
   EXPECT_EQ(flow->chain.Balance(flow->submitter), submitter + 9'800);
-}
-
-// Tolerant tasks falsify only the final checkpoint and carry no digests: a reject naming just the
-// final segment is right, as is a challenge naming it; an accept never is.
-TEST(ForcedError, InATolerantTaskOnlyTheFinalCheckpointIsForced) {
-  auto flow = ForcedFlow([](const TaskFlow&) { return true; }, ForcedParams(), true);
-  ASSERT_TRUE(flow);
-  EXPECT_EQ(flow->ForcedCheckpoints(), Segments{flow->Segments()});
-  ASSERT_EQ(flow->DiligentVerdict(0).code, StatusCode::kOk);
-  ASSERT_EQ(flow->SlotVerdict(1, proto::VERDICT_ACCEPT).code, StatusCode::kOk);
-  ASSERT_EQ(flow->task().verifiers(0).segment_digests_size(), 0);
-  ASSERT_EQ(flow->Challenge(flow->whistleblower).code, StatusCode::kOk);
-  flow->AdvancePastDeadline();
-  ASSERT_EQ(flow->RevealForced().code, StatusCode::kOk);
-  const proto::Task task = flow->task();
-  EXPECT_EQ(Segments(task.forced_checkpoints().begin(), task.forced_checkpoints().end()), Segments{flow->Segments()});
-  EXPECT_TRUE(task.verifiers(0).vouched());
-  EXPECT_FALSE(task.verifiers(1).vouched());
-  EXPECT_TRUE(task.challenges(0).caught());
-  EXPECT_EQ(task.outcome(), proto::OUTCOME_FORCED_ERROR);
 }
 
 // Review finding 4: a solver that knew its round was forced committed garbage and revealed random

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <optional>
 
+#include "polnode/base/block_grid.h"
+#include "polnode/consensus/forced_perturbation.h"
+#include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
@@ -71,6 +75,13 @@ void TaskFlow::Claim() {
 
 void TaskFlow::Commit() {
   chain.AdvanceTo(task().claim_height() + chain.params().beacon_delay());
+  if (Tolerant()) {
+    // The forced seed is drawn: the committed states (and their perturbations) are known now.
+    std::vector<Hash256> leaves = checkpoints;
+    leaves.resize(Segments() + 1);
+    for (std::uint64_t k = 1; k < leaves.size(); ++k) leaves[k] = TolerantStateHash(k, CommittedTolerantState(k));
+    SetCheckpoints(std::move(leaves));
+  }
   proto::CommitProofTx msg;
   msg.set_task_id(task_id);
   msg.set_proof_root(proof_root);
@@ -182,13 +193,69 @@ std::vector<std::uint64_t> TaskFlow::ForcedCheckpoints() const {
 
 std::vector<Hash256> TaskFlow::ResultLeaves() const {
   std::vector<Hash256> leaves = checkpoints;
-  for (std::uint64_t k : ForcedCheckpoints()) leaves[k].fill(static_cast<std::uint8_t>(honest_fill + k));
+  for (std::uint64_t k : ForcedCheckpoints()) {
+    if (Tolerant()) {
+      leaves[k] = TolerantStateHash(k, HonestTolerantState(k));
+    } else {
+      leaves[k].fill(static_cast<std::uint8_t>(honest_fill + k));
+    }
+  }
   return leaves;
+}
+
+TaskFlow::TolerantState TaskFlow::HonestTolerantState(std::uint64_t k) const {
+  TolerantState state;
+  const std::uint32_t tensors = spec->state_tensor_count();
+  for (std::uint32_t t = 0; t < tensors; ++t) state.names.push_back("t" + std::to_string(t));
+  state.dims = {100, 70};
+  state.first.resize(100 * 70);
+  for (std::size_t i = 0; i < state.first.size(); ++i) {
+    const std::uint64_t v = (k * 131 + i * 17 + tolerant_variant * 7) % 997;
+    state.first[i] = static_cast<float>(v) / 997.0f - 0.5f;
+  }
+  for (std::uint32_t t = 1; t < tensors; ++t) {
+    Hash256& h = state.other_hashes.emplace_back();
+    h.fill(static_cast<std::uint8_t>(0xB0 + t));
+    h[1] = static_cast<std::uint8_t>(k);
+  }
+  return state;
+}
+
+TaskFlow::TolerantState TaskFlow::CommittedTolerantState(std::uint64_t k) const {
+  TolerantState state = HonestTolerantState(k);
+  const std::vector<std::uint64_t> forced = ForcedCheckpoints();
+  if (!std::binary_search(forced.begin(), forced.end(), k)) return state;
+  const proto::Task current = task();
+  const float delta = committed_delta.value_or(spec->forced_delta());
+  const consensus::Perturbation p = consensus::DrawPerturbation(secret, current.forced_seed(), current.id(), k, state.dims);
+  for (const consensus::PerturbedElement& e : p.elements) {
+    float& value = state.first[static_cast<std::size_t>(e.flat)];
+    value = consensus::PerturbedValue(value, e.sign, delta);
+  }
+  return state;
+}
+
+Hash256 TaskFlow::TolerantStateHash(std::uint64_t k, const TolerantState& state) const {
+  std::vector<Hash256> hashes{consensus::TensorHashOf(state.dims, state.first)};
+  hashes.insert(hashes.end(), state.other_hashes.begin(), state.other_hashes.end());
+  return consensus::StateHashFromTensorHashes(k * spec->checkpoint_interval(), state.names, hashes);
+}
+
+std::vector<std::uint64_t> TaskFlow::TolerantReplayIndices(std::uint64_t k) const {
+  const std::vector<std::uint64_t> forced = ForcedCheckpoints();
+  if (!std::binary_search(forced.begin(), forced.end(), k)) return {};
+  const proto::Task current = task();
+  return consensus::PerturbedIndices(
+      consensus::DrawPerturbation(secret, current.forced_seed(), current.id(), k, HonestTolerantState(k).dims));
 }
 
 std::string TaskFlow::ResultRoot() const { return RawHash(consensus::MerkleRoot(ResultLeaves())); }
 
 std::string TaskFlow::ReplayDigest(const PubKey& party, std::uint64_t segment) const {
+  if (Tolerant()) {
+    const Hash256 indices = consensus::PerturbedIndicesHash(TolerantReplayIndices(segment + 1));
+    return RawHash(SegmentDigest(Raw(party), segment, RawHash(indices)));
+  }
   return RawHash(SegmentDigest(Raw(party), segment, RawHash(ResultLeaves()[segment + 1])));
 }
 
@@ -232,9 +299,7 @@ TxResult TaskFlow::Unavailable(const PubKey& verifier) {
 TxResult TaskFlow::SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed) {
   std::vector<std::string> digests;
   const PubKey verifier = KeyOfSlot(slot);
-  if (!task().spec().tolerant()) {
-    for (std::uint64_t s : failed) digests.push_back(ReplayDigest(verifier, s));
-  }
+  for (std::uint64_t s : failed) digests.push_back(ReplayDigest(verifier, s));
   return SlotVerdictWith(slot, verdict, failed, digests);
 }
 
@@ -272,9 +337,7 @@ PubKey TaskFlow::KeyOfSlot(std::uint32_t slot) const {
 }
 
 TxResult TaskFlow::Challenge(const PubKey& challenger) {
-  std::vector<std::string> digests;
-  if (!task().spec().tolerant()) digests.push_back(ReplayDigest(challenger, FinalSegment()));
-  return ChallengeWith(challenger, {FinalSegment()}, digests);
+  return ChallengeWith(challenger, {FinalSegment()}, {ReplayDigest(challenger, FinalSegment())});
 }
 
 TxResult TaskFlow::ChallengeWith(const PubKey& challenger, const std::vector<std::uint64_t>& failed,
@@ -289,9 +352,7 @@ TxResult TaskFlow::ChallengeWith(const PubKey& challenger, const std::vector<std
 TxResult TaskFlow::DiligentChallenge(const PubKey& challenger) {
   const std::vector<std::uint64_t> failed = ForcedEnds(ChallengeCovered(challenger));
   std::vector<std::string> digests;
-  if (!task().spec().tolerant()) {
-    for (std::uint64_t s : failed) digests.push_back(ReplayDigest(challenger, s));
-  }
+  for (std::uint64_t s : failed) digests.push_back(ReplayDigest(challenger, s));
   return ChallengeWith(challenger, failed, digests);
 }
 
@@ -326,6 +387,31 @@ proto::RevealTx TaskFlow::ForcedRevealOver(const std::vector<Hash256>& result,
     leaf->set_committed_proof(ProofBytes(committed_tree, k));
     leaf->set_result_hash(RawHash(result[k]));
     leaf->set_result_proof(ProofBytes(result_tree, k));
+  }
+  if (!Tolerant()) return msg;
+  const proto::Task current = task();
+  const std::vector<std::uint64_t> forced = ForcedCheckpoints();
+  for (std::uint64_t k : shown) {
+    if (!std::binary_search(forced.begin(), forced.end(), k)) continue;
+    const TolerantState committed = CommittedTolerantState(k);
+    const TolerantState honest = HonestTolerantState(k);
+    const consensus::Perturbation p = consensus::DrawPerturbation(secret, current.forced_seed(), current.id(), k, honest.dims);
+    proto::PerturbationProof* proof = msg.add_perturbations();
+    proof->set_checkpoint(k);
+    for (const std::string& name : honest.names) proof->add_names(name);
+    for (std::int64_t d : honest.dims) proof->add_dims(d);
+    for (const Hash256& h : honest.other_hashes) proof->add_tensor_hashes(RawHash(h));
+    const auto block_bytes = [&](const std::vector<float>& values) {
+      const std::vector<float> block = consensus::BlockValues(honest.dims, values, p.block);
+      return std::string(reinterpret_cast<const char*>(block.data()), block.size() * sizeof(float));
+    };
+    proof->set_committed_block(block_bytes(committed.first));
+    proof->set_honest_block(block_bytes(honest.first));
+    const consensus::TensorBlockTree tree(committed.dims, committed.first);
+    Result<std::vector<Hash256>> siblings = tree.tree()->Siblings(p.block, tree.tree()->depth());
+    EXPECT_TRUE(siblings.ok()) << siblings.status().ToString();
+    if (!siblings.ok()) continue;
+    for (const Hash256& h : *siblings) proof->add_block_siblings(RawHash(h));
   }
   return msg;
 }

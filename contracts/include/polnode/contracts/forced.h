@@ -1,4 +1,4 @@
-// The rules of a forced round (protocol v5, docs/protocol.md): which checkpoints the solver's reveal
+// The rules of a forced round (protocol v7, docs/protocol.md): which checkpoints the solver's reveal
 // must show, and whether a verdict or a whistleblower's challenge was right about the falsified
 // checkpoints. Pure functions of the task record, so solvers, verifiers, auditors and the econ
 // simulator compute exactly what the ledger computes.

@@ -44,6 +44,13 @@ class TaskFlow {
   std::optional<proto::TaskSpec> spec;
   /// When set, Submit commits to this beacon seed (RevealSeed reveals it).
   std::optional<std::string> seed;
+  /// Tolerant tasks (spec->tolerant()): Commit replaces checkpoints 1.. by the hashes of real
+  /// states (TolerantState), with each forced checkpoint perturbed as a forced round must
+  /// (consensus/forced_perturbation.h); tolerant_variant varies the states (and so the slots).
+  std::uint32_t tolerant_variant = 0;
+  /// When set, the committed perturbation moves each drawn element by this instead of the spec's
+  /// forced_delta (a solver cheating on the perturbation's size); the reveal shows what it did.
+  std::optional<float> committed_delta;
 
   Chain chain;
   std::string task_id;
@@ -66,6 +73,25 @@ class TaskFlow {
   /// The one staked verifier that was not assigned.
   PubKey Unassigned() const;
 
+  /// A tolerant task's checkpoint `k` as the honest training reaches it: the spec's
+  /// state_tensor_count tensors named t0, t1, ..., the first [100, 70] (4 blocks) with values in
+  /// [-0.5, 0.5), the others known only by a made-up tensor hash each.
+  struct TolerantState {
+    std::vector<std::string> names;
+    std::vector<std::int64_t> dims;
+    std::vector<float> first;
+    std::vector<Hash256> other_hashes;
+  };
+  TolerantState HonestTolerantState(std::uint64_t k) const;
+  /// The same state as committed: perturbed when k is a forced checkpoint of a forced round.
+  TolerantState CommittedTolerantState(std::uint64_t k) const;
+  /// The v2 state hash of `state` at checkpoint k.
+  Hash256 TolerantStateHash(std::uint64_t k, const TolerantState& state) const;
+  /// The flat indices a diligent tolerant replay of the segment ending at `k` finds beyond
+  /// forced_delta / 2: the perturbed ones at a forced checkpoint, none elsewhere.
+  std::vector<std::uint64_t> TolerantReplayIndices(std::uint64_t k) const;
+  bool Tolerant() const { return spec && spec->tolerant(); }
+
   /// The number of segments of the task's spec, and the index of the final one.
   std::uint64_t Segments() const;
   std::uint64_t FinalSegment() const { return Segments() - 1; }
@@ -81,7 +107,7 @@ class TaskFlow {
   std::vector<Hash256> ResultLeaves() const;
   std::string ResultRoot() const;
   /// The digest a diligent replay by `party` of `segment` commits to: beacon.h SegmentDigest of
-  /// the result proof's hash at segment + 1.
+  /// the result proof's hash at segment + 1 (tolerant: of the indices TolerantReplayIndices).
   std::string ReplayDigest(const PubKey& party, std::uint64_t segment) const;
   /// The covered segments of slot `slot` (its drawn ones and the final one), and of a challenge by
   /// `challenger` (beacon.h ChallengeSegments), ascending.
@@ -97,7 +123,7 @@ class TaskFlow {
   TxResult Reject(const PubKey& verifier, const std::vector<std::uint64_t>& failed);
   TxResult Unavailable(const PubKey& verifier);
   /// `verdict` naming `failed` on slot `slot`, by the key that holds it, with the replay digests of
-  /// `failed` (none for a tolerant task).
+  /// `failed`.
   TxResult SlotVerdict(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed = {});
   /// The same with exactly `digests`.
   TxResult SlotVerdictWith(std::uint32_t slot, proto::Verdict verdict, const std::vector<std::uint64_t>& failed,
@@ -122,10 +148,12 @@ class TaskFlow {
   /// The solver reveals `secret` with `result_root` (a round that is not forced).
   TxResult Reveal(const std::string& result_root);
   /// A forced round's reveal showing `shown` (contracts/forced.h RevealCheckpoints when not
-  /// given): each checkpoint's committed and result hash with its proof, and the result root.
+  /// given): each checkpoint's committed and result hash with its proof, and the result root; for
+  /// a tolerant task the perturbation proof of each shown forced checkpoint.
   proto::RevealTx ForcedReveal(const std::vector<std::uint64_t>& shown) const;
   proto::RevealTx ForcedReveal() const;
   /// The same over the result proof `result` (Segments() + 1 leaves) instead of ResultLeaves().
+  /// A tolerant perturbation proof is built from the states whatever `result` says.
   proto::RevealTx ForcedRevealOver(const std::vector<Hash256>& result, const std::vector<std::uint64_t>& shown) const;
   /// The solver posts ForcedReveal().
   TxResult RevealForced();
