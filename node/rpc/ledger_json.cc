@@ -130,6 +130,7 @@ void WriteSpec(JsonWriter& w, const proto::TaskSpec& spec) {
       .Field("step_leaf_count", spec.step_leaf_count())
       .Field("state_tensor_count", spec.state_tensor_count())
       .Field("tolerant", spec.tolerant())
+      .Field("forced_delta", static_cast<double>(spec.forced_delta()))
       .Field("initial_state_hash", ToHex(spec.initial_state_hash()))
       .EndObject();
 }
@@ -217,6 +218,9 @@ void WriteTask(JsonWriter& w, const proto::Task& task) {
   w.EndArray();
   w.Key("honest_hashes").BeginArray();
   for (const std::string& h : task.honest_hashes()) w.String(ToHex(h));
+  w.EndArray();
+  w.Key("perturbed_index_hashes").BeginArray();
+  for (const std::string& h : task.perturbed_index_hashes()) w.String(ToHex(h));
   w.EndArray();
   w.Key("spec");
   WriteSpec(w, task.spec());
