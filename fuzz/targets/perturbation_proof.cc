@@ -72,7 +72,9 @@ const Fixture& Fixed() {
     proof.set_committed_block(BlockBytes(committed, p.block));
     proof.set_honest_block(BlockBytes(honest, p.block));
     const consensus::TensorBlockTree tree(kDims, committed);
-    for (const Hash256& h : *tree.tree()->Siblings(p.block, tree.tree()->depth())) proof.add_block_siblings(Raw(h));
+    const Result<std::vector<Hash256>> siblings = tree.tree()->Siblings(p.block, tree.tree()->depth());
+    POLNODE_FUZZ_CHECK(siblings.ok(), "the fixture's block tree cannot prove its block");
+    for (const Hash256& h : *siblings) proof.add_block_siblings(Raw(h));
     f.indices_hash = Raw(consensus::PerturbedIndicesHash(consensus::PerturbedIndices(p)));
     return f;
   }();
