@@ -4,7 +4,7 @@
 // prints, then the simulator's own speed (simulated tasks and blocks per second of this run).
 //
 //   econ_sweep [TASKS [WARMUP [tolerant]]]   (defaults 400 and 100 tasks per world; "tolerant" runs
-//   tolerant-mode tasks, whose forced rounds falsify the final checkpoint only)
+//   tolerant-mode tasks, whose forced rounds perturb their forced checkpoints by +-forced_delta)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

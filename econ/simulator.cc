@@ -56,6 +56,13 @@ Result<Simulator> Simulator::Create(const SimConfig& config) {
     return Status::InvalidArgument("need 2 or more segments and 1..segments segments per verification");
   }
   if (config.payment == 0) return Status::InvalidArgument("payment must be positive");
+  // Simulated values lie below 4096 (a float's spacing there is 2^-12) and two simulated states
+  // differ by at least 1/16 wherever they differ (proof_model.cc StateValues): from 2^-12 on, a
+  // perturbation moves every value by at least D / 2 (the reveal must show it visible), and below
+  // 1/8 every difference of two states exceeds D / 2, as the model's replays assume.
+  if (config.tolerant && !(config.forced_delta >= 1.0f / 4096.0f && config.forced_delta < 1.0f / 8.0f)) {
+    return Status::InvalidArgument("a tolerant simulation's forced_delta must be in [2^-12, 2^-3)");
+  }
   const Cast cast(config.params.verifiers_per_task(), kMaxOperatorKeys);
   POLNODE_ASSIGN_OR_RETURN(SimChain chain, SimChain::Create(config.params, cast.All(), kGenesisBalance, config.seed));
   World warmup(std::move(chain), config, WorldSpec{});

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "polnode/consensus/encoding.h"
+#include "polnode/consensus/forced_perturbation.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
@@ -62,8 +63,10 @@ proto::SubmitTaskTx Submission(const SimConfig& config, std::uint64_t index) {
   spec->set_batch_root(Tagged("batch", config.seed, ""));
   spec->set_step_leaf_count(kStateTensors + 4);
   spec->set_state_tensor_count(kStateTensors);
-  spec->set_initial_state_hash(Bytes(ProofModel::InitialStateHash(config.checkpoint_interval)));
+  spec->set_initial_state_hash(
+      Bytes(ProofModel::InitialStateHash(config.checkpoint_interval, StateDims(config.tolerant))));
   spec->set_tolerant(config.tolerant);
+  if (config.tolerant) spec->set_forced_delta(config.forced_delta);
   msg.set_spec_uri("sim://task/" + std::to_string(index));
   return msg;
 }
@@ -139,7 +142,7 @@ PartyTask& World::Work(Round& round, const PubKey& key) const {
 ProofModel World::WithheldProof(const Round& round) const {
   std::vector<std::uint32_t> branches(config_.segments + 1);
   for (std::uint64_t c = 0; c < branches.size(); ++c) branches[c] = kGarbageBase + static_cast<std::uint32_t>(c);
-  return ProofModel(round.task_id, config_.checkpoint_interval, std::move(branches));
+  return ProofModel(round.task_id, config_.checkpoint_interval, StateDims(config_.tolerant), std::move(branches));
 }
 
 std::optional<SolverProofs> World::ProofsOf(const Round& round) const {
@@ -152,12 +155,25 @@ std::optional<SolverProofs> World::ProofsOf(const Round& round) const {
     case SolverPlay::kForcedGarbage:
       if (round.forced) {
         // Garbage committed; the result proof differs from it exactly at the forced checkpoints, as
-        // the reveal must, with random states there.
+        // the reveal must, with random states there. In tolerant mode the reveal must also prove
+        // each committed forced state the perturbation of the revealed one: there the garbage
+        // solver commits the perturbation of its random state.
         ProofModel garbage = WithheldProof(round);
         std::vector<std::pair<std::uint64_t, std::uint32_t>> moved;
         for (std::uint64_t c : round.forced_checkpoints) moved.emplace_back(c, kRandomBase + static_cast<std::uint32_t>(c));
         ProofModel result = garbage.WithBranches(moved);
-        return SolverProofs{std::move(garbage), std::move(result)};
+        if (!config_.tolerant) return SolverProofs{std::move(garbage), std::move(result)};
+        std::vector<std::uint32_t> branches(config_.segments + 1);
+        std::map<std::uint64_t, Perturbed> perturbed;
+        for (std::uint64_t c = 0; c < branches.size(); ++c) {
+          branches[c] = garbage.branch(c);
+          const auto draw = round.perturbations.find(c);
+          if (draw == round.perturbations.end()) continue;
+          perturbed.emplace(c, Perturbed{result.branch(c), draw->second, config_.forced_delta});
+        }
+        ProofModel committed(round.task_id, config_.checkpoint_interval, StateDims(true), std::move(branches),
+                             std::move(perturbed));
+        return SolverProofs{std::move(committed), std::move(result)};
       }
       break;
     case SolverPlay::kFake:
@@ -178,7 +194,27 @@ std::optional<SolverProofs> World::ProofsOf(const Round& round) const {
     case SolverPlay::kHonest:
       break;
   }
-  return Train(round.task_id, config_.checkpoint_interval, s, round.forced_checkpoints, made_up);
+  return Train(round.task_id, config_.checkpoint_interval, StateDims(config_.tolerant), s, round.forced_checkpoints,
+               made_up, round.perturbations, config_.forced_delta);
+}
+
+std::optional<Hash256> World::Finding(const Round& round, std::uint64_t segment) const {
+  const ProofModel& committed = round.proofs->committed;
+  if (!config_.tolerant) {
+    const Hash256 end = committed.ReplayEnd(segment);
+    return end == committed.Leaf(segment + 1) ? std::nullopt : std::optional<Hash256>(end);
+  }
+  // A modelled replay is exact, so the profiled distances fail a segment only where some element
+  // differs, and every element two simulated states differ in differs by more than D / 2: the
+  // elements alone decide.
+  const std::vector<std::uint64_t> differ = committed.ReplayDifferences(segment, config_.forced_delta);
+  if (differ.empty()) return std::nullopt;
+  return consensus::PerturbedIndicesHash(differ);
+}
+
+Hash256 World::StandIn(const Round& round, std::uint64_t segment) const {
+  if (config_.tolerant) return consensus::PerturbedIndicesHash({});
+  return round.proofs ? round.proofs->committed.Leaf(segment + 1) : Hash256{};
 }
 
 std::vector<std::uint64_t> World::Replay(Round& round, const PubKey& key, const std::set<std::uint64_t>& segments) const {
@@ -187,7 +223,7 @@ std::vector<std::uint64_t> World::Replay(Round& round, const PubKey& key, const 
   std::vector<std::uint64_t> failed;
   for (std::uint64_t s : segments) {
     Work(round, key).segments_replayed += done.insert(s).second ? 1 : 0;
-    if (!round.proofs->CommittedSegmentRight(s)) failed.push_back(s);
+    if (Finding(round, s)) failed.push_back(s);
   }
   return failed;
 }
@@ -195,8 +231,7 @@ std::vector<std::uint64_t> World::Replay(Round& round, const PubKey& key, const 
 std::vector<std::string> World::Digests(const Round& round, const PubKey& key,
                                         const std::vector<std::uint64_t>& segments) const {
   std::vector<std::string> digests;
-  if (config_.tolerant) return digests;
-  for (std::uint64_t s : segments) digests.push_back(DigestOf(key, s, round.proofs->committed.ReplayEnd(s)));
+  for (std::uint64_t s : segments) digests.push_back(DigestOf(key, s, *Finding(round, s)));
   return digests;
 }
 
@@ -225,12 +260,7 @@ Result<std::optional<PendingTx>> World::Verdict(Round& round, const proto::Task&
     case VerifierPlay::kLazyReject:
       msg.set_verdict(proto::VERDICT_REJECT);
       msg.add_failed_segments(final_segment);
-      if (!config_.tolerant) {
-        // The proof's own final checkpoint is the cheapest stand-in for a replay.
-        const Hash256 nothing{};
-        msg.add_segment_digests(
-            DigestOf(key, final_segment, round.proofs ? round.proofs->committed.Leaf(config_.segments) : nothing));
-      }
+      msg.add_segment_digests(DigestOf(key, final_segment, StandIn(round, final_segment)));
       break;
     case VerifierPlay::kFalseUnavailable:
       msg.set_verdict(proto::VERDICT_UNAVAILABLE);
@@ -286,7 +316,7 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
       const proto::VerifierSlot& slot = task.verifiers(i);
       if (slot.absent() || slot.verdict() != proto::VERDICT_REJECT || slot.disputed()) continue;
       const bool right = round.proofs && std::any_of(slot.failed_segments().begin(), slot.failed_segments().end(),
-                                                      [&](std::uint64_t f) { return !round.proofs->CommittedSegmentRight(f); });
+                                                      [&](std::uint64_t f) { return Finding(round, f).has_value(); });
       if (right) continue;
       proto::DisputeTx msg;
       msg.set_task_id(round.task_id);
@@ -327,16 +357,9 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
     }
     case WhistleblowerPlay::kNeverChecks:
       break;
-    case WhistleblowerPlay::kChallengesAll: {
-      // The proof's own final checkpoint is the cheapest stand-in for a replay.
-      const Hash256 nothing{};
-      std::vector<std::string> digests;
-      if (!config_.tolerant) {
-        digests.push_back(DigestOf(key, final_segment, round.proofs ? round.proofs->committed.Leaf(s) : nothing));
-      }
-      name({final_segment}, digests);
+    case WhistleblowerPlay::kChallengesAll:
+      name({final_segment}, {DigestOf(key, final_segment, StandIn(round, final_segment))});
       break;
-    }
     case WhistleblowerPlay::kCopycat: {
       std::vector<std::uint64_t> copied;
       std::vector<std::string> digests;
@@ -344,7 +367,7 @@ Result<std::vector<PendingTx>> World::Challenges(Round& round, const proto::Task
         const auto found = named.find(c);
         if (found == named.end()) continue;
         copied.push_back(c);
-        if (!config_.tolerant) digests.push_back(found->second);
+        digests.push_back(found->second);
       }
       name(copied, digests);
       break;
@@ -381,7 +404,9 @@ std::optional<PendingTx> World::Reveal(const Round& round, const proto::Task& ta
   msg.set_secret(round.secret);
   msg.set_result_root(Bytes(proofs.result.Root()));
   if (round.forced) {
-    // Exactly the checkpoints the ledger needs: both proofs' leaves there, with their paths.
+    // Exactly the checkpoints the ledger needs: both proofs' leaves there, with their paths, and in
+    // tolerant mode, for each forced one among them (ascending, as they are), the proof that its
+    // committed state is the revealed one with exactly the drawn perturbation.
     for (std::uint64_t c : contracts::RevealCheckpoints(task)) {
       proto::RevealedLeaf* leaf = msg.add_leaves();
       leaf->set_checkpoint(c);
@@ -389,6 +414,9 @@ std::optional<PendingTx> World::Reveal(const Round& round, const proto::Task& ta
       leaf->set_committed_proof(proofs.committed.PathOf(c));
       leaf->set_result_hash(Bytes(proofs.result.Leaf(c)));
       leaf->set_result_proof(proofs.result.PathOf(c));
+      if (config_.tolerant && round.forced_checkpoints.count(c) != 0) {
+        *msg.add_perturbations() = proofs.committed.PerturbationProofOf(c);
+      }
     }
   }
   return MakeTx(Claimer(), contracts::payload::kReveal, msg);
@@ -490,6 +518,12 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
     const std::vector<std::uint64_t> forced = contracts::ForcedCheckpoints(round.secret, task.forced_seed(), round.task_id,
                                                                            config_.segments);
     round.forced_checkpoints.insert(forced.begin(), forced.end());
+    if (config_.tolerant) {
+      for (std::uint64_t c : forced) {
+        round.perturbations.emplace(c, consensus::DrawPerturbation(round.secret, task.forced_seed(), round.task_id, c,
+                                                                   StateDims(true)));
+      }
+    }
   }
 
   if (SelfDealing() && !round.forced) {
@@ -570,6 +604,7 @@ Result<TaskRecord> World::RunTask(std::uint64_t index) {
     if (challenge.lock() != money_.whistleblower_lock) return Status::Internal("a challenge locks another amount than MoneyOf");
   }
   round.record.forced = round.forced;
+  round.record.forced_checkpoints.assign(task.forced_checkpoints().begin(), task.forced_checkpoints().end());
   round.record.outcome = task.outcome();
   POLNODE_ASSIGN_OR_RETURN(round.record.jackpot_after, chain_.Jackpot());
   for (const PubKey& key : cast_.All()) {

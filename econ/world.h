@@ -53,6 +53,8 @@ class World {
     std::string secret;
     bool forced = false;
     std::set<std::uint64_t> forced_checkpoints;  // beacon.h ForcedCheckpoints, in a forced round
+    // Tolerant mode, in a forced round: consensus::DrawPerturbation of each forced checkpoint.
+    std::map<std::uint64_t, consensus::Perturbation> perturbations;
     std::optional<SolverProofs> proofs;          // empty for a withheld proof
     // The segments whose replayed end each key (raw bytes) knows, over all the slots it holds: what
     // it replayed, or for the owner's whistleblower key what its solver key trained. Only a named
@@ -76,11 +78,20 @@ class World {
   std::optional<SolverProofs> ProofsOf(const Round& round) const;
   /// The proof a withholding solver commits to: garbage past checkpoint 0, never served.
   ProofModel WithheldProof(const Round& round) const;
+  /// What a replay of `segment` from the committed proof finds wrong, as a segment digest commits
+  /// to it: nothing when the replayed end agrees with the committed one; otherwise the replayed
+  /// end's state hash (exact mode) or consensus::PerturbedIndicesHash of the elements where they
+  /// differ by more than forced_delta / 2 (tolerant mode). Precondition: the round has proofs.
+  std::optional<Hash256> Finding(const Round& round, std::uint64_t segment) const;
+  /// What a party that names a segment failed without replaying it puts in its digest: the proof's
+  /// own end state stands in for a replay's, whose hash (exact mode) is the committed leaf and
+  /// whose differences from the committed end (tolerant mode) are none.
+  Hash256 StandIn(const Round& round, std::uint64_t segment) const;
   /// Replays `segments` from the committed proof for `key` (each segment a key already replayed
-  /// costs nothing again) and returns those whose end differs from the committed leaf.
+  /// costs nothing again) and returns those whose replay finds something wrong (Finding).
   std::vector<std::uint64_t> Replay(Round& round, const PubKey& key, const std::set<std::uint64_t>& segments) const;
-  /// SegmentDigest(key, segment, the end a replay of `segment` from the committed proof reaches),
-  /// for each of `segments`; none in tolerant mode.
+  /// SegmentDigest(key, segment, Finding of the segment), for each of `segments`. Precondition:
+  /// the round has proofs and each of the segments failed its replay.
   std::vector<std::string> Digests(const Round& round, const PubKey& key, const std::vector<std::uint64_t>& segments) const;
   [[nodiscard]] Result<std::vector<PendingTx>> Verdicts(Round& round, const proto::Task& task) const;
   /// The verdict on slot `index` of `task`, or nothing for an absent verifier.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "polnode/contracts/genesis.h"
 #include "polnode/econ/simulator.h"
@@ -180,25 +181,79 @@ TEST(Simulator, WorldsForkedFromOneChainShareTheirForcedRounds) {
   }
 }
 
-// Tolerant mode (TaskSpec.tolerant): a forced round falsifies the final checkpoint only, which every
-// verifier covers, so each honest verifier names exactly the final segment, without digests, and
-// catches every forced error.
-TEST(Simulator, TolerantForcedRoundsFalsifyTheFinalCheckpointOnly) {
+// Tolerant mode (TaskSpec.tolerant, protocol v7): forced checkpoints are drawn as in exact mode
+// (each with probability 1/2, middle ones included), each perturbed by +-D in a few elements of one
+// block, and the reveal proves every shown one with a PerturbationProof the contracts check (a
+// forced outcome means they passed). A reject or challenge catches only by naming exactly its
+// covered segments that end at forced checkpoints, each with the digest of the elements its replay
+// found beyond D / 2, keyed by its own key.
+TEST(Simulator, TolerantForcedRoundsPerturbMiddleCheckpointsAndCatchOnlyWithDigests) {
   SimConfig config = Config(10'000, 40);
   config.tolerant = true;
   const TaskMoney money = MoneyOf(config.params, config.payment);
+  const auto fee = static_cast<std::int64_t>(money.verifier_fee);
   Result<std::vector<TaskRecord>> run = RunWorld(config, WorldSpec{});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   std::size_t forced = 0;
+  std::size_t with_middle = 0;     // a shown forced checkpoint before the final one
+  std::size_t final_unforced = 0;  // replaying the final segment alone finds nothing there
+  std::size_t caught_by_verifier = 0;
+  std::size_t caught_by_whistleblower = 0;
   for (const TaskRecord& r : *run) {
-    if (!r.forced) continue;
+    if (!r.forced) {
+      EXPECT_EQ(r.outcome, proto::OUTCOME_ACCEPTED);
+      EXPECT_TRUE(r.forced_checkpoints.empty());
+      EXPECT_EQ(r.of(Party::kVerifier).money, fee - 1);
+      continue;
+    }
     ++forced;
     EXPECT_EQ(r.outcome, proto::OUTCOME_FORCED_ERROR);
-    EXPECT_GT(r.of(Party::kVerifier).money, static_cast<std::int64_t>(money.verifier_fee) - 1);
-    EXPECT_GT(r.of(Party::kOtherVerifiers).money, 2 * (static_cast<std::int64_t>(money.verifier_fee) - 1));
-    EXPECT_GT(r.of(Party::kWhistleblower).money, 0);
+    // The reveal shows the final checkpoint and every covered segment's end: the final one is
+    // among the shown forced ones exactly when it is forced.
+    const std::vector<std::uint64_t>& shown = r.forced_checkpoints;
+    with_middle += !shown.empty() && shown.front() < config.segments ? 1 : 0;
+    final_unforced += shown.empty() || shown.back() != config.segments ? 1 : 0;
+    // Every honest verdict is right: an accept of covered segments that end at no forced
+    // checkpoint, or a reject naming those that do with the digests of their perturbed indices.
+    EXPECT_GE(r.of(Party::kVerifier).money, fee - 1);
+    EXPECT_GE(r.of(Party::kOtherVerifiers).money, 2 * (fee - 1));
+    EXPECT_GE(r.of(Party::kWhistleblower).money, 0);
+    caught_by_verifier += r.of(Party::kVerifier).money > fee - 1 ? 1 : 0;
+    caught_by_whistleblower += r.of(Party::kWhistleblower).money > 0 ? 1 : 0;
   }
   EXPECT_GT(forced, 0u);
+  EXPECT_GT(with_middle, 0u);
+  EXPECT_GT(final_unforced, 0u);
+  EXPECT_GT(caught_by_verifier, 0u);
+  EXPECT_GT(caught_by_whistleblower, 0u);
+
+  // A reject without a replay (the final segment, the committed state standing in for the replayed
+  // one: no element beyond D / 2) is never right, not even in a forced round whose final checkpoint
+  // is the only forced one it covers: its digest is of no indices, not of the perturbed ones.
+  WorldSpec lazy_reject;
+  lazy_reject.verifier = VerifierPlay::kLazyReject;
+  run = RunWorld(config, lazy_reject);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  for (const TaskRecord& r : *run) {
+    EXPECT_EQ(r.outcome, r.forced ? proto::OUTCOME_FORCED_ERROR : proto::OUTCOME_ACCEPTED);
+    EXPECT_EQ(r.of(Party::kVerifier).money, -static_cast<std::int64_t>(money.verifier_lock) - 2);
+  }
+
+  // A whistleblower that copies the public rejects' segments and digests never catches (a digest
+  // is keyed by its party) and loses its lock whenever it challenges.
+  WorldSpec copycat;
+  copycat.whistleblower = WhistleblowerPlay::kCopycat;
+  run = RunWorld(config, copycat);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::size_t copied = 0;
+  for (const TaskRecord& r : *run) {
+    EXPECT_LE(r.of(Party::kWhistleblower).money, 0);
+    if (r.of(Party::kWhistleblower).money < 0) {
+      ++copied;
+      EXPECT_LE(r.of(Party::kWhistleblower).money, -static_cast<std::int64_t>(money.whistleblower_lock));
+    }
+  }
+  EXPECT_GT(copied, 0u);
 }
 
 TEST(Simulator, RejectsConfigsItCannotRun) {
@@ -211,6 +266,16 @@ TEST(Simulator, RejectsConfigsItCannotRun) {
   config = Config(1'000, 1);
   config.params.set_verify_window(0);
   EXPECT_EQ(Simulator::Create(config).status().code(), StatusCode::kInvalidArgument);
+  // A perturbation a replay could not tell from another state's values, or one that vanishes in
+  // rounding, is no tolerant forced round the model can run.
+  config = Config(1'000, 1);
+  config.tolerant = true;
+  config.forced_delta = 0.125f;
+  EXPECT_EQ(Simulator::Create(config).status().code(), StatusCode::kInvalidArgument);
+  config.forced_delta = 1.0f / 8192.0f;
+  EXPECT_EQ(Simulator::Create(config).status().code(), StatusCode::kInvalidArgument);
+  config.forced_delta = 1.0f / 4096.0f;
+  EXPECT_TRUE(Simulator::Create(config).ok());
 }
 
 TEST(Payoff, CostsReplaysPerSegmentAndTrainingPerSegment) {

@@ -34,8 +34,8 @@ enum class VerifierPlay : std::uint8_t {
   kHonest,            // replays its covered segments (its draw and the final one), reports what failed
                       // with a digest of each failed segment's replayed end
   kLazyAccept,        // never replays, always accepts
-  kLazyReject,        // never replays, always rejects (naming the final segment, the proof's own final
-                      // checkpoint as its digest)
+  kLazyReject,        // never replays, always rejects (naming the final segment, with the proof's own
+                      // final state standing in for a replay's in its digest: World::StandIn)
   kAbsent,            // never answers
   kFalseUnavailable,  // says "unavailable" without trying; replays once the solver published
   kFinalOnly,         // replays only the final segment (1 of its Q + 1) and judges on it alone
@@ -109,6 +109,9 @@ struct PartyTask {
 struct TaskRecord {
   std::array<PartyTask, kPartyCount> parties{};
   bool forced = false;
+  /// The forced checkpoints the reveal showed (Task.forced_checkpoints: those some verdict or
+  /// challenge covered, and the final one when forced), ascending.
+  std::vector<std::uint64_t> forced_checkpoints;
   proto::TaskOutcome outcome = proto::OUTCOME_NONE;
   std::uint64_t jackpot_after = 0;
 
@@ -122,9 +125,16 @@ struct SimConfig {
   std::uint64_t segments = 16;           // S
   std::uint64_t checkpoint_interval = 4;  // k (> 1, so games bisect steps)
   std::uint32_t segments_per_verification = 2;  // Q
-  /// Tolerant-mode tasks (TaskSpec.tolerant): verdicts and challenges carry no digests and a forced
-  /// round falsifies the final checkpoint only (beacon.h IsForcedCheckpoint).
+  /// Tolerant-mode tasks (TaskSpec.tolerant): a forced round perturbs a few elements of each forced
+  /// checkpoint by +-forced_delta (consensus/forced_perturbation.h) instead of replacing its state,
+  /// and a failed segment's digest commits to the elements a replay finds beyond forced_delta / 2
+  /// instead of to the replayed state's hash. Forced checkpoints are drawn as in exact mode.
   bool tolerant = false;
+  /// TaskSpec.forced_delta of tolerant tasks (exact tasks have none), in [2^-12, 2^-3): above the
+  /// simulated replay error (none: a modelled replay is exact) and below what a segment moves a
+  /// value (two simulated states differ by at least 1/16 wherever they differ), where a task's
+  /// profile must place it.
+  float forced_delta = 1.0f / 1024.0f;
   std::uint64_t warmup_tasks = 100;      // honest tasks before the worlds fork
   std::uint64_t tasks = 400;             // tasks per world
   std::uint64_t seed = 1;
@@ -146,7 +156,8 @@ TaskMoney MoneyOf(const proto::Params& params, std::uint64_t payment);
 class Simulator {
  public:
   /// kInvalidArgument for a config the contracts or the cast cannot run (params that fail
-  /// ValidateParams, k < 2, Q > S); otherwise runs the warm-up.
+  /// ValidateParams, k < 2, Q > S, a tolerant forced_delta outside [2^-12, 2^-3)); otherwise runs
+  /// the warm-up.
   [[nodiscard]] static Result<Simulator> Create(const SimConfig& config);
 
   Simulator(Simulator&&) noexcept;
