@@ -105,7 +105,8 @@ Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::Ta
 Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::Backend& backend,
                                          std::int64_t segment, solver::TrainState start, const solver::TrainState& end,
                                          std::span<const std::uint32_t> claimed_loss_bits,
-                                         const Thresholds& thresholds) {
+                                         const Thresholds& thresholds, std::optional<double> element_limit) {
+  if (element_limit && !(*element_limit >= 0.0)) return Status::InvalidArgument("an element limit must be >= 0");
   SegmentEvidence e;
   e.segment = segment;
   e.available = true;
@@ -138,6 +139,9 @@ Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::
     e.have_distances = true;
   }
   const bool exact = stepper.task().mode == solver::ReproMode::kExact;
+  if (!exact && element_limit && e.have_distances) {
+    POLNODE_ASSIGN_OR_RETURN(e.beyond_limit, DifferingIndices(start, end, *element_limit));
+  }
   if (exact) {
     if (e.recomputed != e.claimed) {
       e.reason = "replayed state hash differs from checkpoint " + std::to_string(segment + 1);
@@ -148,6 +152,12 @@ Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::
     e.reason = "checkpoint " + std::to_string(segment + 1) + " has another tensor layout";
   } else if (!WithinThresholds(e.distances, thresholds)) {
     e.reason = "replay distance exceeds the profiled thresholds";
+  } else if (!e.beyond_limit.empty()) {
+    // Reached only when the thresholds admit a difference beyond the limit (a profile too loose
+    // to tell a forced round's perturbation from replay noise).
+    e.reason = std::to_string(e.beyond_limit.size()) + " elements of the replayed state differ from checkpoint " +
+               std::to_string(segment + 1) + " by more than " + std::to_string(*element_limit) +
+               " (the first at flat index " + std::to_string(e.beyond_limit.front()) + ")";
   } else if (!(e.loss_deviation <= thresholds.loss)) {
     // Tolerant mode still holds the proof to its claimed losses (finding 10: invented losses
     // verified), within what profiling saw the allowed variations differ by.

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <span>
 
+#include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/rpc/proof_http.h"
@@ -29,6 +32,24 @@ Result<consensus::Hash256> Hash32(const std::string& raw, std::string_view what)
   if (raw.size() != hash.size()) return Status::InvalidArgument(std::string(what) + " is not 32 bytes");
   std::copy(raw.begin(), raw.end(), hash.begin());
   return hash;
+}
+
+// `x` with enough digits to read back as the same double, for error messages.
+std::string Number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+// CheckForcedDeltaFits's first half, which needs no profile.
+Status CheckForcedDelta(float forced_delta) {
+  // The ledger admits no other tolerant task (payload_rules.cc); a record that has one cannot be
+  // judged by the forced-round rule at all.
+  if (!(std::isfinite(forced_delta) && forced_delta > 0.0f)) {
+    return Status::FailedPrecondition("declined: the tolerant task's forced_delta " + Number(forced_delta) +
+                                      " is not finite and positive");
+  }
+  return Status::Ok();
 }
 
 Status StatusOf(const Status& s) { return s; }
@@ -169,6 +190,11 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   if (segment_count < 1) return Status::FailedPrecondition("the task has no segments");
   ProofCheck check;
   check.tolerant = task.spec().tolerant();
+  if (check.tolerant) {
+    // Before anything is fetched or profiled.
+    check.forced_delta = task.spec().forced_delta();
+    POLNODE_RETURN_IF_ERROR(CheckForcedDelta(check.forced_delta));
+  }
   for (std::int64_t s : request.segments) {
     if (s < 0 || s >= segment_count) return Status::InvalidArgument("segment " + std::to_string(s) + " out of range");
     if (std::find(check.segments.begin(), check.segments.end(), s) != check.segments.end()) {
@@ -201,11 +227,14 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
   source.UseServer(UsableManifest(request, bound.document, check.data_fault), &store);
 
   verifier::Thresholds thresholds;
+  std::optional<double> element_limit;
   if (bound.document.mode == solver::ReproMode::kTolerant) {
     const std::vector<verifier::ProfileVariation> variations = verifier::AllVariations();
     POLNODE_ASSIGN_OR_RETURN(verifier::Profile profile, verifier::ProfileTask(bound.document, *bound.data, variations));
+    POLNODE_RETURN_IF_ERROR(CheckForcedDeltaFits(check.forced_delta, profile.thresholds));
     thresholds = profile.thresholds;
     check.thresholds = profile.thresholds;
+    element_limit = static_cast<double>(check.forced_delta) / 2.0;  // exact: halving a float
   }
   const std::int64_t k = bound.document.checkpoint_interval;
   for (std::int64_t s : check.segments) {
@@ -230,9 +259,9 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
       losses = std::span<const std::uint32_t>(source.manifest()->loss_bits).subspan(static_cast<std::size_t>(s * k),
                                                                                    static_cast<std::size_t>(k));
     }
-    POLNODE_ASSIGN_OR_RETURN(verifier::SegmentEvidence e, verifier::ReplayFromStates(stepper, *request.backend, s,
-                                                                                     std::move(*start), *end, losses,
-                                                                                     thresholds));
+    POLNODE_ASSIGN_OR_RETURN(verifier::SegmentEvidence e,
+                             verifier::ReplayFromStates(stepper, *request.backend, s, std::move(*start), *end, losses,
+                                                        thresholds, element_limit));
     check.evidence.push_back(std::move(e));
   }
   check.blobs_fetched = source.blobs_fetched();
@@ -241,6 +270,20 @@ Result<ProofCheck> RunCheck(const CheckRequest& request) {
 }
 
 }  // namespace
+
+Status CheckForcedDeltaFits(float forced_delta, const verifier::Thresholds& profiled) {
+  POLNODE_RETURN_IF_ERROR(CheckForcedDelta(forced_delta));
+  // A reject names the elements its replay found beyond forced_delta / 2: a checker whose replays
+  // may themselves be off by that much would name noise.
+  const double limit = static_cast<double>(forced_delta) / 2.0;
+  if (!(profiled.linf < limit)) {
+    return Status::FailedPrecondition("declined: the profiled replay error (linf threshold " + Number(profiled.linf) +
+                                      ") is not below forced_delta / 2 = " + Number(limit) + " (forced_delta " +
+                                      Number(forced_delta) +
+                                      "), so a forced round's perturbation cannot be told from replay noise here");
+  }
+  return Status::Ok();
+}
 
 Result<const solver::ImageDataset*> DataCache::Get(const solver::TaskSpec& document) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -362,13 +405,13 @@ Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std
   } else {
     v.verdict = proto::VERDICT_ACCEPT;
   }
-  // Exact mode: each failed segment's reached end, which the reject commits to by digest (a
-  // forced round's catch is checked against the honest hash the solver reveals there).
-  if (!check.tolerant) {
-    for (std::uint64_t s : v.failed_segments) {
-      const auto at = std::find(check.segments.begin(), check.segments.end(), static_cast<std::int64_t>(s));
-      v.failed_ends.push_back(check.evidence[static_cast<std::size_t>(at - check.segments.begin())].recomputed);
-    }
+  // What each failed segment's replay found, which the reject commits to by digest: the end it
+  // reached (exact mode), checked against the honest hash the solver reveals in a forced round, or
+  // the elements beyond forced_delta / 2 (tolerant mode), checked against the revealed perturbation.
+  for (std::uint64_t s : v.failed_segments) {
+    const auto at = std::find(check.segments.begin(), check.segments.end(), static_cast<std::int64_t>(s));
+    const verifier::SegmentEvidence& e = check.evidence[static_cast<std::size_t>(at - check.segments.begin())];
+    v.failed_ends.push_back(check.tolerant ? consensus::PerturbedIndicesHash(e.beyond_limit) : e.recomputed);
   }
   return v;
 }

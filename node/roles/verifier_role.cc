@@ -73,7 +73,8 @@ std::string ReportJson(const proto::Task& task, std::uint32_t slot, std::string_
   ReportHeader(w, task, slot, verifier, verdict);
   w.Field("backend", backend).Field("data_fault", check.data_fault);
   if (check.thresholds) {
-    // Tolerant mode: the profiled thresholds the distances were judged by.
+    // Tolerant mode: the profiled thresholds the distances were judged by, and forced_delta, whose
+    // half every element was judged by.
     w.Key("thresholds")
         .BeginObject()
         .Field("l1", check.thresholds->l1)
@@ -82,14 +83,27 @@ std::string ReportJson(const proto::Task& task, std::uint32_t slot, std::string_
         .Field("cosine", check.thresholds->cosine)
         .Field("loss", check.thresholds->loss)
         .EndObject();
+    w.Field("forced_delta", static_cast<double>(check.forced_delta));
   }
   w.Key("failed_segments").BeginArray();
   for (std::uint64_t s : verdict.failed_segments) w.Int(static_cast<std::int64_t>(s));
   w.EndArray();
-  // Exact mode: what each failed segment's replay reached (the reject's segment digests commit to these).
+  // What each failed segment's replay found, which the reject's segment digests commit to: the
+  // state hash it reached (exact mode) or the hash of the elements beyond forced_delta / 2
+  // (tolerant mode; the elements themselves are in failed_indices).
   w.Key("failed_ends").BeginArray();
   for (const consensus::Hash256& end : verdict.failed_ends) w.String(consensus::ToHex(end));
   w.EndArray();
+  if (check.tolerant) {
+    w.Key("failed_indices").BeginArray();
+    for (std::uint64_t s : verdict.failed_segments) {
+      const auto at = std::find(check.segments.begin(), check.segments.end(), static_cast<std::int64_t>(s));
+      w.BeginArray();
+      for (std::uint64_t i : check.evidence[static_cast<std::size_t>(at - check.segments.begin())].beyond_limit) w.Uint(i);
+      w.EndArray();
+    }
+    w.EndArray();
+  }
   w.Key("replays").BeginArray();
   for (const verifier::SegmentEvidence& e : check.evidence) WriteSegmentEvidence(w, e);
   w.EndArray().EndObject();

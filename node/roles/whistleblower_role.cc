@@ -240,8 +240,9 @@ Status WhistleblowerRole::Challenge(RoleContext& ctx, const proto::Task& task, c
   }
   proto::DisputeTx tx;
   tx.set_task_id(task.id());  // no verifier: the proof itself is challenged
-  // Like a reject, it names its failed covered segments and (exact mode) commits to the ends its
-  // replays reached: in a forced round only a challenge right about every forced one is a catch.
+  // Like a reject, it names its failed covered segments and commits to what its replays found
+  // there (the end states reached, or in tolerant mode the elements beyond forced_delta / 2): in a
+  // forced round only a challenge right about every forced one is a catch.
   for (std::uint64_t s : mine.failed_segments) tx.add_failed_segments(s);
   for (std::string& digest : SegmentDigestsOf(ctx.pubkey(), mine)) tx.add_segment_digests(std::move(digest));
   POLNODE_ASSIGN_OR_RETURN(DutyState state, ctx.SendDuty(duty, contracts::payload::kDispute, tx.SerializeAsString()));

@@ -1,19 +1,26 @@
 // The check verifiers and whistleblowers run on a committed proof (verification_job.h), against
 // real proofs of the tiny task made by solver::Prove and served over loopback HTTP: an honest proof
 // is accepted after downloading only the checkpoints the replay needs, a cheat is rejected naming
-// its segment, data the solver does not serve makes the verdict unavailable (the solver's burden),
-// and only the checker's own trouble is an error.
+// its segment, a forced round's reject commits to what the solver reveals (the honest end in exact
+// mode, the perturbed elements in tolerant mode), data the solver does not serve makes the verdict
+// unavailable (the solver's burden), a tolerant task the checker cannot judge is declined, and
+// only the checker's own trouble is an error.
 #include "polnode/roles/verification_job.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <memory>
 #include <set>
 
 #include "pol_task_fixture.h"
+#include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts/beacon.h"
+#include "polnode/contracts/forced.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -24,6 +31,9 @@ using testing::KeyFromByte;
 using testing::LoopbackFetchPolicy;
 using testing::RawHash;
 using testing::RawPubKey;
+
+// forced_delta D of the tolerant tasks here (the default a submitter's tolerant task gets).
+constexpr float kForcedDelta = 0x1p-10f;
 
 class VerificationJobTest : public ::testing::Test {
  protected:
@@ -38,10 +48,11 @@ class VerificationJobTest : public ::testing::Test {
   // The ledger's record of document_ with `proof` committed by solver_ and verifiers assigned.
   proto::Task TaskFor(const testing::TinyProof& proof) {
     proto::Task task;
-    task.set_id(RawHash(consensus::Sha256("task")));
+    task.set_id(task_id_);
     Result<proto::TaskSpec> spec = solver::LedgerSpecFor(document_, data_, solver::TaskTerms{1000, 20, 40});
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     *task.mutable_spec() = *spec;
+    if (spec->tolerant()) task.mutable_spec()->set_forced_delta(kForcedDelta);
     task.set_spec_uri(server_.AddDocument(document_));
     task.set_status(proto::TASK_VERIFYING);
     task.set_solver(RawPubKey(solver_));
@@ -72,6 +83,39 @@ class VerificationJobTest : public ::testing::Test {
     return out;
   }
 
+  // A tolerant forced round of document_ proved for real: at each checkpoint k of `deltas`, right
+  // after training up to it, the drawn elements of the first tensor (consensus::DrawPerturbation)
+  // are moved by +-deltas[k] (consensus::PerturbedValue), the proof commits that state and
+  // training goes on from it, as the solver does. `drawn` gets each checkpoint's perturbation.
+  testing::TinyProof ProvePerturbed(const std::map<std::uint64_t, float>& deltas,
+                                    std::map<std::uint64_t, consensus::Perturbation>& drawn) {
+    testing::TinyProof proof;
+    proof.dir = std::make_unique<polnode::testing::TempDir>("perturbed-proof");
+    std::unique_ptr<kernels::Backend> backend = kernels::MakeReferenceBackend();
+    solver::ProveOptions options;
+    options.out_dir = proof.dir->path();
+    options.key = &solver_;
+    const std::int64_t interval = document_.checkpoint_interval;
+    options.on_checkpoint = [&](solver::TrainState& state) -> Status {
+      const std::uint64_t k = static_cast<std::uint64_t>(state.step / interval);
+      const auto delta = deltas.find(k);
+      if (delta == deltas.end()) return Status::Ok();
+      kernels::Tensor& first = state.tensors[0].tensor;
+      const consensus::Perturbation p = consensus::DrawPerturbation(secret_, forced_seed_, task_id_, k, first.shape());
+      for (const consensus::PerturbedElement& e : p.elements) {
+        const float honest = first.data()[e.flat];
+        first.data()[e.flat] = consensus::PerturbedValue(honest, e.sign, delta->second);
+        EXPECT_TRUE(consensus::PerturbationVisible(honest, first.data()[e.flat], delta->second)) << "checkpoint " << k;
+      }
+      drawn[k] = p;
+      return Status::Ok();
+    };
+    Result<solver::ProveResult> result = solver::Prove(document_, data_, *backend, options);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    if (result.ok()) proof.manifest = result->manifest;
+    return proof;
+  }
+
   // The segments the ledger drew for verifier_ (the tiny task has 8; 7 is the final one).
   static constexpr std::array<std::int64_t, 2> kSlotSegments = {2, 5};
 
@@ -83,6 +127,10 @@ class VerificationJobTest : public ::testing::Test {
   consensus::SecretKey verifier_ = KeyFromByte(0x52);
   polnode::testing::TempDir cache_dir_{"check-cache"};
   testing::TaskServer server_;
+  // What a forced round of TaskFor's task derives its perturbations from (raw bytes).
+  const std::string secret_ = std::string(32, '\x21');
+  const std::string forced_seed_ = std::string(32, '\x22');
+  const std::string task_id_ = RawHash(consensus::Sha256("task"));
 };
 
 TEST_F(VerificationJobTest, SlotSegmentsAreTheLedgersDraw) {
@@ -140,8 +188,9 @@ TEST_F(VerificationJobTest, HonestProofIsAcceptedFetchingOnlyTheCheckpointsItRep
 
 // A tolerant-mode task is judged by distances against thresholds the checker profiles from the
 // task alone; every backend here trains bit for bit alike, so they are 0, the honest proof passes
-// and a cheat still fails. Tolerant verdicts commit to no end state (there is no bitwise one to
-// vouch for), not even a reject. Exact-mode checks compare hashes and carry no thresholds.
+// and a cheat still fails. A tolerant reject commits to no end state (there is no bitwise one to
+// vouch for) but to the elements its replay found beyond forced_delta / 2. Exact-mode checks
+// compare hashes and carry no thresholds.
 TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask) {
   document_.mode = solver::ReproMode::kTolerant;
   const testing::TinyProof honest = testing::ProveTiny(document_, data_, solver_, std::nullopt);
@@ -156,7 +205,12 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   EXPECT_EQ(check->thresholds->l1, 0.0);
   EXPECT_EQ(check->thresholds->linf, 0.0);
   EXPECT_EQ(check->thresholds->cosine, 0.0);
-  for (const verifier::SegmentEvidence& e : check->evidence) EXPECT_TRUE(e.have_distances) << e.segment;
+  EXPECT_EQ(check->forced_delta, kForcedDelta);
+  for (const verifier::SegmentEvidence& e : check->evidence) {
+    EXPECT_TRUE(e.have_distances) << e.segment;
+    EXPECT_TRUE(e.beyond_limit.empty()) << e.segment;
+  }
+  EXPECT_EQ(VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("a")).segment_digests_size(), 0);
 
   const testing::TinyProof cheat = testing::ProveTiny(document_, data_, solver_, solver::TamperSpec{13, 3, 0, 22});
   task = TaskFor(cheat);
@@ -165,10 +219,17 @@ TEST_F(VerificationJobTest, TolerantModeIsJudgedByThresholdsProfiledFromTheTask)
   verdict = VerdictOn(*check, {2});
   EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{2});
-  EXPECT_TRUE(verdict->failed_ends.empty());
+  const verifier::SegmentEvidence& failed = check->evidence[0];
+  ASSERT_EQ(failed.segment, 2);
+  // The flipped bit lives on through the rest of the segment's training: its end is off by more
+  // than D / 2 somewhere, and those elements are what the reject commits to.
+  EXPECT_FALSE(failed.beyond_limit.empty());
+  const consensus::Hash256 end = consensus::PerturbedIndicesHash(failed.beyond_limit);
+  EXPECT_EQ(verdict->failed_ends, std::vector<consensus::Hash256>{end});
   const proto::VerdictTx reject = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("r"));
   EXPECT_EQ(reject.failed_segments_size(), 1);
-  EXPECT_EQ(reject.segment_digests_size(), 0);
+  ASSERT_EQ(reject.segment_digests_size(), 1);
+  EXPECT_EQ(reject.segment_digests(0), RawHash(contracts::SegmentDigest(RawPubKey(verifier_), 2, RawHash(end))));
 
   document_.mode = solver::ReproMode::kExact;
   check = Check(TaskFor(testing::ProveTiny(document_, data_, solver_, std::nullopt)), {2});
@@ -247,6 +308,131 @@ TEST_F(VerificationJobTest, ForcedRoundRejectNamesExactlyTheCoveredSegmentsEndin
   verdict = VerdictOn(*check, {5});
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{7});
+}
+
+// A tolerant forced round (protocol v7): the solver perturbed a few elements of each forced
+// checkpoint by +-D and trained on from there. A covered segment fails exactly when it ends at a
+// forced checkpoint, and the reject commits to the perturbed elements (consensus::
+// PerturbedIndicesHash), which the ledger compares with the perturbation the reveal proves: the
+// verdict and a whistleblower's challenge built from the same check are right by contracts/forced.h.
+TEST_F(VerificationJobTest, TolerantForcedRoundRejectCommitsToExactlyThePerturbedElementsOfEachForcedEnd) {
+  document_.mode = solver::ReproMode::kTolerant;
+  std::map<std::uint64_t, consensus::Perturbation> drawn;
+  // Segments 2, 4 and 7 end perturbed; 5 starts from a perturbed state.
+  const testing::TinyProof proof = ProvePerturbed({{3, kForcedDelta}, {5, kForcedDelta}, {8, kForcedDelta}}, drawn);
+  ASSERT_EQ(drawn.size(), 3u);
+  proto::Task task = TaskFor(proof);
+  ASSERT_EQ(task.id(), task_id_);
+  Result<ProofCheck> check = Check(task, {2, 5});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  ASSERT_EQ(Replayed(*check), (std::vector<std::int64_t>{2, 5, 7}));
+  const auto perturbed = [&](std::uint64_t k) { return consensus::PerturbedIndices(drawn.at(k)); };
+  const auto indices_hash = [&](std::uint64_t k) { return consensus::PerturbedIndicesHash(perturbed(k)); };
+  EXPECT_EQ(check->evidence[0].beyond_limit, perturbed(3));
+  EXPECT_TRUE(check->evidence[1].ok) << check->evidence[1].reason;
+  EXPECT_TRUE(check->evidence[1].beyond_limit.empty());
+  EXPECT_EQ(check->evidence[2].beyond_limit, perturbed(8));
+
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, {2, 5});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->verdict, proto::VERDICT_REJECT);
+  EXPECT_EQ(verdict->failed_segments, (std::vector<std::uint64_t>{2, 7}));
+  EXPECT_EQ(verdict->failed_ends, (std::vector<consensus::Hash256>{indices_hash(3), indices_hash(8)}));
+  const proto::VerdictTx tx = VerdictTxFor(task.id(), 0, RawPubKey(verifier_), *verdict, consensus::Sha256("report"));
+  ASSERT_EQ(tx.failed_segments_size(), 2);
+  ASSERT_EQ(tx.segment_digests_size(), 2);
+  for (int j = 0; j < 2; ++j) {
+    const std::uint64_t s = tx.failed_segments(j);
+    EXPECT_EQ(tx.segment_digests(j), RawHash(contracts::SegmentDigest(RawPubKey(verifier_), s, RawHash(indices_hash(s + 1)))))
+        << "segment " << s;
+  }
+
+  // The ledger's view after the reveal: the forced checkpoints and their perturbed indices.
+  for (const auto& [k, p] : drawn) {
+    task.add_forced_checkpoints(k);
+    task.add_perturbed_index_hashes(RawHash(indices_hash(k)));
+  }
+  proto::VerifierSlot& slot = *task.mutable_verifiers(0);
+  slot.set_verdict(tx.verdict());
+  *slot.mutable_failed_segments() = tx.failed_segments();
+  *slot.mutable_segment_digests() = tx.segment_digests();
+  EXPECT_TRUE(contracts::VerdictRight(task, slot));
+  // A whistleblower's challenge from the same check, over its own covered segments.
+  const consensus::SecretKey whistleblower = KeyFromByte(0x53);
+  const std::vector<std::int64_t> covered = {2, 5, 7};
+  Result<SegmentsVerdict> mine = VerdictOn(*check, covered);
+  ASSERT_TRUE(mine.ok());
+  proto::Challenge challenge;
+  challenge.set_challenger(RawPubKey(whistleblower));
+  for (std::int64_t s : covered) challenge.add_segments(static_cast<std::uint64_t>(s));
+  for (std::uint64_t s : mine->failed_segments) challenge.add_failed_segments(s);
+  for (std::string& digest : SegmentDigestsOf(RawPubKey(whistleblower), *mine)) challenge.add_segment_digests(std::move(digest));
+  EXPECT_TRUE(contracts::ChallengeCaught(task, challenge));
+  // The same failed segments with the verifier's digests are no catch for the whistleblower.
+  *challenge.mutable_segment_digests() = tx.segment_digests();
+  EXPECT_FALSE(contracts::ChallengeCaught(task, challenge));
+}
+
+// A perturbation below D / 2 is no forced round a replay can name: under this machine's thresholds
+// of 0 the segment still fails on its distances, but names no element, so its digest is of the
+// empty set (the profile-level acceptance of such a change is tests/verifier/forced_replay_test).
+TEST_F(VerificationJobTest, TolerantPerturbationBelowHalfTheDeltaNamesNoElement) {
+  document_.mode = solver::ReproMode::kTolerant;
+  std::map<std::uint64_t, consensus::Perturbation> drawn;
+  const testing::TinyProof proof = ProvePerturbed({{3, kForcedDelta / 4}}, drawn);
+  const proto::Task task = TaskFor(proof);
+  Result<ProofCheck> check = Check(task, {2, 5});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  ASSERT_EQ(check->evidence[0].segment, 2);
+  EXPECT_FALSE(check->evidence[0].ok);
+  EXPECT_EQ(check->evidence[0].reason, "replay distance exceeds the profiled thresholds");
+  EXPECT_GT(check->evidence[0].distances.linf, 0.0);
+  EXPECT_LE(check->evidence[0].distances.linf, static_cast<double>(kForcedDelta) / 2);
+  EXPECT_TRUE(check->evidence[0].beyond_limit.empty());
+  Result<SegmentsVerdict> verdict = VerdictOn(*check, {2, 5});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->failed_segments, std::vector<std::uint64_t>{2});
+  EXPECT_EQ(verdict->failed_ends, std::vector<consensus::Hash256>{consensus::PerturbedIndicesHash({})});
+  EXPECT_NE(verdict->failed_ends[0], consensus::PerturbedIndicesHash(consensus::PerturbedIndices(drawn.at(3))));
+}
+
+// A tolerant task whose forced_delta is unusable is declined before anything is fetched or
+// replayed; so is one whose profiled replay error is not below D / 2 (CheckForcedDeltaFits, which
+// the check applies to its profile: this machine's backends profile 0, so that case is shown on
+// the function).
+TEST_F(VerificationJobTest, ATolerantTaskTheCheckerCannotJudgeIsDeclined) {
+  document_.mode = solver::ReproMode::kTolerant;
+  const testing::TinyProof proof = testing::ProveTiny(document_, data_, solver_, std::nullopt);
+  const proto::Task task = TaskFor(proof);
+  const float bad[] = {0.0f, -kForcedDelta, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  for (float delta : bad) {
+    proto::Task declined = task;
+    declined.mutable_spec()->set_forced_delta(delta);
+    Result<ProofCheck> check = Check(declined, {2});
+    EXPECT_EQ(check.status().code(), StatusCode::kFailedPrecondition) << delta;
+    EXPECT_EQ(check.status().message().rfind("declined: the tolerant task's forced_delta ", 0), 0u) << check.status().ToString();
+  }
+  EXPECT_TRUE(server_.Requests().empty());
+
+  const double half = static_cast<double>(kForcedDelta) / 2;
+  verifier::Thresholds profiled;
+  profiled.linf = half;
+  const Status too_loose = CheckForcedDeltaFits(kForcedDelta, profiled);
+  EXPECT_EQ(too_loose.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(too_loose.message(),
+            "declined: the profiled replay error (linf threshold 0.00048828125) is not below forced_delta / 2 = "
+            "0.00048828125 (forced_delta 0.0009765625), so a forced round's perturbation cannot be told from replay "
+            "noise here");
+  profiled.linf = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(CheckForcedDeltaFits(kForcedDelta, profiled).code(), StatusCode::kFailedPrecondition);
+  profiled.linf = std::nextafter(half, 0.0);
+  EXPECT_TRUE(CheckForcedDeltaFits(kForcedDelta, profiled).ok());
+  EXPECT_EQ(CheckForcedDeltaFits(0.0f, verifier::Thresholds{}).code(), StatusCode::kFailedPrecondition);
+
+  // The same task with a usable D is judged as usual.
+  Result<ProofCheck> check = Check(task, {2});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(VerdictOn(*check, {2})->verdict, proto::VERDICT_ACCEPT);
 }
 
 TEST_F(VerificationJobTest, ManifestSignedByAnotherKeyMakesTheDataUnavailableWithoutDownloads) {

@@ -34,6 +34,11 @@ struct SegmentEvidence {
   consensus::Hash256 claimed{};     // the manifest's hash of checkpoint i + 1
   bool losses_match = false;        // every replayed step loss has the claimed bits
   double loss_deviation = 0.0;      // the largest LossDeviation of a replayed step from its claim
+  /// Tolerant replays judged with an element limit (ReplayFromStates): the flat state indices at
+  /// which the replayed end differs from the claimed one by more than the limit, ascending
+  /// (DifferingIndices). In a forced round they are the perturbed elements of a forced checkpoint,
+  /// which a reject commits to (consensus::PerturbedIndicesHash). Empty otherwise.
+  std::vector<std::uint64_t> beyond_limit;
 };
 
 struct Verdict {
@@ -110,12 +115,17 @@ Result<SegmentEvidence> ReplaySegment(const solver::ProofManifest& manifest, con
 /// result against `end` (checkpoint segment + 1): its state hash in exact mode, distances within
 /// `thresholds` in tolerant mode, and, when `claimed_loss_bits` is not empty (one per step of the
 /// segment), the claimed per-step losses (bit for bit in exact mode, within thresholds.loss in
-/// tolerant mode). Errors are the verifier's own (a backend failure), or kInvalidArgument for a
-/// wrong number of claimed losses.
+/// tolerant mode). With `element_limit` (tolerant mode: forced_delta / 2 of a task whose forced
+/// rounds perturb elements by forced_delta), the replay also fails when any element of the
+/// replayed end differs from `end` by more than the limit, and the evidence lists those elements
+/// (SegmentEvidence::beyond_limit); exact mode ignores it. Errors are the verifier's own (a
+/// backend failure), or kInvalidArgument for a wrong number of claimed losses or a negative or
+/// NaN element limit.
 Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::Backend& backend,
                                          std::int64_t segment, solver::TrainState start, const solver::TrainState& end,
                                          std::span<const std::uint32_t> claimed_loss_bits,
-                                         const Thresholds& thresholds);
+                                         const Thresholds& thresholds,
+                                         std::optional<double> element_limit = std::nullopt);
 
 /// The full verification: manifest checks, a valid solver signature (required; it must be by
 /// options.solver_pubkey when that is set), checkpoint 0 == InitialState(task) bit for bit, then

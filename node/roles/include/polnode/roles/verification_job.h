@@ -9,6 +9,13 @@
 // A verifier replays the union of its slots' segments (a key may hold several slots of a task);
 // a whistleblower the union of the segments of the slots it audits. Both read verdicts with the same code: one replay (CheckCommittedProof),
 // then VerdictOn for a set of segments.
+//
+// A reject (or a challenge) commits to what each failed segment's replay found (beacon.h
+// SegmentDigest), which a forced round's reveal settles: in exact mode the state hash it reached;
+// in tolerant mode, where forced checkpoints are perturbed at a few elements by +-forced_delta
+// (consensus/forced_perturbation.h), the elements at which the replayed end differs from the
+// proof's by more than forced_delta / 2. A tolerant replay is only trusted to that precision when
+// the checker's own profiled replay error is below forced_delta / 2; otherwise it declines the task.
 #ifndef POLNODE_ROLES_VERIFICATION_JOB_H_
 #define POLNODE_ROLES_VERIFICATION_JOB_H_
 
@@ -115,6 +122,10 @@ struct ProofCheck {
   /// Tolerant-mode tasks only: the thresholds the replays were judged by, profiled from the task
   /// alone (verifier::ProfileTask under every backend and thread count here), never from the proof.
   std::optional<verifier::Thresholds> thresholds;
+  /// Tolerant-mode tasks only: the ledger spec's forced_delta D. Each replay also failed when an
+  /// element of its end differed from the proof's by more than D / 2, and its evidence lists
+  /// those elements (SegmentEvidence::beyond_limit). 0 in exact mode.
+  float forced_delta = 0.0f;
   std::int64_t blobs_fetched = 0;      // checkpoints downloaded (not already in the cache)
   std::int64_t published_loaded = 0;   // checkpoints read from the ledger's publication
   double seconds = 0.0;                // wall time of the whole check
@@ -147,11 +158,23 @@ struct CheckRequest {
 /// neither is not available; that is a fact about the proof, not an error.
 ///
 /// Exact-mode replays are judged by the end state's hash alone (what a dispute game can show);
-/// tolerant-mode ones by the profiled distance thresholds and the manifest's claimed losses.
+/// tolerant-mode ones by the profiled distance thresholds, the manifest's claimed losses and,
+/// with D the spec's forced_delta, by every element: a segment whose replayed end differs from the
+/// proof's by more than D / 2 at any element (a NaN difference included) fails, and its evidence
+/// names those elements (a forced round's perturbation, which a reject commits to: VerdictOn).
 /// Errors are the checker's own, worth retrying later: kUnavailable when the task document
 /// cannot be fetched, the data set cannot be loaded, the blob cache cannot be opened, the
-/// backend fails; kInvalidArgument for a segment out of range.
+/// backend fails; kInvalidArgument for a segment out of range. A tolerant task this checker
+/// cannot judge (CheckForcedDeltaFits under the task's profile) is declined with its
+/// kFailedPrecondition "declined: ...", before any segment is replayed: no verdict comes of it.
 [[nodiscard]] Result<ProofCheck> CheckCommittedProof(const CheckRequest& request);
+
+/// Whether a checker whose profiled thresholds are `profiled` can judge the forced rounds of a
+/// tolerant task whose spec has `forced_delta` (D): ok when D is finite and positive and
+/// profiled.linf < D / 2, so that every element a replay finds beyond D / 2 is a perturbation, not
+/// the checker's own replay error. Else kFailedPrecondition "declined: ..." naming D and, for a
+/// profile too loose, the linf threshold and D / 2. CheckCommittedProof declines a task by it.
+[[nodiscard]] Status CheckForcedDeltaFits(float forced_delta, const verifier::Thresholds& profiled);
 
 /// CheckCommittedProof on a thread of its own, beside a daemon's poll loop (the verifier's and the
 /// whistleblower's checks). Destroying it stops the check (CheckRequest::stop) and waits for its
@@ -180,10 +203,13 @@ class BackgroundCheck {
 struct SegmentsVerdict {
   proto::Verdict verdict = proto::VERDICT_NONE;
   /// Reject: the segments whose replay from an available start did not reach the proof's end
-  /// state, ascending. Dispute games can show each of them wrong.
+  /// state (tolerant mode: within the profiled thresholds and forced_delta / 2 of every element),
+  /// ascending. Dispute games can show each of them wrong.
   std::vector<std::uint64_t> failed_segments;
-  /// Reject in exact mode: the state hash each failed segment's replay reached, in the order of
-  /// failed_segments (what beacon.h SegmentDigest commits to). Empty otherwise.
+  /// Reject: what each failed segment's replay found, in the order of failed_segments (the end
+  /// beacon.h SegmentDigest commits to): the state hash it reached in exact mode;
+  /// consensus::PerturbedIndicesHash of the elements at which its end differed from the proof's
+  /// by more than forced_delta / 2 in tolerant mode (ProofCheck::forced_delta). Empty otherwise.
   std::vector<consensus::Hash256> failed_ends;
   std::string reason;  // the first failure (or unavailable segment) in replay order; empty on accept
 };
@@ -194,13 +220,14 @@ struct SegmentsVerdict {
 [[nodiscard]] Result<SegmentsVerdict> VerdictOn(const ProofCheck& check, const std::vector<std::int64_t>& segments);
 
 /// What a reject or a whistleblower's challenge by `key` (32 raw bytes) commits to: one beacon.h
-/// SegmentDigest(key, segment, the end its replay reached) per failed segment of `verdict`, in
-/// order, 32 raw bytes each; empty when the verdict has no failed ends (accept, unavailable,
-/// tolerant tasks).
+/// SegmentDigest(key, segment, failed end) per failed segment of `verdict`, in order, 32 raw bytes
+/// each (SegmentsVerdict::failed_ends: the end its replay reached, or in tolerant mode the hash of
+/// the elements it found perturbed); empty when the verdict has no failed ends (accept,
+/// unavailable).
 std::vector<std::string> SegmentDigestsOf(std::string_view key, const SegmentsVerdict& verdict);
 
 /// The transaction a verifier (`verifier`, 32 raw key bytes) posts for `verdict` on slot `slot` of
-/// `task_id`: for a reject the failed segments and (exact mode) SegmentDigestsOf(verifier, verdict).
+/// `task_id`: for a reject the failed segments and SegmentDigestsOf(verifier, verdict).
 proto::VerdictTx VerdictTxFor(std::string_view task_id, std::uint32_t slot, std::string_view verifier,
                               const SegmentsVerdict& verdict, const consensus::Hash256& report_hash);
 
