@@ -285,6 +285,10 @@ Status CheckForcedDeltaFits(float forced_delta, const verifier::Thresholds& prof
   return Status::Ok();
 }
 
+bool IsDeclined(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition && status.message().rfind("declined: ", 0) == 0;
+}
+
 Result<const solver::ImageDataset*> DataCache::Get(const solver::TaskSpec& document) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sets_.find(document.data_location);

@@ -154,9 +154,11 @@ Status VerifierRole::Poll(RoleContext& ctx) {
   POLNODE_ASSIGN_OR_RETURN(bool staked, ctx.EnsureStake(proto::ROLE_VERIFIER, stake));
   ctx.metrics().Set("staked", staked ? 1 : 0);
   POLNODE_RETURN_IF_ERROR(Collect(ctx));
-  // Whether a replay runs or waits to be retried (devnet.cc holds blocks back while one does).
-  const bool retry_due = std::any_of(failures_.begin(), failures_.end(),
-                                     [&](const auto& f) { return ctx.clock().Now() < f.second.retry_at; });
+  // Whether a replay runs or waits to be retried (devnet.cc holds blocks back while one does); a
+  // declined task is never retried.
+  const bool retry_due = std::any_of(failures_.begin(), failures_.end(), [&](const auto& f) {
+    return f.second.retry_at != std::chrono::steady_clock::time_point::max() && ctx.clock().Now() < f.second.retry_at;
+  });
   ctx.metrics().Set("checking", running_ || retry_due ? 1 : 0);
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
     const std::vector<std::uint32_t> mine = SlotsOf(task, ctx.pubkey());
@@ -192,9 +194,11 @@ Status VerifierRole::Collect(RoleContext& ctx) {
     Failure& failure = failures_[id];
     if (failure.error != check.status().ToString()) {
       failure.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task_id", consensus::ToHex(id)}, {"error", failure.error}});
+      ctx.log().Event(IsDeclined(check.status()) ? "declined" : "verify_failed",
+                      {{"task_id", consensus::ToHex(id)}, {"error", failure.error}});
     }
-    failure.retry_at = ctx.clock().Now() + kRetryPause;
+    // A declined task stays declined (its slots go unanswered); anything else is retried.
+    failure.retry_at = IsDeclined(check.status()) ? std::chrono::steady_clock::time_point::max() : ctx.clock().Now() + kRetryPause;
     return Status::Ok();
   }
   failures_.erase(id);

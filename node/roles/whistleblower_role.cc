@@ -101,7 +101,8 @@ Status WhistleblowerRole::Poll(RoleContext& ctx) {
   Collect(ctx);
   // Whether an audit runs or waits to be retried (devnet.cc holds blocks back while one does).
   const bool retry_due = std::any_of(audits_.begin(), audits_.end(), [&](const auto& a) {
-    return !a.second.error.empty() && ctx.clock().Now() < a.second.retry_at;
+    return !a.second.error.empty() && a.second.retry_at != std::chrono::steady_clock::time_point::max() &&
+           ctx.clock().Now() < a.second.retry_at;
   });
   ctx.metrics().Set("checking", running_ || retry_due ? 1 : 0);
   return scan_.Pass(ctx, [&](const proto::Task& task) -> Status {
@@ -142,9 +143,11 @@ void WhistleblowerRole::Collect(RoleContext& ctx) {
     ctx.metrics().Add("verify_errors_total");
     if (audit->second.error != check.status().ToString()) {
       audit->second.error = check.status().ToString();
-      ctx.log().Event("verify_failed", {{"task_id", consensus::ToHex(id)}, {"error", audit->second.error}});
+      ctx.log().Event(IsDeclined(check.status()) ? "declined" : "verify_failed",
+                      {{"task_id", consensus::ToHex(id)}, {"error", audit->second.error}});
     }
-    audit->second.retry_at = ctx.clock().Now() + kRetryPause;
+    // A declined task is never audited here; anything else is retried.
+    audit->second.retry_at = IsDeclined(check.status()) ? std::chrono::steady_clock::time_point::max() : ctx.clock().Now() + kRetryPause;
     return;
   }
   ctx.metrics().Add("verifications_total");

@@ -176,6 +176,10 @@ struct CheckRequest {
 /// profile too loose, the linf threshold and D / 2. CheckCommittedProof declines a task by it.
 [[nodiscard]] Status CheckForcedDeltaFits(float forced_delta, const verifier::Thresholds& profiled);
 
+/// Whether `status` is a decline of CheckForcedDeltaFits: the task cannot be judged on this
+/// machine, and retrying the check cannot change that (the roles stop retrying it).
+bool IsDeclined(const Status& status);
+
 /// CheckCommittedProof on a thread of its own, beside a daemon's poll loop (the verifier's and the
 /// whistleblower's checks). Destroying it stops the check (CheckRequest::stop) and waits for its
 /// thread, so a daemon's Stop returns without anyone moving the clock past a fetch retry pause.

@@ -8,9 +8,11 @@
 //     published them, from the ledger), and for each slot writes the evidence to
 //     DIR/reports/<task hex>-<slot>[-published].json and the VerdictTx beside it (.verdict), and
 //     posts the VerdictTx naming the slot: accept, reject naming the slot's failed segments, or
-//     unavailable when the proof's data could not be had; an exact-mode reject commits to the
-//     end state each failed segment's replay reached (beacon.h SegmentDigest), which a forced
-//     round's reveal checks against the honest hashes there;
+//     unavailable when the proof's data could not be had; a reject commits to what each failed
+//     segment's replay found (beacon.h SegmentDigest: the end state's hash in exact mode, the
+//     elements beyond forced_delta / 2 in tolerant mode), which a forced round's reveal checks;
+//     a tolerant task whose forced_delta this machine's replays cannot resolve is declined (no
+//     verdict, never retried: verification_job.h CheckForcedDeltaFits);
 //   - challenges the solver's proof in the game over its disputed reject verdicts (one game per
 //     key, dispute_duty.h) while a task is TASK_DISPUTED.
 // Restarts: a verdict saved on disk is posted from it (the journal keeps it from being posted

@@ -11,8 +11,8 @@
 //   - in TASK_CHALLENGE, logs how each audited slot's verdict compares with its own for that
 //     slot's segments, and challenges the proof itself (DisputeTx without a verifier, as duty
 //     "challenge-<task hex>") when its replay shows one of its covered segments wrong, naming
-//     every covered segment that failed and, exact mode, committing to the end each replay
-//     reached (beacon.h SegmentDigest): it is paid the solver's lock and the locks of the
+//     every covered segment that failed and committing to what each replay found there (beacon.h
+//     SegmentDigest, as a verifier's reject): it is paid the solver's lock and the locks of the
 //     verifiers that accepted the disproven segment, or, in a forced round where it named exactly
 //     the covered segments ending at forced checkpoints with their honest ends, a jackpot share;
 //   - plays the game its challenge starts (dispute_duty.h) as the challenger;
