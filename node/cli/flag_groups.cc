@@ -1,6 +1,9 @@
 #include "flag_groups.h"
 
+#include <charconv>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -121,6 +124,12 @@ void DeclareTaskTermsFlags(FlagSet& flags) {
               std::to_string(defaults.claim_window));
   flags.Value("training-window", "BLOCKS", "blocks after the claim in which the proof must be committed",
               std::to_string(defaults.training_window));
+  // The shortest text that reads back as the same float32 (std::to_string would round it).
+  char delta[32];
+  const std::to_chars_result printed = std::to_chars(delta, delta + sizeof delta, defaults.forced_delta);
+  flags.Value("forced-delta", "D",
+              "tolerant tasks: how far a forced round moves each perturbed weight (float32, > 0)",
+              std::string(delta, printed.ptr));
 }
 
 Result<solver::TaskTerms> ReadTaskTermsFlags(const FlagSet& flags, std::uint64_t payment) {
@@ -130,6 +139,15 @@ Result<solver::TaskTerms> ReadTaskTermsFlags(const FlagSet& flags, std::uint64_t
   POLNODE_ASSIGN_OR_RETURN(std::int64_t training_window, flags.GetInt("training-window", 1, INT64_MAX));
   terms.claim_window = static_cast<std::uint64_t>(claim_window);
   terms.training_window = static_cast<std::uint64_t>(training_window);
+  POLNODE_ASSIGN_OR_RETURN(double delta, flags.GetDouble("forced-delta"));
+  // Checked as the float32 the ledger keeps: a double beyond float32's range has none, and a tiny
+  // one rounds to 0.
+  if (!std::isfinite(delta) || !(delta > 0.0) || delta > std::numeric_limits<float>::max() ||
+      !(static_cast<float>(delta) > 0.0f)) {
+    return Status::InvalidArgument("--forced-delta must be a finite float32 greater than 0, got '" +
+                                   flags.Get("forced-delta") + "'");
+  }
+  terms.forced_delta = static_cast<float>(delta);
   return terms;
 }
 

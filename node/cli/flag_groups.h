@@ -63,9 +63,11 @@ struct ReplayChoice {
 };
 [[nodiscard]] Result<ReplayChoice> ReadReplayFlags(const FlagSet& flags);
 
-/// --claim-window BLOCKS and --training-window BLOCKS, defaulting to solver::TaskTerms{}'s.
+/// --claim-window BLOCKS, --training-window BLOCKS and --forced-delta D (a tolerant task's forced
+/// perturbation size), defaulting to solver::TaskTerms{}'s.
 void DeclareTaskTermsFlags(FlagSet& flags);
-/// The terms with `payment` and the windows the flags give.
+/// The terms with `payment` and the windows and forced delta the flags give. kInvalidArgument
+/// naming the flag for a window out of range or a forced delta that is not a finite float32 > 0.
 [[nodiscard]] Result<solver::TaskTerms> ReadTaskTermsFlags(const FlagSet& flags, std::uint64_t payment);
 
 }  // namespace polnode::node

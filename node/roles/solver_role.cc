@@ -7,8 +7,10 @@
 #include <filesystem>
 
 #include "polnode/base/file_util.h"
+#include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/locks.h"
@@ -30,6 +32,8 @@ constexpr char kDocumentFile[] = "document.pb";
 // The proof trained (and committed), and in a forced round the result proof beside it.
 constexpr char kProofDir[] = "proof";
 constexpr char kResultDir[] = "proof-result";
+// A tolerant forced round's honest values (forced_round.h): beside the proofs, never served.
+constexpr char kHonestDir[] = "forced-honest";
 
 std::string Serialized(const google::protobuf::MessageLite& message) {
   std::string out;
@@ -48,6 +52,67 @@ std::string Raw(const consensus::Hash256& h) { return std::string(h.begin(), h.e
 bool HasManifest(const std::string& dir) {
   std::error_code ec;
   return std::filesystem::exists(dir + "/" + std::string(solver::kManifestFile), ec);
+}
+
+Result<solver::TrainState> LoadCheckpoint(const solver::ProofDir& proof, std::uint64_t checkpoint) {
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, proof.store.Get(proof.manifest.checkpoint_blobs[checkpoint]));
+  return solver::DecodeState(bytes);
+}
+
+// Float32 little-endian, as the ledger reads a block (this build targets little-endian hosts).
+std::string FloatBytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// The PerturbationProof of tolerant forced checkpoint `k`: the committed and the result proof's
+// states there must differ only in the first tensor's drawn block (one block path and one list of
+// the other tensors' hashes serve both in the ledger's check); kCorruption when they do not.
+Result<proto::PerturbationProof> PerturbationProofAt(const proto::Task& task, std::string_view secret,
+                                                     const solver::ProofDir& committed, const solver::ProofDir& result,
+                                                     std::uint64_t k) {
+  const std::string at = "forced checkpoint " + std::to_string(k);
+  POLNODE_ASSIGN_OR_RETURN(solver::TrainState perturbed, LoadCheckpoint(committed, k));
+  POLNODE_ASSIGN_OR_RETURN(solver::TrainState honest, LoadCheckpoint(result, k));
+  if (perturbed.tensors.empty() || perturbed.tensors[0].tensor.numel() == 0) {
+    return Status::Corruption(at + ": the committed state has no first tensor");
+  }
+  if (honest.tensors.size() != perturbed.tensors.size()) {
+    return Status::Corruption(at + ": the committed and the result state have different tensor counts");
+  }
+  proto::PerturbationProof proof;
+  proof.set_checkpoint(k);
+  for (std::size_t t = 0; t < perturbed.tensors.size(); ++t) {
+    const solver::NamedTensor& a = perturbed.tensors[t];
+    const solver::NamedTensor& b = honest.tensors[t];
+    if (a.name != b.name || a.tensor.shape() != b.tensor.shape()) {
+      return Status::Corruption(at + ": tensor " + std::to_string(t) + " differs in name or shape between the proofs");
+    }
+    proof.add_names(a.name);
+    if (t == 0) continue;
+    const consensus::Hash256 hash = solver::TensorHash(a.tensor);
+    if (hash != solver::TensorHash(b.tensor)) {
+      return Status::Corruption(at + ": tensor " + a.name + " differs between the committed and the result proof");
+    }
+    proof.add_tensor_hashes(Raw(hash));
+  }
+  const kernels::Tensor& first = perturbed.tensors[0].tensor;
+  const std::span<const float> committed_values(first.data(), static_cast<std::size_t>(first.numel()));
+  const std::span<const float> honest_values(honest.tensors[0].tensor.data(), committed_values.size());
+  for (std::int64_t d : first.shape()) proof.add_dims(d);
+  const consensus::Perturbation drawn =
+      consensus::DrawPerturbation(secret, task.forced_seed(), task.id(), k, first.shape());
+  proof.set_committed_block(FloatBytes(consensus::BlockValues(first.shape(), committed_values, drawn.block)));
+  proof.set_honest_block(FloatBytes(consensus::BlockValues(first.shape(), honest_values, drawn.block)));
+  const consensus::TensorBlockTree committed_tree(first.shape(), committed_values);
+  const consensus::TensorBlockTree honest_tree(first.shape(), honest_values);
+  const std::uint32_t depth = committed_tree.tree()->depth();
+  POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> siblings, committed_tree.tree()->Siblings(drawn.block, depth));
+  POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> honest_siblings, honest_tree.tree()->Siblings(drawn.block, depth));
+  if (siblings != honest_siblings) {
+    return Status::Corruption(at + ": the first tensor differs between the proofs outside the drawn block");
+  }
+  for (const consensus::Hash256& h : siblings) proof.add_block_siblings(Raw(h));
+  return proof;
 }
 
 }  // namespace
@@ -370,6 +435,8 @@ std::optional<solver::ForcedRound> SolverRole::ForcedRoundOf(const proto::Task& 
   round.forced_seed = task.forced_seed();
   round.task_id = task.id();
   round.mode = claimed.document.mode;
+  round.forced_delta = task.spec().forced_delta();
+  round.honest_dir = claimed.dir + "/" + kHonestDir;
   const std::uint64_t segments = static_cast<std::uint64_t>(claimed.document.steps / claimed.document.checkpoint_interval);
   round.checkpoints = contracts::ForcedCheckpoints(claimed.secret, task.forced_seed(), task.id(), segments);
   return round;
@@ -500,6 +567,11 @@ Result<proto::RevealTx> ForcedRevealTx(const proto::Task& task, std::string_view
     leaf->set_committed_proof(std::string(committed_bytes.begin(), committed_bytes.end()));
     leaf->set_result_hash(Raw(result_hashes[k]));
     leaf->set_result_proof(std::string(result_bytes.begin(), result_bytes.end()));
+    // A tolerant forced checkpoint (the two proofs differ exactly there) also proves that its
+    // committed state is the honest one with the drawn perturbation and nothing else.
+    if (task.spec().tolerant() && committed_hashes[k] != result_hashes[k]) {
+      POLNODE_ASSIGN_OR_RETURN(*tx.add_perturbations(), PerturbationProofAt(task, secret, committed, result, k));
+    }
   }
   return tx;
 }

@@ -90,19 +90,23 @@ inline TinyProof ProveTiny(const solver::TaskSpec& task, const solver::ImageData
 
 /// A forced round of the tiny task, as the solver role makes it: the committed proof, trained with
 /// `round`'s forced checkpoints falsified (solver::ForcedCheckpointHook), and the result proof
-/// beside it (solver::WriteResultProof), both signed by `solver`. With `tamper`, the training is
-/// also a cheat from the tamper's step on (in both proofs).
+/// beside it (solver::WriteResultProof), both signed by `solver`. A tolerant round without an
+/// honest_dir keeps its honest values in `honest`, a directory of its own. With `tamper`, the
+/// training is also a cheat from the tamper's step on (in both proofs).
 struct ForcedTinyProof {
   TinyProof committed;
   TinyProof result;
+  std::unique_ptr<polnode::testing::TempDir> honest;
 };
 
 inline ForcedTinyProof ProveTinyForced(const solver::TaskSpec& task, const solver::ImageDataset& data,
-                                       const consensus::SecretKey& solver_key, const solver::ForcedRound& round,
+                                       const consensus::SecretKey& solver_key, solver::ForcedRound round,
                                        std::optional<solver::TamperSpec> tamper = std::nullopt) {
   ForcedTinyProof proof;
   proof.committed.dir = std::make_unique<polnode::testing::TempDir>("role-proof-committed");
   proof.result.dir = std::make_unique<polnode::testing::TempDir>("role-proof-result");
+  proof.honest = std::make_unique<polnode::testing::TempDir>("role-proof-honest");
+  if (round.honest_dir.empty()) round.honest_dir = proof.honest->path();
   ProvingBackend backend(task, data, tamper);
   solver::ProveOptions options;
   options.out_dir = proof.committed.dir->path();

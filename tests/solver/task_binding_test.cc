@@ -3,10 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "polnode/consensus/sha256.h"
 #include "polnode/solver/pinpoint_graph.h"
 #include "polnode/solver/task_binding.h"
 #include "polnode/testing/fashion_mnist.h"
+#include "polnode/testing/tiny_task.h"
 
 namespace polnode::solver {
 namespace {
@@ -73,6 +78,61 @@ TEST(TaskBindingTest, AnyDifferenceIsRefusedNamingTheField) {
   proto::TaskSpec wrong_leaves = *spec;
   wrong_leaves.set_step_leaf_count(spec->step_leaf_count() + 1);
   EXPECT_NE(CheckSpecBinding(wrong_leaves, doc, *data).message().find("step_leaf_count"), std::string::npos);
+}
+
+std::uint32_t Bits(float v) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+TEST(TaskBindingTest, ATolerantTaskBindsItsForcedDeltaAndAnExactOneHasNone) {
+  const ImageDataset data = testing::TinyDataset();
+  TaskSpec exact = testing::TinyTask(data);
+  TaskSpec tolerant = exact;
+  tolerant.mode = ReproMode::kTolerant;
+  // The default is 2^-10 (task_binding.h says why).
+  EXPECT_EQ(Bits(TaskTerms{}.forced_delta), Bits(std::ldexp(1.0f, -10)));
+  EXPECT_EQ(Bits(kDefaultForcedDelta), Bits(std::ldexp(1.0f, -10)));
+
+  Result<proto::TaskSpec> tolerant_spec = LedgerSpecFor(tolerant, data, TaskTerms{.payment = 1});
+  ASSERT_TRUE(tolerant_spec.ok()) << tolerant_spec.status().ToString();
+  EXPECT_TRUE(tolerant_spec->tolerant());
+  EXPECT_EQ(Bits(tolerant_spec->forced_delta()), Bits(kDefaultForcedDelta));
+  EXPECT_TRUE(CheckSpecBinding(*tolerant_spec, tolerant, data).ok());
+  // Any finite positive delta is the submitter's term, like the payment.
+  Result<proto::TaskSpec> coarse = LedgerSpecFor(tolerant, data, TaskTerms{.payment = 1, .forced_delta = 0.25f});
+  ASSERT_TRUE(coarse.ok());
+  EXPECT_EQ(Bits(coarse->forced_delta()), Bits(0.25f));
+  EXPECT_TRUE(CheckSpecBinding(*coarse, tolerant, data).ok());
+  // ... but not one without a visible perturbation, on either side.
+  for (float bad : {0.0f, -0.0f, -0.25f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    EXPECT_EQ(LedgerSpecFor(tolerant, data, TaskTerms{.payment = 1, .forced_delta = bad}).status().code(),
+              StatusCode::kInvalidArgument)
+        << bad;
+    proto::TaskSpec on_ledger = *tolerant_spec;
+    on_ledger.set_forced_delta(bad);
+    const Status s = CheckSpecBinding(on_ledger, tolerant, data);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << bad;
+    EXPECT_NE(s.message().find("forced_delta"), std::string::npos) << s.ToString();
+  }
+
+  // An exact document has none, whatever the terms say, and binds a ledger spec with none only:
+  // compared by the bits, so not even -0.
+  Result<proto::TaskSpec> exact_spec = LedgerSpecFor(exact, data, TaskTerms{.payment = 1, .forced_delta = 0.25f});
+  ASSERT_TRUE(exact_spec.ok());
+  EXPECT_FALSE(exact_spec->tolerant());
+  EXPECT_EQ(Bits(exact_spec->forced_delta()), 0u);
+  EXPECT_TRUE(CheckSpecBinding(*exact_spec, exact, data).ok());
+  for (float other : {kDefaultForcedDelta, -0.0f}) {
+    proto::TaskSpec on_ledger = *exact_spec;
+    on_ledger.set_forced_delta(other);
+    const Status s = CheckSpecBinding(on_ledger, exact, data);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << other;
+    EXPECT_NE(s.message().find("field forced_delta differs"), std::string::npos) << s.ToString();
+  }
+  // The mode itself is bound: the tolerant spec does not bind the exact document.
+  EXPECT_EQ(CheckSpecBinding(*tolerant_spec, exact, data).code(), StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 //   - once the forced-error seed is drawn, trains the claimed task with proof of learning in a
 //     worker thread (solver::Prove, resumable: a restarted solver continues from its last
 //     checkpoint and produces the identical proof); when its secret says the round is forced, it
-//     falsifies the forced checkpoints as it trains (solver/forced_round.h) and writes the result
+//     falsifies the forced checkpoints as it trains (solver/forced_round.h; a tolerant task's honest
+//     values are kept in DIR/tasks/<task hex>/forced-honest, never served) and writes the result
 //     proof (the forced checkpoints restored) beside the committed one;
 //   - serves every proof it holds over HTTP (proof_http.h) and commits the trained proof's root,
 //     with the Merkle proof that its checkpoint 0 is the task's initial state;
@@ -75,9 +76,14 @@ struct SolverOptions {
 /// The RevealTx of a forced round of `task` (status TASK_REVEALING, with its verdicts and
 /// challenges) whose solver committed the proof in `committed_dir` and wrote the result proof in
 /// `result_dir` (solver::WriteResultProof): the secret, the result root and one RevealedLeaf for
-/// each of contracts::RevealCheckpoints(task), ascending, with both hashes and both Merkle proofs.
-/// Errors: the proof directories', kCorruption when the two proofs differ in length, kOutOfRange
-/// for a checkpoint the proofs lack.
+/// each of contracts::RevealCheckpoints(task), ascending, with both hashes and both Merkle proofs;
+/// for a tolerant task also one PerturbationProof per shown forced checkpoint (a leaf whose two
+/// hashes differ), ascending: the tensor names, the first tensor's dims, the other tensors'
+/// hashes, the drawn block (consensus::DrawPerturbation) of the first tensor in both states and
+/// its siblings in the first tensor's block tree, which is what the ledger checks the
+/// perturbation with. Errors: the proof directories', kCorruption when the two proofs differ in
+/// length, or (tolerant) when their states at a forced checkpoint differ anywhere but in the drawn
+/// block of the first tensor, kOutOfRange for a checkpoint the proofs lack.
 [[nodiscard]] Result<proto::RevealTx> ForcedRevealTx(const proto::Task& task, std::string_view secret,
                                                      const std::string& committed_dir, const std::string& result_dir);
 
