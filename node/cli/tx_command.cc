@@ -278,6 +278,7 @@ const TxKind kKinds[] = {
        spec->set_state_tensor_count(static_cast<std::uint32_t>(state_tensors));
        POLNODE_ASSIGN_OR_RETURN(*spec->mutable_initial_state_hash(), Bytes32(f, "initial-state-hash"));
        spec->set_tolerant(f.GetBool("tolerant"));
+       if (spec->tolerant()) spec->set_forced_delta(terms.forced_delta);
        if (!f.GetBool("unchecked-spec-uri")) POLNODE_RETURN_IF_ERROR(CheckServedDocument(*spec, tx.spec_uri()));
        return Serialize(tx);
      }},
