@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpu/conformance.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/kernels/op.h"
 #include "polnode/kernels/tensor.h"
@@ -151,6 +152,27 @@ TEST_P(BufferTest, AHostBackendChecksIndexValuesAsRunDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HostBackends, BufferTest, ::testing::Values("reference", "cpu"));
+
+// Every operator's conformance battery (ragged shapes, ties, in-place updates, NaN/inf/subnormal
+// variants, malformed calls) through the CPU backend's buffers: Enqueue is held to the reference
+// exactly as Run is. The GPU backends get the same check in gpu_backend_test.cc and gpu-check.sh.
+class EnqueueConformanceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EnqueueConformanceTest, TheCpuBackendsBuffersMatchTheReference) {
+  const Op op = static_cast<Op>(GetParam());
+  std::unique_ptr<Backend> cpu = MakeCpuBackend(2);
+  std::unique_ptr<Backend> through = conformance::ThroughBuffers(*cpu);
+  std::unique_ptr<Backend> reference = MakeReferenceBackend();
+  const std::vector<conformance::CaseResult> results = conformance::CheckOp(*through, *reference, op, 20240601);
+  ASSERT_FALSE(results.empty());
+  for (const conformance::CaseResult& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  EXPECT_GT(cpu->transfers().uploads, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, EnqueueConformanceTest, ::testing::Range(0, kNumOps),
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(OpName(static_cast<Op>(param_info.param)));
+                         });
 
 TEST(InferOutputShapesOf, NamesTheIndexInputsInsteadOfReadingThem) {
   const Shape z{4, 10}, labels{4};
