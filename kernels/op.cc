@@ -64,17 +64,18 @@ static_assert(OpInfoIsIndexedByEnum(), "kOpInfo must list the operators in enum 
 
 const OpInfo& Info(Op op) { return kOpInfo[static_cast<std::size_t>(op)]; }
 
-// Builds the error messages of one InferOutputShapes call, all prefixed by the operator name.
+// Builds the error messages of one InferOutputShapes call, all prefixed by the operator name, and
+// records which inputs hold indices (checked against their values only when there are values).
 class ShapeChecker {
  public:
-  ShapeChecker(Op op, std::span<const Tensor* const> inputs) : op_(op), inputs_(inputs) {}
+  ShapeChecker(Op op, std::span<const Shape* const> shapes, std::vector<IndexInput>* index_inputs)
+      : op_(op), shapes_(shapes), index_inputs_(index_inputs) {}
 
   Status Error(const std::string& what) const {
     return Status::InvalidArgument(std::string(OpName(op_)) + ": " + what);
   }
 
-  const Shape& shape(int i) const { return inputs_[static_cast<std::size_t>(i)]->shape(); }
-  const Tensor& tensor(int i) const { return *inputs_[static_cast<std::size_t>(i)]; }
+  const Shape& shape(int i) const { return *shapes_[static_cast<std::size_t>(i)]; }
 
   // "input 1 (B) is [3, 4]": names the input so a message points at the argument to fix.
   std::string Describe(int i, std::string_view role) const {
@@ -105,26 +106,18 @@ class ShapeChecker {
     return Status::Ok();
   }
 
-  // Class labels / pool taps: every value an exact integer in [0, limit). Checked here because a
-  // bad index would otherwise make a backend read or write out of bounds.
+  // Class labels / pool taps / token ids: every value an exact integer in [0, limit). Recorded
+  // here and checked against the values by InferOutputShapes, because a bad index would otherwise
+  // make a backend read or write out of bounds.
   Status RequireIndices(int i, std::string_view role, std::int64_t limit) const {
-    const Tensor& t = tensor(i);
-    const float* v = t.data();
-    for (std::int64_t e = 0; e < t.numel(); ++e) {
-      const float x = v[e];
-      if (!(x >= 0.0f && x < static_cast<float>(limit)) ||
-          static_cast<float>(static_cast<std::int64_t>(x)) != x) {
-        return Error("input " + std::to_string(i) + " (" + std::string(role) + ") element " +
-                     std::to_string(e) + " is " + std::to_string(x) +
-                     ", expected an integer in [0, " + std::to_string(limit) + ")");
-      }
-    }
+    if (index_inputs_ != nullptr) index_inputs_->push_back({i, role, limit});
     return Status::Ok();
   }
 
  private:
   Op op_;
-  std::span<const Tensor* const> inputs_;
+  std::span<const Shape* const> shapes_;
+  std::vector<IndexInput>* index_inputs_;
 };
 
 Result<std::vector<Shape>> InferMatmul(Op op, const ShapeChecker& c) {
@@ -397,8 +390,36 @@ int NumOutputs(Op op) {
   return static_cast<std::size_t>(op) < kOpInfo.size() ? Info(op).outputs : 0;
 }
 
+Status CheckIndexValues(Op op, const IndexInput& index, std::span<const float> values) {
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    const float x = values[e];
+    if (!(x >= 0.0f && x < static_cast<float>(index.bound)) ||
+        static_cast<float>(static_cast<std::int64_t>(x)) != x) {
+      return Status::InvalidArgument(std::string(OpName(op)) + ": input " + std::to_string(index.input) + " (" +
+                                     std::string(index.role) + ") element " + std::to_string(e) + " is " +
+                                     std::to_string(x) + ", expected an integer in [0, " +
+                                     std::to_string(index.bound) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
                                              std::span<const Tensor* const> inputs) {
+  std::vector<const Shape*> shapes(inputs.size(), nullptr);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] != nullptr) shapes[i] = &inputs[i]->shape();  // a null one is named below
+  }
+  std::vector<IndexInput> index_inputs;
+  POLNODE_ASSIGN_OR_RETURN(std::vector<Shape> outputs, InferOutputShapesOf(op, attrs, shapes, &index_inputs));
+  for (const IndexInput& index : index_inputs) {
+    POLNODE_RETURN_IF_ERROR(CheckIndexValues(op, index, inputs[static_cast<std::size_t>(index.input)]->values()));
+  }
+  return outputs;
+}
+
+Result<std::vector<Shape>> InferOutputShapesOf(Op op, const OpAttrs& attrs, std::span<const Shape* const> inputs,
+                                               std::vector<IndexInput>* index_inputs) {
   if (static_cast<int>(op) >= kNumOps) {
     return Status::InvalidArgument("unknown operator " + std::to_string(static_cast<int>(op)));
   }
@@ -411,12 +432,12 @@ Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
     if (inputs[i] == nullptr) {
       return Status::InvalidArgument(name + ": input " + std::to_string(i) + " is null");
     }
-    if (inputs[i]->rank() == 0 || inputs[i]->numel() != NumElements(inputs[i]->shape())) {
+    if (inputs[i]->empty()) {
       return Status::InvalidArgument(name + ": input " + std::to_string(i) +
                                      " is an empty tensor (rank 0); a scalar has shape [1]");
     }
   }
-  const ShapeChecker c(op, inputs);
+  const ShapeChecker c(op, inputs, index_inputs);
   switch (op) {
     case Op::kMatmul:
     case Op::kMatmulGradA:

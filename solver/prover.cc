@@ -167,30 +167,38 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
   std::vector<std::uint32_t> pending;
   if (options.on_start) options.on_start(state.step);
+  // The state stays in the backend's buffers between checkpoints (device-resident training): each
+  // step moves only its batch and its loss, and the state comes to the host at checkpoints.
+  POLNODE_ASSIGN_OR_RETURN(ResidentTraining run, stepper.StartResident(state, backend));
   bool cancelled = false;
-  while (state.step < task.steps) {
-    if (options.stop_after_step >= 0 && state.step >= options.stop_after_step) break;
+  while (run.step() < task.steps) {
+    if (options.stop_after_step >= 0 && run.step() >= options.stop_after_step) break;
     if (options.cancel != nullptr && options.cancel->load()) {
       cancelled = true;
       break;
     }
-    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(state, backend));
+    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(run));
     pending.push_back(FloatBits(loss));
-    if (state.step % task.checkpoint_interval == 0) {
-      if (options.on_checkpoint) POLNODE_RETURN_IF_ERROR(options.on_checkpoint(state));
+    if (run.step() % task.checkpoint_interval == 0) {
+      POLNODE_RETURN_IF_ERROR(run.DownloadState(state));
+      if (options.on_checkpoint) {
+        POLNODE_RETURN_IF_ERROR(options.on_checkpoint(state));
+        // Training goes on from the state as the hook left it (a forced round's falsification).
+        POLNODE_RETURN_IF_ERROR(run.UploadState(state));
+      }
       POLNODE_RETURN_IF_ERROR(writer.Push(state, std::move(pending)));
       pending.clear();
     }
     if (options.sink != nullptr) {
-      options.sink->OnStep({state.step, task.steps, (state.step - 1) / steps_per_epoch, loss,
+      options.sink->OnStep({run.step(), task.steps, (run.step() - 1) / steps_per_epoch, loss,
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     }
   }
   POLNODE_RETURN_IF_ERROR(writer.Finish());
   result.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (cancelled) return Status::FailedPrecondition("cancelled after step " + std::to_string(state.step));
-  if (state.step < task.steps) {
-    return Status::FailedPrecondition("stopped after step " + std::to_string(state.step) + " as asked");
+  if (cancelled) return Status::FailedPrecondition("cancelled after step " + std::to_string(run.step()));
+  if (run.step() < task.steps) {
+    return Status::FailedPrecondition("stopped after step " + std::to_string(run.step()) + " as asked");
   }
 
   ProofManifest& m = result.manifest;

@@ -6,14 +6,16 @@
 #include <map>
 #include <string>
 
+#include "graph_executor.h"
+
 namespace polnode::solver {
 namespace {
 
 using kernels::Shape;
 using kernels::Tensor;
 
-constexpr std::size_t kMaxInputs = 5;   // kLayerNormGrad: X, gamma, Mean, Rstd, dY
-constexpr std::size_t kMaxOutputs = 3;  // kAdamW: W', M', V'; kLayerNorm(Grad)
+using internal::kMaxInputs;
+using internal::kMaxOutputs;
 
 Status BadNode(const StepNode& n, const std::string& why) {
   return Status::InvalidArgument("step graph node " + std::to_string(n.index) + " (" + n.name +
@@ -165,73 +167,20 @@ Status StepRunner::Execute(std::span<const Tensor* const> state_in,
                            std::span<Tensor* const> state_out, const Tensor& images,
                            const Tensor* labels, std::int64_t step, kernels::Backend& backend,
                            const NodeObserver* observer, float* loss) {
-  std::array<const Tensor*, kMaxInputs> in{};
-  std::array<Tensor*, kMaxOutputs> out{};
-  std::array<Tensor*, kMaxInputs> viewed{};  // slot tensors reshaped for this node
-  std::array<Shape, kMaxInputs> restore{};
-  for (const StepNode& node : graph_.nodes) {
-    const std::size_t i = static_cast<std::size_t>(node.index);
-    const std::size_t num_in = node.inputs.size();
-    const std::size_t num_out = node.output_shapes.size();
-    std::size_t num_viewed = 0;
-    Status status;
-    for (std::size_t j = 0; j < num_in && status.ok(); ++j) {
-      const TensorRef& r = node.inputs[j];
-      switch (r.source) {
-        case SourceKind::kState:
-          in[j] = state_in[static_cast<std::size_t>(r.index)];
-          break;
-        case SourceKind::kBatchImages:
-          in[j] = &images;
-          break;
-        case SourceKind::kBatchLabels:
-          in[j] = labels;
-          break;
-        case SourceKind::kNode: {
-          const std::size_t src = static_cast<std::size_t>(r.index);
-          const int slot = output_slot_[src][static_cast<std::size_t>(r.output)];
-          Tensor* t =
-              slot >= 0 ? &slots_[static_cast<std::size_t>(slot)]
-                        : state_out[static_cast<std::size_t>(
-                              graph_.nodes[src].state_writes[static_cast<std::size_t>(r.output)])];
-          if (!r.view.empty()) {
-            restore[num_viewed] = t->shape();
-            status = t->Reshape(r.view);
-            if (status.ok()) viewed[num_viewed++] = t;
-          }
-          in[j] = t;
-          break;
-        }
-      }
-      if (in[j] == nullptr) status = Status::Internal("a training graph needs batch labels");
-    }
-    for (std::size_t k = 0; k < num_out && status.ok(); ++k) {
-      const int slot = output_slot_[i][k];
-      if (slot >= 0) {
-        out[k] = &slots_[static_cast<std::size_t>(slot)];
-      } else if (state_out.empty()) {
-        status = Status::Internal("a forward pass reached a node that writes the state");
-      } else {
-        out[k] = state_out[static_cast<std::size_t>(node.state_writes[k])];
-      }
-    }
-    if (status.ok()) {
-      status = backend.Run(node.op, AttrsForStep(node, step), std::span(in.data(), num_in),
-                           std::span(out.data(), num_out));
-    }
-    for (std::size_t v = 0; v < num_viewed; ++v) {
-      const Status restored = viewed[v]->Reshape(restore[v]);
-      if (status.ok()) status = restored;
-    }
-    if (!status.ok()) {
-      return status.WithContext("node " + std::to_string(node.index) + " (" + node.name + ")");
-    }
-    if (node.index == graph_.loss_node && loss != nullptr) *loss = out[0]->data()[0];
-    if (observer != nullptr && *observer) {
-      POLNODE_RETURN_IF_ERROR(
-          (*observer)(node, std::span<const Tensor* const>(out.data(), num_out)));
-    }
-  }
+  std::vector<Tensor*> slots;
+  slots.reserve(slots_.size());
+  for (Tensor& t : slots_) slots.push_back(&t);
+  const Status executed = internal::ExecuteGraph<Tensor>(
+      graph_, output_slot_, std::span<Tensor* const>(slots), state_in, state_out, images, labels,
+      [&](const StepNode& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+        return backend.Run(node.op, AttrsForStep(node, step), in, out);
+      },
+      [&](const StepNode& node, std::span<Tensor* const> out) {
+        if (observer == nullptr || !*observer) return Status::Ok();
+        return (*observer)(node, std::span<const Tensor* const>(out.data(), out.size()));
+      });
+  POLNODE_RETURN_IF_ERROR(executed);
+  if (loss != nullptr) *loss = slots_[static_cast<std::size_t>(output_slot_[static_cast<std::size_t>(graph_.loss_node)][0])].data()[0];
   return Status::Ok();
 }
 

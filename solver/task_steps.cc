@@ -58,6 +58,19 @@ TrainState TaskStepper::Initial() const {
   return InitialState(model_, task_.optimizer.kind, task_.seed);
 }
 
+namespace {
+
+// The loss of the step that ended at `steps_done`, or kFailedPrecondition when it is not finite.
+Result<float> CheckedLoss(float loss, std::int64_t steps_done) {
+  if (!std::isfinite(loss)) {
+    return Status::FailedPrecondition("training diverged at step " + std::to_string(steps_done) + " (loss " +
+                                      std::to_string(loss) + "); lower the learning rate");
+  }
+  return loss;
+}
+
+}  // namespace
+
 Status TaskStepper::Batch(std::int64_t step, kernels::Tensor& images, kernels::Tensor& labels) {
   if (step < 0 || step >= task_.steps) {
     return Status::FailedPrecondition("step " + std::to_string(step) + " is outside the task's " +
@@ -80,6 +93,21 @@ Status TaskStepper::Batch(std::int64_t step, kernels::Tensor& images, kernels::T
   return GatherBatch(train, indices, runner_.graph().images_shape, images, labels);
 }
 
+Result<ResidentTraining> TaskStepper::StartResident(const TrainState& state, kernels::Backend& backend) const {
+  return ResidentTraining::Start(runner_, backend, state);
+}
+
+Result<float> TaskStepper::Step(ResidentTraining& run, const NodeObserver* observer) {
+  const std::int64_t step = run.step();
+  if (step < 0 || step >= task_.steps) {
+    return Status::FailedPrecondition("state at step " + std::to_string(step) + " is outside the task's " +
+                                      std::to_string(task_.steps) + " steps");
+  }
+  POLNODE_RETURN_IF_ERROR(Batch(step, images_, labels_));
+  POLNODE_ASSIGN_OR_RETURN(float loss, run.Step(images_, labels_, observer));
+  return CheckedLoss(loss, step + 1);
+}
+
 Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend, const NodeObserver* observer) {
   if (state.step < 0 || state.step >= task_.steps) {
     return Status::FailedPrecondition("state at step " + std::to_string(state.step) +
@@ -87,11 +115,7 @@ Result<float> TaskStepper::Step(TrainState& state, kernels::Backend& backend, co
   }
   POLNODE_RETURN_IF_ERROR(Batch(state.step, images_, labels_));
   POLNODE_ASSIGN_OR_RETURN(float loss, runner_.Step(state, images_, labels_, backend, observer));
-  if (!std::isfinite(loss)) {
-    return Status::FailedPrecondition("training diverged at step " + std::to_string(state.step) + " (loss " +
-                                      std::to_string(loss) + "); lower the learning rate");
-  }
-  return loss;
+  return CheckedLoss(loss, state.step);
 }
 
 }  // namespace polnode::solver

@@ -117,8 +117,10 @@ Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::
     return Status::InvalidArgument("a segment's claimed losses must number checkpoint_interval");
   }
   e.losses_match = true;
+  // The state stays in the backend's buffers for the segment's k steps (device-resident training).
+  POLNODE_ASSIGN_OR_RETURN(solver::ResidentTraining run, stepper.StartResident(start, backend));
   for (std::int64_t s = 0; s < k; ++s) {
-    Result<float> loss = stepper.Step(start, backend);
+    Result<float> loss = stepper.Step(run);
     // A claimed state that makes training diverge (NaN or infinite weights) is the proof's
     // fault: the segment fails. Anything else is the verifier's own error.
     if (!loss.ok() && loss.status().code() == StatusCode::kFailedPrecondition) {
@@ -132,6 +134,7 @@ Result<SegmentEvidence> ReplayFromStates(solver::TaskStepper& stepper, kernels::
     if (FloatBits(*loss) != claimed_bits) e.losses_match = false;
     e.loss_deviation = std::max(e.loss_deviation, LossDeviation(*loss, BitsFloat(claimed_bits)));
   }
+  POLNODE_RETURN_IF_ERROR(run.DownloadState(start));
   e.replayed = true;
   e.recomputed = solver::StateHash(start);
   if (Result<Distances> d = StateDistance(start, end); d.ok()) {

@@ -10,6 +10,7 @@
 
 #include "polnode/kernels/detmath.h"
 #include "polnode/kernels/tensor.h"
+#include "polnode/kernels/validate_run.h"
 
 namespace polnode::kernels::conformance {
 namespace {
@@ -733,5 +734,63 @@ std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, s
   for (Case& c : cases) results.push_back(RunCase(candidate, reference, op, c));
   return results;
 }
+
+namespace {
+
+class ThroughBuffersBackend final : public Backend {
+ public:
+  explicit ThroughBuffersBackend(Backend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+
+  Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
+             std::span<Tensor* const> outputs) override {
+    POLNODE_ASSIGN_OR_RETURN(const std::vector<Shape> shapes, ValidateRun(op, attrs, inputs, outputs));
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<const Tensor*> tensors;  // which tensor each owned buffer holds
+    const auto buffer_of = [&](const Tensor* t) -> Buffer* {
+      for (std::size_t b = 0; b < tensors.size(); ++b) {
+        if (tensors[b] == t) return owned[b].get();
+      }
+      return nullptr;
+    };
+    std::vector<const Buffer*> in;
+    for (const Tensor* t : inputs) {
+      Buffer* b = buffer_of(t);
+      if (b == nullptr) {
+        POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> fresh, inner_.Allocate(t->shape()));
+        POLNODE_RETURN_IF_ERROR(inner_.Upload(t->values(), *fresh));
+        b = fresh.get();
+        owned.push_back(std::move(fresh));
+        tensors.push_back(t);
+      }
+      in.push_back(b);
+    }
+    std::vector<Buffer*> out;
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      Buffer* b = buffer_of(outputs[o]);  // an input updated in place
+      if (b == nullptr) {
+        POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> fresh, inner_.Allocate(shapes[o]));
+        b = fresh.get();
+        owned.push_back(std::move(fresh));
+        tensors.push_back(outputs[o]);
+      }
+      out.push_back(b);
+    }
+    POLNODE_RETURN_IF_ERROR(inner_.Enqueue(op, attrs, in, out));
+    POLNODE_RETURN_IF_ERROR(inner_.Synchronize());
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      outputs[o]->Resize(shapes[o]);
+      POLNODE_RETURN_IF_ERROR(inner_.Download(*out[o], outputs[o]->values()));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Backend& inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> ThroughBuffers(Backend& inner) { return std::make_unique<ThroughBuffersBackend>(inner); }
 
 }  // namespace polnode::kernels::conformance

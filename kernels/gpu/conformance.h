@@ -6,6 +6,7 @@
 #define POLNODE_KERNELS_GPU_CONFORMANCE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ enum class CaseSet {
 /// every operator has cases in both sets.
 std::vector<CaseResult> CheckOp(Backend& candidate, Backend& reference, Op op, std::uint64_t seed,
                                 CaseSet set = CaseSet::kAll);
+
+/// A backend whose Run goes through `inner`'s device-resident interface (backend.h): the inputs
+/// are uploaded to buffers (one buffer for a tensor passed twice, so in-place updates stay in
+/// place), the operator is enqueued on them, and the outputs are downloaded. So CheckOp on it
+/// holds Enqueue to the reference exactly as it holds Run. Calls are first checked as Run checks
+/// them (ValidateRun: the same refusals and messages; index values too, since a device backend's
+/// Enqueue leaves them to its caller). `inner` must outlive it; its name is inner's.
+std::unique_ptr<Backend> ThroughBuffers(Backend& inner);
 
 }  // namespace polnode::kernels::conformance
 

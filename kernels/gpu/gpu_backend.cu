@@ -301,6 +301,74 @@ class DeviceBuffer {
   std::size_t capacity_ = 0;
 };
 
+// A Buffer in device memory (device-resident execution, backend.h), freed with it.
+class GpuBuffer final : public Buffer {
+ public:
+  GpuBuffer(const Backend* owner, const Shape& shape, float* device) : Buffer(owner, shape), device_(device) {}
+  ~GpuBuffer() override {
+    if (device_ != nullptr) (void)gpuFree(device_);
+  }
+  float* device() const { return device_; }
+
+ private:
+  float* device_;
+};
+
+// Pinned host memory that uploads pass through: a copy from pageable memory would be synchronous,
+// one from pinned memory overlaps the kernels before it. Two areas are used in turn (double
+// buffering), so a caller fills one while the copy from the other runs; an area is reused only
+// after its previous copy has finished (its event).
+class UploadStaging {
+ public:
+  UploadStaging() = default;
+  UploadStaging(const UploadStaging&) = delete;
+  UploadStaging& operator=(const UploadStaging&) = delete;
+  ~UploadStaging() {
+    for (Area& a : areas_) {
+      if (a.done != nullptr) (void)gpuEventSynchronize(a.done);
+      if (a.host != nullptr) (void)gpuFreeHost(a.host);
+      if (a.done != nullptr) (void)gpuEventDestroy(a.done);
+    }
+  }
+
+  // The next area, holding at least `bytes`, once its previous copy is done.
+  Result<void*> Acquire(std::size_t bytes) {
+    Area& a = areas_[static_cast<std::size_t>(next_)];
+    if (a.done == nullptr) POLNODE_GPU_CHECK(gpuEventCreateWithFlags(&a.done, gpuEventDisableTiming), "event creation");
+    if (a.pending) {
+      POLNODE_GPU_CHECK(gpuEventSynchronize(a.done), "waiting for an earlier upload");
+      a.pending = false;
+    }
+    if (a.capacity < bytes) {
+      if (a.host != nullptr) (void)gpuFreeHost(a.host);
+      a.host = nullptr;
+      a.capacity = 0;
+      POLNODE_GPU_CHECK(gpuMallocHost(&a.host, bytes), "allocation of " + std::to_string(bytes) + " bytes of pinned memory");
+      a.capacity = bytes;
+    }
+    return a.host;
+  }
+
+  // Marks the area Acquire gave as in use by the copies enqueued on `stream` so far.
+  Status Release(gpuStream_t stream) {
+    Area& a = areas_[static_cast<std::size_t>(next_)];
+    POLNODE_GPU_CHECK(gpuEventRecord(a.done, stream), "recording an upload");
+    a.pending = true;
+    next_ ^= 1;
+    return Status::Ok();
+  }
+
+ private:
+  struct Area {
+    void* host = nullptr;
+    std::size_t capacity = 0;
+    gpuEvent_t done = nullptr;
+    bool pending = false;
+  };
+  Area areas_[2];
+  int next_ = 0;
+};
+
 // Buffer slots: inputs first, then outputs, then scratch.
 constexpr int kMaxInputs = 5;
 constexpr int kMaxOutputs = 3;
@@ -313,7 +381,8 @@ class GpuBackend final : public Backend {
   GpuBackend(const GpuBackend&) = delete;
   GpuBackend& operator=(const GpuBackend&) = delete;
   ~GpuBackend() override {
-    buffers_.clear();  // frees device memory before the stream goes
+    (void)gpuStreamSynchronize(stream_);  // no copy from the staging areas is still running
+    buffers_.clear();                     // frees device memory before the stream goes
     (void)gpuStreamDestroy(stream_);
   }
 
@@ -329,13 +398,16 @@ class GpuBackend final : public Backend {
     // inputs (the optimizers' in-place update) without reading overwritten values.
     const float* in[kMaxInputs] = {};
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      POLNODE_ASSIGN_OR_RETURN(in[i], Upload(static_cast<int>(i), *inputs[i]));
+      POLNODE_ASSIGN_OR_RETURN(in[i], UploadOperand(static_cast<int>(i), *inputs[i]));
     }
     float* out[kMaxOutputs] = {};
     for (std::size_t o = 0; o < shapes.size(); ++o) {
       POLNODE_ASSIGN_OR_RETURN(out[o], buffers_[kMaxInputs + o].Reserve(NumElements(shapes[o])));
     }
-    POLNODE_RETURN_IF_ERROR(Launch(op, attrs, inputs, shapes, in, out));
+    const Shape* in_shapes[kMaxInputs] = {};
+    for (std::size_t i = 0; i < inputs.size(); ++i) in_shapes[i] = &inputs[i]->shape();
+    const float* host_ids = op == Op::kEmbeddingGrad ? inputs[0]->data() : nullptr;
+    POLNODE_RETURN_IF_ERROR(Launch(op, attrs, std::span<const Shape* const>(in_shapes, inputs.size()), shapes, in, out, host_ids));
     POLNODE_GPU_CHECK(gpuGetLastError(), std::string("launch of ") + std::string(OpName(op)));
 
     for (std::size_t o = 0; o < shapes.size(); ++o) {
@@ -350,8 +422,99 @@ class GpuBackend final : public Backend {
     return Status::Ok();
   }
 
+  Result<std::unique_ptr<Buffer>> Allocate(const Shape& shape) override {
+    for (i64 d : shape) {
+      if (d < 0) return Status::InvalidArgument("cannot allocate a buffer of " + ShapeToString(shape));
+    }
+    const std::size_t bytes = static_cast<std::size_t>(std::max<i64>(NumElements(shape), 1)) * sizeof(float);
+    void* p = nullptr;
+    const gpuError_t err = gpuMalloc(&p, bytes);
+    if (err != gpuSuccess) {
+      (void)gpuGetLastError();
+      return Status::ResourceExhausted(std::string(POLNODE_GPU_RUNTIME_NAME) + " allocation of " + std::to_string(bytes) +
+                                       " bytes failed: " + gpuGetErrorString(err));
+    }
+    auto buffer = std::make_unique<GpuBuffer>(this, shape, static_cast<float*>(p));
+    POLNODE_GPU_CHECK(gpuMemsetAsync(p, 0, bytes, stream_), "zeroing a buffer");  // all-zero bits are +0.0f
+    return std::unique_ptr<Buffer>(std::move(buffer));
+  }
+
+  Status Upload(std::span<const float> values, Buffer& to) override {
+    POLNODE_ASSIGN_OR_RETURN(float* dev, DeviceOf(&to, "the upload's buffer"));
+    if (static_cast<i64>(values.size()) != to.numel()) {
+      return Status::InvalidArgument("uploading " + std::to_string(values.size()) + " values to a buffer of " +
+                                     ShapeToString(to.shape()));
+    }
+    if (!values.empty()) {
+      POLNODE_ASSIGN_OR_RETURN(void* staged, staging_.Acquire(values.size_bytes()));
+      std::memcpy(staged, values.data(), values.size_bytes());
+      POLNODE_GPU_CHECK(gpuMemcpyAsync(dev, staged, values.size_bytes(), gpuMemcpyHostToDevice, stream_), "an upload");
+      POLNODE_RETURN_IF_ERROR(staging_.Release(stream_));
+    }
+    CountUpload(static_cast<i64>(values.size_bytes()));
+    return Status::Ok();
+  }
+
+  Status Download(const Buffer& from, std::span<float> to) override {
+    POLNODE_ASSIGN_OR_RETURN(float* dev, DeviceOf(&from, "the download's buffer"));
+    if (static_cast<i64>(to.size()) != from.numel()) {
+      return Status::InvalidArgument("downloading a buffer of " + ShapeToString(from.shape()) + " into " +
+                                     std::to_string(to.size()) + " values");
+    }
+    if (!to.empty()) {
+      POLNODE_GPU_CHECK(gpuMemcpyAsync(to.data(), dev, to.size_bytes(), gpuMemcpyDeviceToHost, stream_), "a download");
+    }
+    POLNODE_GPU_CHECK(gpuStreamSynchronize(stream_), "waiting for a download");
+    CountDownload(static_cast<i64>(to.size_bytes()));
+    return Status::Ok();
+  }
+
+  Status Enqueue(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
+                 std::span<Buffer* const> outputs) override {
+    const std::string name(OpName(op));
+    POLNODE_RETURN_IF_ERROR(CheckRunOutputs<Buffer>(op, inputs, outputs));
+    if (inputs.size() > static_cast<std::size_t>(kMaxInputs)) return Status::InvalidArgument(name + ": too many inputs");
+    const Shape* in_shapes[kMaxInputs] = {};
+    const float* in[kMaxInputs] = {};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      POLNODE_ASSIGN_OR_RETURN(float* dev, DeviceOf(inputs[i], name + ": input " + std::to_string(i)));
+      in[i] = dev;
+      in_shapes[i] = &inputs[i]->shape();
+    }
+    // Shapes only: the device's values are not read here (backend.h Enqueue on index inputs).
+    POLNODE_ASSIGN_OR_RETURN(std::vector<Shape> shapes,
+                             InferOutputShapesOf(op, attrs, std::span<const Shape* const>(in_shapes, inputs.size())));
+    float* out[kMaxOutputs] = {};
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      POLNODE_ASSIGN_OR_RETURN(out[o], DeviceOf(outputs[o], name + ": output " + std::to_string(o)));
+      if (outputs[o]->shape() != shapes[o]) {
+        return Status::InvalidArgument(name + ": output " + std::to_string(o) + " is a buffer of " +
+                                       ShapeToString(outputs[o]->shape()) + ", the operator writes " +
+                                       ShapeToString(shapes[o]));
+      }
+    }
+    const float* host_ids = nullptr;
+    if (op == Op::kEmbeddingGrad) {
+      // Its position index is built on the host (gpu_elements.h EmbeddingGradIndex), so the ids come
+      // down: B x T values, and the one place the device path can check indices itself.
+      enqueued_ids_.resize(static_cast<std::size_t>(inputs[0]->numel()));
+      POLNODE_RETURN_IF_ERROR(Download(*inputs[0], enqueued_ids_));
+      POLNODE_RETURN_IF_ERROR(CheckIndexValues(op, IndexInput{0, "ids", attrs.num_embeddings}, enqueued_ids_));
+      host_ids = enqueued_ids_.data();
+    }
+    POLNODE_RETURN_IF_ERROR(Launch(op, attrs, std::span<const Shape* const>(in_shapes, inputs.size()), shapes, in, out, host_ids));
+    POLNODE_GPU_CHECK(gpuGetLastError(), std::string("launch of ") + name);
+    return Status::Ok();
+  }
+
+  Status Synchronize() override {
+    POLNODE_GPU_CHECK(gpuStreamSynchronize(stream_), "waiting for enqueued operators");
+    return Status::Ok();
+  }
+
  private:
-  Result<const float*> Upload(int slot, const Tensor& t) {
+  // Run's copy of input `slot` to its device slot (Run's path: every operand crosses each call).
+  Result<const float*> UploadOperand(int slot, const Tensor& t) {
     POLNODE_ASSIGN_OR_RETURN(float* dev, buffers_[static_cast<std::size_t>(slot)].Reserve(t.numel()));
     if (t.numel() > 0) {
       POLNODE_GPU_CHECK(gpuMemcpyAsync(dev, t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float),
@@ -361,10 +524,23 @@ class GpuBackend final : public Backend {
     return static_cast<const float*>(dev);
   }
 
-  // Launches `op`'s kernels on the stream. The sizes come from the same helpers the CPU twin test
-  // uses (gpu_elements.h). Empty outputs launch nothing.
-  Status Launch(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs, const std::vector<Shape>& shapes,
-                const float* const* in, float* const* out) {
+  // The device memory of `buffer`, or kInvalidArgument when it is null or another backend made it.
+  Result<float*> DeviceOf(const Buffer* buffer, const std::string& what) const {
+    if (buffer == nullptr) return Status::InvalidArgument(what + " is null");
+    const auto* gpu = dynamic_cast<const GpuBuffer*>(buffer);
+    if (gpu == nullptr || buffer->owner() != this) {
+      return Status::InvalidArgument(what + " was not allocated by backend " + name());
+    }
+    return gpu->device();
+  }
+
+  // Launches `op`'s kernels on the stream, on device arrays `in` (of shapes `in_shapes`) and `out`
+  // (of shapes `shapes`). The sizes come from the same helpers the CPU twin test uses
+  // (gpu_elements.h). `host_ids`: kEmbeddingGrad's ids on the host, for its position index.
+  // Empty outputs launch nothing.
+  Status Launch(Op op, const OpAttrs& attrs, std::span<const Shape* const> in_shapes, const std::vector<Shape>& shapes,
+                const float* const* in, float* const* out, const float* host_ids) {
+    const Shape& s0 = *in_shapes[0];
     const i64 n = NumElements(shapes[0]);
     const unsigned blocks = BlocksFor(n);
     switch (op) {
@@ -374,17 +550,17 @@ class GpuBackend final : public Backend {
       case Op::kBatchedMatmul:
       case Op::kBatchedMatmulGradA:
       case Op::kBatchedMatmulGradB: {
-        MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
+        MatmulOperands m = gpu::MatmulOperandsFor(op, s0, *in_shapes[1]);
         m.x = in[0];
         m.y = in[1];
         m.out = out[0];
         return Matmul(m);
       }
       case Op::kBiasAdd:
-        if (n > 0) BiasAddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n, gpu::ChannelLayoutOf(*inputs[0]));
+        if (n > 0) BiasAddKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n, gpu::ChannelLayoutOf(s0));
         return Status::Ok();
       case Op::kBiasGrad: {
-        const ChannelLayout l = gpu::ChannelLayoutOf(*inputs[0]);
+        const ChannelLayout l = gpu::ChannelLayoutOf(s0);
         if (l.channels > 0) BiasGradKernel<<<static_cast<unsigned>(l.channels), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], l);
         return Status::Ok();
       }
@@ -395,33 +571,33 @@ class GpuBackend final : public Backend {
         if (n > 0) ReluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
         return Status::Ok();
       case Op::kConv2d3x3:
-        if (n > 0) ConvKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        if (n > 0) ConvKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, s0, *in_shapes[1]), n);
         return Status::Ok();
       case Op::kConv2d3x3GradInput:
-        if (n > 0) ConvGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        if (n > 0) ConvGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, s0, *in_shapes[1]), n);
         return Status::Ok();
       case Op::kConv2d3x3GradWeight: {
         // Few outputs with long chains: small blocks spread them over more multiprocessors.
         constexpr int kSmallBlock = 64;
         const auto small_blocks = static_cast<unsigned>(std::min<i64>((n + kSmallBlock - 1) / kSmallBlock, kMaxBlocks));
-        if (n > 0) ConvGradWeightKernel<<<small_blocks, kSmallBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, inputs), n);
+        if (n > 0) ConvGradWeightKernel<<<small_blocks, kSmallBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, s0, *in_shapes[1]), n);
         return Status::Ok();
       }
       case Op::kMaxPool2x2:
-        if (n > 0) MaxPoolKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], out[1], inputs[0]->dim(2), inputs[0]->dim(3), n);
+        if (n > 0) MaxPoolKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], out[1], s0[2], s0[3], n);
         return Status::Ok();
       case Op::kMaxPool2x2Grad:  // dX's shape [N, C, H, W] comes from attrs
         if (n > 0) MaxPoolGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], shapes[0][2], shapes[0][3], n);
         return Status::Ok();
       case Op::kSoftmaxCrossEntropy: {  // InferOutputShapes guarantees batch >= 1, classes >= 1
-        const i64 batch = inputs[0]->dim(0), classes = inputs[0]->dim(1);
+        const i64 batch = s0[0], classes = s0[1];
         POLNODE_ASSIGN_OR_RETURN(float* row_loss, buffers_[kScratchSlot].Reserve(batch));
         SoftmaxRowsKernel<<<BlocksFor(batch), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[1], row_loss, batch, classes);
         MeanLossKernel<<<1, 1, 0, stream_>>>(row_loss, out[0], batch);
         return Status::Ok();
       }
       case Op::kSoftmaxCrossEntropyGrad:
-        SoftmaxGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(0), inputs[0]->dim(1));
+        SoftmaxGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], s0[0], s0[1]);
         return Status::Ok();
       case Op::kSgdMomentum:
         if (n > 0)
@@ -438,7 +614,7 @@ class GpuBackend final : public Backend {
         return Status::Ok();
       case Op::kTransposeHeads:
         if (n > 0) {
-          const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+          const gpu::TransposeDims t = gpu::TransposeDimsOf(s0);
           TransposeHeadsKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, n);
         }
         return Status::Ok();
@@ -452,14 +628,14 @@ class GpuBackend final : public Backend {
         if (n > 0) GeluGradKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], n);
         return Status::Ok();
       case Op::kLayerNorm: {  // in X, gamma, beta; out Y, Mean, Rstd
-        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        const gpu::RowLayout l = gpu::RowLayoutOf(s0);
         if (l.rows == 0) return Status::Ok();
         LayerNormStatsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], l, attrs.eps, out[1], out[2]);
         LayerNormKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], in[2], out[1], out[2], out[0], l, n);
         return Status::Ok();
       }
       case Op::kLayerNormGrad: {  // in X, gamma, Mean, Rstd, dY; out dX, dGamma, dBeta
-        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        const gpu::RowLayout l = gpu::RowLayoutOf(s0);
         POLNODE_ASSIGN_OR_RETURN(float* ab, buffers_[kScratchSlot].Reserve(2 * l.rows));
         if (l.rows > 0) {
           LayerNormGradSumsKernel<<<BlocksFor(l.rows), kThreadsPerBlock, 0, stream_>>>(in[0], in[4], in[1], in[2],
@@ -475,14 +651,14 @@ class GpuBackend final : public Backend {
         return Status::Ok();
       }
       case Op::kCausalSoftmax: {
-        const i64 t = inputs[0]->shape().back();
+        const i64 t = s0.back();
         if (n > 0) {
           CausalSoftmaxKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], out[0], t, attrs.scale, n / t);
         }
         return Status::Ok();
       }
       case Op::kCausalSoftmaxGrad: {
-        const i64 t = inputs[0]->shape().back();
+        const i64 t = s0.back();
         if (n > 0) {
           CausalSoftmaxGradKernel<<<BlocksFor(n / t), kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], t,
                                                                                       attrs.scale, n / t);
@@ -491,12 +667,12 @@ class GpuBackend final : public Backend {
       }
       case Op::kEmbedding:
         if (n > 0) {
-          EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], inputs[0]->dim(1), n);
+          EmbeddingKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], s0[1], n);
         }
         return Status::Ok();
       case Op::kEmbeddingGrad: {  // in ids, dY; out dW[V, C]
         const i64 vocab = shapes[0][0], channels = shapes[0][1];
-        host_index_ = gpu::EmbeddingGradIndex(inputs[0]->data(), inputs[0]->numel(), vocab);
+        host_index_ = gpu::EmbeddingGradIndex(host_ids, NumElements(s0), vocab);
         // The i64 index in the float scratch buffer: device allocations are aligned far beyond 8.
         POLNODE_ASSIGN_OR_RETURN(float* scratch,
                                  buffers_[kScratchSlot].Reserve(2 * static_cast<i64>(host_index_.size())));
@@ -529,6 +705,9 @@ class GpuBackend final : public Backend {
 
   gpuStream_t stream_;
   std::vector<DeviceBuffer> buffers_;
+  UploadStaging staging_;
+  // kEmbeddingGrad's ids, downloaded by Enqueue for its host-built position index.
+  std::vector<float> enqueued_ids_;
   // kEmbeddingGrad's position index, kept until the next Run so the asynchronous copy never reads
   // freed host memory.
   std::vector<i64> host_index_;

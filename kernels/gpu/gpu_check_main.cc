@@ -153,6 +153,9 @@ int main(int argc, char** argv) {
     }
     ++ran;
     failed_ops += CheckBackend(c.name, **gpu, seed);
+    // The same battery through device buffers (Enqueue): what ResidentTraining runs on.
+    std::unique_ptr<Backend> through = polnode::kernels::conformance::ThroughBuffers(**gpu);
+    failed_ops += CheckBackend(c.name + "/buf", *through, seed);
     if (train_steps > 0) failed_ops += CheckTraining(c.name, **gpu, train_steps);
   }
   if (ran == 0) {

@@ -73,15 +73,13 @@ struct MatmulOperands {
 };
 
 /// The strides and sizes of `op` (kMatmul, kMatmulGradA, kMatmulGradB or their batched forms) for
-/// validated `inputs`, with x, y, out left null for the caller to fill with device (or host)
-/// pointers. The batched forms use the 2-D layout on the last two axes of each input.
-inline MatmulOperands MatmulOperandsFor(Op op, std::span<const Tensor* const> inputs) {
-  const Tensor& a = *inputs[0];
-  const Tensor& b = *inputs[1];
-  const int r = a.rank();
-  const i64 a0 = a.dim(r - 2), a1 = a.dim(r - 1), b0 = b.dim(r - 2), b1 = b.dim(r - 1);
+/// validated input shapes `a` and `b`, with x, y, out left null for the caller to fill with device
+/// (or host) pointers. The batched forms use the 2-D layout on the last two axes of each input.
+inline MatmulOperands MatmulOperandsFor(Op op, const Shape& a, const Shape& b) {
+  const std::size_t r = a.size();
+  const i64 a0 = a[r - 2], a1 = a[r - 1], b0 = b[r - 2], b1 = b[r - 1];
   i64 batches = 1;
-  for (int axis = 0; axis < r - 2; ++axis) batches *= a.dim(axis);
+  for (std::size_t axis = 0; axis + 2 < r; ++axis) batches *= a[axis];
   MatmulOperands m{};
   switch (op) {
     case Op::kMatmulGradA:
@@ -191,9 +189,9 @@ struct ChannelLayout {
   i64 outer, channels, inner;
 };
 
-inline ChannelLayout ChannelLayoutOf(const Tensor& x) {
-  if (x.rank() == 4) return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
-  return {x.dim(0), x.dim(1), 1};
+inline ChannelLayout ChannelLayoutOf(const Shape& x) {
+  if (x.size() == 4) return {x[0], x[1], x[2] * x[3]};
+  return {x[0], x[1], 1};
 }
 
 /// Y[e] = X[e] + b[channel of e]; one rounding.
@@ -221,17 +219,15 @@ struct ConvDims {
   i64 n, ci, co, h, w;
 };
 
-/// The sizes of `op` (one of the three conv operators) for validated `inputs`.
-inline ConvDims ConvDimsFor(Op op, std::span<const Tensor* const> inputs) {
-  const Tensor& t0 = *inputs[0];
-  const Tensor& t1 = *inputs[1];
+/// The sizes of `op` (one of the three conv operators) for validated input shapes `t0`, `t1`.
+inline ConvDims ConvDimsFor(Op op, const Shape& t0, const Shape& t1) {
   switch (op) {
     case Op::kConv2d3x3GradInput:  // dY[N,Co,H,W] W[Co,Ci,3,3]
-      return {t0.dim(0), t1.dim(1), t0.dim(1), t0.dim(2), t0.dim(3)};
+      return {t0[0], t1[1], t0[1], t0[2], t0[3]};
     case Op::kConv2d3x3GradWeight:  // X[N,Ci,H,W] dY[N,Co,H,W]
-      return {t0.dim(0), t0.dim(1), t1.dim(1), t0.dim(2), t0.dim(3)};
+      return {t0[0], t0[1], t1[1], t0[2], t0[3]};
     default:  // kConv2d3x3: X[N,Ci,H,W] W[Co,Ci,3,3]
-      return {t0.dim(0), t0.dim(1), t1.dim(0), t0.dim(2), t0.dim(3)};
+      return {t0[0], t0[1], t1[0], t0[2], t0[3]};
   }
 }
 
@@ -430,7 +426,7 @@ struct TransposeDims {
   i64 outer, rows, cols, depth;
 };
 
-inline TransposeDims TransposeDimsOf(const Tensor& x) { return {x.dim(0), x.dim(1), x.dim(2), x.dim(3)}; }
+inline TransposeDims TransposeDimsOf(const Shape& x) { return {x[0], x[1], x[2], x[3]}; }
 
 /// Y[e] (e = ((n * cols + b) * rows + a) * depth + d) = X[n, a, b, d]: a copy, no arithmetic.
 POLNODE_HOST_DEVICE inline float TransposeHeadsAt(const float* x, TransposeDims t, i64 e) {
@@ -453,9 +449,9 @@ struct RowLayout {
   i64 rows, channels;
 };
 
-inline RowLayout RowLayoutOf(const Tensor& x) {
-  const i64 channels = x.shape().back();
-  return {x.numel() / channels, channels};
+inline RowLayout RowLayoutOf(const Shape& x) {
+  const i64 channels = x.back();
+  return {NumElements(x) / channels, channels};
 }
 
 /// Row r's chains (one thread per row): mean = sum / C, rstd = 1 / sqrt(var + eps).

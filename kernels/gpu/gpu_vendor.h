@@ -40,6 +40,15 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMallocHost hipHostMalloc
+#define gpuFreeHost hipHostFree
+using gpuEvent_t = hipEvent_t;
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventDestroy hipEventDestroy
 
 #elif defined(__CUDACC__)
 
@@ -70,6 +79,15 @@ using gpuDeviceProp_t = cudaDeviceProp;
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMallocHost cudaMallocHost
+#define gpuFreeHost cudaFreeHost
+using gpuEvent_t = cudaEvent_t;
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventDestroy cudaEventDestroy
 
 #else
 #error "gpu_vendor.h is for .cu files compiled by nvcc or hipcc (see kernels/gpu/gpu.cmake)"

@@ -49,6 +49,19 @@ TEST_P(GpuBitwiseTest, MatchesReferenceBitForBit) {
   for (const conformance::CaseResult& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
 }
 
+// The same battery through the device-resident interface (buffers, Enqueue, Download).
+TEST_P(GpuBitwiseTest, EnqueuedOnDeviceBuffersMatchesReferenceBitForBit) {
+  const std::string& backend = std::get<0>(GetParam());
+  const Op op = static_cast<Op>(std::get<1>(GetParam()));
+  Result<std::unique_ptr<Backend>> gpu = MakeGpu(backend);
+  if (!gpu.ok()) GTEST_SKIP() << gpu.status().ToString();
+  std::unique_ptr<Backend> through = conformance::ThroughBuffers(**gpu);
+  std::unique_ptr<Backend> reference = MakeReferenceBackend();
+  const std::vector<conformance::CaseResult> results = conformance::CheckOp(*through, *reference, op, kSeed);
+  ASSERT_FALSE(results.empty());
+  for (const conformance::CaseResult& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+}
+
 std::string ParamName(const ::testing::TestParamInfo<GpuBitwiseTest::ParamType>& info) {
   return std::get<0>(info.param) + "_" + std::string(OpName(static_cast<Op>(std::get<1>(info.param))));
 }

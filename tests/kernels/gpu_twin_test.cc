@@ -98,7 +98,7 @@ class GpuTwinBackend final : public Backend {
       case Op::kBatchedMatmul:
       case Op::kBatchedMatmulGradA:
       case Op::kBatchedMatmulGradB: {
-        gpu::MatmulOperands m = gpu::MatmulOperandsFor(op, inputs);
+        gpu::MatmulOperands m = gpu::MatmulOperandsFor(op, inputs[0]->shape(), inputs[1]->shape());
         m.x = in(0);
         m.y = in(1);
         m.out = out(0);
@@ -106,12 +106,12 @@ class GpuTwinBackend final : public Backend {
         break;
       }
       case Op::kBiasAdd: {
-        const gpu::ChannelLayout l = gpu::ChannelLayoutOf(*inputs[0]);
+        const gpu::ChannelLayout l = gpu::ChannelLayoutOf(inputs[0]->shape());
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::BiasAddAt(in(0), in(1), e, l);
         break;
       }
       case Op::kBiasGrad:
-        TwinBiasGrad(in(0), out(0), gpu::ChannelLayoutOf(*inputs[0]));
+        TwinBiasGrad(in(0), out(0), gpu::ChannelLayoutOf(inputs[0]->shape()));
         break;
       case Op::kRelu:
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ReluAt(in(0)[e]);
@@ -120,13 +120,13 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ReluGradAt(in(0)[e], in(1)[e]);
         break;
       case Op::kConv2d3x3:
-        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvAt(in(0), in(1), gpu::ConvDimsFor(op, inputs), e);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvAt(in(0), in(1), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()), e);
         break;
       case Op::kConv2d3x3GradInput:
-        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradInputAt(in(0), in(1), gpu::ConvDimsFor(op, inputs), e);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradInputAt(in(0), in(1), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()), e);
         break;
       case Op::kConv2d3x3GradWeight:
-        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradWeightAt(in(0), in(1), gpu::ConvDimsFor(op, inputs), e);
+        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradWeightAt(in(0), in(1), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()), e);
         break;
       case Op::kMaxPool2x2:
         for (i64 e = 0; e < n; ++e) gpu::MaxPoolAt(in(0), out(0), out(1), inputs[0]->dim(2), inputs[0]->dim(3), e);
@@ -158,7 +158,7 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::AddAt(in(0), in(1), e);
         break;
       case Op::kTransposeHeads: {
-        const gpu::TransposeDims t = gpu::TransposeDimsOf(*inputs[0]);
+        const gpu::TransposeDims t = gpu::TransposeDimsOf(inputs[0]->shape());
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::TransposeHeadsAt(in(0), t, e);
         break;
       }
@@ -172,13 +172,13 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ClipCoefficientAt(in(0)[e], attrs.max_norm);
         break;
       case Op::kLayerNorm: {  // the stats kernel, then the element kernel
-        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        const gpu::RowLayout l = gpu::RowLayoutOf(inputs[0]->shape());
         for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormStatsRow(in(0), l, attrs.eps, r, out(1), out(2));
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::LayerNormAt(in(0), in(1), in(2), out(1), out(2), l, e);
         break;
       }
       case Op::kLayerNormGrad: {
-        const gpu::RowLayout l = gpu::RowLayoutOf(*inputs[0]);
+        const gpu::RowLayout l = gpu::RowLayoutOf(inputs[0]->shape());
         std::vector<float> ab(static_cast<std::size_t>(2 * l.rows));
         for (i64 r = 0; r < l.rows; ++r) gpu::LayerNormGradSumsRow(in(0), in(4), in(1), in(2), in(3), l, r, ab.data());
         for (i64 e = 0; e < n; ++e) {

@@ -3,6 +3,7 @@
 #ifndef POLNODE_KERNELS_BACKEND_H_
 #define POLNODE_KERNELS_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,6 +15,42 @@
 #include "polnode/kernels/tensor.h"
 
 namespace polnode::kernels {
+
+class Backend;
+
+/// A tensor held where a backend computes: device memory for the GPU backends, host memory for
+/// the CPU ones. Made by Backend::Allocate and only usable with the backend that made it, which
+/// must outlive it. Its contents cross to the host only through Backend::Upload and Download.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  const Shape& shape() const { return shape_; }
+  std::int64_t numel() const { return NumElements(shape_); }
+  /// The backend that made this buffer.
+  const Backend* owner() const { return owner_; }
+  /// Views the same elements with `shape` (a graph's reshape); kInvalidArgument, and no change,
+  /// when the element count differs.
+  [[nodiscard]] Status Reshape(Shape shape);
+
+ protected:
+  Buffer(const Backend* owner, Shape shape) : owner_(owner), shape_(std::move(shape)) {}
+
+ private:
+  const Backend* owner_;
+  Shape shape_;
+};
+
+/// What crossed between the host and a backend's buffers since the backend was made: what a
+/// device backend copies (a host backend counts the same calls, which cost it a memcpy at most).
+struct TransferCounts {
+  std::int64_t uploads = 0;
+  std::int64_t upload_bytes = 0;
+  std::int64_t downloads = 0;
+  std::int64_t download_bytes = 0;
+};
 
 class Backend {
  public:
@@ -28,6 +65,52 @@ class Backend {
   [[nodiscard]] virtual Status Run(Op op, const OpAttrs& attrs,
                                    std::span<const Tensor* const> inputs,
                                    std::span<Tensor* const> outputs) = 0;
+
+  // Device-resident execution: buffers stay where the backend computes, operators are enqueued on
+  // them without waiting, and only what the caller asks for crosses to the host (a training step:
+  // its batch up, its loss down; the state at checkpoints). Every operator gives the bits Run
+  // gives. The defaults, used by the CPU backends, keep buffers in host memory and run each
+  // operator at once through Run; the GPU backends keep them in device memory.
+
+  /// A buffer of `shape` holding +0.0f. kInvalidArgument for a negative dimension; a device's
+  /// allocation error (kResourceExhausted or kInternal).
+  [[nodiscard]] virtual Result<std::unique_ptr<Buffer>> Allocate(const Shape& shape);
+  /// Copies `values` into `to` (row-major, exactly to.numel() values: kInvalidArgument otherwise,
+  /// or for a buffer of another backend). May return before the copy is done; `values` may be
+  /// reused at once (a device backend stages them).
+  [[nodiscard]] virtual Status Upload(std::span<const float> values, Buffer& to);
+  /// Waits for every operator enqueued before, then copies `from` into `to` (exactly from.numel()
+  /// values: kInvalidArgument otherwise). Returns a device error of an earlier enqueued operator.
+  [[nodiscard]] virtual Status Download(const Buffer& from, std::span<float> to);
+  /// Enqueues `op` on buffers of this backend: the same operator, contract and bits as Run, with
+  /// every output buffer already shaped as the operator writes it (kInvalidArgument otherwise: a
+  /// buffer is never resized), and the same checks of counts, aliasing and shapes. Index-valued
+  /// inputs (labels, pool taps, token ids: IndexBound) must hold valid indices: a host backend
+  /// checks them as Run does; a device backend cannot read its memory without waiting, so the
+  /// caller checks the indices it uploads (solver::ResidentTraining checks every batch), and the
+  /// only indices made on the device, pool taps, are valid by construction. A device failure may
+  /// surface at the next Synchronize or Download instead.
+  [[nodiscard]] virtual Status Enqueue(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
+                                       std::span<Buffer* const> outputs);
+  /// Waits for every enqueued operator and returns the first device error since the last call.
+  [[nodiscard]] virtual Status Synchronize();
+
+  /// Uploads and downloads so far (Upload and Download calls; Run's own copies are not counted).
+  const TransferCounts& transfers() const { return transfers_; }
+
+ protected:
+  /// Counts one Upload or Download of `bytes` (every override of Upload and Download calls it).
+  void CountUpload(std::int64_t bytes) {
+    ++transfers_.uploads;
+    transfers_.upload_bytes += bytes;
+  }
+  void CountDownload(std::int64_t bytes) {
+    ++transfers_.downloads;
+    transfers_.download_bytes += bytes;
+  }
+
+ private:
+  TransferCounts transfers_;
 };
 
 /// The scalar reference: a direct transcription of op.h, single-threaded. The ledger's referee

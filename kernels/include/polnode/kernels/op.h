@@ -257,10 +257,29 @@ float ScheduledLr(const OpAttrs& attrs, std::int64_t t);
 int NumInputs(Op op);
 int NumOutputs(Op op);
 
-/// Checks input count, ranks and shapes against the operator's contract and returns the output
-/// shapes. Every backend calls this before computing, so shape errors read the same everywhere.
+/// Checks input count, ranks and shapes against the operator's contract, and the values of
+/// index-valued inputs (IndexInput), and returns the output shapes. Every backend calls this
+/// before computing, so shape errors read the same everywhere.
 Result<std::vector<Shape>> InferOutputShapes(Op op, const OpAttrs& attrs,
                                              std::span<const Tensor* const> inputs);
+
+/// An input whose values are indices (class labels, pool taps, token ids): every value must be
+/// an integer in [0, bound), or a backend would read or write out of bounds.
+struct IndexInput {
+  int input = 0;
+  std::string_view role;  // "labels", "Arg", "ids"
+  std::int64_t bound = 0;
+};
+
+/// InferOutputShapes from the input shapes alone (what a device backend knows without reading its
+/// memory): the same shape checks and messages, and, when `index_inputs` is given, the index-valued
+/// inputs appended to it instead of checked.
+Result<std::vector<Shape>> InferOutputShapesOf(Op op, const OpAttrs& attrs, std::span<const Shape* const> inputs,
+                                               std::vector<IndexInput>* index_inputs = nullptr);
+
+/// kInvalidArgument naming the first value of `values` (input `index.input` of `op`) that is not an
+/// integer in [0, index.bound), with InferOutputShapes' message.
+[[nodiscard]] Status CheckIndexValues(Op op, const IndexInput& index, std::span<const float> values);
 
 }  // namespace polnode::kernels
 

@@ -50,6 +50,8 @@ class StepRunner {
                                          const NodeObserver* observer = nullptr);
 
  private:
+  friend class ResidentTraining;  // runs the same plan on a backend's buffers
+
   explicit StepRunner(StepGraph graph) : graph_(std::move(graph)) {}
   void PlanMemory();
   [[nodiscard]] Status CheckState(const TrainState& state, bool all) const;

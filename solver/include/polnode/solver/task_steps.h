@@ -13,6 +13,7 @@
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/model_spec.h"
+#include "polnode/solver/resident_training.h"
 #include "polnode/solver/step_runner.h"
 #include "polnode/solver/task_spec.h"
 #include "polnode/solver/train_state.h"
@@ -38,6 +39,13 @@ class TaskStepper {
   /// node's outputs (the pinpoint game hashes them); see StepRunner::Step.
   Result<float> Step(TrainState& state, kernels::Backend& backend,
                      const NodeObserver* observer = nullptr);
+
+  /// Starts device-resident training from `state` on `backend` (ResidentTraining::Start on the
+  /// task's step runner): the stepper and the backend must outlive the run and stay where they are.
+  Result<ResidentTraining> StartResident(const TrainState& state, kernels::Backend& backend) const;
+  /// Step, on a resident run: the batch of step run.step(), the same checks (the task's last step,
+  /// a finite loss) and the same bits.
+  Result<float> Step(ResidentTraining& run, const NodeObserver* observer = nullptr);
 
   /// Fills `images` and `labels` with the batch that step `step` (the step that starts from `step`
   /// completed steps) trains on: the same data order Step uses, for the pinpoint game's batch
