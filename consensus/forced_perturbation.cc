@@ -86,7 +86,7 @@ bool PerturbationVisible(float honest, float committed, float delta) {
   if (!std::isfinite(honest) || !std::isfinite(committed) || !(delta > 0.0f) || !std::isfinite(delta)) return false;
   // In double: half of a float delta is exact, and the comparison is the same IEEE-754 operation
   // on every machine.
-  return std::fabs(static_cast<double>(committed) - static_cast<double>(honest)) >= static_cast<double>(delta) / 2.0;
+  return std::fabs(static_cast<double>(committed) - static_cast<double>(honest)) >= 0.75 * static_cast<double>(delta);
 }
 
 Hash256 PerturbedIndicesHash(std::span<const std::uint64_t> flat_indices) {

@@ -79,8 +79,12 @@ TEST(ForcedPerturbation, ThePerturbedValueIsOneRoundedAddition) {
   EXPECT_EQ(Bits(PerturbedValue(x, 1.0f, 0x1p-24f)), Bits(1.0f + 0x1p-22f));
 }
 
-TEST(ForcedPerturbation, APerturbationIsVisibleWhenItMovesTheValueByHalfTheDeltaOrMore) {
+TEST(ForcedPerturbation, APerturbationIsVisibleWhenItMovesTheValueByThreeQuartersOfTheDeltaOrMore) {
   const float delta = 0x1p-10f;
+  // 3D/4 and more: a replay off by less than D/4 still sees it beyond D/2; less is refused.
+  EXPECT_TRUE(PerturbationVisible(0.25f, 0.25f + 0.75f * delta, delta));
+  EXPECT_FALSE(PerturbationVisible(0.25f, 0.25f + 0.625f * delta, delta));
+  EXPECT_FALSE(PerturbationVisible(0.25f, 0.25f + 0.5f * delta, delta));
   EXPECT_TRUE(PerturbationVisible(0.3f, PerturbedValue(0.3f, 1.0f, delta), delta));
   EXPECT_TRUE(PerturbationVisible(-0.3f, PerturbedValue(-0.3f, -1.0f, delta), delta));
   EXPECT_FALSE(PerturbationVisible(0.3f, PerturbedValue(0.3f, 1.0f, delta / 4), delta));

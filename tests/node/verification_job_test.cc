@@ -397,7 +397,7 @@ TEST_F(VerificationJobTest, TolerantPerturbationBelowHalfTheDeltaNamesNoElement)
 }
 
 // A tolerant task whose forced_delta is unusable is declined before anything is fetched or
-// replayed; so is one whose profiled replay error is not below D / 2 (CheckForcedDeltaFits, which
+// replayed; so is one whose profiled replay error is not below D / 4 (CheckForcedDeltaFits, which
 // the check applies to its profile: this machine's backends profile 0, so that case is shown on
 // the function).
 TEST_F(VerificationJobTest, ATolerantTaskTheCheckerCannotJudgeIsDeclined) {
@@ -414,18 +414,18 @@ TEST_F(VerificationJobTest, ATolerantTaskTheCheckerCannotJudgeIsDeclined) {
   }
   EXPECT_TRUE(server_.Requests().empty());
 
-  const double half = static_cast<double>(kForcedDelta) / 2;
+  const double quarter = static_cast<double>(kForcedDelta) / 4;
   verifier::Thresholds profiled;
-  profiled.linf = half;
+  profiled.linf = quarter;
   const Status too_loose = CheckForcedDeltaFits(kForcedDelta, profiled);
   EXPECT_EQ(too_loose.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(too_loose.message(),
-            "declined: the profiled replay error (linf threshold 0.00048828125) is not below forced_delta / 2 = "
-            "0.00048828125 (forced_delta 0.0009765625), so a forced round's perturbation cannot be told from replay "
+            "declined: the profiled replay error (linf threshold 0.000244140625) is not below forced_delta / 4 = "
+            "0.000244140625 (forced_delta 0.0009765625), so a forced round's perturbation cannot be told from replay "
             "noise here");
   profiled.linf = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(CheckForcedDeltaFits(kForcedDelta, profiled).code(), StatusCode::kFailedPrecondition);
-  profiled.linf = std::nextafter(half, 0.0);
+  profiled.linf = std::nextafter(quarter, 0.0);
   EXPECT_TRUE(CheckForcedDeltaFits(kForcedDelta, profiled).ok());
   EXPECT_EQ(CheckForcedDeltaFits(0.0f, verifier::Thresholds{}).code(), StatusCode::kFailedPrecondition);
 

@@ -2,9 +2,12 @@
 // round the solver commits, at each forced checkpoint, the honest state with a few elements of its
 // first tensor moved by +-D (TaskSpec.forced_delta), all in one 64 x 64 block of that tensor
 // (base/block_grid.h). A replay of the segment ending there reaches the honest state within the
-// profiled replay error, which the verifier holds below D / 2, so the perturbed elements are
-// exactly those where the replay and the committed state differ by more than D / 2; the verdict
-// commits to them by PerturbedIndicesHash. Without a replay they are a handful of elements moved by
+// profiled replay error e, which a verifier must hold below D / 4 (or decline the task), and the
+// ledger accepts only perturbations that move an element by at least 3D / 4, so the perturbed
+// elements differ from the replay by more than 3D / 4 - e > D / 2 and every other element by
+// e < D / 4: the perturbed elements are exactly those where the replay and the committed state
+// differ by more than D / 2, whatever the rounding. The verdict commits to them by
+// PerturbedIndicesHash. Without a replay they are a handful of elements moved by
 // less than a segment of training moves them.
 //
 // Pure functions of their arguments, shared by the solver that perturbs, the ledger that checks the
@@ -48,9 +51,10 @@ Perturbation DrawPerturbation(std::string_view secret, std::string_view forced_s
 /// precision addition (round to nearest even), so every machine computes the same bits.
 float PerturbedValue(float honest, float sign, float delta);
 
-/// Whether a perturbation of `honest` by `delta` can be seen by a replay held to delta / 2: the
-/// committed value is PerturbedValue's and differs from `honest` by at least delta / 2 (false for
-/// NaN or infinite values and for an `honest` so large that adding delta barely moves it).
+/// Whether a perturbation of `honest` by `delta` is certain to be seen by a replay whose error is
+/// below delta / 4: `committed` differs from `honest` by at least 3 delta / 4 (false for NaN or
+/// infinite values, and for an `honest` so large that adding delta moves it by less after
+/// rounding: |honest| beyond about 2^22 delta).
 bool PerturbationVisible(float honest, float committed, float delta);
 
 /// What a tolerant verdict's segment digest commits to (beacon.h SegmentDigest's end):

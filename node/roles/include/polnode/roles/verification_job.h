@@ -15,7 +15,7 @@
 // in tolerant mode, where forced checkpoints are perturbed at a few elements by +-forced_delta
 // (consensus/forced_perturbation.h), the elements at which the replayed end differs from the
 // proof's by more than forced_delta / 2. A tolerant replay is only trusted to that precision when
-// the checker's own profiled replay error is below forced_delta / 2; otherwise it declines the task.
+// the checker's own profiled replay error is below forced_delta / 4; otherwise it declines the task.
 #ifndef POLNODE_ROLES_VERIFICATION_JOB_H_
 #define POLNODE_ROLES_VERIFICATION_JOB_H_
 
@@ -171,9 +171,11 @@ struct CheckRequest {
 
 /// Whether a checker whose profiled thresholds are `profiled` can judge the forced rounds of a
 /// tolerant task whose spec has `forced_delta` (D): ok when D is finite and positive and
-/// profiled.linf < D / 2, so that every element a replay finds beyond D / 2 is a perturbation, not
-/// the checker's own replay error. Else kFailedPrecondition "declined: ..." naming D and, for a
-/// profile too loose, the linf threshold and D / 2. CheckCommittedProof declines a task by it.
+/// profiled.linf < D / 4: the ledger holds every perturbation to at least 3D / 4
+/// (consensus::PerturbationVisible), so the elements such a replay finds beyond D / 2 are exactly
+/// the perturbed ones, never its own replay error. Else kFailedPrecondition "declined: ..." naming
+/// D and, for a profile too loose, the linf threshold and D / 4. CheckCommittedProof declines a
+/// task by it.
 [[nodiscard]] Status CheckForcedDeltaFits(float forced_delta, const verifier::Thresholds& profiled);
 
 /// Whether `status` is a decline of CheckForcedDeltaFits: the task cannot be judged on this
