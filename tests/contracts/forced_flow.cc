@@ -24,6 +24,7 @@ std::unique_ptr<TaskFlow> ForcedFlow(const std::function<bool(const TaskFlow&)>&
       flow->spec = TaskSubmission(10'000).spec();
       flow->spec->set_tolerant(true);
       flow->spec->set_forced_delta(0x1p-10f);
+      flow->tolerant_states = true;
       flow->tolerant_variant = static_cast<std::uint32_t>(n);
     }
     if (prepare) prepare(*flow);

@@ -75,7 +75,7 @@ void TaskFlow::Claim() {
 
 void TaskFlow::Commit() {
   chain.AdvanceTo(task().claim_height() + chain.params().beacon_delay());
-  if (Tolerant()) {
+  if (UsesTolerantStates()) {
     // The forced seed is drawn: the committed states (and their perturbations) are known now.
     std::vector<Hash256> leaves = checkpoints;
     leaves.resize(Segments() + 1);
@@ -194,7 +194,7 @@ std::vector<std::uint64_t> TaskFlow::ForcedCheckpoints() const {
 std::vector<Hash256> TaskFlow::ResultLeaves() const {
   std::vector<Hash256> leaves = checkpoints;
   for (std::uint64_t k : ForcedCheckpoints()) {
-    if (Tolerant()) {
+    if (UsesTolerantStates()) {
       leaves[k] = TolerantStateHash(k, HonestTolerantState(k));
     } else {
       leaves[k].fill(static_cast<std::uint8_t>(honest_fill + k));
@@ -252,7 +252,7 @@ std::vector<std::uint64_t> TaskFlow::TolerantReplayIndices(std::uint64_t k) cons
 std::string TaskFlow::ResultRoot() const { return RawHash(consensus::MerkleRoot(ResultLeaves())); }
 
 std::string TaskFlow::ReplayDigest(const PubKey& party, std::uint64_t segment) const {
-  if (Tolerant()) {
+  if (UsesTolerantStates()) {
     const Hash256 indices = consensus::PerturbedIndicesHash(TolerantReplayIndices(segment + 1));
     return RawHash(SegmentDigest(Raw(party), segment, RawHash(indices)));
   }
@@ -388,7 +388,7 @@ proto::RevealTx TaskFlow::ForcedRevealOver(const std::vector<Hash256>& result,
     leaf->set_result_hash(RawHash(result[k]));
     leaf->set_result_proof(ProofBytes(result_tree, k));
   }
-  if (!Tolerant()) return msg;
+  if (!UsesTolerantStates()) return msg;
   const proto::Task current = task();
   const std::vector<std::uint64_t> forced = ForcedCheckpoints();
   for (std::uint64_t k : shown) {

@@ -44,9 +44,12 @@ class TaskFlow {
   std::optional<proto::TaskSpec> spec;
   /// When set, Submit commits to this beacon seed (RevealSeed reveals it).
   std::optional<std::string> seed;
-  /// Tolerant tasks (spec->tolerant()): Commit replaces checkpoints 1.. by the hashes of real
-  /// states (TolerantState), with each forced checkpoint perturbed as a forced round must
-  /// (consensus/forced_perturbation.h); tolerant_variant varies the states (and so the slots).
+  /// With a tolerant spec and tolerant_states set, Commit replaces checkpoints 1.. by the hashes
+  /// of real states (TolerantState), with each forced checkpoint perturbed as a forced round must
+  /// (consensus/forced_perturbation.h), and the replay digests and reveals follow those states;
+  /// tolerant_variant varies the states (and so the slots). Unset, a tolerant task commits the
+  /// checkpoints the test set (a real proof's).
+  bool tolerant_states = false;
   std::uint32_t tolerant_variant = 0;
   /// When set, the committed perturbation moves each drawn element by this instead of the spec's
   /// forced_delta (a solver cheating on the perturbation's size); the reveal shows what it did.
@@ -90,7 +93,7 @@ class TaskFlow {
   /// The flat indices a diligent tolerant replay of the segment ending at `k` finds beyond
   /// forced_delta / 2: the perturbed ones at a forced checkpoint, none elsewhere.
   std::vector<std::uint64_t> TolerantReplayIndices(std::uint64_t k) const;
-  bool Tolerant() const { return spec && spec->tolerant(); }
+  bool UsesTolerantStates() const { return tolerant_states && spec && spec->tolerant(); }
 
   /// The number of segments of the task's spec, and the index of the final one.
   std::uint64_t Segments() const;
