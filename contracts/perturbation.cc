@@ -10,21 +10,18 @@
 #include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/pinpoint.h"
+#include "polnode/kernels/detmath.h"
 
 namespace polnode::contracts {
 namespace {
+
+using kernels::det::FloatBits;
 
 using consensus::Hash256;
 
 // The most elements the first tensor may declare: far above any model a task trains, and small
 // enough that no index below overflows.
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
-
-std::uint32_t Bits(float v) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &v, sizeof bits);
-  return bits;
-}
 
 Result<std::vector<float>> BlockValues(const std::string& bytes, std::int64_t elements, const std::string& what) {
   if (bytes.size() != static_cast<std::size_t>(elements) * sizeof(float)) {
@@ -70,12 +67,13 @@ Result<std::string> CheckPerturbationProof(const proto::Task& task, std::string_
     const std::size_t i = static_cast<std::size_t>(j);
     if (next < drawn.elements.size() && drawn.elements[next].offset == j) {
       const float expected = consensus::PerturbedValue(honest[i], drawn.elements[next].sign, delta);
-      if (Bits(committed[i]) != Bits(expected) || !consensus::PerturbationVisible(honest[i], committed[i], delta)) {
+      if (FloatBits(committed[i]) != FloatBits(expected) ||
+          !consensus::PerturbationVisible(honest[i], committed[i], delta)) {
         return Status::InvalidArgument(at + ": element " + std::to_string(drawn.elements[next].flat) +
                                        " is not the honest value moved by the drawn +-forced_delta");
       }
       ++next;
-    } else if (Bits(committed[i]) != Bits(honest[i])) {
+    } else if (FloatBits(committed[i]) != FloatBits(honest[i])) {
       return Status::InvalidArgument(at + ": element " + std::to_string(j) + " of the block is not drawn but differs");
     }
   }

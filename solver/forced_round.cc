@@ -9,20 +9,17 @@
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/merkle.h"
+#include "polnode/kernels/detmath.h"
 #include "polnode/solver/pol_files.h"
 #include "polnode/solver/prover.h"
 
 namespace polnode::solver {
 namespace {
 
+using kernels::det::FloatBits;
+
 std::span<const std::uint8_t> Span(std::string_view bytes) {
   return {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
-}
-
-std::uint32_t Bits(float value) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
 }
 
 Status CheckFirstTensor(const TrainState& state) {
@@ -96,7 +93,8 @@ Status RestoreHonestValues(TrainState& state, const ForcedRound& round, std::uin
   std::memcpy(honest.data(), bytes.data(), bytes.size());
   for (std::size_t i = 0; i < honest.size(); ++i) {
     const consensus::PerturbedElement& e = p.elements[i];
-    if (Bits(tensor.data()[e.flat]) != Bits(consensus::PerturbedValue(honest[i], e.sign, round.forced_delta))) {
+    const float committed = consensus::PerturbedValue(honest[i], e.sign, round.forced_delta);
+    if (FloatBits(tensor.data()[e.flat]) != FloatBits(committed)) {
       return Status::Corruption(path + ": the committed checkpoint " + std::to_string(k) +
                                 " is not these honest values perturbed (another round's file?)");
     }
@@ -141,7 +139,7 @@ Status FalsifyCheckpoint(TrainState& state, const ForcedRound& round, std::uint6
   // Exact mode compares hashes: the smallest change is enough. On the bits, not the value: a bit
   // flip is its own inverse for every float (zeros and NaNs included), which is what lets the
   // honest state be recovered from the committed one.
-  std::uint32_t bits = Bits(tensor.data()[i]) ^ 1u;
+  std::uint32_t bits = FloatBits(tensor.data()[i]) ^ 1u;
   std::memcpy(&tensor.data()[i], &bits, sizeof bits);
   return Status::Ok();
 }
