@@ -3,14 +3,15 @@
 `polnode train --model gpt:... --json` on the same machine in the same session.
 
 Usage: /usr/bin/python3 bench/gpt_torch_bench.py TEXT_FILE [--threads N] [--steps S]
-       [--layers L --heads H --width C --context T --batch B]
+       [--layers L --heads H --width C --context T --batch B] [--device cpu|cuda]
 
 Defaults: nanoGPT's shakespeare_char CPU configuration (4 layers, 4 heads, width 128, context 64,
 batch 12, AdamW lr 1e-3, weight decay 0.1, dropout 0). The module is the one
 tests/solver/torch_gpt_steps.py checks polnode against (bias-free linear layers, untied head),
 trained on random windows of the file's bytes. Prints steps/s over the steps after 5 warm-up steps
 and the process's peak resident memory (ru_maxrss); run polnode under `/usr/bin/time -v` for its
-own peak.
+own peak. On cuda, TF32 is off (polnode computes in float32); each step reads its loss back, as
+polnode's device-resident training does.
 """
 import argparse
 import math
@@ -32,25 +33,36 @@ def main():
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--batch", type=int, default=12)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     raw = np.fromfile(a.text, dtype=np.uint8)
     vocab = np.unique(raw)
-    ids = torch.from_numpy(np.searchsorted(vocab, raw).astype(np.int64))
+    ids = torch.from_numpy(np.searchsorted(vocab, raw).astype(np.int64)).to(dev)
     v, c, t = len(vocab), a.width, a.context
 
     def weight(*shape, std=0.02):
-        return (torch.randn(*shape) * std).requires_grad_(True)
+        return (torch.randn(*shape, device=dev) * std).requires_grad_(True)
 
-    p = {"wte": weight(v, c), "wpe": weight(t, c), "lnf.g": torch.ones(c, requires_grad=True),
-         "lnf.b": torch.zeros(c, requires_grad=True), "head.w": weight(c, v)}
+    def ones(n):
+        return torch.ones(n, device=dev, requires_grad=True)
+
+    def zeros(n):
+        return torch.zeros(n, device=dev, requires_grad=True)
+
+    p = {"wte": weight(v, c), "wpe": weight(t, c), "lnf.g": ones(c), "lnf.b": zeros(c),
+         "head.w": weight(c, v)}
     proj = 0.02 / math.sqrt(2 * a.layers)
     for i in range(a.layers):
         h = f"h{i}"
         for ln in ("ln1", "ln2"):
-            p[f"{h}.{ln}.g"] = torch.ones(c, requires_grad=True)
-            p[f"{h}.{ln}.b"] = torch.zeros(c, requires_grad=True)
+            p[f"{h}.{ln}.g"] = ones(c)
+            p[f"{h}.{ln}.b"] = zeros(c)
         for w in ("wq", "wk", "wv"):
             p[f"{h}.attn.{w}"] = weight(c, c)
         p[f"{h}.attn.wo"] = weight(c, c, std=proj)
@@ -61,10 +73,10 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
     d = c // a.heads
-    mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+    mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=dev), diagonal=1)
 
     def step():
-        starts = torch.randint(0, int(len(ids) * 0.9) - t - 1, (a.batch,))
+        starts = torch.randint(0, int(len(ids) * 0.9) - t - 1, (a.batch,)).tolist()
         x = torch.stack([ids[s:s + t] for s in starts])
         y = torch.stack([ids[s + 1:s + t + 1] for s in starts])
         z = p["wte"][x] + p["wpe"][None]
@@ -93,7 +105,8 @@ def main():
         loss = step()
     elapsed = time.perf_counter() - start
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"pytorch {torch.__version__}: {a.steps / elapsed:.2f} steps/s on {a.threads} thread(s), "
+    where = f"{a.threads} thread(s)" if dev.type == "cpu" else torch.cuda.get_device_name(dev)
+    print(f"pytorch {torch.__version__}: {a.steps / elapsed:.2f} steps/s on {where}, "
           f"peak RSS {peak_mib:.0f} MiB, last loss {loss:.4f}")
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """PyTorch's side of bench/train_bench.cc: training steps per second of an MLP or a CNN.
 
-Usage: PYTHON torch_peer.py SPEC BATCH SECONDS THREADS
+Usage: PYTHON torch_peer.py SPEC BATCH SECONDS THREADS [DEVICE]
   SPEC     polnode's model spec: mlp:784-256-128-10 or cnn:c8-p-c16-p-f64-10 (input 1x28x28)
+  DEVICE   cpu (the default) or cuda; on cuda TF32 is off (polnode computes in float32) and the
+           timer stops after a device synchronization
 Builds the same model as polnode (mlp: Linear layers with ReLU between them; cnn: 3x3 convolutions
 with padding 1, bias and ReLU, 2x2 max pools, then Linear layers with ReLU but the last), mean
 cross-entropy and torch.optim.SGD (lr 0.05, momentum 0.9) on 8 fixed random batches in rotation,
@@ -64,12 +66,21 @@ def blas_name():
     return match.group(1) if match else "unknown"
 
 
-def main(spec, batch, seconds, threads):
+def main(spec, batch, seconds, threads, device="cpu"):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     model, input_shape, outputs = build_model(spec)
+    model = model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    batches = [(torch.rand(batch, *input_shape), torch.randint(0, outputs, (batch,))) for _ in range(8)]
+    batches = [(torch.rand(batch, *input_shape, device=device),
+                torch.randint(0, outputs, (batch,), device=device)) for _ in range(8)]
+
+    def synchronize():
+        if device == "cuda":
+            torch.cuda.synchronize()
 
     def step(i):
         x, y = batches[i % len(batches)]
@@ -80,6 +91,7 @@ def main(spec, batch, seconds, threads):
 
     for i in range(20):
         step(i)
+    synchronize()
     start = time.perf_counter()
     steps = 0
     while True:
@@ -88,6 +100,8 @@ def main(spec, batch, seconds, threads):
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             break
+    synchronize()
+    elapsed = time.perf_counter() - start
     print("steps_per_second %.3f" % (steps / elapsed))
     print("torch %s threads %d mkl %s mkldnn %s blas %s" % (
         torch.__version__, torch.get_num_threads(), torch.backends.mkl.is_available(),
@@ -95,4 +109,5 @@ def main(spec, batch, seconds, threads):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
+    main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]),
+         sys.argv[5] if len(sys.argv) > 5 else "cpu")

@@ -2,7 +2,7 @@
 # gpu-check.sh: the GPU-versus-CPU bitwise check in one command, on any machine with a GPU.
 #
 #   scripts/gpu-check.sh [--backend cuda|hip] [--jobs N] [--steps N] [--standalone]
-#                        [--polnode PATH] [--data DIR]
+#                        [--polnode PATH] [--data DIR] [--prebuilt DIR]
 #
 # 1. Configures and builds a release build with the GPU backend required (POLNODE_CUDA=ON or
 #    POLNODE_HIP=ON) in build/release. If the full configure fails (GPU machines often lack the
@@ -25,6 +25,9 @@
 #    dataset-fashion-mnist).
 # 5. With that binary: a small GPT task proved on the CPU and on the GPU (equal Merkle roots), and
 #    each proof's every segment verified on the other backend.
+# --prebuilt DIR skips step 1 and runs binaries built elsewhere (with POLNODE_CUDA or POLNODE_HIP on)
+# from DIR, laid out as in a build tree: DIR/kernels/polnode_gpu_check, DIR/tests/polnode_kernels_tests,
+# DIR/node/polnode; every step is then required, as with the full build.
 # Ends with a summary. With the full build every step is required: one that cannot run (polnode
 # or the test suite failed to build) is a FAIL, not a skip. The standalone build runs step 2 only
 # and says so in its result line ("RESULT: PASS (standalone: ...)").
@@ -36,6 +39,7 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 steps=200
 standalone=0
 polnode_bin=""
+prebuilt=""
 data=fashion-mnist
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -45,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --standalone) standalone=1; shift ;;
     --polnode) polnode_bin="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
+    --prebuilt) prebuilt="$2"; shift 2 ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -79,7 +84,15 @@ fi
 full=0
 mkdir -p "$root/build"
 build_dir="$root/build/release"
-if [[ $standalone -eq 0 ]]; then
+if [[ -n "$prebuilt" ]]; then
+  build_dir="$(cd "$prebuilt" && pwd)"
+  full=1
+  echo "== prebuilt binaries in $build_dir (no build)"
+  if [[ ! -x "$build_dir/kernels/polnode_gpu_check" ]]; then
+    echo "FAIL prebuilt: no $build_dir/kernels/polnode_gpu_check"
+    exit 1
+  fi
+elif [[ $standalone -eq 0 ]]; then
   echo "== configure (full release build) in $build_dir"
   if cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc "${gpu_flags[@]}" >"$root/build/gpu-check-configure.log" 2>&1; then
@@ -89,7 +102,7 @@ if [[ $standalone -eq 0 ]]; then
     tail -n 5 "$root/build/gpu-check-configure.log" | sed 's/^/   | /'
   fi
 fi
-if [[ $full -eq 0 ]]; then
+if [[ $full -eq 0 && -z "$prebuilt" ]]; then
   build_dir="$root/build/gpu-check"
   echo "== configure (standalone kernels + checker) in $build_dir"
   if ! cmake -S "$root/kernels/gpu/check" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -99,26 +112,28 @@ if [[ $full -eq 0 ]]; then
   fi
 fi
 
-# The checker is required; the test suite and the node are extras that depend on everyone
-# else's code, so a break there is reported without hiding the operator results.
-echo "== build polnode_gpu_check"
-start=$(date +%s)
-if ! cmake --build "$build_dir" --target polnode_gpu_check -j "$jobs"; then
-  echo "FAIL build: see the compiler errors above"
-  exit 1
-fi
-echo "   built in $(( $(date +%s) - start )) s"
-if [[ $full -eq 1 ]]; then
-  available="$(cmake --build "$build_dir" --target help 2>/dev/null)"
-  for t in polnode_kernels_tests polnode; do
-    if ! grep -q "^$t:" <<<"$available"; then continue; fi
-    echo "== build $t"
-    if ! cmake --build "$build_dir" --target "$t" -j "$jobs" >"$build_dir/gpu-check-build-$t.log" 2>&1; then
-      note "FAIL build of $t (last lines of $build_dir/gpu-check-build-$t.log):"
-      while read -r line; do note "       $line"; done < <(tail -n 5 "$build_dir/gpu-check-build-$t.log")
-      failed=1
-    fi
-  done
+if [[ -z "$prebuilt" ]]; then
+  # The checker is required; the test suite and the node are extras that depend on everyone
+  # else's code, so a break there is reported without hiding the operator results.
+  echo "== build polnode_gpu_check"
+  start=$(date +%s)
+  if ! cmake --build "$build_dir" --target polnode_gpu_check -j "$jobs"; then
+    echo "FAIL build: see the compiler errors above"
+    exit 1
+  fi
+  echo "   built in $(( $(date +%s) - start )) s"
+  if [[ $full -eq 1 ]]; then
+    available="$(cmake --build "$build_dir" --target help 2>/dev/null)"
+    for t in polnode_kernels_tests polnode; do
+      if ! grep -q "^$t:" <<<"$available"; then continue; fi
+      echo "== build $t"
+      if ! cmake --build "$build_dir" --target "$t" -j "$jobs" >"$build_dir/gpu-check-build-$t.log" 2>&1; then
+        note "FAIL build of $t (last lines of $build_dir/gpu-check-build-$t.log):"
+        while read -r line; do note "       $line"; done < <(tail -n 5 "$build_dir/gpu-check-build-$t.log")
+        failed=1
+      fi
+    done
+  fi
 fi
 
 # ---- 2. per-operator bitwise check -----------------------------------------------------------
@@ -144,7 +159,8 @@ tests_bin="$build_dir/tests/polnode_kernels_tests"
 if [[ -x "$tests_bin" ]]; then
   echo "== GoogleTest: GPU suites"
   gtest_log="$build_dir/gpu-check-gtest.log"
-  "$tests_bin" --gtest_filter='*GpuBitwise*:*GpuFactory*:*ConformanceHarness*:*GpuSelfTest*' --gtest_brief=1 \
+  # Only this backend's instances: the other vendor's skip in a build without it.
+  "$tests_bin" --gtest_filter="*GpuBitwise*/${backend}_*:*GpuFactory*:*ConformanceHarness*:*GpuSelfTest*" --gtest_brief=1 \
     2>&1 | tee "$gtest_log"
   gtest_rc=${PIPESTATUS[0]}
   if [[ $gtest_rc -ne 0 ]]; then

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "polnode/solver/philox.h"
+#include "polnode/solver/resident_training.h"
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
 #include "polnode/solver/task_steps.h"
@@ -89,11 +90,15 @@ Result<TrainSummary> RunSteps(const TrainConfig& config, const ImageDataset& dat
   summary.steps_per_epoch = steps_per_epoch;
   summary.step_losses.reserve(static_cast<std::size_t>(std::min<std::int64_t>(total, 1 << 20)));
   const Clock::time_point start = Clock::now();
+  // Device-resident, as `prove` trains: the state stays in the backend's buffers and comes to the
+  // host once, at the end.
+  POLNODE_ASSIGN_OR_RETURN(ResidentTraining run, stepper.StartResident(summary.state, backend));
   for (std::int64_t t = 0; t < total; ++t) {
-    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(summary.state, backend));
+    POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(run));
     summary.step_losses.push_back(loss);
     if (sink != nullptr) sink->OnStep({t + 1, total, t / steps_per_epoch, loss, SecondsSince(start)});
   }
+  POLNODE_RETURN_IF_ERROR(run.DownloadState(summary.state));
   summary.elapsed_seconds = SecondsSince(start);
   summary.steps = total;
   summary.steps_per_second =

@@ -145,8 +145,12 @@ constexpr MatmulDims kMatmulDims[] = {{1, 1, 1},    {1, 7, 17},     {7, 17, 1}, 
 struct ConvDimsCase {
   std::int64_t n, ci, co, h, w;
 };
-constexpr ConvDimsCase kConvDims[] = {{1, 1, 1, 1, 1}, {1, 1, 1, 2, 3},   {2, 3, 5, 7, 9},  {3, 4, 6, 17, 5},
-                                      {1, 2, 3, 1, 12}, {4, 16, 8, 14, 14}, {2, 1, 16, 28, 28}};
+// The last three reach the staged weight gradient's edges (gpu_elements.h ConvStageRows): 300 rows
+// of 40 take four stages, the last one short; rows 2000 wide take a stage each; rows 2100 wide do
+// not fit a stage (the per-thread kernel).
+constexpr ConvDimsCase kConvDims[] = {{1, 1, 1, 1, 1},   {1, 1, 1, 2, 3},    {2, 3, 5, 7, 9},  {3, 4, 6, 17, 5},
+                                      {1, 2, 3, 1, 12},  {4, 16, 8, 14, 14}, {2, 1, 16, 28, 28},
+                                      {2, 2, 3, 300, 40}, {1, 1, 2, 5, 2000}, {1, 1, 2, 3, 2100}};
 
 const std::vector<Shape>& BiasShapes() {
   static const std::vector<Shape> shapes = {{1, 1},       {7, 17},       {129, 3},      {128, 256},

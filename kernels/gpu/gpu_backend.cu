@@ -72,29 +72,35 @@ using gpu::ChannelLayout;
 using gpu::ConvDims;
 using gpu::MatmulOperands;
 
+template <int Micro>
 __global__ void __launch_bounds__(gpu::kTileThreads * gpu::kTileThreads) MatmulKernel(MatmulOperands all) {
-  __shared__ float xs[gpu::kTileStage];
-  __shared__ float ys[gpu::kTileStage];
+  using Tiling = gpu::MatmulTiling<Micro>;
+  __shared__ float xs[Tiling::kStage];
+  __shared__ float ys[Tiling::kStage];
   const int tx = static_cast<int>(threadIdx.x);
   const int ty = static_cast<int>(threadIdx.y);
   const int tid = ty * gpu::kTileThreads + tx;
   i64 tile = 0;
-  const MatmulOperands m = gpu::MatmulOfBlock(all, blockIdx.x, &tile);
+  const MatmulOperands m = gpu::MatmulOfBlock<Micro>(all, blockIdx.x, &tile);
   i64 i0 = 0;
   i64 j0 = 0;
-  gpu::MatmulTileOrigin(m, tile, &i0, &j0);
-  float acc[gpu::kMicro][gpu::kMicro];
-  for (int r = 0; r < gpu::kMicro; ++r)
-    for (int c = 0; c < gpu::kMicro; ++c) acc[r][c] = 0.0f;
-  for (i64 p0 = 0; p0 < m.depth; p0 += gpu::kTileP) {
-    for (int e = tid; e < gpu::kTile * gpu::kTileP; e += gpu::kTileThreads * gpu::kTileThreads) {
-      gpu::MatmulStage(m, i0, j0, p0, e, xs, ys);
+  gpu::MatmulTileOrigin<Micro>(m, tile, &i0, &j0);
+  float acc[Micro][Micro];
+  for (int r = 0; r < Micro; ++r)
+    for (int c = 0; c < Micro; ++c) acc[r][c] = 0.0f;
+  for (i64 p0 = 0; p0 < m.depth; p0 += Tiling::kDepth) {
+    // A fixed count of staging elements per thread: the loop unrolls and their loads go out together.
+    constexpr int kThreads = gpu::kTileThreads * gpu::kTileThreads;
+    static_assert(Tiling::kStageElements % kThreads == 0, "a slice is whole rounds of the block");
+#pragma unroll
+    for (int k = 0; k < Tiling::kStageElements / kThreads; ++k) {
+      gpu::MatmulStage<Micro>(m, i0, j0, p0, tid + k * kThreads, xs, ys);
     }
     __syncthreads();
-    gpu::MatmulSteps(xs, ys, tx, ty, gpu::MatmulTileDepth(m, p0), acc);
+    gpu::MatmulSteps<Micro>(xs, ys, tx, ty, gpu::MatmulTileDepth<Micro>(m, p0), acc);
     __syncthreads();
   }
-  gpu::MatmulStore(m, i0, j0, tx, ty, acc);
+  gpu::MatmulStore<Micro>(m, i0, j0, tx, ty, acc);
 }
 
 __global__ void BiasAddKernel(const float* x, const float* b, float* y, i64 n, ChannelLayout l) {
@@ -110,13 +116,22 @@ __global__ void BiasGradKernel(const float* dy, float* db, ChannelLayout l) {
   float acc = 0.0f;
   for (i64 s0 = 0; s0 < total; s0 += gpu::kSumChunk) {
     const int len = static_cast<int>(MinI64(gpu::kSumChunk, total - s0));
-    for (int t = static_cast<int>(threadIdx.x); t < len; t += static_cast<int>(blockDim.x)) {
-      chunk[t] = gpu::BiasGradTerm(dy, c, s0 + t, l);
+    // kSumChunk / kThreadsPerBlock terms per thread, their loads in flight together.
+    static_assert(gpu::kSumChunk % kThreadsPerBlock == 0, "a chunk is whole rounds of the block");
+    constexpr int kLoads = gpu::kSumChunk / kThreadsPerBlock;
+    float v[kLoads];
+#pragma unroll
+    for (int g = 0; g < kLoads; ++g) {
+      const int t = static_cast<int>(threadIdx.x) + g * kThreadsPerBlock;
+      v[g] = t < len ? gpu::BiasGradTerm(dy, c, s0 + t, l) : 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < kLoads; ++g) {
+      const int t = static_cast<int>(threadIdx.x) + g * kThreadsPerBlock;
+      if (t < len) chunk[t] = v[g];
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int t = 0; t < len; ++t) acc = acc + chunk[t];
-    }
+    if (threadIdx.x == 0) acc = gpu::SumChain(chunk, len, acc);
     __syncthreads();
   }
   if (threadIdx.x == 0) db[c] = acc;
@@ -142,6 +157,44 @@ __global__ void ConvGradInputKernel(const float* dy, const float* wt, float* dx,
 // same dY values and neighbouring X values, so the caches serve most loads.
 __global__ void ConvGradWeightKernel(const float* x, const float* dy, float* dw, ConvDims d, i64 n) {
   for (i64 e = GlobalThread(); e < n; e += GridStride()) dw[e] = gpu::ConvGradWeightAt(x, dy, d, e);
+}
+
+// One block per (o, ci) (gpu_elements.h ConvGradWeightStaged): all threads stage rows, each with
+// kConvStageLoads loads in flight, a barrier, the first nine threads (one per tap, all in warp 0)
+// continue their chains, a barrier.
+constexpr int kConvStageThreads = 256;
+constexpr int kConvStageLoads = 8;
+__global__ void __launch_bounds__(kConvStageThreads) ConvGradWeightStagedKernel(const float* x, const float* dy,
+                                                                                  float* dw, ConvDims d) {
+  __shared__ float stage[gpu::kConvStageFloats];
+  const i64 o = static_cast<i64>(blockIdx.x) / d.ci;
+  const i64 ci = static_cast<i64>(blockIdx.x) % d.ci;
+  const int tap = static_cast<int>(threadIdx.x);
+  const i64 max_rows = gpu::ConvStageRows(d.w);
+  float acc = 0.0f;
+  for (i64 n = 0; n < d.n; ++n) {
+    for (i64 r0 = 0; r0 < d.h; r0 += max_rows) {
+      const i64 rows = MinI64(max_rows, d.h - r0);
+      const int count = static_cast<int>(gpu::ConvStageElements(rows, d.w));
+      for (int e0 = tap; e0 < count; e0 += kConvStageLoads * kConvStageThreads) {
+        float v[kConvStageLoads];
+#pragma unroll
+        for (int g = 0; g < kConvStageLoads; ++g) {
+          const int e = e0 + g * kConvStageThreads;
+          v[g] = e < count ? gpu::ConvGradWeightStaged(x, dy, d, n, o, ci, r0, rows, e) : 0.0f;
+        }
+#pragma unroll
+        for (int g = 0; g < kConvStageLoads; ++g) {
+          const int e = e0 + g * kConvStageThreads;
+          if (e < count) stage[e] = v[g];
+        }
+      }
+      __syncthreads();
+      if (tap < 9) acc = gpu::ConvGradWeightSteps(stage, d.w, rows, tap / 3, tap % 3, acc);
+      __syncthreads();
+    }
+  }
+  if (tap < 9) dw[(o * d.ci + ci) * 9 + tap] = acc;
 }
 
 __global__ void MaxPoolKernel(const float* x, float* y, float* arg, i64 h, i64 w, i64 n) {
@@ -377,7 +430,9 @@ constexpr int kNumSlots = kScratchSlot + 1;
 
 class GpuBackend final : public Backend {
  public:
-  explicit GpuBackend(gpuStream_t stream) : stream_(stream), buffers_(kNumSlots) {}
+  // `multiprocessors`: the device's, for sizing matrix-product tiles (gpu_elements.h MatmulMicroFor).
+  GpuBackend(gpuStream_t stream, i64 multiprocessors)
+      : stream_(stream), multiprocessors_(multiprocessors), buffers_(kNumSlots) {}
   GpuBackend(const GpuBackend&) = delete;
   GpuBackend& operator=(const GpuBackend&) = delete;
   ~GpuBackend() override {
@@ -577,10 +632,17 @@ class GpuBackend final : public Backend {
         if (n > 0) ConvGradInputKernel<<<blocks, kThreadsPerBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, s0, *in_shapes[1]), n);
         return Status::Ok();
       case Op::kConv2d3x3GradWeight: {
-        // Few outputs with long chains: small blocks spread them over more multiprocessors.
+        if (n == 0) return Status::Ok();
+        const ConvDims d = gpu::ConvDimsFor(op, s0, *in_shapes[1]);
+        // Few outputs with long chains: staged rows where a row fits a stage and the grid does
+        // (every output element is a tap of one (o, ci) block), else one thread per output.
+        if (gpu::ConvStageRows(d.w) > 0 && n / 9 <= kMaxBlocks) {
+          ConvGradWeightStagedKernel<<<static_cast<unsigned>(n / 9), kConvStageThreads, 0, stream_>>>(in[0], in[1], out[0], d);
+          return Status::Ok();
+        }
         constexpr int kSmallBlock = 64;
         const auto small_blocks = static_cast<unsigned>(std::min<i64>((n + kSmallBlock - 1) / kSmallBlock, kMaxBlocks));
-        if (n > 0) ConvGradWeightKernel<<<small_blocks, kSmallBlock, 0, stream_>>>(in[0], in[1], out[0], gpu::ConvDimsFor(op, s0, *in_shapes[1]), n);
+        ConvGradWeightKernel<<<small_blocks, kSmallBlock, 0, stream_>>>(in[0], in[1], out[0], d, n);
         return Status::Ok();
       }
       case Op::kMaxPool2x2:
@@ -690,20 +752,29 @@ class GpuBackend final : public Backend {
   }
 
   Status Matmul(const MatmulOperands& m) {
-    const i64 blocks = gpu::MatmulBlocks(m);
+    const int micro = gpu::MatmulMicroFor(m, multiprocessors_);
+    const i64 blocks = micro == 4 ? gpu::MatmulBlocks<4>(m) : micro == 2 ? gpu::MatmulBlocks<2>(m) : gpu::MatmulBlocks<1>(m);
     if (blocks == 0) return Status::Ok();
-    // 2^31 - 1 blocks of 4096 outputs each: beyond any output that fits in device memory.
+    // 2^31 - 1 blocks of 256 outputs each: beyond any output that fits in device memory.
     if (blocks > (i64{1} << 31) - 1) {
       return Status::ResourceExhausted("a matrix product with " + std::to_string(m.batches) + " x " +
                                        std::to_string(m.rows) + " x " + std::to_string(m.cols) +
                                        " outputs exceeds one GPU grid");
     }
     const dim3 block(gpu::kTileThreads, gpu::kTileThreads);
-    MatmulKernel<<<static_cast<unsigned>(blocks), block, 0, stream_>>>(m);
+    const auto grid = static_cast<unsigned>(blocks);
+    if (micro == 4) {
+      MatmulKernel<4><<<grid, block, 0, stream_>>>(m);
+    } else if (micro == 2) {
+      MatmulKernel<2><<<grid, block, 0, stream_>>>(m);
+    } else {
+      MatmulKernel<1><<<grid, block, 0, stream_>>>(m);
+    }
     return Status::Ok();
   }
 
   gpuStream_t stream_;
+  i64 multiprocessors_;
   std::vector<DeviceBuffer> buffers_;
   UploadStaging staging_;
   // kEmbeddingGrad's ids, downloaded by Enqueue for its host-built position index.
@@ -811,6 +882,8 @@ Result<std::unique_ptr<Backend>> Create() {
                                (err != gpuSuccess ? std::string(" (") + gpuGetErrorString(err) + ")" : std::string()));
   }
   POLNODE_GPU_CHECK(gpuSetDevice(0), "selecting device 0");
+  gpuDeviceProp_t prop{};
+  POLNODE_GPU_CHECK(gpuGetDeviceProperties(&prop, 0), "reading the device's properties");
   gpuStream_t stream = nullptr;
   POLNODE_GPU_CHECK(gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking), "stream creation");
   const Status self_test = SelfTest(stream, DeviceDescription(0));
@@ -818,7 +891,7 @@ Result<std::unique_ptr<Backend>> Create() {
     (void)gpuStreamDestroy(stream);
     return self_test;
   }
-  return std::unique_ptr<Backend>(std::make_unique<GpuBackend>(stream));
+  return std::unique_ptr<Backend>(std::make_unique<GpuBackend>(stream, std::max(1, prop.multiProcessorCount)));
 }
 
 }  // namespace

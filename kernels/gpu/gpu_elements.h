@@ -41,23 +41,85 @@ POLNODE_HOST_DEVICE inline float Sqrt(float x) {
 #endif
 }
 
+// ---- Long chains ---------------------------------------------------------------------------
+// A thread that runs one long chain (a weight or bias gradient over a whole batch) spends its time
+// waiting for loads unless the loads run ahead of the arithmetic. These helpers load a group of
+// kChainGroup terms' operands while the previous group's steps run; the steps themselves, and
+// their order, are the plain loop's.
+inline constexpr int kChainGroup = 8;
+
+/// acc continued with fma(d[k], x[k], acc) for k = 0 .. n-1 ascending.
+POLNODE_HOST_DEVICE inline float FmaChain(const float* d, const float* x, i64 n, float acc) {
+  i64 k = 0;
+  if (n >= kChainGroup) {
+    float dv[kChainGroup], xv[kChainGroup];
+    for (int g = 0; g < kChainGroup; ++g) {
+      dv[g] = d[g];
+      xv[g] = x[g];
+    }
+    for (k = kChainGroup; k + kChainGroup <= n; k += kChainGroup) {
+      float dn[kChainGroup], xn[kChainGroup];
+      for (int g = 0; g < kChainGroup; ++g) {
+        dn[g] = d[k + g];
+        xn[g] = x[k + g];
+      }
+      for (int g = 0; g < kChainGroup; ++g) acc = det::Fma(dv[g], xv[g], acc);
+      for (int g = 0; g < kChainGroup; ++g) {
+        dv[g] = dn[g];
+        xv[g] = xn[g];
+      }
+    }
+    for (int g = 0; g < kChainGroup; ++g) acc = det::Fma(dv[g], xv[g], acc);
+  }
+  for (; k < n; ++k) acc = det::Fma(d[k], x[k], acc);
+  return acc;
+}
+
+/// acc continued with acc + v[k] for k = 0 .. n-1 ascending.
+POLNODE_HOST_DEVICE inline float SumChain(const float* v, i64 n, float acc) {
+  i64 k = 0;
+  if (n >= kChainGroup) {
+    float cur[kChainGroup];
+    for (int g = 0; g < kChainGroup; ++g) cur[g] = v[g];
+    for (k = kChainGroup; k + kChainGroup <= n; k += kChainGroup) {
+      float next[kChainGroup];
+      for (int g = 0; g < kChainGroup; ++g) next[g] = v[k + g];
+      for (int g = 0; g < kChainGroup; ++g) acc = acc + cur[g];
+      for (int g = 0; g < kChainGroup; ++g) cur[g] = next[g];
+    }
+    for (int g = 0; g < kChainGroup; ++g) acc = acc + cur[g];
+  }
+  for (; k < n; ++k) acc = acc + v[k];
+  return acc;
+}
+
 // ---- Matrix products -----------------------------------------------------------------------
 // One tiled kernel serves kMatmul, both gradients and their batched forms through strides:
 //   out[i, j] = fma chain over p ascending from +0.0f of X(i, p) * Y(p, j),
 //   X(i, p) = x[i * xsi + p * xsp],  Y(p, j) = y[p * ysp + j * ysj].
-// A block owns a kTile x kTile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each
-// of its kTileThreads^2 threads owns kMicro^2 outputs (rows ty + kTileThreads * r, columns
-// tx + kTileThreads * c). The block walks p in tiles of kTileP: all threads stage the tile
-// (MatmulStage), a barrier, each thread continues its chains over the staged p in ascending order
-// (MatmulSteps), a barrier; finally MatmulStore.
-inline constexpr int kTile = 64;
-inline constexpr int kTileP = 16;
+// A block owns a Tile x Tile output tile of one matrix (MatmulOfBlock, MatmulTileOrigin); each
+// of its kTileThreads^2 threads owns Micro^2 outputs (rows ty + kTileThreads * r, columns
+// tx + kTileThreads * c), Tile = kTileThreads * Micro. The block walks p in slices of kDepth:
+// all threads stage the slice (MatmulStage), a barrier, each thread continues its chains over the
+// staged p in ascending order (MatmulSteps), a barrier; finally MatmulStore. Every output is one
+// chain whatever the tile size, so the size is chosen per product for speed alone
+// (MatmulMicroFor): large tiles reuse each staged value Micro times, small ones give a small
+// output enough blocks to occupy the device.
 inline constexpr int kTileThreads = 16;
-inline constexpr int kMicro = kTile / kTileThreads;
-// Row length of the staged tiles: +1 so that loads that run along p do not all hit one
-// shared-memory bank.
-inline constexpr int kTileStride = kTile + 1;
-inline constexpr int kTileStage = kTileP * kTileStride;  // floats per staged operand
+
+/// The sizes that follow from Micro (4, 2 or 1: tiles of 64, 32 or 16).
+template <int Micro>
+struct MatmulTiling {
+  static constexpr int kTile = kTileThreads * Micro;
+  // p per staged slice: smaller tiles take deeper slices, so every size stages the same 4 values
+  // per operand and thread (loads in flight together) and its chains pass fewer barriers.
+  static constexpr int kDepth = 64 / Micro;
+  // Row length of the staged tiles: +1 so that loads that run along p do not all hit one
+  // shared-memory bank.
+  static constexpr int kStride = kTile + 1;
+  static constexpr int kStage = kDepth * kStride;  // floats per staged operand
+  static constexpr int kStageElements = kTile * kDepth;  // MatmulStage's e runs over [0, this)
+};
 
 struct MatmulOperands {
   const float* x;
@@ -101,18 +163,33 @@ inline MatmulOperands MatmulOperandsFor(Op op, const Shape& a, const Shape& b) {
   return m;
 }
 
-/// Number of kTile x kTile output tiles of one matrix.
+/// Number of Tile x Tile output tiles of one matrix.
+template <int Micro>
 POLNODE_HOST_DEVICE inline i64 MatmulTilesPerMatrix(const MatmulOperands& m) {
+  constexpr int kTile = MatmulTiling<Micro>::kTile;
   return ((m.rows + kTile - 1) / kTile) * ((m.cols + kTile - 1) / kTile);
 }
 
 /// Number of blocks: one per output tile of every matrix (0 for an empty output).
-inline i64 MatmulBlocks(const MatmulOperands& m) { return m.batches * MatmulTilesPerMatrix(m); }
+template <int Micro>
+inline i64 MatmulBlocks(const MatmulOperands& m) {
+  return m.batches * MatmulTilesPerMatrix<Micro>(m);
+}
+
+/// The tile size for `m` on a device of `multiprocessors`: the largest (Micro 4) when its blocks
+/// cover every multiprocessor, else the largest smaller one whose blocks do, else the smallest
+/// (Micro 1, 16 x 16 tiles). Speed only: every size gives the same bits.
+inline int MatmulMicroFor(const MatmulOperands& m, i64 multiprocessors) {
+  if (MatmulBlocks<4>(m) >= multiprocessors) return 4;
+  if (MatmulBlocks<2>(m) >= multiprocessors) return 2;
+  return 1;
+}
 
 /// The single product block `block` works on (its matrix's pointers) and, in *tile, the block's
 /// tile within that matrix. Blocks run matrix by matrix, tiles row-major within each.
+template <int Micro>
 POLNODE_HOST_DEVICE inline MatmulOperands MatmulOfBlock(const MatmulOperands& m, i64 block, i64* tile) {
-  const i64 tiles = MatmulTilesPerMatrix(m);
+  const i64 tiles = MatmulTilesPerMatrix<Micro>(m);
   const i64 g = block / tiles;
   *tile = block % tiles;
   MatmulOperands one = m;
@@ -125,57 +202,68 @@ POLNODE_HOST_DEVICE inline MatmulOperands MatmulOfBlock(const MatmulOperands& m,
 
 /// The first output row and column of tile `tile` of a matrix, tiles numbered row-major. A 1-D
 /// grid avoids the 65535-block limit of the second grid axis.
+template <int Micro>
 POLNODE_HOST_DEVICE inline void MatmulTileOrigin(const MatmulOperands& m, i64 tile, i64* i0, i64* j0) {
+  constexpr int kTile = MatmulTiling<Micro>::kTile;
   const i64 tiles_per_row = (m.cols + kTile - 1) / kTile;
   *i0 = (tile / tiles_per_row) * kTile;
   *j0 = (tile % tiles_per_row) * kTile;
 }
 
-/// Stages element `e` (0 <= e < kTile * kTileP) of the p-tile at p0 of block (i0, j0) into
-/// xs[p][i] and ys[p][j] (row length kTileStride). Out-of-range elements stage +0.0f; they are
-/// never read by MatmulSteps. Consecutive e read consecutive addresses along whichever axis has
-/// stride 1; only which thread loads what changes with that, never the staged values.
+/// Stages element `e` (0 <= e < kStageElements) of the p-slice at p0 of block (i0, j0) into
+/// xs[p][i] and ys[p][j] (row length kStride). Out-of-range elements stage +0.0f; they are never
+/// read by MatmulSteps. Consecutive e read consecutive addresses along whichever axis has stride
+/// 1; only which thread loads what changes with that, never the staged values.
+template <int Micro>
 POLNODE_HOST_DEVICE inline void MatmulStage(const MatmulOperands& m, i64 i0, i64 j0, i64 p0, int e, float* xs,
                                             float* ys) {
-  const int xi = m.xsp == 1 ? e / kTileP : e % kTile;
-  const int xp = m.xsp == 1 ? e % kTileP : e / kTile;
+  constexpr int kTile = MatmulTiling<Micro>::kTile;
+  constexpr int kDepth = MatmulTiling<Micro>::kDepth;
+  constexpr int kStride = MatmulTiling<Micro>::kStride;
+  const int xi = m.xsp == 1 ? e / kDepth : e % kTile;
+  const int xp = m.xsp == 1 ? e % kDepth : e / kTile;
   const i64 gi = i0 + xi;
   const i64 gxp = p0 + xp;
-  xs[xp * kTileStride + xi] = (gi < m.rows && gxp < m.depth) ? m.x[gi * m.xsi + gxp * m.xsp] : 0.0f;
-  const int yj = m.ysj == 1 ? e % kTile : e / kTileP;
-  const int yp = m.ysj == 1 ? e / kTile : e % kTileP;
+  xs[xp * kStride + xi] = (gi < m.rows && gxp < m.depth) ? m.x[gi * m.xsi + gxp * m.xsp] : 0.0f;
+  const int yj = m.ysj == 1 ? e % kTile : e / kDepth;
+  const int yp = m.ysj == 1 ? e / kTile : e % kDepth;
   const i64 gj = j0 + yj;
   const i64 gyp = p0 + yp;
-  ys[yp * kTileStride + yj] = (gj < m.cols && gyp < m.depth) ? m.y[gyp * m.ysp + gj * m.ysj] : 0.0f;
+  ys[yp * kStride + yj] = (gj < m.cols && gyp < m.depth) ? m.y[gyp * m.ysp + gj * m.ysj] : 0.0f;
 }
 
-/// How many p of the tile at p0 are real. The chains stop there: padding steps would be
+/// How many p of the slice at p0 are real. The chains stop there: padding steps would be
 /// fma(0, 0, acc), which turns an acc of -0.0f into +0.0f.
+template <int Micro>
 POLNODE_HOST_DEVICE inline int MatmulTileDepth(const MatmulOperands& m, i64 p0) {
-  return m.depth - p0 < kTileP ? static_cast<int>(m.depth - p0) : kTileP;
+  constexpr int kDepth = MatmulTiling<Micro>::kDepth;
+  return m.depth - p0 < kDepth ? static_cast<int>(m.depth - p0) : kDepth;
 }
 
-/// Thread (tx, ty) continues its kMicro x kMicro chains over the first `pn` staged p, ascending.
+/// Thread (tx, ty) continues its Micro x Micro chains over the first `pn` staged p, ascending.
+template <int Micro>
 POLNODE_HOST_DEVICE inline void MatmulSteps(const float* xs, const float* ys, int tx, int ty, int pn,
-                                            float (&acc)[kMicro][kMicro]) {
+                                            float (&acc)[Micro][Micro]) {
+  constexpr int kStride = MatmulTiling<Micro>::kStride;
   for (int pp = 0; pp < pn; ++pp) {
-    float a[kMicro];
-    float b[kMicro];
-    for (int r = 0; r < kMicro; ++r) a[r] = xs[pp * kTileStride + ty + kTileThreads * r];
-    for (int c = 0; c < kMicro; ++c) b[c] = ys[pp * kTileStride + tx + kTileThreads * c];
-    for (int r = 0; r < kMicro; ++r)
-      for (int c = 0; c < kMicro; ++c) acc[r][c] = det::Fma(a[r], b[c], acc[r][c]);
+    float a[Micro];
+    float b[Micro];
+    for (int r = 0; r < Micro; ++r) a[r] = xs[pp * kStride + ty + kTileThreads * r];
+    for (int c = 0; c < Micro; ++c) b[c] = ys[pp * kStride + tx + kTileThreads * c];
+    for (int r = 0; r < Micro; ++r)
+      for (int c = 0; c < Micro; ++c) acc[r][c] = det::Fma(a[r], b[c], acc[r][c]);
   }
 }
 
 /// Writes thread (tx, ty)'s finished chains of block (i0, j0), skipping rows and columns beyond
 /// the matrix.
+template <int Micro>
 POLNODE_HOST_DEVICE inline void MatmulStore(const MatmulOperands& m, i64 i0, i64 j0, int tx, int ty,
-                                            const float (&acc)[kMicro][kMicro]) {
-  for (int r = 0; r < kMicro; ++r) {
+                                            const float (&acc)[Micro][Micro]) {
+  for (int r = 0; r < Micro; ++r) {
     const i64 i = i0 + ty + kTileThreads * r;
     if (i >= m.rows) continue;
-    for (int c = 0; c < kMicro; ++c) {
+    for (int c = 0; c < Micro; ++c) {
       const i64 j = j0 + tx + kTileThreads * c;
       if (j < m.cols) m.out[i * m.cols + j] = acc[r][c];
     }
@@ -287,6 +375,47 @@ POLNODE_HOST_DEVICE inline float ConvGradWeightAt(const float* x, const float* d
       for (i64 col = 0; col < d.w; ++col)
         acc = det::Fma(dplane[row * d.w + col], PaddedAt(xplane, d.h, d.w, row + kh - 1, col + kw - 1), acc);
   }
+  return acc;
+}
+
+/// The staged weight gradient (ConvGradWeightStagedKernel): one block per (o, ci), whose nine
+/// taps' chains are the whole work. A thread alone on a chain of N*H*W terms waits on every load;
+/// here all the block's threads stage whole rows of image n's dY[n, o] plane and the zero-padded
+/// X[n, ci] rows around them in shared memory, several loads in flight each, and nine threads
+/// continue their chains over the staged rows: the same terms in the same order
+/// (ConvGradWeightAt), fewer stalls.
+/// Shared memory of one stage, in floats (32 KiB: under every device's default limit).
+inline constexpr i64 kConvStageFloats = 8192;
+/// Rows of dY staged at once for planes `w` wide: dY takes rows * w floats and X, padded, takes
+/// (rows + 2) * (w + 2); 0 when not even one row fits (the per-thread kernel takes those planes).
+POLNODE_HOST_DEVICE inline i64 ConvStageRows(i64 w) {
+  const i64 room = kConvStageFloats - 2 * (w + 2);
+  return room < 2 * w + 2 ? 0 : room / (2 * w + 2);
+}
+
+/// Staging elements of `rows` rows (ConvGradWeightStaged's e runs over [0, this)).
+POLNODE_HOST_DEVICE inline i64 ConvStageElements(i64 rows, i64 w) { return rows * w + (rows + 2) * (w + 2); }
+
+/// Element e of the stage of rows [r0, r0 + rows) of image n for block (o, ci): the stage holds
+/// dY[n, o, r0 .. r0 + rows - 1, :] (rows * w floats, row-major), then the padded X[n, ci] rows
+/// r0 - 1 .. r0 + rows, columns -1 .. w ((rows + 2) * (w + 2) floats; +0.0f outside the plane).
+/// 0 <= e < ConvStageElements(rows, w) <= kConvStageFloats, so the index arithmetic within the
+/// stage is 32-bit.
+POLNODE_HOST_DEVICE inline float ConvGradWeightStaged(const float* x, const float* dy, ConvDims d, i64 n, i64 o,
+                                                      i64 ci, i64 r0, i64 rows, int e) {
+  const int w = static_cast<int>(d.w);
+  const int dy_count = static_cast<int>(rows) * w;
+  if (e < dy_count) return dy[((n * d.co + o) * d.h + r0) * d.w + e];
+  const int k = e - dy_count;
+  return PaddedAt(x + (n * d.ci + ci) * d.h * d.w, d.h, d.w, r0 - 1 + k / (w + 2), k % (w + 2) - 1);
+}
+
+/// Continues tap (kh, kw)'s chain over a stage of `rows` rows: the terms of ConvGradWeightAt for
+/// these rows, in its order, with the padded X read from the staged border instead of a bounds
+/// test.
+POLNODE_HOST_DEVICE inline float ConvGradWeightSteps(const float* stage, i64 w, i64 rows, int kh, int kw, float acc) {
+  const float* xs = stage + rows * w;
+  for (i64 r = 0; r < rows; ++r) acc = FmaChain(stage + r * w, xs + (r + kh) * (w + 2) + kw, w, acc);
   return acc;
 }
 
@@ -459,11 +588,15 @@ POLNODE_HOST_DEVICE inline void LayerNormStatsRow(const float* x, RowLayout l, f
                                                   float* rstd) {
   const float* xr = x + r * l.channels;
   const float cf = static_cast<float>(l.channels);
-  float sum = 0.0f;
-  for (i64 c = 0; c < l.channels; ++c) sum = sum + xr[c];
-  const float m = sum / cf;
+  const float m = SumChain(xr, l.channels, 0.0f) / cf;
   float sq = 0.0f;
-  for (i64 c = 0; c < l.channels; ++c) {
+  i64 c = 0;
+  for (; c + kChainGroup <= l.channels; c += kChainGroup) {  // a group's loads before its steps
+    float d[kChainGroup];
+    for (int g = 0; g < kChainGroup; ++g) d[g] = xr[c + g] - m;
+    for (int g = 0; g < kChainGroup; ++g) sq = det::Fma(d[g], d[g], sq);
+  }
+  for (; c < l.channels; ++c) {
     const float d = xr[c] - m;
     sq = det::Fma(d, d, sq);
   }
@@ -485,11 +618,26 @@ POLNODE_HOST_DEVICE inline void LayerNormGradSumsRow(const float* x, const float
                                                      float* ab) {
   float sum_g = 0.0f;
   float sum_gx = 0.0f;
-  for (i64 c = 0; c < l.channels; ++c) {
+  const float row_mean = mean[r];
+  const float row_rstd = rstd[r];
+  i64 c = 0;
+  for (; c + kChainGroup <= l.channels; c += kChainGroup) {  // a group's loads before its steps
+    float g[kChainGroup], xhat[kChainGroup];
+    for (int k = 0; k < kChainGroup; ++k) {
+      const i64 e = r * l.channels + c + k;
+      g[k] = dy[e] * gamma[c + k];
+      xhat[k] = (x[e] - row_mean) * row_rstd;
+    }
+    for (int k = 0; k < kChainGroup; ++k) {
+      sum_g = sum_g + g[k];
+      sum_gx = det::Fma(g[k], xhat[k], sum_gx);
+    }
+  }
+  for (; c < l.channels; ++c) {
     const i64 e = r * l.channels + c;
     const float g = dy[e] * gamma[c];
     sum_g = sum_g + g;
-    sum_gx = det::Fma(g, (x[e] - mean[r]) * rstd[r], sum_gx);
+    sum_gx = det::Fma(g, (x[e] - row_mean) * row_rstd, sum_gx);
   }
   const float cf = static_cast<float>(l.channels);
   ab[2 * r] = sum_g / cf;
@@ -506,13 +654,31 @@ POLNODE_HOST_DEVICE inline float LayerNormGradInputAt(const float* x, const floa
   return rstd[r] * det::Fma(-xhat, ab[2 * r + 1], g - ab[2 * r]);
 }
 
-/// Column c's chains over the rows (one thread per column): dGamma[c] and dBeta[c].
+/// Rows whose operands a LayerNormGradParamsAt thread loads before their chain steps.
+inline constexpr int kLayerNormRowGroup = 16;
+
+/// Column c's chains over the rows (one thread per column): dGamma[c] and dBeta[c]. The rows'
+/// loads go out kLayerNormRowGroup at a time ahead of their steps (long chains, long loads); the
+/// steps and their order are one row at a time, ascending.
 POLNODE_HOST_DEVICE inline void LayerNormGradParamsAt(const float* x, const float* dy, const float* mean,
                                                       const float* rstd, RowLayout l, i64 c, float* dgamma,
                                                       float* dbeta) {
   float acc_gamma = 0.0f;
   float acc_beta = 0.0f;
-  for (i64 r = 0; r < l.rows; ++r) {
+  i64 r = 0;
+  for (; r + kLayerNormRowGroup <= l.rows; r += kLayerNormRowGroup) {
+    float g[kLayerNormRowGroup], xhat[kLayerNormRowGroup];
+    for (int k = 0; k < kLayerNormRowGroup; ++k) {
+      const i64 e = (r + k) * l.channels + c;
+      g[k] = dy[e];
+      xhat[k] = (x[e] - mean[r + k]) * rstd[r + k];
+    }
+    for (int k = 0; k < kLayerNormRowGroup; ++k) {
+      acc_gamma = det::Fma(g[k], xhat[k], acc_gamma);
+      acc_beta = acc_beta + g[k];
+    }
+  }
+  for (; r < l.rows; ++r) {
     const i64 e = r * l.channels + c;
     acc_gamma = det::Fma(dy[e], (x[e] - mean[r]) * rstd[r], acc_gamma);
     acc_beta = acc_beta + dy[e];

@@ -26,36 +26,52 @@ namespace {
 
 using gpu::i64;
 
-// Emulates MatmulKernel: for each block, the staging phase of all its threads, the barrier, the
-// step phase of all its threads, the barrier, ... then every thread's store. Barriers separate
+// Emulates MatmulKernel<Micro>: for each block, the staging phase of all its threads, the barrier,
+// the step phase of all its threads, the barrier, ... then every thread's store. Barriers separate
 // the phases on the GPU, so running each phase for all threads in turn is the same computation.
+template <int Micro>
 void TwinMatmul(const gpu::MatmulOperands& all) {
+  using Tiling = gpu::MatmulTiling<Micro>;
   constexpr int kThreads = gpu::kTileThreads * gpu::kTileThreads;
-  std::vector<float> xs(gpu::kTileStage);
-  std::vector<float> ys(gpu::kTileStage);
+  std::vector<float> xs(Tiling::kStage);
+  std::vector<float> ys(Tiling::kStage);
   struct ThreadChains {
-    float v[gpu::kMicro][gpu::kMicro];
+    float v[Micro][Micro];
   };
   std::vector<ThreadChains> acc(kThreads);
-  for (i64 block = 0; block < gpu::MatmulBlocks(all); ++block) {
+  for (i64 block = 0; block < gpu::MatmulBlocks<Micro>(all); ++block) {
     i64 tile = 0;
-    const gpu::MatmulOperands m = gpu::MatmulOfBlock(all, block, &tile);
+    const gpu::MatmulOperands m = gpu::MatmulOfBlock<Micro>(all, block, &tile);
     i64 i0 = 0;
     i64 j0 = 0;
-    gpu::MatmulTileOrigin(m, tile, &i0, &j0);
+    gpu::MatmulTileOrigin<Micro>(m, tile, &i0, &j0);
     for (ThreadChains& a : acc)
       for (auto& row : a.v)
         for (float& v : row) v = 0.0f;
-    for (i64 p0 = 0; p0 < m.depth; p0 += gpu::kTileP) {
-      for (int e = 0; e < gpu::kTile * gpu::kTileP; ++e) gpu::MatmulStage(m, i0, j0, p0, e, xs.data(), ys.data());
+    for (i64 p0 = 0; p0 < m.depth; p0 += Tiling::kDepth) {
+      for (int e = 0; e < Tiling::kStageElements; ++e) {
+        gpu::MatmulStage<Micro>(m, i0, j0, p0, e, xs.data(), ys.data());
+      }
       for (int tid = 0; tid < kThreads; ++tid) {
-        gpu::MatmulSteps(xs.data(), ys.data(), tid % gpu::kTileThreads, tid / gpu::kTileThreads,
-                         gpu::MatmulTileDepth(m, p0), acc[static_cast<std::size_t>(tid)].v);
+        gpu::MatmulSteps<Micro>(xs.data(), ys.data(), tid % gpu::kTileThreads, tid / gpu::kTileThreads,
+                                gpu::MatmulTileDepth<Micro>(m, p0), acc[static_cast<std::size_t>(tid)].v);
       }
     }
     for (int tid = 0; tid < kThreads; ++tid) {
-      gpu::MatmulStore(m, i0, j0, tid % gpu::kTileThreads, tid / gpu::kTileThreads, acc[static_cast<std::size_t>(tid)].v);
+      gpu::MatmulStore<Micro>(m, i0, j0, tid % gpu::kTileThreads, tid / gpu::kTileThreads,
+                              acc[static_cast<std::size_t>(tid)].v);
     }
+  }
+}
+
+// The product with the tile size `micro` (4, 2 or 1), as the GPU backend dispatches it.
+void TwinMatmulWith(int micro, const gpu::MatmulOperands& m) {
+  if (micro == 4) {
+    TwinMatmul<4>(m);
+  } else if (micro == 2) {
+    TwinMatmul<2>(m);
+  } else {
+    TwinMatmul<1>(m);
   }
 }
 
@@ -68,9 +84,40 @@ void TwinBiasGrad(const float* dy, float* db, gpu::ChannelLayout l) {
     for (i64 s0 = 0; s0 < total; s0 += gpu::kSumChunk) {
       const int len = static_cast<int>(std::min<i64>(gpu::kSumChunk, total - s0));
       for (int t = 0; t < len; ++t) chunk[static_cast<std::size_t>(t)] = gpu::BiasGradTerm(dy, c, s0 + t, l);
-      for (int t = 0; t < len; ++t) acc = acc + chunk[static_cast<std::size_t>(t)];
+      acc = gpu::SumChain(chunk.data(), len, acc);
     }
     db[c] = acc;
+  }
+}
+
+// Emulates the conv weight gradient as gpu_backend.cu launches it: per (o, ci) block, each stage's
+// staging by all threads, the barrier, then the nine taps' steps; the per-thread kernel for planes
+// too wide for a stage.
+void TwinConvGradWeight(const float* x, const float* dy, float* dw, gpu::ConvDims d) {
+  const i64 max_rows = gpu::ConvStageRows(d.w);
+  if (max_rows == 0) {
+    for (i64 e = 0; e < d.co * d.ci * 9; ++e) dw[e] = gpu::ConvGradWeightAt(x, dy, d, e);
+    return;
+  }
+  std::vector<float> stage(static_cast<std::size_t>(gpu::kConvStageFloats));
+  for (i64 o = 0; o < d.co; ++o) {
+    for (i64 ci = 0; ci < d.ci; ++ci) {
+      float acc[9] = {};
+      for (i64 n = 0; n < d.n; ++n) {
+        for (i64 r0 = 0; r0 < d.h; r0 += max_rows) {
+          const i64 rows = std::min(max_rows, d.h - r0);
+          const i64 count = gpu::ConvStageElements(rows, d.w);
+          ASSERT_LE(count, gpu::kConvStageFloats);
+          for (int e = 0; e < static_cast<int>(count); ++e) {
+            stage[static_cast<std::size_t>(e)] = gpu::ConvGradWeightStaged(x, dy, d, n, o, ci, r0, rows, e);
+          }
+          for (int tap = 0; tap < 9; ++tap) {
+            acc[tap] = gpu::ConvGradWeightSteps(stage.data(), d.w, rows, tap / 3, tap % 3, acc[tap]);
+          }
+        }
+      }
+      for (int tap = 0; tap < 9; ++tap) dw[(o * d.ci + ci) * 9 + tap] = acc[tap];
+    }
   }
 }
 
@@ -78,6 +125,9 @@ void TwinBiasGrad(const float* dy, float* db, gpu::ChannelLayout l) {
 // every kernel emulated over its elements, outputs copied back.
 class GpuTwinBackend final : public Backend {
  public:
+  // `matmul_micro`: the matrix products' tile size (gpu_elements.h MatmulTiling), or 0 for the one
+  // an H100 (132 multiprocessors) would take.
+  explicit GpuTwinBackend(int matmul_micro) : matmul_micro_(matmul_micro) {}
   std::string name() const override { return "gpu-twin"; }
 
   Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
@@ -102,7 +152,7 @@ class GpuTwinBackend final : public Backend {
         m.x = in(0);
         m.y = in(1);
         m.out = out(0);
-        TwinMatmul(m);
+        TwinMatmulWith(matmul_micro_ != 0 ? matmul_micro_ : gpu::MatmulMicroFor(m, 132), m);
         break;
       }
       case Op::kBiasAdd: {
@@ -126,7 +176,7 @@ class GpuTwinBackend final : public Backend {
         for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradInputAt(in(0), in(1), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()), e);
         break;
       case Op::kConv2d3x3GradWeight:
-        for (i64 e = 0; e < n; ++e) out(0)[e] = gpu::ConvGradWeightAt(in(0), in(1), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()), e);
+        TwinConvGradWeight(in(0), in(1), out(0), gpu::ConvDimsFor(op, inputs[0]->shape(), inputs[1]->shape()));
         break;
       case Op::kMaxPool2x2:
         for (i64 e = 0; e < n; ++e) gpu::MaxPoolAt(in(0), out(0), out(1), inputs[0]->dim(2), inputs[0]->dim(3), e);
@@ -215,17 +265,31 @@ class GpuTwinBackend final : public Backend {
     }
     return Status::Ok();
   }
+
+ private:
+  int matmul_micro_;
 };
+
+bool IsMatrixProduct(Op op) {
+  return op == Op::kMatmul || op == Op::kMatmulGradA || op == Op::kMatmulGradB || op == Op::kBatchedMatmul ||
+         op == Op::kBatchedMatmulGradA || op == Op::kBatchedMatmulGradB;
+}
 
 class GpuTwinTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuTwinTest, MatchesReferenceBitForBit) {
   const Op op = static_cast<Op>(GetParam());
-  GpuTwinBackend twin;
   std::unique_ptr<Backend> reference = MakeReferenceBackend();
-  const std::vector<conformance::CaseResult> results = conformance::CheckOp(twin, *reference, op, 20240601);
-  ASSERT_FALSE(results.empty());
-  for (const conformance::CaseResult& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  // A product runs with every tile size (the device picks one by its size); 0: the H100's pick.
+  const std::vector<int> micros = IsMatrixProduct(op) ? std::vector<int>{0, 1, 2, 4} : std::vector<int>{0};
+  for (int micro : micros) {
+    GpuTwinBackend twin(micro);
+    const std::vector<conformance::CaseResult> results = conformance::CheckOp(twin, *reference, op, 20240601);
+    ASSERT_FALSE(results.empty());
+    for (const conformance::CaseResult& r : results) {
+      EXPECT_TRUE(r.passed) << "tile micro " << micro << ", " << r.name << ": " << r.detail;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, GpuTwinTest, ::testing::Range(0, kNumOps),
@@ -277,14 +341,36 @@ TEST(GpuSelfTestTest, InputsCatchASplitFmaFlushedSubnormalsAndALeakyRelu) {
 }
 
 // The tile emulation must cover what the GPU grid covers: a product whose tiles are all partial
-// (65 x 65 outputs: four tiles, three of them ragged) with a depth that ends mid p-tile.
+// (65 x 65 outputs: four 64 x 64 tiles, three of them ragged, or 9 or 25 smaller ones) with a
+// depth that ends mid p-tile.
 TEST(GpuTwinTest, RaggedTilesCoverEveryOutput) {
   constexpr i64 kM = 65, kK = 17, kN = 65;
   std::vector<float> a(kM * kK, 1.0f), b(kK * kN, 1.0f), c(kM * kN, -1.0f);
   gpu::MatmulOperands m{a.data(), kK, 1, b.data(), kN, 1, c.data(), kM, kN, kK};
-  EXPECT_EQ(gpu::MatmulBlocks(m), 4);
-  TwinMatmul(m);
-  for (float v : c) ASSERT_EQ(v, static_cast<float>(kK));
+  EXPECT_EQ(gpu::MatmulBlocks<4>(m), 4);
+  EXPECT_EQ(gpu::MatmulBlocks<2>(m), 9);
+  EXPECT_EQ(gpu::MatmulBlocks<1>(m), 25);
+  for (int micro : {4, 2, 1}) {
+    std::fill(c.begin(), c.end(), -1.0f);
+    TwinMatmulWith(micro, m);
+    for (float v : c) ASSERT_EQ(v, static_cast<float>(kK)) << "tile micro " << micro;
+  }
+}
+
+// Small outputs take small tiles so their blocks reach every multiprocessor; large ones keep the
+// 64 x 64 tiles that reuse each staged value four times.
+TEST(GpuTwinTest, TileSizeFillsTheDevice) {
+  const auto product = [](i64 rows, i64 cols) {
+    gpu::MatmulOperands m{};
+    m.rows = rows;
+    m.cols = cols;
+    m.depth = 768;
+    return m;
+  };
+  EXPECT_EQ(gpu::MatmulMicroFor(product(128, 128), 132), 1);   // 64 blocks of 16 x 16
+  EXPECT_EQ(gpu::MatmulMicroFor(product(768, 512), 132), 2);   // 384 of 32 x 32 (96 of 64 x 64)
+  EXPECT_EQ(gpu::MatmulMicroFor(product(4096, 4096), 132), 4);
+  EXPECT_EQ(gpu::MatmulMicroFor(product(128, 256), 1), 4);
 }
 
 }  // namespace
