@@ -6,7 +6,8 @@
 // output shape. The synchronization slows the step down (the profile's total is above the plain
 // step time); the shares are what it is for.
 //
-//   step_profile BACKEND [STEPS] [THREADS]     e.g. step_profile cuda 50
+//   step_profile BACKEND [STEPS] [THREADS] [MODEL]    e.g. step_profile cuda 50, step_profile cpu 5 1 cnn
+// MODEL keeps the cases whose spec contains it (mlp, cnn, gpt).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -131,7 +132,7 @@ Status Profile(const Case& c, kernels::Backend& backend, int steps) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: step_profile BACKEND [STEPS] [THREADS]\n");
+    std::fprintf(stderr, "usage: step_profile BACKEND [STEPS] [THREADS] [MODEL]\n");
     return 2;
   }
   const int steps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 20;
@@ -144,7 +145,9 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"mlp:784-256-128-10", solver::OptimizerKind::kSgd, 128},
                         {"cnn:c8-p-c16-p-f64-10", solver::OptimizerKind::kSgd, 128},
                         {"gpt:layers=4,heads=4,width=128,context=64,vocab=65", solver::OptimizerKind::kAdam, 12}};
+  const std::string only = argc > 4 ? argv[4] : "";
   for (const Case& c : cases) {
+    if (std::string(c.spec).find(only) == std::string::npos) continue;
     const Status status = Profile(c, **backend, steps);
     if (!status.ok()) {
       std::fprintf(stderr, "step_profile: %s: %s\n", c.spec, status.ToString().c_str());

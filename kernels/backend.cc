@@ -103,7 +103,13 @@ Status Backend::Enqueue(Op op, const OpAttrs& attrs, std::span<const Buffer* con
   }
   const std::span<const Tensor* const> in_span(in.data(), inputs.size());
   const std::span<Tensor* const> out_span(out.data(), outputs.size());
-  POLNODE_ASSIGN_OR_RETURN(const std::vector<Shape> shapes, ValidateRun(op, attrs, in_span, out_span));
+  // Counts, aliasing and shapes here, to hold the buffers to their shapes; Run then checks the
+  // whole call, index values included, once.
+  POLNODE_RETURN_IF_ERROR(CheckRunOutputs<Buffer>(op, inputs, outputs));
+  std::array<const Shape*, kMaxOperands> in_shapes{};
+  for (std::size_t i = 0; i < inputs.size(); ++i) in_shapes[i] = &in[i]->shape();
+  POLNODE_ASSIGN_OR_RETURN(const std::vector<Shape> shapes,
+                           InferOutputShapesOf(op, attrs, std::span<const Shape* const>(in_shapes.data(), inputs.size())));
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     if (outputs[o]->shape() != shapes[o]) {
       return Status::InvalidArgument(name + ": output " + std::to_string(o) + " is a buffer of " +

@@ -1,8 +1,9 @@
 // The fast CPU backend: op.h's operators with the bits of the reference backend, computed by
-// the packed SGEMM (gemm.cc) for matrix products and convolutions (im2col), by the
-// per-instruction-set vector kernels (cpu_kernels_*.cc) for element-wise work, and split over a
-// persistent thread pool by output only.
+// the packed SGEMM (gemm.cc) for matrix products, by the per-instruction-set vector kernels
+// (cpu_kernels_*.cc) for direct convolutions and element-wise work, and split over a persistent
+// thread pool by output only.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,41 +27,55 @@ constexpr int64_t kElementwiseGrain = 1 << 14;
 // Softmax and GELU cost an exp per element, so fewer elements already pay for a hand-off.
 constexpr int64_t kExpGrain = 1 << 10;
 
-// Scratch for im2col, one per thread, reused across calls.
+// Scratch for the convolutions (zero-bordered planes; dY channels-last), one per thread, reused
+// across calls.
 thread_local std::vector<float> tls_columns;
+thread_local std::vector<float> tls_transposed;
 
 float* Scratch(std::vector<float>& storage, int64_t floats) {
   if (static_cast<int64_t>(storage.size()) < floats) storage.resize(static_cast<std::size_t>(floats));
   return storage.data();
 }
 
-// The 3x3, padding-1 patch matrix of one [C, H, W] image: row (c, kh, kw), column (h, w) holds
-// img[c, h + sign*(kh-1), w + sign*(kw-1)], or +0.0f outside the image. sign = +1 gives the
-// forward taps Xpad[h+kh-1, w+kw-1]; sign = -1 the input-gradient taps dYpad[h-kh+1, w-kw+1].
-void Im2col(const float* img, int64_t channels, int64_t height, int64_t width, int sign,
-            float* col) {
-  const int64_t plane = height * width;
+// Copies `channels` h x w planes into zero-bordered ones ((h + 2) x (w + 2), cpu_kernels.h
+// Conv3x3Direct) at `padded`, followed by the kConvReadSlack floats the kernels may read.
+void PadPlanes(const float* planes, int64_t channels, int64_t height, int64_t width, float* padded) {
+  const int64_t stride = width + 2, padded_plane = (height + 2) * stride;
+  std::fill(padded, padded + channels * padded_plane + kConvReadSlack, 0.0f);
   for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t kh = 0; kh < 3; ++kh) {
-      for (int64_t kw = 0; kw < 3; ++kw) {
-        float* row = col + ((c * 3 + kh) * 3 + kw) * plane;
-        const int64_t dh = sign * (kh - 1), dw = sign * (kw - 1);
-        for (int64_t h = 0; h < height; ++h) {
-          const int64_t ih = h + dh;
-          float* out = row + h * width;
-          if (ih < 0 || ih >= height) {
-            std::fill(out, out + width, 0.0f);
-            continue;
-          }
-          const float* in = img + (c * height + ih) * width;
-          for (int64_t w = 0; w < width; ++w) {
-            const int64_t iw = w + dw;
-            out[w] = (iw >= 0 && iw < width) ? in[iw] : 0.0f;
-          }
-        }
-      }
+    for (int64_t h = 0; h < height; ++h) {
+      const float* row = planes + (c * height + h) * width;
+      std::copy(row, row + width, padded + c * padded_plane + (h + 1) * stride + 1);
     }
   }
+}
+
+// The nine tap offsets of a zero-bordered plane with rows `width` + 2 long, in op.h's chain order:
+// the forward taps Xpad[h+kh-1, w+kw-1] (flipped = false) or the input gradient's dYpad[h-kh+1,
+// w-kw+1] (flipped = true), relative to output (h, w)'s top-left tap origin.
+std::array<int64_t, 9> TapOffsets(int64_t width, bool flipped) {
+  std::array<int64_t, 9> taps{};
+  for (int64_t kh = 0; kh < 3; ++kh) {
+    for (int64_t kw = 0; kw < 3; ++kw) {
+      taps[static_cast<std::size_t>(kh * 3 + kw)] =
+          flipped ? (2 - kh) * (width + 2) + (2 - kw) : kh * (width + 2) + kw;
+    }
+  }
+  return taps;
+}
+
+// Channels [c0, c0 + K) of a 4-D bias gradient into db: K chains, one per channel over (n, h, w)
+// ascending from +0.0f as op.h has them, interleaved.
+template <int K>
+void BiasGradChannels(const float* dy, int64_t batch, int64_t channels, int64_t plane, int64_t c0, float* db) {
+  float acc[K] = {};
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* src = dy + (n * channels + c0) * plane;
+    for (int64_t i = 0; i < plane; ++i) {
+      for (int k = 0; k < K; ++k) acc[k] = acc[k] + src[k * plane + i];
+    }
+  }
+  for (int k = 0; k < K; ++k) db[c0 + k] = acc[k];
 }
 
 class CpuBackend final : public Backend {
@@ -182,17 +197,13 @@ class CpuBackend final : public Backend {
       });
       return;
     }
-    // One chain per channel over (n, h, w); channels are independent, so split them.
+    // One chain per channel over (n, h, w); channels are independent, so split them, and run
+    // eight at a time so that each addition waits on its own chain only.
     const int64_t batch = dy.dim(0), channels = dy.dim(1), plane = dy.dim(2) * dy.dim(3);
     ParallelRange(channels, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        float acc = 0.0f;
-        for (int64_t n = 0; n < batch; ++n) {
-          const float* src = dy.data() + (n * channels + c) * plane;
-          for (int64_t i = 0; i < plane; ++i) acc = acc + src[i];
-        }
-        db.data()[c] = acc;
-      }
+      int64_t c = c0;
+      for (; c + 8 <= c1; c += 8) BiasGradChannels<8>(dy.data(), batch, channels, plane, c, db.data());
+      for (; c < c1; ++c) BiasGradChannels<1>(dy.data(), batch, channels, plane, c, db.data());
     });
   }
 
@@ -224,53 +235,79 @@ class CpuBackend final : public Backend {
     for (int64_t n = 0; n < batch; ++n) per_image(n, &pool_);
   }
 
-  // Y[n] [Co, HW] = W [Co, Ci*9] * im2col(X[n]) [Ci*9, HW]: the inner index (ci, kh, kw) runs
-  // in op.h's order and padded taps are zeros inside the chain, so the bits equal the reference.
+  // Y[n, o] by direct convolution (cpu_kernels.h Conv3x3Direct): each output element's chain runs
+  // over (ci, kh, kw) in op.h's order, padded taps reading the zero border.
   void Conv(const Tensor& x, const Tensor& w, Tensor& y) {
     const int64_t cin = x.dim(1), height = x.dim(2), width = x.dim(3), cout = w.dim(0);
-    const int64_t plane = height * width, depth = cin * 9;
-    ForEachImage(x.dim(0), [&](int64_t n, ThreadPool* pool) {
-      float* col = Scratch(tls_columns, depth * plane);
-      Im2col(x.data() + n * cin * plane, cin, height, width, +1, col);
-      Gemm(kr_, {cout, plane, depth, {w.data(), depth, 1}, {col, plane, 1},
-                 y.data() + n * cout * plane, plane, false},
-           pool);
-    });
+    ConvDirect(x.data(), x.dim(0), cin, height, width, w.data(), cout, TapOffsets(width, false), y.data());
   }
 
-  // dX[n] [Ci, HW] = Wt [Ci, Co*9] * im2col_flipped(dY[n]) [Co*9, HW], Wt[ci][(o,kh,kw)] =
-  // W[o,ci,kh,kw]: the inner index (o, kh, kw) runs in op.h's order.
+  // dX[n, ci] as a direct convolution of dY[n] with the taps flipped and the weights read as
+  // Wt[ci, o, kh, kw] = W[o, ci, kh, kw]: each chain runs over (o, kh, kw) in op.h's order.
   void ConvGradInput(const Tensor& dy, const Tensor& w, Tensor& dx) {
     const int64_t cout = dy.dim(1), height = dy.dim(2), width = dy.dim(3), cin = w.dim(1);
-    const int64_t plane = height * width, depth = cout * 9;
-    std::vector<float> wt(static_cast<std::size_t>(cin * depth));
+    std::vector<float> wt(static_cast<std::size_t>(cin * cout * 9));
     for (int64_t o = 0; o < cout; ++o) {
       for (int64_t ci = 0; ci < cin; ++ci) {
-        for (int64_t t = 0; t < 9; ++t) wt[ci * depth + o * 9 + t] = w.data()[(o * cin + ci) * 9 + t];
+        for (int64_t t = 0; t < 9; ++t) wt[(ci * cout + o) * 9 + t] = w.data()[(o * cin + ci) * 9 + t];
       }
     }
-    ForEachImage(dy.dim(0), [&](int64_t n, ThreadPool* pool) {
-      float* col = Scratch(tls_columns, depth * plane);
-      Im2col(dy.data() + n * cout * plane, cout, height, width, -1, col);
-      Gemm(kr_, {cin, plane, depth, {wt.data(), depth, 1}, {col, plane, 1},
-                 dx.data() + n * cin * plane, plane, false},
-           pool);
+    ConvDirect(dy.data(), dy.dim(0), cout, height, width, wt.data(), cin, TapOffsets(width, true), dx.data());
+  }
+
+  // `batch` images of `channels` planes in, `outputs` planes each out, through
+  // CpuKernels::conv3x3_direct: images in parallel when there are enough, else each image's
+  // rows split among the threads.
+  void ConvDirect(const float* in, int64_t batch, int64_t channels, int64_t height, int64_t width,
+                  const float* weights, int64_t outputs, const std::array<int64_t, 9>& taps, float* out) {
+    const int64_t plane = height * width, padded_plane = (height + 2) * (width + 2);
+    ForEachImage(batch, [&](int64_t n, ThreadPool* pool) {
+      float* padded = Scratch(tls_columns, channels * padded_plane + kConvReadSlack);
+      PadPlanes(in + n * channels * plane, channels, height, width, padded);
+      const auto rows = [&](int64_t r0, int64_t r1) {
+        kr_.conv3x3_direct({padded, padded_plane, channels, width, r0, r1 - r0, taps.data(), weights, outputs,
+                            out + n * outputs * plane + r0 * width, plane});
+      };
+      if (pool == nullptr || height < pool->size()) {
+        rows(0, height);
+        return;
+      }
+      pool->Run(pool->size(), [&](int64_t t) { rows(height * t / pool->size(), height * (t + 1) / pool->size()); });
     });
   }
 
-  // dW [Co, Ci*9] = sum over images of dY[n] [Co, HW] * im2col(X[n])^T [HW, Ci*9]: the chain
-  // over (n, h, w) is one chain, so images run in order, each GEMM continuing from the last
-  // (accumulate), and only the output is split among threads.
+  // dW[o, ci, kh, kw]: one chain per weight over (n, h, w) ascending, continued image by image
+  // (CpuKernels::conv3x3_weight_grad, vectorized over o with dY read channels-last); the input
+  // channels are split among the threads, each of which pads its own channels of every image.
   void ConvGradWeight(const Tensor& x, const Tensor& dy, Tensor& dw) {
     const int64_t batch = x.dim(0), cin = x.dim(1), height = x.dim(2), width = x.dim(3);
-    const int64_t cout = dy.dim(1), plane = height * width, depth = cin * 9;
-    if (batch == 0) std::fill(dw.values().begin(), dw.values().end(), 0.0f);
-    float* col = Scratch(tls_columns, depth * plane);
-    for (int64_t n = 0; n < batch; ++n) {
-      Im2col(x.data() + n * cin * plane, cin, height, width, +1, col);
-      Gemm(kr_, {cout, depth, plane, {dy.data() + n * cout * plane, plane, 1}, {col, 1, plane},
-                 dw.data(), depth, n > 0},
-           &pool_);
+    const int64_t cout = dy.dim(1), plane = height * width, padded_plane = (height + 2) * (width + 2);
+    const int64_t lanes = kr_.conv_lanes;
+    const int64_t padded_outputs = (cout + lanes - 1) / lanes * lanes;
+    std::vector<float> acc(static_cast<std::size_t>(cin * 9 * padded_outputs), 0.0f);  // chains start at +0.0f
+    const std::array<int64_t, 9> taps = TapOffsets(width, false);
+    const int64_t workers = std::min<int64_t>(pool_.size(), cin);
+    pool_.Run(workers, [&](int64_t t) {
+      const int64_t c0 = cin * t / workers, c1 = cin * (t + 1) / workers;
+      float* padded = Scratch(tls_columns, (c1 - c0) * padded_plane + kConvReadSlack);
+      float* dy_t = Scratch(tls_transposed, plane * padded_outputs);
+      std::fill(dy_t, dy_t + plane * padded_outputs, 0.0f);
+      for (int64_t n = 0; n < batch; ++n) {
+        PadPlanes(x.data() + (n * cin + c0) * plane, c1 - c0, height, width, padded);
+        const float* d = dy.data() + n * cout * plane;
+        for (int64_t o = 0; o < cout; ++o) {
+          for (int64_t p = 0; p < plane; ++p) dy_t[p * padded_outputs + o] = d[o * plane + p];
+        }
+        kr_.conv3x3_weight_grad({dy_t, padded_outputs, padded, padded_plane, c1 - c0, height, width, taps.data(),
+                                 acc.data() + c0 * 9 * padded_outputs});
+      }
+    });
+    for (int64_t o = 0; o < cout; ++o) {
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        for (int64_t t = 0; t < 9; ++t) {
+          dw.data()[(o * cin + ci) * 9 + t] = acc[static_cast<std::size_t>((ci * 9 + t) * padded_outputs + o)];
+        }
+      }
     }
   }
 
@@ -296,18 +333,27 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Each 2 x 2 window of dX written once: dY's value (its bits) at the window's tap, +0.0f at the
+  // other three; a row or column no window covers (odd sizes) is +0.0f.
   void MaxPoolGrad(const Tensor& arg, const Tensor& dy, Tensor& dx) {
     const int64_t out_h = dy.dim(2), out_w = dy.dim(3), height = dx.dim(2), width = dx.dim(3);
     ParallelRange(dy.dim(0) * dy.dim(1), 64, [&](int64_t p0, int64_t p1) {
-      std::fill(dx.data() + p0 * height * width, dx.data() + p1 * height * width, 0.0f);
       for (int64_t p = p0; p < p1; ++p) {
+        float* plane = dx.data() + p * height * width;
         for (int64_t h = 0; h < out_h; ++h) {
+          float* top = plane + 2 * h * width;
+          float* bottom = top + width;
+          const float* g = dy.data() + (p * out_h + h) * out_w;
+          const float* taps = arg.data() + (p * out_h + h) * out_w;
           for (int64_t w = 0; w < out_w; ++w) {
-            const int64_t o = (p * out_h + h) * out_w + w;
-            const int tap = static_cast<int>(arg.data()[o]);
-            dx.data()[(p * height + 2 * h + tap / 2) * width + 2 * w + tap % 2] = dy.data()[o];
+            top[2 * w] = taps[w] == 0.0f ? g[w] : 0.0f;
+            top[2 * w + 1] = taps[w] == 1.0f ? g[w] : 0.0f;
+            bottom[2 * w] = taps[w] == 2.0f ? g[w] : 0.0f;
+            bottom[2 * w + 1] = taps[w] == 3.0f ? g[w] : 0.0f;
           }
+          if (width % 2 != 0) top[width - 1] = bottom[width - 1] = 0.0f;
         }
+        if (height % 2 != 0) std::fill(plane + (height - 1) * width, plane + height * width, 0.0f);
       }
     });
   }

@@ -27,6 +27,45 @@ struct AdamParams {
       bias_correction2, eps;
 };
 
+// kConv2d3x3 and kConv2d3x3GradInput as direct convolutions over zero-bordered planes: each input
+// channel's h x w plane copied into (h + 2) x (w + 2) floats with a border of +0.0f, row stride
+// w + 2, channel c's at source + c * plane_stride. For o < outputs, r < rows, x < width:
+//   y[o * y_stride + r * width + x] = fma chain over (c, t) ascending (c < channels, t < 9) from
+//   +0.0f of weights[(o * channels + c) * 9 + t] *
+//              source[c * plane_stride + (r0 + r) * (width + 2) + x + tap_offsets[t]].
+// tap_offsets put each tap where op.h reads it: the forward taps (kh, kw) at kh * (w + 2) + kw,
+// the input gradient's, which run the other way, at (2 - kh) * (w + 2) + 2 - kw. Vectors may
+// read past a row's end (those lanes are dropped), so `source` must be readable
+// kConvReadSlack floats past its last plane.
+struct Conv3x3Direct {
+  const float* source;
+  std::int64_t plane_stride, channels, width, r0, rows;
+  const std::int64_t* tap_offsets;  // 9, in chain order
+  const float* weights;
+  std::int64_t outputs;
+  float* y;
+  std::int64_t y_stride;
+};
+
+// kConv2d3x3GradWeight's chains continued over one image: for c < channels, t < 9,
+// o < outputs_padded,
+//   acc[(c * 9 + t) * outputs_padded + o] = fma chain continued from its value over the image's
+//   pixels (h, x) ascending of dy_t[(h * width + x) * outputs_padded + o] *
+//                              source[c * plane_stride + h * (width + 2) + x + tap_offsets[t]]
+// with `source` the image's zero-bordered planes (Conv3x3Direct) and dy_t its dY channels-last,
+// outputs_padded a multiple of conv_lanes (lanes past the real outputs compute chains nobody reads).
+struct Conv3x3WeightGrad {
+  const float* dy_t;
+  std::int64_t outputs_padded;
+  const float* source;
+  std::int64_t plane_stride, channels, height, width;
+  const std::int64_t* tap_offsets;  // 9, in chain order
+  float* acc;
+};
+
+/// Floats past a zero-bordered source's last plane that the direct convolutions may read.
+inline constexpr std::int64_t kConvReadSlack = 64;
+
 struct CpuKernels {
   CpuIsa isa;
   // The GEMM microkernel computes an mr x nr tile of C from packed panels (gemm.cc):
@@ -86,6 +125,11 @@ struct CpuKernels {
   // kCausalSoftmaxGrad for one row's visible part: ds[i] = (p[i] * (dp[i] - dot)) * scale.
   void (*softmax_grad_row)(const float* p, const float* dp, float dot, float scale, float* ds,
                            std::int64_t count);
+  // The direct convolutions (Conv3x3Direct, Conv3x3WeightGrad above). conv_lanes: floats per
+  // register, which Conv3x3WeightGrad::outputs_padded must be a multiple of.
+  void (*conv3x3_direct)(const Conv3x3Direct& args);
+  void (*conv3x3_weight_grad)(const Conv3x3WeightGrad& args);
+  int conv_lanes;
 };
 
 /// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().

@@ -343,6 +343,119 @@ void SoftmaxGradRow(const float* p, const float* dp, float dot, float scale, flo
   });
 }
 
+// ---- Direct 3x3 convolutions (cpu_kernels.h Conv3x3Direct, Conv3x3WeightGrad) ---------------
+
+// Outs output planes x Vecs registers along a row, from column x0 of row r: the chains run over
+// (c, t) in order, each lane its own output; lanes at or past `width` are computed from whatever
+// the row's slack holds and dropped.
+template <int Outs, int Vecs>
+void Conv3x3Block(const Conv3x3Direct& a, std::int64_t o0, std::int64_t r, std::int64_t x0) {
+  using R = Lanes::Reg;
+  constexpr int kW = Lanes::kWidth;
+  R acc[Outs][Vecs];
+  POLNODE_UNROLL
+  for (int o = 0; o < Outs; ++o) {
+    POLNODE_UNROLL
+    for (int v = 0; v < Vecs; ++v) acc[o][v] = Lanes::Zero();
+  }
+  const std::int64_t origin = (a.r0 + r) * (a.width + 2) + x0;
+  const std::int64_t weight_stride = a.channels * 9;
+  for (std::int64_t c = 0; c < a.channels; ++c) {
+    const float* src = a.source + c * a.plane_stride + origin;
+    const float* wc = a.weights + o0 * weight_stride + c * 9;
+    for (int t = 0; t < 9; ++t) {
+      const float* s = src + a.tap_offsets[t];
+      R xv[Vecs];
+      POLNODE_UNROLL
+      for (int v = 0; v < Vecs; ++v) xv[v] = Lanes::Load(s + v * kW);
+      POLNODE_UNROLL
+      for (int o = 0; o < Outs; ++o) {
+        const R wv = Lanes::Set1(wc[o * weight_stride + t]);
+        POLNODE_UNROLL
+        for (int v = 0; v < Vecs; ++v) acc[o][v] = Lanes::Fma(wv, xv[v], acc[o][v]);
+      }
+    }
+  }
+  const std::int64_t left = a.width - x0;
+  POLNODE_UNROLL
+  for (int o = 0; o < Outs; ++o) {
+    float* y = a.y + (o0 + o) * a.y_stride + r * a.width + x0;
+    POLNODE_UNROLL
+    for (int v = 0; v < Vecs; ++v) {
+      if (left >= (v + 1) * kW) {
+        Lanes::Store(y + v * kW, acc[o][v]);
+      } else if (left > v * kW) {
+        float lanes[kW];
+        Lanes::Store(lanes, acc[o][v]);
+        for (std::int64_t i = v * kW; i < left; ++i) y[i] = lanes[i - v * kW];
+      }
+    }
+  }
+}
+
+template <int Outs>
+void Conv3x3Outputs(const Conv3x3Direct& a, std::int64_t o0) {
+  constexpr int kW = Lanes::kWidth;
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    std::int64_t x0 = 0;
+    for (; a.width - x0 > kW; x0 += 2 * kW) Conv3x3Block<Outs, 2>(a, o0, r, x0);
+    if (x0 < a.width) Conv3x3Block<Outs, 1>(a, o0, r, x0);
+  }
+}
+
+void Conv3x3DirectKernel(const Conv3x3Direct& a) {
+  constexpr int kOuts = 4;  // 4 planes x 2 registers: 8 independent chains per loaded row
+  std::int64_t o0 = 0;
+  for (; o0 + kOuts <= a.outputs; o0 += kOuts) Conv3x3Outputs<kOuts>(a, o0);
+  for (; o0 < a.outputs; ++o0) Conv3x3Outputs<1>(a, o0);
+}
+
+// Channels c0 .. c0 + Channels of the weight gradient for output register ov: 9 * Channels
+// chains, one pass over the image's pixels.
+template <int Channels>
+void Conv3x3WeightGradGroup(const Conv3x3WeightGrad& a, std::int64_t c0, std::int64_t ov) {
+  using R = Lanes::Reg;
+  constexpr int kW = Lanes::kWidth;
+  R acc[Channels][9];
+  float* out = a.acc + ov * kW;
+  POLNODE_UNROLL
+  for (int c = 0; c < Channels; ++c) {
+    POLNODE_UNROLL
+    for (int t = 0; t < 9; ++t) acc[c][t] = Lanes::Load(out + ((c0 + c) * 9 + t) * a.outputs_padded);
+  }
+  std::int64_t offsets[9];
+  for (int t = 0; t < 9; ++t) offsets[t] = a.tap_offsets[t];
+  for (std::int64_t h = 0; h < a.height; ++h) {
+    const float* d = a.dy_t + h * a.width * a.outputs_padded + ov * kW;
+    const float* row = a.source + c0 * a.plane_stride + h * (a.width + 2);
+    for (std::int64_t x = 0; x < a.width; ++x) {
+      const R dv = Lanes::Load(d + x * a.outputs_padded);
+      POLNODE_UNROLL
+      for (int c = 0; c < Channels; ++c) {
+        const float* s = row + c * a.plane_stride + x;
+        POLNODE_UNROLL
+        for (int t = 0; t < 9; ++t) acc[c][t] = Lanes::Fma(dv, Lanes::Set1(s[offsets[t]]), acc[c][t]);
+      }
+    }
+  }
+  POLNODE_UNROLL
+  for (int c = 0; c < Channels; ++c) {
+    POLNODE_UNROLL
+    for (int t = 0; t < 9; ++t) Lanes::Store(out + ((c0 + c) * 9 + t) * a.outputs_padded, acc[c][t]);
+  }
+}
+
+void Conv3x3WeightGradKernel(const Conv3x3WeightGrad& a) {
+  // Registers for 9 chains per channel: three channels where there are 32 registers (27 chains),
+  // one where there are 16.
+  constexpr int kChannels = Lanes::kWidth >= 16 ? 3 : 1;
+  for (std::int64_t ov = 0; ov < a.outputs_padded / Lanes::kWidth; ++ov) {
+    std::int64_t c0 = 0;
+    for (; c0 + kChannels <= a.channels; c0 += kChannels) Conv3x3WeightGradGroup<kChannels>(a, c0, ov);
+    for (; c0 < a.channels; ++c0) Conv3x3WeightGradGroup<1>(a, c0, ov);
+  }
+}
+
 const CpuKernels kKernels = {
     .isa = POLNODE_CPU_ISA,
     .mr = kMicroRows,
@@ -367,6 +480,9 @@ const CpuKernels kKernels = {
     .layer_norm_grad_row = LayerNormGradRow,
     .layer_norm_param_step = LayerNormParamStep,
     .softmax_grad_row = SoftmaxGradRow,
+    .conv3x3_direct = Conv3x3DirectKernel,
+    .conv3x3_weight_grad = Conv3x3WeightGradKernel,
+    .conv_lanes = Lanes::kWidth,
 };
 
 }  // namespace polnode::kernels::POLNODE_CPU_ISA_NS

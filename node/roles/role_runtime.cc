@@ -411,6 +411,10 @@ Status RunRoleDaemon(std::string_view role_name, Role& role, const RoleOptions& 
   }
   if (on_start) POLNODE_RETURN_IF_ERROR(on_start(ctx));
 
+  // The pass counters exist from the start, at 0: a scrape during the first pass (which can take
+  // long: funding, fetching) finds every counter the role has.
+  ctx.metrics().Add("passes_total", 0.0);
+  ctx.metrics().Add("pass_errors_total", 0.0);
   bool ledger_reachable = true;
   while (!role.Done()) {
     const Clock::TimePoint started = clock.Now();

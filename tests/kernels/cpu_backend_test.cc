@@ -177,7 +177,10 @@ TEST_P(CpuBackendTest, Conv2d3x3AndGradients) {
   std::uint32_t seed = 300;
   for (const ConvShape& s : {ConvShape{1, 1, 1, 1, 1}, ConvShape{2, 3, 4, 7, 5},
                              ConvShape{3, 5, 7, 17, 9}, ConvShape{9, 2, 3, 6, 6},
-                             ConvShape{4, 16, 8, 14, 14}}) {
+                             ConvShape{4, 16, 8, 14, 14},
+                             // Rows of two registers and a tail at every level; one image, its
+                             // rows split among the threads.
+                             ConvShape{2, 3, 5, 11, 40}, ConvShape{1, 2, 6, 33, 40}}) {
     const Tensor x = AwkwardTensor({s.batch, s.cin, s.height, s.width}, seed++, false);
     const Tensor w = AwkwardTensor({s.cout, s.cin, 3, 3}, seed++, false);
     const Tensor dy = AwkwardTensor({s.batch, s.cout, s.height, s.width}, seed++, false);
