@@ -27,6 +27,8 @@
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
 
+#include "step_case.h"
+
 namespace {
 
 using polnode::Result;
@@ -73,18 +75,8 @@ class TimedBackend final : public kernels::Backend {
   kernels::Backend& inner_;
 };
 
-struct Case {
-  const char* spec;
-  solver::OptimizerKind optimizer;
-  std::int64_t batch;
-};
-
-void FillBatch(const solver::StepGraph& graph, kernels::Tensor& images, kernels::Tensor& labels) {
-  images = kernels::Tensor(graph.images_shape);
-  labels = kernels::Tensor(graph.labels_shape);
-  for (std::int64_t i = 0; i < images.numel(); ++i) images.data()[i] = static_cast<float>(i % 10);  // token ids for the GPT
-  for (std::int64_t i = 0; i < labels.numel(); ++i) labels.data()[i] = static_cast<float>(i % 10);
-}
+using polnode::bench::FillBatch;
+using Case = polnode::bench::StepCase;
 
 Status Profile(const Case& c, kernels::Backend& backend, int steps) {
   POLNODE_ASSIGN_OR_RETURN(const solver::ModelSpec model, solver::ParseModelSpec(c.spec));

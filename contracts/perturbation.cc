@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "keys.h"
@@ -106,6 +108,45 @@ Result<std::string> CheckPerturbationProof(const proto::Task& task, std::string_
     return Status::InvalidArgument(at + ": the honest block does not climb to the result checkpoint's hash");
   }
   return ToBytes(consensus::PerturbedIndicesHash(consensus::PerturbedIndices(drawn)));
+}
+
+Result<proto::PerturbationProof> BuildPerturbationProof(std::uint64_t checkpoint, std::span<const std::string> names,
+                                                        std::span<const std::int64_t> dims,
+                                                        std::span<const float> committed_first,
+                                                        std::span<const float> honest_first,
+                                                        std::span<const Hash256> other_hashes, std::uint64_t block) {
+  if (dims.empty()) return Status::InvalidArgument("the first tensor has no dims");
+  std::int64_t elements = 1;
+  for (std::int64_t d : dims) {
+    if (d < 1 || elements > kMaxElements / d) return Status::InvalidArgument("the first tensor's dims are not a tensor's");
+    elements *= d;
+  }
+  if (committed_first.size() != static_cast<std::size_t>(elements) || honest_first.size() != committed_first.size()) {
+    return Status::InvalidArgument("the first tensor's values do not match its dims");
+  }
+  const consensus::TensorBlockTree committed_tree(dims, committed_first);
+  const consensus::TensorBlockTree honest_tree(dims, honest_first);
+  if (block >= committed_tree.grid().block_count()) {
+    return Status::InvalidArgument("block " + std::to_string(block) + " is not one of the first tensor's");
+  }
+  const std::uint32_t depth = committed_tree.tree()->depth();
+  POLNODE_ASSIGN_OR_RETURN(const std::vector<Hash256> siblings, committed_tree.tree()->Siblings(block, depth));
+  POLNODE_ASSIGN_OR_RETURN(const std::vector<Hash256> honest_siblings, honest_tree.tree()->Siblings(block, depth));
+  if (siblings != honest_siblings) {
+    return Status::InvalidArgument("the first tensor differs between the two states outside the drawn block");
+  }
+  const auto bytes = [](const std::vector<float>& values) {
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  };
+  proto::PerturbationProof proof;
+  proof.set_checkpoint(checkpoint);
+  for (const std::string& name : names) proof.add_names(name);
+  for (std::int64_t d : dims) proof.add_dims(d);
+  for (const Hash256& h : other_hashes) proof.add_tensor_hashes(std::string(h.begin(), h.end()));
+  proof.set_committed_block(bytes(consensus::BlockValues(dims, committed_first, block)));
+  proof.set_honest_block(bytes(consensus::BlockValues(dims, honest_first, block)));
+  for (const Hash256& h : siblings) proof.add_block_siblings(std::string(h.begin(), h.end()));
+  return proof;
 }
 
 }  // namespace polnode::contracts

@@ -7,6 +7,7 @@
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/perturbation.h"
 
 namespace polnode::econ {
 namespace {
@@ -169,20 +170,10 @@ proto::PerturbationProof ProofModel::PerturbationProofOf(std::uint64_t checkpoin
   const Perturbed& p = perturbed_.at(checkpoint);
   const std::vector<float> committed = Values(checkpoint);
   const std::vector<float> honest = CheckpointValues(task_key_, dims_, p.honest_branch, checkpoint);
-  proto::PerturbationProof proof;
-  proof.set_checkpoint(checkpoint);
-  for (const std::string& name : TensorNames()) proof.add_names(name);
-  for (std::int64_t d : dims_) proof.add_dims(d);
-  const std::uint64_t block = p.perturbation.block;
-  proof.set_committed_block(FloatBytes(consensus::BlockValues(dims_, committed, block)));
-  proof.set_honest_block(FloatBytes(consensus::BlockValues(dims_, honest, block)));
-  // The two states differ in this block only, so its path is the same in both block trees.
-  const consensus::TensorBlockTree tree(dims_, committed);
-  const consensus::GameTree& blocks = *tree.tree();  // the state tensor has elements
-  // Siblings cannot fail for a block of the tensor up to the tree's depth.
-  const std::vector<Hash256> siblings = blocks.Siblings(block, blocks.depth()).value();
-  for (const Hash256& sibling : siblings) proof.add_block_siblings(Bytes(sibling));
-  return proof;
+  // The model's states are one tensor, which differs from the honest one in the drawn block alone.
+  return contracts::BuildPerturbationProof(checkpoint, TensorNames(), dims_, committed, honest, {},
+                                           p.perturbation.block)
+      .value();
 }
 
 SolverProofs Train(const std::string& task_key, std::uint64_t k, const std::vector<std::int64_t>& dims,

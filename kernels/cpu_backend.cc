@@ -197,11 +197,15 @@ class CpuBackend final : public Backend {
       });
       return;
     }
-    // One chain per channel over (n, h, w); channels are independent, so split them, and run
-    // eight at a time so that each addition waits on its own chain only.
+    // One chain per channel over (n, h, w); channels are independent, so split them among the
+    // threads in groups of eight, whose chains run interleaved so that each addition waits on its
+    // own chain only.
     const int64_t batch = dy.dim(0), channels = dy.dim(1), plane = dy.dim(2) * dy.dim(3);
-    ParallelRange(channels, 1, [&](int64_t c0, int64_t c1) {
-      int64_t c = c0;
+    const int64_t groups = (channels + 7) / 8;
+    const int64_t workers = std::min<int64_t>(pool_.size(), groups);
+    pool_.Run(workers, [&](int64_t t) {
+      int64_t c = groups * t / workers * 8;
+      const int64_t c1 = std::min(channels, groups * (t + 1) / workers * 8);
       for (; c + 8 <= c1; c += 8) BiasGradChannels<8>(dy.data(), batch, channels, plane, c, db.data());
       for (; c < c1; ++c) BiasGradChannels<1>(dy.data(), batch, channels, plane, c, db.data());
     });

@@ -26,11 +26,6 @@ const std::vector<std::string> kNames = {"w", "b", "v"};
 
 std::string Raw(const Hash256& h) { return std::string(h.begin(), h.end()); }
 
-std::string BlockBytes(const std::vector<float>& values, std::uint64_t block) {
-  const std::vector<float> b = consensus::BlockValues(kDims, values, block);
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(float));
-}
-
 struct Fixture {
   proto::Task task;
   std::string secret = std::string(32, '\x5e');
@@ -64,17 +59,10 @@ const Fixture& Fixed() {
     f.leaf.set_checkpoint(kCheckpoint);
     f.leaf.set_committed_hash(Raw(state_hash(committed)));
     f.leaf.set_result_hash(Raw(state_hash(honest)));
-    proto::PerturbationProof& proof = f.honest_proof;
-    proof.set_checkpoint(kCheckpoint);
-    for (const std::string& n : kNames) proof.add_names(n);
-    for (std::int64_t d : kDims) proof.add_dims(d);
-    for (const Hash256& h : others) proof.add_tensor_hashes(Raw(h));
-    proof.set_committed_block(BlockBytes(committed, p.block));
-    proof.set_honest_block(BlockBytes(honest, p.block));
-    const consensus::TensorBlockTree tree(kDims, committed);
-    const Result<std::vector<Hash256>> siblings = tree.tree()->Siblings(p.block, tree.tree()->depth());
-    POLNODE_FUZZ_CHECK(siblings.ok(), "the fixture's block tree cannot prove its block");
-    for (const Hash256& h : *siblings) proof.add_block_siblings(Raw(h));
+    Result<proto::PerturbationProof> proof =
+        contracts::BuildPerturbationProof(kCheckpoint, kNames, kDims, committed, honest, others, p.block);
+    POLNODE_FUZZ_CHECK(proof.ok(), "the fixture's perturbation proof cannot be built");
+    f.honest_proof = *std::move(proof);
     f.indices_hash = Raw(consensus::PerturbedIndicesHash(consensus::PerturbedIndices(p)));
     return f;
   }();

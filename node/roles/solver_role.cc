@@ -10,11 +10,11 @@
 #include "polnode/consensus/forced_perturbation.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
-#include "polnode/consensus/pinpoint.h"
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/locks.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/perturbation.h"
 #include "polnode/rpc/file_http.h"
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/forced_round.h"
@@ -59,11 +59,6 @@ Result<solver::TrainState> LoadCheckpoint(const solver::ProofDir& proof, std::ui
   return solver::DecodeState(bytes);
 }
 
-// Float32 little-endian, as the ledger reads a block (this build targets little-endian hosts).
-std::string FloatBytes(const std::vector<float>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-}
-
 // The PerturbationProof of tolerant forced checkpoint `k`: the committed and the result proof's
 // states there must differ only in the first tensor's drawn block (one block path and one list of
 // the other tensors' hashes serve both in the ledger's check); kCorruption when they do not.
@@ -79,39 +74,28 @@ Result<proto::PerturbationProof> PerturbationProofAt(const proto::Task& task, st
   if (honest.tensors.size() != perturbed.tensors.size()) {
     return Status::Corruption(at + ": the committed and the result state have different tensor counts");
   }
-  proto::PerturbationProof proof;
-  proof.set_checkpoint(k);
+  std::vector<std::string> names;
+  std::vector<consensus::Hash256> other_hashes;
   for (std::size_t t = 0; t < perturbed.tensors.size(); ++t) {
     const solver::NamedTensor& a = perturbed.tensors[t];
     const solver::NamedTensor& b = honest.tensors[t];
     if (a.name != b.name || a.tensor.shape() != b.tensor.shape()) {
       return Status::Corruption(at + ": tensor " + std::to_string(t) + " differs in name or shape between the proofs");
     }
-    proof.add_names(a.name);
+    names.push_back(a.name);
     if (t == 0) continue;
     const consensus::Hash256 hash = solver::TensorHash(a.tensor);
     if (hash != solver::TensorHash(b.tensor)) {
       return Status::Corruption(at + ": tensor " + a.name + " differs between the committed and the result proof");
     }
-    proof.add_tensor_hashes(Raw(hash));
+    other_hashes.push_back(hash);
   }
   const kernels::Tensor& first = perturbed.tensors[0].tensor;
-  const std::span<const float> committed_values(first.data(), static_cast<std::size_t>(first.numel()));
-  const std::span<const float> honest_values(honest.tensors[0].tensor.data(), committed_values.size());
-  for (std::int64_t d : first.shape()) proof.add_dims(d);
   const consensus::Perturbation drawn =
       consensus::DrawPerturbation(secret, task.forced_seed(), task.id(), k, first.shape());
-  proof.set_committed_block(FloatBytes(consensus::BlockValues(first.shape(), committed_values, drawn.block)));
-  proof.set_honest_block(FloatBytes(consensus::BlockValues(first.shape(), honest_values, drawn.block)));
-  const consensus::TensorBlockTree committed_tree(first.shape(), committed_values);
-  const consensus::TensorBlockTree honest_tree(first.shape(), honest_values);
-  const std::uint32_t depth = committed_tree.tree()->depth();
-  POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> siblings, committed_tree.tree()->Siblings(drawn.block, depth));
-  POLNODE_ASSIGN_OR_RETURN(std::vector<consensus::Hash256> honest_siblings, honest_tree.tree()->Siblings(drawn.block, depth));
-  if (siblings != honest_siblings) {
-    return Status::Corruption(at + ": the first tensor differs between the proofs outside the drawn block");
-  }
-  for (const consensus::Hash256& h : siblings) proof.add_block_siblings(Raw(h));
+  Result<proto::PerturbationProof> proof = contracts::BuildPerturbationProof(
+      k, names, first.shape(), first.values(), honest.tensors[0].tensor.values(), other_hashes, drawn.block);
+  if (!proof.ok()) return Status::Corruption(at + ": " + proof.status().message());
   return proof;
 }
 

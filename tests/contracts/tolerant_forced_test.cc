@@ -14,6 +14,7 @@
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/perturbation.h"
 #include "polnode/testing/task_flow.h"
 
 namespace polnode::contracts::testing {
@@ -194,6 +195,31 @@ TEST(TolerantForced, TheSpecHashCoversTheForcedDeltaOfTolerantTasksOnly) {
   EXPECT_NE(TaskSpecHash(tolerant), exact_hash);
   // Golden: an exact spec hashes as it did before forced_delta existed (protocol v6).
   EXPECT_EQ(consensus::ToHex(exact_hash), "289ed345c7368c0874965dc25be3442d4a0d88c611fc4f8a444079c835bb100d");
+}
+
+// The one builder every revealer uses (solver role, econ, test flows, fuzz fixture): it refuses
+// states that differ outside the drawn block, whose reveal no single block path could prove, and
+// sizes that do not match the dims.
+TEST(BuildPerturbationProofTest, RefusesStatesThatDifferOutsideTheDrawnBlock) {
+  const std::vector<std::int64_t> dims = {70, 130};  // 2 x 3 blocks of 64 x 64, the edges smaller
+  std::vector<float> honest(70 * 130);
+  for (std::size_t i = 0; i < honest.size(); ++i) honest[i] = static_cast<float>(i % 97) / 97.0f;
+  std::vector<float> committed = honest;
+  committed[5] += 0x1p-10f;  // block 0
+  const std::vector<std::string> names = {"w"};
+  Result<proto::PerturbationProof> in_block = BuildPerturbationProof(2, names, dims, committed, honest, {}, 0);
+  ASSERT_TRUE(in_block.ok()) << in_block.status().ToString();
+  EXPECT_EQ(in_block->checkpoint(), 2u);
+  EXPECT_EQ(in_block->committed_block().size(), 64u * 64u * sizeof(float));
+  EXPECT_NE(in_block->committed_block(), in_block->honest_block());
+
+  const Result<proto::PerturbationProof> outside = BuildPerturbationProof(2, names, dims, committed, honest, {}, 1);
+  EXPECT_EQ(outside.status().code(), StatusCode::kInvalidArgument);
+  const std::vector<float> short_values(honest.begin(), honest.end() - 1);
+  EXPECT_EQ(BuildPerturbationProof(2, names, dims, short_values, short_values, {}, 0).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildPerturbationProof(2, names, dims, committed, honest, {}, 6).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "polnode/contracts/beacon.h"
 #include "polnode/contracts/forced.h"
 #include "polnode/contracts/payloads.h"
+#include "polnode/contracts/perturbation.h"
 
 namespace polnode::contracts::testing {
 namespace {
@@ -396,22 +397,10 @@ proto::RevealTx TaskFlow::ForcedRevealOver(const std::vector<Hash256>& result,
     const TolerantState committed = CommittedTolerantState(k);
     const TolerantState honest = HonestTolerantState(k);
     const consensus::Perturbation p = consensus::DrawPerturbation(secret, current.forced_seed(), current.id(), k, honest.dims);
-    proto::PerturbationProof* proof = msg.add_perturbations();
-    proof->set_checkpoint(k);
-    for (const std::string& name : honest.names) proof->add_names(name);
-    for (std::int64_t d : honest.dims) proof->add_dims(d);
-    for (const Hash256& h : honest.other_hashes) proof->add_tensor_hashes(RawHash(h));
-    const auto block_bytes = [&](const std::vector<float>& values) {
-      const std::vector<float> block = consensus::BlockValues(honest.dims, values, p.block);
-      return std::string(reinterpret_cast<const char*>(block.data()), block.size() * sizeof(float));
-    };
-    proof->set_committed_block(block_bytes(committed.first));
-    proof->set_honest_block(block_bytes(honest.first));
-    const consensus::TensorBlockTree tree(committed.dims, committed.first);
-    Result<std::vector<Hash256>> siblings = tree.tree()->Siblings(p.block, tree.tree()->depth());
-    EXPECT_TRUE(siblings.ok()) << siblings.status().ToString();
-    if (!siblings.ok()) continue;
-    for (const Hash256& h : *siblings) proof->add_block_siblings(RawHash(h));
+    Result<proto::PerturbationProof> proof = contracts::BuildPerturbationProof(
+        k, honest.names, honest.dims, committed.first, honest.first, honest.other_hashes, p.block);
+    EXPECT_TRUE(proof.ok()) << proof.status().ToString();
+    if (proof.ok()) *msg.add_perturbations() = *std::move(proof);
   }
   return msg;
 }

@@ -6,10 +6,13 @@
 #ifndef POLNODE_CONTRACTS_PERTURBATION_H_
 #define POLNODE_CONTRACTS_PERTURBATION_H_
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "polnode/base/status.h"
+#include "polnode/consensus/sha256.h"
 #include "polnode/contracts.pb.h"
 
 namespace polnode::contracts {
@@ -28,6 +31,17 @@ namespace polnode::contracts {
 [[nodiscard]] Result<std::string> CheckPerturbationProof(const proto::Task& task, std::string_view secret,
                                                          const proto::RevealedLeaf& leaf,
                                                          const proto::PerturbationProof& proof);
+
+/// The PerturbationProof that CheckPerturbationProof takes for forced checkpoint `checkpoint`: the
+/// state's tensor `names`, the first tensor's `dims` and its values in the committed
+/// (`committed_first`) and the honest state (`honest_first`), the other tensors' hashes (the same in
+/// both states) and the drawn `block` (consensus::DrawPerturbation). kInvalidArgument when a size
+/// does not match the dims, the block is not one of the tensor's, or the two first tensors differ
+/// outside the block (no one block path then climbs from both). Pure.
+[[nodiscard]] Result<proto::PerturbationProof> BuildPerturbationProof(
+    std::uint64_t checkpoint, std::span<const std::string> names, std::span<const std::int64_t> dims,
+    std::span<const float> committed_first, std::span<const float> honest_first,
+    std::span<const consensus::Hash256> other_hashes, std::uint64_t block);
 
 }  // namespace polnode::contracts
 
