@@ -9,8 +9,11 @@ Builds the same model as polnode (mlp: Linear layers with ReLU between them; cnn
 with padding 1, bias and ReLU, 2x2 max pools, then Linear layers with ReLU but the last), mean
 cross-entropy and torch.optim.SGD (lr 0.05, momentum 0.9) on 8 fixed random batches in rotation,
 the same work as polnode's side. After 20 warm-up steps it times as many steps as fit in SECONDS
-and prints "steps_per_second X", then what PyTorch runs on ("torch VERSION threads N mkl M
-mkldnn D blas B"). The CPU affinity is inherited from the caller, which pins itself first.
+and prints "steps_per_second X" (steps over the elapsed time), on the CPU "median_step_seconds Y"
+(the median of the steps' own times: on a shared machine a step the scheduler interrupted is slow
+for reasons that are not PyTorch's, and the median leaves those out), then what PyTorch runs on
+("torch VERSION threads N mkl M mkldnn D blas B"). The CPU affinity is inherited from the
+caller, which pins itself first.
 """
 import re
 import sys
@@ -94,15 +97,21 @@ def main(spec, batch, seconds, threads, device="cpu"):
     synchronize()
     start = time.perf_counter()
     steps = 0
+    step_seconds = []
     while True:
+        step_start = time.perf_counter()
         step(steps)
         steps += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
+        now = time.perf_counter()
+        step_seconds.append(now - step_start)
+        if now - start >= seconds:
             break
     synchronize()
     elapsed = time.perf_counter() - start
+    step_seconds.sort()
     print("steps_per_second %.3f" % (steps / elapsed))
+    if device == "cpu":  # a CUDA step's own time is only its launches
+        print("median_step_seconds %.9f" % step_seconds[len(step_seconds) // 2])
     print("torch %s threads %d mkl %s mkldnn %s blas %s" % (
         torch.__version__, torch.get_num_threads(), torch.backends.mkl.is_available(),
         torch.backends.mkldnn.is_available(), blas_name()))
