@@ -23,6 +23,66 @@ import torch
 import torch.nn.functional as F
 
 
+def build_gpt(layers, heads, width, context, vocab, dev):
+    """The GPT's parameters (nanoGPT-style initialisation) and its training step on given token
+    batches: train(x, y) runs the forward pass, the mean cross-entropy, the backward pass and one
+    AdamW update (lr 1e-3, weight decay 0.1 on the matrices) and returns the loss tensor.
+    bench/torch_peer.py times the same step against polnode's."""
+    c, t = width, context
+
+    def weight(*shape, std=0.02):
+        return (torch.randn(*shape, device=dev) * std).requires_grad_(True)
+
+    def ones(n):
+        return torch.ones(n, device=dev, requires_grad=True)
+
+    def zeros(n):
+        return torch.zeros(n, device=dev, requires_grad=True)
+
+    p = {"wte": weight(vocab, c), "wpe": weight(t, c), "lnf.g": ones(c), "lnf.b": zeros(c),
+         "head.w": weight(c, vocab)}
+    proj = 0.02 / math.sqrt(2 * layers)
+    for i in range(layers):
+        h = f"h{i}"
+        for ln in ("ln1", "ln2"):
+            p[f"{h}.{ln}.g"] = ones(c)
+            p[f"{h}.{ln}.b"] = zeros(c)
+        for w in ("wq", "wk", "wv"):
+            p[f"{h}.attn.{w}"] = weight(c, c)
+        p[f"{h}.attn.wo"] = weight(c, c, std=proj)
+        p[f"{h}.mlp.w1"] = weight(c, 4 * c)
+        p[f"{h}.mlp.w2"] = weight(4 * c, c, std=proj)
+    decay = [x for n, x in p.items() if x.dim() == 2]
+    no_decay = [x for n, x in p.items() if x.dim() == 1]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    d = c // heads
+    mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=dev), diagonal=1)
+
+    def train(x, y):
+        batch = x.shape[0]
+        z = p["wte"][x] + p["wpe"][None]
+        for i in range(layers):
+            h = f"h{i}"
+            u = F.layer_norm(z, (c,), p[h + ".ln1.g"], p[h + ".ln1.b"], 1e-5)
+            q = (u @ p[h + ".attn.wq"]).view(batch, t, heads, d).transpose(1, 2)
+            k = (u @ p[h + ".attn.wk"]).view(batch, t, heads, d).transpose(1, 2)
+            vv = (u @ p[h + ".attn.wv"]).view(batch, t, heads, d).transpose(1, 2)
+            s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+            o = F.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ vv
+            z = z + o.transpose(1, 2).reshape(batch, t, c) @ p[h + ".attn.wo"]
+            u = F.layer_norm(z, (c,), p[h + ".ln2.g"], p[h + ".ln2.b"], 1e-5)
+            z = z + F.gelu(u @ p[h + ".mlp.w1"], approximate="tanh") @ p[h + ".mlp.w2"]
+        z = F.layer_norm(z, (c,), p["lnf.g"], p["lnf.b"], 1e-5) @ p["head.w"]
+        loss = F.cross_entropy(z.view(-1, vocab), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("text")
@@ -44,59 +104,15 @@ def main():
     raw = np.fromfile(a.text, dtype=np.uint8)
     vocab = np.unique(raw)
     ids = torch.from_numpy(np.searchsorted(vocab, raw).astype(np.int64)).to(dev)
-    v, c, t = len(vocab), a.width, a.context
 
-    def weight(*shape, std=0.02):
-        return (torch.randn(*shape, device=dev) * std).requires_grad_(True)
-
-    def ones(n):
-        return torch.ones(n, device=dev, requires_grad=True)
-
-    def zeros(n):
-        return torch.zeros(n, device=dev, requires_grad=True)
-
-    p = {"wte": weight(v, c), "wpe": weight(t, c), "lnf.g": ones(c), "lnf.b": zeros(c),
-         "head.w": weight(c, v)}
-    proj = 0.02 / math.sqrt(2 * a.layers)
-    for i in range(a.layers):
-        h = f"h{i}"
-        for ln in ("ln1", "ln2"):
-            p[f"{h}.{ln}.g"] = ones(c)
-            p[f"{h}.{ln}.b"] = zeros(c)
-        for w in ("wq", "wk", "wv"):
-            p[f"{h}.attn.{w}"] = weight(c, c)
-        p[f"{h}.attn.wo"] = weight(c, c, std=proj)
-        p[f"{h}.mlp.w1"] = weight(c, 4 * c)
-        p[f"{h}.mlp.w2"] = weight(4 * c, c, std=proj)
-    decay = [x for n, x in p.items() if x.dim() == 2]
-    no_decay = [x for n, x in p.items() if x.dim() == 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
-    d = c // a.heads
-    mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=dev), diagonal=1)
+    train = build_gpt(a.layers, a.heads, a.width, a.context, len(vocab), dev)
+    t = a.context
 
     def step():
         starts = torch.randint(0, int(len(ids) * 0.9) - t - 1, (a.batch,)).tolist()
         x = torch.stack([ids[s:s + t] for s in starts])
         y = torch.stack([ids[s + 1:s + t + 1] for s in starts])
-        z = p["wte"][x] + p["wpe"][None]
-        for i in range(a.layers):
-            h = f"h{i}"
-            u = F.layer_norm(z, (c,), p[h + ".ln1.g"], p[h + ".ln1.b"], 1e-5)
-            q = (u @ p[h + ".attn.wq"]).view(a.batch, t, a.heads, d).transpose(1, 2)
-            k = (u @ p[h + ".attn.wk"]).view(a.batch, t, a.heads, d).transpose(1, 2)
-            vv = (u @ p[h + ".attn.wv"]).view(a.batch, t, a.heads, d).transpose(1, 2)
-            s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-            o = F.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ vv
-            z = z + o.transpose(1, 2).reshape(a.batch, t, c) @ p[h + ".attn.wo"]
-            u = F.layer_norm(z, (c,), p[h + ".ln2.g"], p[h + ".ln2.b"], 1e-5)
-            z = z + F.gelu(u @ p[h + ".mlp.w1"], approximate="tanh") @ p[h + ".mlp.w2"]
-        z = F.layer_norm(z, (c,), p["lnf.g"], p["lnf.b"], 1e-5) @ p["head.w"]
-        loss = F.cross_entropy(z.view(-1, v), y.view(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return train(x, y).item()
 
     for _ in range(5):
         step()

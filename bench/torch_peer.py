@@ -1,25 +1,31 @@
 #!/usr/bin/python3
-"""PyTorch's side of bench/train_bench.cc: training steps per second of an MLP or a CNN.
+"""PyTorch's side of bench/train_bench.cc: training steps per second of an MLP, a CNN or a GPT.
 
 Usage: PYTHON torch_peer.py SPEC BATCH SECONDS THREADS [DEVICE]
-  SPEC     polnode's model spec: mlp:784-256-128-10 or cnn:c8-p-c16-p-f64-10 (input 1x28x28)
+  SPEC     polnode's model spec: mlp:784-256-128-10 or cnn:c8-p-c16-p-f64-10 (input 1x28x28), or
+           gpt:layers=4,heads=4,width=128,context=64,vocab=65 (the module and AdamW step of
+           bench/gpt_torch_bench.py, on random token windows)
   DEVICE   cpu (the default) or cuda; on cuda TF32 is off (polnode computes in float32) and the
            timer stops after a device synchronization
 Builds the same model as polnode (mlp: Linear layers with ReLU between them; cnn: 3x3 convolutions
 with padding 1, bias and ReLU, 2x2 max pools, then Linear layers with ReLU but the last), mean
 cross-entropy and torch.optim.SGD (lr 0.05, momentum 0.9) on 8 fixed random batches in rotation,
-the same work as polnode's side. After 20 warm-up steps it times as many steps as fit in SECONDS
+the same work as polnode's side (a GPT: AdamW, lr 1e-3, weight decay 0.1 on its matrices). After 20 warm-up steps it times as many steps as fit in SECONDS
 and prints "steps_per_second X" (steps over the elapsed time), on the CPU "median_step_seconds Y"
 (the median of the steps' own times: on a shared machine a step the scheduler interrupted is slow
 for reasons that are not PyTorch's, and the median leaves those out), then what PyTorch runs on
 ("torch VERSION threads N mkl M mkldnn D blas B"). The CPU affinity is inherited from the
 caller, which pins itself first.
 """
+import os
 import re
 import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_torch_bench import build_gpt  # noqa: E402 (the path above first)
 
 
 def build_model(spec):
@@ -75,22 +81,30 @@ def main(spec, batch, seconds, threads, device="cpu"):
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    model, input_shape, outputs = build_model(spec)
-    model = model.to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    batches = [(torch.rand(batch, *input_shape, device=device),
-                torch.randint(0, outputs, (batch,), device=device)) for _ in range(8)]
+    if spec.startswith("gpt:"):
+        g = {key: int(value) for key, value in (item.split("=") for item in spec[4:].split(","))}
+        train = build_gpt(g["layers"], g["heads"], g["width"], g["context"], g["vocab"], device)
+        batches = [(torch.randint(0, g["vocab"], (batch, g["context"]), device=device),
+                    torch.randint(0, g["vocab"], (batch, g["context"]), device=device)) for _ in range(8)]
+    else:
+        model, input_shape, outputs = build_model(spec)
+        model = model.to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        batches = [(torch.rand(batch, *input_shape, device=device),
+                    torch.randint(0, outputs, (batch,), device=device)) for _ in range(8)]
+
+        def train(x, y):
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
 
     def synchronize():
         if device == "cuda":
             torch.cuda.synchronize()
 
     def step(i):
-        x, y = batches[i % len(batches)]
-        optimizer.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
+        train(*batches[i % len(batches)])
 
     for i in range(20):
         step(i)

@@ -1,6 +1,7 @@
 // Training steps per second of polnode against PyTorch on the same models, batches and optimizer,
-// in one run (DESIGN.md section 9, issue 18 item 1): the two MLPs and the devnet's CNN, batch 128,
-// SGD with momentum, on one pinned core and on two. For each model and thread count the two sides
+// in one run (DESIGN.md section 9, issue 18 item 1): the two MLPs and the devnet's CNN (batch 128,
+// SGD with momentum) and nanoGPT's shakespeare_char CPU GPT (4 layers, width 128, context 64,
+// batch 12, AdamW), on one pinned core and on two. For each model and thread count the two sides
 // alternate repeat by repeat (polnode, PyTorch, polnode, ...) on the same pinned cores, so both
 // see the same load; each repeat times as many steps as fit in S seconds after a warm-up. Two
 // rates per side and repeat: steps over the elapsed time, and one over the median of the steps' own
@@ -38,8 +39,6 @@ namespace {
 using polnode::kernels::Tensor;
 namespace solver = polnode::solver;
 
-constexpr std::int64_t kBatch = 128;
-
 struct Options {
   int cpu = 0;
   double seconds = 2.0;
@@ -49,6 +48,7 @@ struct Options {
 
 struct Case {
   const char* spec;
+  std::int64_t batch;
   double target;  // the goal for polnode's steps/s over PyTorch's
 };
 
@@ -95,11 +95,18 @@ struct Rates {
 // synthetic batches in rotation, set up and warmed up once.
 class OurSide {
  public:
-  OurSide(const std::string& spec, int threads) {
+  OurSide(const Case& c, int threads) {
+    const std::string spec = c.spec;
     auto model = solver::ParseModelSpec(spec);
-    solver::OptimizerConfig opt;  // sgd, lr 0.05, momentum 0.9 (the defaults)
     if (!model.ok()) Fail(spec, model.status());
-    auto graph = solver::BuildTrainStepGraph(*model, opt, kBatch);
+    // SGD with lr 0.05 and momentum 0.9 (the defaults); a GPT trains with AdamW as nanoGPT does.
+    solver::OptimizerConfig opt;
+    if (model->gpt) {
+      opt.kind = solver::OptimizerKind::kAdam;
+      opt.lr = 1e-3f;
+      opt.weight_decay = 0.1f;
+    }
+    auto graph = solver::BuildTrainStepGraph(*model, opt, c.batch);
     if (!graph.ok()) Fail(spec, graph.status());
     auto runner = solver::StepRunner::Create(*graph);
     if (!runner.ok()) Fail(spec, runner.status());
@@ -108,8 +115,13 @@ class OurSide {
     for (std::uint32_t b = 0; b < 8; ++b) {
       Tensor x(graph->images_shape), y(graph->labels_shape);
       for (std::int64_t i = 0; i < x.numel(); ++i) {
-        x.data()[i] = solver::UniformFloat(solver::RandomWord(1, solver::RandomPurpose::kSynthetic, b,
-                                                              static_cast<std::uint64_t>(i)));
+        // A GPT's input is token ids; an image model's, pixels in [0, 1).
+        x.data()[i] = model->gpt ? static_cast<float>(solver::UniformIndex(
+                                       solver::RandomU64(1, solver::RandomPurpose::kSynthetic, 200 + b,
+                                                         static_cast<std::uint64_t>(i)),
+                                       static_cast<std::uint64_t>(model->num_outputs())))
+                                 : solver::UniformFloat(solver::RandomWord(1, solver::RandomPurpose::kSynthetic, b,
+                                                                           static_cast<std::uint64_t>(i)));
       }
       for (std::int64_t i = 0; i < y.numel(); ++i) {
         y.data()[i] = static_cast<float>(
@@ -169,9 +181,9 @@ struct TorchRepeat {
   std::string runtime;
 };
 
-TorchRepeat TorchSide(const std::string& spec, int threads, const Options& o) {
+TorchRepeat TorchSide(const Case& c, int threads, const Options& o) {
   const std::filesystem::path script = std::filesystem::path(POLNODE_BENCH_DIR) / "torch_peer.py";
-  const std::string command = o.python + " " + script.string() + " " + spec + " " + std::to_string(kBatch) + " " +
+  const std::string command = o.python + " " + script.string() + " " + c.spec + " " + std::to_string(c.batch) + " " +
                               std::to_string(o.seconds) + " " + std::to_string(threads) + " 2>/dev/null";
   TorchRepeat out;
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
@@ -209,23 +221,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: train_bench [--cpu N] [--seconds S] [--repeats R] [--python PATH]\n");
     return 2;
   }
-  std::printf("train_bench: training steps/s, batch %lld, SGD momentum 0.9, polnode and PyTorch alternating %d x %.1f s "
-              "on the same pinned CPUs\n",
-              static_cast<long long>(kBatch), o.repeats, o.seconds);
-  const Case cases[] = {{"mlp:784-256-128-10", 1.5}, {"mlp:784-1024-1024-10", 1.2}, {"cnn:c8-p-c16-p-f64-10", 1.5}};
+  std::printf("train_bench: training steps/s (batch 128 and SGD momentum 0.9; the GPT batch 12 and AdamW), polnode and "
+              "PyTorch alternating %d x %.1f s on the same pinned CPUs\n",
+              o.repeats, o.seconds);
+  const Case cases[] = {{"mlp:784-256-128-10", 128, 1.5},
+                        {"mlp:784-1024-1024-10", 128, 1.2},
+                        {"cnn:c8-p-c16-p-f64-10", 128, 1.5},
+                        {"gpt:layers=4,heads=4,width=128,context=64,vocab=65", 12, 1.5}};
   for (int threads : {1, 2}) {
     if (!PinToCpus(o.cpu, threads)) {
       std::fprintf(stderr, "train_bench: cannot pin to CPUs %d..%d\n", o.cpu, o.cpu + threads - 1);
       return 1;
     }
     for (const Case& c : cases) {
-      OurSide ours(c.spec, threads);
+      OurSide ours(c, threads);
       std::vector<double> polnode, pytorch, ratios, elapsed_ratios;
       std::string runtime;
       for (int r = 0; r < o.repeats; ++r) {
         const Rates mine = ours.Repeat(o.seconds);
         polnode.push_back(mine.median_step);
-        const TorchRepeat theirs = TorchSide(c.spec, threads, o);
+        const TorchRepeat theirs = TorchSide(c, threads, o);
         if (theirs.rates.median_step <= 0.0 || theirs.rates.elapsed <= 0.0) break;
         pytorch.push_back(theirs.rates.median_step);
         ratios.push_back(mine.median_step / theirs.rates.median_step);
