@@ -321,17 +321,8 @@ class CpuBackend final : public Backend {
       for (int64_t p = p0; p < p1; ++p) {
         for (int64_t h = 0; h < out_h; ++h) {
           const float* top = x.data() + (p * height + 2 * h) * width;
-          const float* bottom = top + width;
-          for (int64_t w = 0; w < out_w; ++w) {
-            // Taps in row-major order; a later tap wins only if strictly greater.
-            const float taps[4] = {top[2 * w], top[2 * w + 1], bottom[2 * w], bottom[2 * w + 1]};
-            int best = 0;
-            for (int t = 1; t < 4; ++t) {
-              if (taps[t] > taps[best]) best = t;
-            }
-            y.data()[(p * out_h + h) * out_w + w] = taps[best];
-            arg.data()[(p * out_h + h) * out_w + w] = static_cast<float>(best);
-          }
+          const int64_t out = (p * out_h + h) * out_w;
+          kr_.max_pool_row(top, top + width, y.data() + out, arg.data() + out, out_w);
         }
       }
     });
@@ -347,14 +338,8 @@ class CpuBackend final : public Backend {
         for (int64_t h = 0; h < out_h; ++h) {
           float* top = plane + 2 * h * width;
           float* bottom = top + width;
-          const float* g = dy.data() + (p * out_h + h) * out_w;
-          const float* taps = arg.data() + (p * out_h + h) * out_w;
-          for (int64_t w = 0; w < out_w; ++w) {
-            top[2 * w] = taps[w] == 0.0f ? g[w] : 0.0f;
-            top[2 * w + 1] = taps[w] == 1.0f ? g[w] : 0.0f;
-            bottom[2 * w] = taps[w] == 2.0f ? g[w] : 0.0f;
-            bottom[2 * w + 1] = taps[w] == 3.0f ? g[w] : 0.0f;
-          }
+          const int64_t out = (p * out_h + h) * out_w;
+          kr_.max_pool_grad_row(arg.data() + out, dy.data() + out, top, bottom, out_w);
           if (width % 2 != 0) top[width - 1] = bottom[width - 1] = 0.0f;
         }
         if (height % 2 != 0) std::fill(plane + (height - 1) * width, plane + height * width, 0.0f);

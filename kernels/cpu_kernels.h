@@ -86,6 +86,13 @@ struct CpuKernels {
   void (*relu)(const float* x, float* y, std::int64_t count);
   // dx[i] = x[i] > 0 ? dy[i] : +0.0f.
   void (*relu_grad)(const float* x, const float* dy, float* dx, std::int64_t count);
+  // One output row of kMaxPool2x2: window i's taps are top[2i], top[2i + 1], bottom[2i],
+  // bottom[2i + 1]; y[i] is the first tap unless a later one is strictly greater (op.h), arg[i]
+  // the chosen tap's index as a float.
+  void (*max_pool_row)(const float* top, const float* bottom, float* y, float* arg, std::int64_t count);
+  // One output row of kMaxPool2x2Grad: window i's four taps (as above) get dy[i]'s bits at tap
+  // arg[i] and +0.0f at the others.
+  void (*max_pool_grad_row)(const float* arg, const float* dy, float* top, float* bottom, std::int64_t count);
   // y[i] = x[i] / divisor.
   void (*divide)(const float* x, float divisor, float* y, std::int64_t count);
   // op.h's kSgdMomentum per element; w_out may be w and v_out may be v.

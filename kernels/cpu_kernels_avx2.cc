@@ -33,12 +33,40 @@ struct Lanes {
   static Mask Lt(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static Mask Le(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   static Mask Gt(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static Mask Eq(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
   static Mask IsNan(Reg a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
   static Reg Select(Mask m, Reg a, Reg b) { return _mm256_blendv_ps(b, a, m); }
   static Reg Abs(Reg a) { return _mm256_and_ps(a, Bits(0x7FFFFFFF)); }
   static Reg Neg(Reg a) { return _mm256_xor_ps(a, Bits(static_cast<int>(0x80000000u))); }
   static Reg SignBit(Reg a) { return _mm256_and_ps(a, Bits(static_cast<int>(0x80000000u))); }
   static Reg Or(Reg a, Reg b) { return _mm256_or_ps(a, b); }
+  // even[i] = p[2i], odd[i] = p[2i + 1] (16 floats read): in-lane shuffles take the even (odd)
+  // floats of each 128-bit half, then the 64-bit quarters are put in order.
+  static void LoadPairs(const float* p, Reg& even, Reg& odd) {
+    const Reg lo = Load(p), hi = Load(p + kWidth);
+    even = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+    odd = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // p[2i] = even[i], p[2i + 1] = odd[i] (16 floats written).
+  static void StorePairs(float* p, Reg even, Reg odd) {
+    const Reg first = _mm256_unpacklo_ps(even, odd), second = _mm256_unpackhi_ps(even, odd);
+    Store(p, _mm256_permute2f128_ps(first, second, 0x20));
+    Store(p + kWidth, _mm256_permute2f128_ps(first, second, 0x31));
+  }
+  // The first n < kWidth floats only, through masked loads and stores (the lanes past n are
+  // neither read, so no fault, nor written; loaded ones are 0).
+  static Reg LoadPartial(const float* p, int n) { return _mm256_maskload_ps(p, FirstLanes(n)); }
+  static void StorePartial(float* p, Reg v, int n) { _mm256_maskstore_ps(p, FirstLanes(n), v); }
+  static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
+    const Reg lo = _mm256_maskload_ps(p, FirstLanes(2 * n)), hi = _mm256_maskload_ps(p + kWidth, FirstLanes(2 * n - kWidth));
+    even = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+    odd = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
+    const Reg first = _mm256_unpacklo_ps(even, odd), second = _mm256_unpackhi_ps(even, odd);
+    _mm256_maskstore_ps(p, FirstLanes(2 * n), _mm256_permute2f128_ps(first, second, 0x20));
+    _mm256_maskstore_ps(p + kWidth, FirstLanes(2 * n - kWidth), _mm256_permute2f128_ps(first, second, 0x31));
+  }
   // (k + 127) << 23 as bits: exact for integral k in [-126, 127]; the conversion of anything
   // else gives 0x80000000, a defined garbage value the callers discard.
   static Reg Pow2(Reg k) {
@@ -48,6 +76,14 @@ struct Lanes {
 
  private:
   static Reg Bits(int u) { return _mm256_castsi256_ps(_mm256_set1_epi32(u)); }
+  // Lane i's sign bit set where i < n (any n; below 0 none, from 8 on all).
+  static __m256i FirstLanes(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // 64-bit quarters 0, 2, 1, 3: [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6].
+  static Reg InOrder(Reg v) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
 };
 
 // 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.

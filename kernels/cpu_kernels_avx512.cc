@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #define POLNODE_CPU_ISA_NS avx512
 #define POLNODE_CPU_ISA CpuIsa::kAvx512
 
@@ -35,6 +37,7 @@ struct Lanes {
   static Mask Lt(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static Mask Le(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
   static Mask Gt(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+  static Mask Eq(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
   static Mask IsNan(Reg a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
   static Reg Select(Mask m, Reg a, Reg b) { return _mm512_mask_blend_ps(m, b, a); }
   // Bitwise float operations go through the integer forms (the float ones need AVX512DQ).
@@ -49,6 +52,36 @@ struct Lanes {
   }
   // (k + 127) << 23 as bits, exact for integral k in [-126, 127] (anything else converts to
   // 0x80000000, a defined garbage value the callers discard). Zero-masking forms, as for Sqrt.
+  // even[i] = p[2i], odd[i] = p[2i + 1] (32 floats read).
+  static void LoadPairs(const float* p, Reg& even, Reg& odd) {
+    const Reg lo = Load(p), hi = Load(p + kWidth);
+    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
+  }
+  // p[2i] = even[i], p[2i + 1] = odd[i] (32 floats written).
+  static void StorePairs(float* p, Reg even, Reg odd) {
+    Store(p, _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
+    Store(p + kWidth,
+          _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+  }
+  // The first n < kWidth floats only, through masked loads and stores (the lanes past n are
+  // neither read, so no fault, nor written; loaded ones are 0).
+  static Reg LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
+  static void StorePartial(float* p, Reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
+  static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
+    const Reg lo = _mm512_maskz_loadu_ps(FirstLanes(std::min(2 * n, kWidth)), p);
+    const Reg hi = _mm512_maskz_loadu_ps(FirstLanes(std::max(2 * n - kWidth, 0)), p + kWidth);
+    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
+  }
+  static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
+    _mm512_mask_storeu_ps(
+        p, FirstLanes(std::min(2 * n, kWidth)),
+        _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
+    _mm512_mask_storeu_ps(
+        p + kWidth, FirstLanes(std::max(2 * n - kWidth, 0)),
+        _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+  }
   static Reg Pow2(Reg k) {
     constexpr auto kAll = static_cast<__mmask16>(0xFFFF);
     const __m512i biased =
@@ -57,6 +90,7 @@ struct Lanes {
   }
 
  private:
+  static __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   static Reg BitAnd(Reg a, int mask) {
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(mask)));
   }

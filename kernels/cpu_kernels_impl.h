@@ -146,6 +146,74 @@ void Accumulate(const float* x, float* acc, std::int64_t count) {
   });
 }
 
+// kMaxPool2x2 for n windows of one output row: n = kWidth through whole registers, n < kWidth
+// through masked loads and stores (a short row, such as a 28-wide image's 14 windows, stays in
+// one register instead of going lane by lane).
+template <bool kPartial>
+void MaxPoolWindows(const float* top, const float* bottom, float* y, float* arg, int n) {
+  using R = typename Lanes::Reg;
+  R tap[4];
+  if constexpr (kPartial) {
+    Lanes::LoadPairsPartial(top, n, tap[0], tap[1]);
+    Lanes::LoadPairsPartial(bottom, n, tap[2], tap[3]);
+  } else {
+    Lanes::LoadPairs(top, tap[0], tap[1]);
+    Lanes::LoadPairs(bottom, tap[2], tap[3]);
+  }
+  R best = tap[0], which = Lanes::Zero();
+  POLNODE_UNROLL
+  for (int t = 1; t < 4; ++t) {
+    const typename Lanes::Mask greater = Lanes::Gt(tap[t], best);  // false for NaN on either side
+    best = Lanes::Select(greater, tap[t], best);
+    which = Lanes::Select(greater, Lanes::Set1(static_cast<float>(t)), which);
+  }
+  if constexpr (kPartial) {
+    Lanes::StorePartial(y, best, n);
+    Lanes::StorePartial(arg, which, n);
+  } else {
+    Lanes::Store(y, best);
+    Lanes::Store(arg, which);
+  }
+}
+
+void MaxPoolRow(const float* top, const float* bottom, float* y, float* arg, std::int64_t count) {
+  std::int64_t i = 0;
+  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
+    MaxPoolWindows<false>(top + 2 * i, bottom + 2 * i, y + i, arg + i, Lanes::kWidth);
+  }
+  if (i < count) MaxPoolWindows<true>(top + 2 * i, bottom + 2 * i, y + i, arg + i, static_cast<int>(count - i));
+}
+
+// kMaxPool2x2Grad for n windows of one output row, as MaxPoolWindows.
+template <bool kPartial>
+void MaxPoolGradWindows(const float* arg, const float* dy, float* top, float* bottom, int n) {
+  using R = typename Lanes::Reg;
+  const R which = kPartial ? Lanes::LoadPartial(arg, n) : Lanes::Load(arg);
+  const R g = kPartial ? Lanes::LoadPartial(dy, n) : Lanes::Load(dy);
+  R tap[4];
+  POLNODE_UNROLL
+  for (int t = 0; t < 4; ++t) {
+    tap[t] = Lanes::Select(Lanes::Eq(which, Lanes::Set1(static_cast<float>(t))), g, Lanes::Zero());
+  }
+  if constexpr (kPartial) {
+    Lanes::StorePairsPartial(top, tap[0], tap[1], n);
+    Lanes::StorePairsPartial(bottom, tap[2], tap[3], n);
+  } else {
+    Lanes::StorePairs(top, tap[0], tap[1]);
+    Lanes::StorePairs(bottom, tap[2], tap[3]);
+  }
+}
+
+void MaxPoolGradRow(const float* arg, const float* dy, float* top, float* bottom, std::int64_t count) {
+  std::int64_t i = 0;
+  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
+    MaxPoolGradWindows<false>(arg + i, dy + i, top + 2 * i, bottom + 2 * i, Lanes::kWidth);
+  }
+  if (i < count) {
+    MaxPoolGradWindows<true>(arg + i, dy + i, top + 2 * i, bottom + 2 * i, static_cast<int>(count - i));
+  }
+}
+
 void Relu(const float* x, float* y, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     const typename L::Reg v = L::Load(x + i);
@@ -466,6 +534,8 @@ const CpuKernels kKernels = {
     .accumulate = Accumulate,
     .relu = Relu,
     .relu_grad = ReluGrad,
+    .max_pool_row = MaxPoolRow,
+    .max_pool_grad_row = MaxPoolGradRow,
     .divide = Divide,
     .sgd = Sgd,
     .adamw = AdamW,

@@ -31,9 +31,25 @@ struct OneLane {
   static Mask Lt(Reg a, Reg b) { return a < b; }
   static Mask Le(Reg a, Reg b) { return a <= b; }
   static Mask Gt(Reg a, Reg b) { return a > b; }
+  static Mask Eq(Reg a, Reg b) { return a == b; }
   static Mask IsNan(Reg a) { return a != a; }
   // m ? a : b, lane by lane.
   static Reg Select(Mask m, Reg a, Reg b) { return m ? a : b; }
+  // even[i] = p[2i], odd[i] = p[2i + 1], and back: pairs of neighbours split and joined.
+  static void LoadPairs(const float* p, Reg& even, Reg& odd) {
+    even = p[0];
+    odd = p[1];
+  }
+  static void StorePairs(float* p, Reg even, Reg odd) {
+    p[0] = even;
+    p[1] = odd;
+  }
+  // The vector levels' masked forms for the first n < kWidth lanes: with one lane, n is 0 and
+  // nothing is read or written.
+  static Reg LoadPartial(const float*, int) { return 0.0f; }
+  static void StorePartial(float*, Reg, int) {}
+  static void LoadPairsPartial(const float*, int, Reg& even, Reg& odd) { even = odd = 0.0f; }
+  static void StorePairsPartial(float*, Reg, Reg, int) {}
   // Sign-bit manipulation, exact: |a|, a with its sign flipped, a's sign bit alone (+0 or -0),
   // and the bitwise or of two floats.
   static Reg Abs(Reg a) { return FromBits(Bits(a) & 0x7FFFFFFFu); }

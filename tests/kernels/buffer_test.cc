@@ -3,8 +3,10 @@
 // operator gives Run's bits; misuse is refused with a message and changes nothing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -173,6 +175,33 @@ INSTANTIATE_TEST_SUITE_P(AllOps, EnqueueConformanceTest, ::testing::Range(0, kNu
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::string(OpName(static_cast<Op>(param_info.param)));
                          });
+
+TEST(CheckIndexValues, AcceptsExactlyTheIntegersInRange) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const IndexInput small{1, "labels", 10};
+  // Valid: every integer in range, -0.0 (which equals 0).
+  std::vector<float> good = {-0.0f, 0.0f, 1.0f, 8.0f, 9.0f};
+  EXPECT_TRUE(CheckIndexValues(Op::kSoftmaxCrossEntropy, small, good).ok());
+  // Each of these, alone among valid values, is refused and named by its position.
+  for (const float bad : {-1.0f, 10.0f, 0.5f, 9.5f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f),
+                          -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::denorm_min(), nan,
+                          inf, -inf}) {
+    std::vector<float> values(37, 3.0f);
+    values[29] = bad;
+    const Status status = CheckIndexValues(Op::kSoftmaxCrossEntropy, small, values);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(status.message().find("element 29 is"), std::string::npos) << status.ToString();
+  }
+  // Around 2^23, where the integer test changes method: 2^23 - 0.5 is no integer, 2^23 and the
+  // floats above it all are.
+  const IndexInput large{1, "ids", std::int64_t{1} << 30};
+  const std::vector<float> large_good = {8388607.0f, 8388608.0f, 8388609.0f, 16777216.0f, 1073741760.0f};
+  EXPECT_TRUE(CheckIndexValues(Op::kEmbeddingGrad, large, large_good).ok());
+  const std::vector<float> large_bad = {8388607.5f};
+  EXPECT_FALSE(CheckIndexValues(Op::kEmbeddingGrad, large, large_bad).ok());
+  const std::vector<float> at_bound = {1073741824.0f};
+  EXPECT_FALSE(CheckIndexValues(Op::kEmbeddingGrad, large, at_bound).ok());
+}
 
 TEST(InferOutputShapesOf, NamesTheIndexInputsInsteadOfReadingThem) {
   const Shape z{4, 10}, labels{4};

@@ -193,7 +193,7 @@ TEST_P(CpuBackendTest, Conv2d3x3AndGradients) {
 TEST_P(CpuBackendTest, MaxPoolAndGrad) {
   std::uint32_t seed = 400;
   for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 7, 9}, Shape{3, 4, 16, 17},
-                             Shape{16, 32, 28, 28}}) {
+                             Shape{16, 32, 28, 28}, Shape{2, 3, 10, 70}, Shape{1, 2, 7, 67}}) {
     // Values on a coarse grid so that windows have ties (the first tap must win).
     Tensor x = AwkwardTensor(shape, seed++, true);
     for (float& v : x.values()) v = std::isfinite(v) ? std::round(v * 2.0f) : v;
