@@ -13,6 +13,9 @@
 // MISSED, and what PyTorch ran on (version, threads, MKL, oneDNN, BLAS).
 //
 // Usage: train_bench [--cpu N] [--seconds S] [--repeats R] [--python PATH]
+// On a machine shared with other work, `chrt -f 10 train_bench ...` (root) runs both sides, the
+// peer inherits it, ahead of everything else on the pinned cores, as if they were idle; the header
+// line names the scheduling policy the run had.
 // Pins itself to CPUs N.. N+threads-1 (default N = 0) with sched_setaffinity; the PyTorch peer
 // (bench/torch_peer.py, started by PATH, default /usr/bin/python3: Debian's torch; a current
 // PyTorch from PyPI in a virtual environment is the peer that counts) inherits the pin.
@@ -221,9 +224,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: train_bench [--cpu N] [--seconds S] [--repeats R] [--python PATH]\n");
     return 2;
   }
+  const int policy = sched_getscheduler(0);
   std::printf("train_bench: training steps/s (batch 128 and SGD momentum 0.9; the GPT batch 12 and AdamW), polnode and "
-              "PyTorch alternating %d x %.1f s on the same pinned CPUs\n",
-              o.repeats, o.seconds);
+              "PyTorch alternating %d x %.1f s on the same pinned CPUs, scheduled %s\n",
+              o.repeats, o.seconds,
+              policy == SCHED_FIFO ? "SCHED_FIFO (ahead of other work)"
+              : policy == SCHED_RR ? "SCHED_RR (ahead of other work)"
+                                   : "SCHED_OTHER (sharing the CPUs with other work)");
   const Case cases[] = {{"mlp:784-256-128-10", 128, 1.5},
                         {"mlp:784-1024-1024-10", 128, 1.2},
                         {"cnn:c8-p-c16-p-f64-10", 128, 1.5},
