@@ -295,13 +295,9 @@ class CpuBackend final : public Backend {
       const int64_t c0 = cin * t / workers, c1 = cin * (t + 1) / workers;
       float* padded = Scratch(tls_columns, (c1 - c0) * padded_plane + kConvReadSlack);
       float* dy_t = Scratch(tls_transposed, plane * padded_outputs);
-      std::fill(dy_t, dy_t + plane * padded_outputs, 0.0f);
       for (int64_t n = 0; n < batch; ++n) {
         PadPlanes(x.data() + (n * cin + c0) * plane, c1 - c0, height, width, padded);
-        const float* d = dy.data() + n * cout * plane;
-        for (int64_t o = 0; o < cout; ++o) {
-          for (int64_t p = 0; p < plane; ++p) dy_t[p * padded_outputs + o] = d[o * plane + p];
-        }
+        kr_.channels_last(dy.data() + n * cout * plane, cout, plane, padded_outputs, dy_t);
         kr_.conv3x3_weight_grad({dy_t, padded_outputs, padded, padded_plane, c1 - c0, height, width, taps.data(),
                                  acc.data() + c0 * 9 * padded_outputs});
       }

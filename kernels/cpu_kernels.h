@@ -136,6 +136,11 @@ struct CpuKernels {
   // register, which Conv3x3WeightGrad::outputs_padded must be a multiple of.
   void (*conv3x3_direct)(const Conv3x3Direct& args);
   void (*conv3x3_weight_grad)(const Conv3x3WeightGrad& args);
+  // dst[p * stride + c] = src[c * plane + p] for c < channels, p < plane (a [channels, plane]
+  // block to channels-last, as Conv3x3WeightGrad reads dY); stride must be a multiple of
+  // conv_lanes of at least channels, and dst[p * stride + c] for channels <= c < the next multiple
+  // of conv_lanes is written +0.0f. Copies only.
+  void (*channels_last)(const float* src, std::int64_t channels, std::int64_t plane, std::int64_t stride, float* dst);
   int conv_lanes;
 };
 

@@ -67,6 +67,25 @@ struct Lanes {
     _mm256_maskstore_ps(p, FirstLanes(2 * n), _mm256_permute2f128_ps(first, second, 0x20));
     _mm256_maskstore_ps(p + kWidth, FirstLanes(2 * n - kWidth), _mm256_permute2f128_ps(first, second, 0x31));
   }
+  // r[i][j] becomes r[j][i]: an 8 x 8 transpose (pairs unpacked, then quads shuffled, then the
+  // 128-bit halves exchanged).
+  static void Transpose(Reg r[kWidth]) {
+    Reg t[8], q[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // per half: a0 b0 a1 b1
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // per half: a2 b2 a3 b3
+    }
+    for (int g = 0; g < 8; g += 4) {
+      q[g] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));      // column 0 of four rows
+      q[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));  // column 1
+      q[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      q[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm256_permute2f128_ps(q[j], q[j + 4], 0x20);
+      r[j + 4] = _mm256_permute2f128_ps(q[j], q[j + 4], 0x31);
+    }
+  }
   // (k + 127) << 23 as bits: exact for integral k in [-126, 127]; the conversion of anything
   // else gives 0x80000000, a defined garbage value the callers discard.
   static Reg Pow2(Reg k) {

@@ -5,8 +5,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-
 #define POLNODE_CPU_ISA_NS avx512
 #define POLNODE_CPU_ISA CpuIsa::kAvx512
 
@@ -69,18 +67,46 @@ struct Lanes {
   static Reg LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
   static void StorePartial(float* p, Reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
   static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
-    const Reg lo = _mm512_maskz_loadu_ps(FirstLanes(std::min(2 * n, kWidth)), p);
-    const Reg hi = _mm512_maskz_loadu_ps(FirstLanes(std::max(2 * n - kWidth, 0)), p + kWidth);
+    const Reg lo = _mm512_maskz_loadu_ps(FirstLanes(2 * n < kWidth ? 2 * n : kWidth), p);
+    const Reg hi = _mm512_maskz_loadu_ps(FirstLanes(2 * n > kWidth ? 2 * n - kWidth : 0), p + kWidth);
     even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
     odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
   }
   static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
     _mm512_mask_storeu_ps(
-        p, FirstLanes(std::min(2 * n, kWidth)),
+        p, FirstLanes(2 * n < kWidth ? 2 * n : kWidth),
         _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
     _mm512_mask_storeu_ps(
-        p + kWidth, FirstLanes(std::max(2 * n - kWidth, 0)),
+        p + kWidth, FirstLanes(2 * n > kWidth ? 2 * n - kWidth : 0),
         _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+  }
+  // r[i][j] becomes r[j][i]: a 16 x 16 transpose. Pairs are unpacked and quads shuffled within
+  // each 128-bit lane (q[4g + j], lane k: rows 4g..4g+3 at column 4k + j), then for each j the
+  // 4 x 4 grid of 128-bit lanes of q[j], q[j + 4], q[j + 8], q[j + 12] is transposed. Zero-masking
+  // forms with every lane selected, as for Sqrt.
+  static void Transpose(Reg r[kWidth]) {
+    constexpr auto kAll = static_cast<__mmask16>(0xFFFF);
+    Reg t[16], q[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_maskz_unpacklo_ps(kAll, r[i], r[i + 1]);
+      t[i + 1] = _mm512_maskz_unpackhi_ps(kAll, r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+      q[g] = _mm512_maskz_shuffle_ps(kAll, t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      q[g + 1] = _mm512_maskz_shuffle_ps(kAll, t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      q[g + 2] = _mm512_maskz_shuffle_ps(kAll, t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      q[g + 3] = _mm512_maskz_shuffle_ps(kAll, t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; ++j) {
+      const Reg u0 = _mm512_maskz_shuffle_f32x4(kAll, q[j], q[j + 4], _MM_SHUFFLE(1, 0, 1, 0));
+      const Reg u1 = _mm512_maskz_shuffle_f32x4(kAll, q[j], q[j + 4], _MM_SHUFFLE(3, 2, 3, 2));
+      const Reg u2 = _mm512_maskz_shuffle_f32x4(kAll, q[j + 8], q[j + 12], _MM_SHUFFLE(1, 0, 1, 0));
+      const Reg u3 = _mm512_maskz_shuffle_f32x4(kAll, q[j + 8], q[j + 12], _MM_SHUFFLE(3, 2, 3, 2));
+      r[j] = _mm512_maskz_shuffle_f32x4(kAll, u0, u2, _MM_SHUFFLE(2, 0, 2, 0));
+      r[4 + j] = _mm512_maskz_shuffle_f32x4(kAll, u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
+      r[8 + j] = _mm512_maskz_shuffle_f32x4(kAll, u1, u3, _MM_SHUFFLE(2, 0, 2, 0));
+      r[12 + j] = _mm512_maskz_shuffle_f32x4(kAll, u1, u3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
   }
   static Reg Pow2(Reg k) {
     constexpr auto kAll = static_cast<__mmask16>(0xFFFF);

@@ -8,8 +8,11 @@
 // and, inside namespace polnode::kernels::POLNODE_CPU_ISA_NS (after including cpu_one_lane.h),
 //   struct Lanes         kWidth floats per register with Load/Store/Set1/Zero/Add/Sub/Mul/Div/
 //                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane, and the
-//                        Mask type with Lt/Le/Gt/IsNan/Select and the exact bit operations
-//                        Abs/Neg/SignBit/Or/Pow2 that det::Exp and det::Tanh need;
+//                        Mask type with Lt/Le/Gt/Eq/IsNan/Select and the exact bit operations
+//                        Abs/Neg/SignBit/Or/Pow2 that det::Exp and det::Tanh need, and the
+//                        copies LoadPairs/StorePairs (even and odd neighbours split and
+//                        joined), LoadPartial/StorePartial/LoadPairsPartial/StorePairsPartial
+//                        (the first n < kWidth lanes, masked) and Transpose (kWidth registers);
 //   kMicroRows, kMicroVectors   the microkernel tile: kMicroRows x (kMicroVectors * kWidth).
 // Vector bodies and their scalar tails run the same operations, so a lane's result never depends
 // on whether it sat in a vector or in the tail.
@@ -524,6 +527,25 @@ void Conv3x3WeightGradKernel(const Conv3x3WeightGrad& a) {
   }
 }
 
+void ChannelsLast(const float* src, std::int64_t channels, std::int64_t plane, std::int64_t stride, float* dst) {
+  constexpr int kW = Lanes::kWidth;
+  for (std::int64_t c0 = 0; c0 < channels; c0 += kW) {
+    const std::int64_t rows = channels - c0 < kW ? channels - c0 : kW;
+    std::int64_t p = 0;
+    // kW pixels of kW channels at a time through a register transpose (channels past the last
+    // are zero rows, so their lanes in dst are written +0.0f).
+    for (; kW > 1 && p + kW <= plane; p += kW) {
+      typename Lanes::Reg r[kW];
+      for (int i = 0; i < kW; ++i) r[i] = i < rows ? Lanes::Load(src + (c0 + i) * plane + p) : Lanes::Zero();
+      Lanes::Transpose(r);
+      for (int i = 0; i < kW; ++i) Lanes::Store(dst + (p + i) * stride + c0, r[i]);
+    }
+    for (; p < plane; ++p) {
+      for (std::int64_t c = c0; c < c0 + kW; ++c) dst[p * stride + c] = c < channels ? src[c * plane + p] : 0.0f;
+    }
+  }
+}
+
 const CpuKernels kKernels = {
     .isa = POLNODE_CPU_ISA,
     .mr = kMicroRows,
@@ -552,6 +574,7 @@ const CpuKernels kKernels = {
     .softmax_grad_row = SoftmaxGradRow,
     .conv3x3_direct = Conv3x3DirectKernel,
     .conv3x3_weight_grad = Conv3x3WeightGradKernel,
+    .channels_last = ChannelsLast,
     .conv_lanes = Lanes::kWidth,
 };
 

@@ -44,6 +44,8 @@ struct OneLane {
     p[0] = even;
     p[1] = odd;
   }
+  // A one-by-one transpose changes nothing.
+  static void Transpose(Reg[kWidth]) {}
   // The vector levels' masked forms for the first n < kWidth lanes: with one lane, n is 0 and
   // nothing is read or written.
   static Reg LoadPartial(const float*, int) { return 0.0f; }

@@ -180,7 +180,10 @@ TEST_P(CpuBackendTest, Conv2d3x3AndGradients) {
                              ConvShape{4, 16, 8, 14, 14},
                              // Rows of two registers and a tail at every level; one image, its
                              // rows split among the threads.
-                             ConvShape{2, 3, 5, 11, 40}, ConvShape{1, 2, 6, 33, 40}}) {
+                             ConvShape{2, 3, 5, 11, 40}, ConvShape{1, 2, 6, 33, 40},
+                             // dY channels-last in register transposes: 20 channels (a partial
+                             // group at every level), 35 pixels (two 16-pixel blocks and a tail).
+                             ConvShape{2, 2, 20, 5, 7}}) {
     const Tensor x = AwkwardTensor({s.batch, s.cin, s.height, s.width}, seed++, false);
     const Tensor w = AwkwardTensor({s.cout, s.cin, 3, 3}, seed++, false);
     const Tensor dy = AwkwardTensor({s.batch, s.cout, s.height, s.width}, seed++, false);
