@@ -18,6 +18,7 @@
 //     beacons; the share it rejects is printed beside the analytic probability for f = 2.
 //
 // Usage: proof_bench [--threads T] [--repeats R] [--steps S]   (needs Fashion-MNIST installed)
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -208,6 +209,9 @@ int main(int argc, char** argv) {
   // CPU time of the same runs (all threads; best of R): what the proof costs in work, which a
   // machine with no idle core pays in wall time.
   double best_plain_cpu = 1e30, best_proof_cpu = 1e30;
+  // Each repeat's proof time over its own plain time: adjacent runs share the machine's load, so
+  // the median of these ratios is a second, load-tolerant estimate beside the ratio of the bests.
+  std::vector<double> paired;
   for (int r = 0; r < repeats; ++r) {
     // Plain training as `polnode train` runs it: the state stays in the backend's buffers and
     // comes back once, at the end.
@@ -224,7 +228,8 @@ int main(int argc, char** argv) {
       if (!stepper->Step(*run).ok()) return 1;
     }
     if (!run->DownloadState(state).ok()) return 1;
-    best_plain = std::min(best_plain, Seconds(start));
+    const double plain_seconds = Seconds(start);
+    best_plain = std::min(best_plain, plain_seconds);
     best_plain_cpu = std::min(best_plain_cpu, ProcessCpuSeconds() - cpu_start);
     std::filesystem::remove_all(dir);
     solver::ProveOptions options;
@@ -248,6 +253,7 @@ int main(int argc, char** argv) {
       best_proof_loop = last_step.seconds;
     }
     best_proof_cpu = std::min(best_proof_cpu, proof_cpu_end - proof_cpu_start);
+    paired.push_back(proved->train_seconds / plain_seconds);
   }
   std::uintmax_t storage = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/blobs")) storage += entry.file_size();
@@ -267,6 +273,11 @@ int main(int argc, char** argv) {
   std::printf("                     of the proof's time: step loop %.3f s (%+.1f%% on plain), last checkpoint's "
               "write %.1f ms after the last step\n",
               best_proof_loop, 100.0 * (best_proof_loop / best_plain - 1.0), 1e3 * (best_proof - best_proof_loop));
+  std::sort(paired.begin(), paired.end());
+  const double median = paired.size() % 2 == 1 ? paired[paired.size() / 2]
+                                               : 0.5 * (paired[paired.size() / 2 - 1] + paired[paired.size() / 2]);
+  std::printf("                     median of the %zu paired ratios %.3f (%+.1f%%), range %+.1f%% .. %+.1f%%\n",
+              paired.size(), median, 100.0 * (median - 1.0), 100.0 * (paired.front() - 1.0), 100.0 * (paired.back() - 1.0));
   std::printf("proof CPU time       plain %.3f s, with proof %.3f s: ratio %.3f (%+.1f%%), all threads\n", best_plain_cpu,
               best_proof_cpu, best_proof_cpu / best_plain_cpu, 100.0 * (best_proof_cpu / best_plain_cpu - 1.0));
 
