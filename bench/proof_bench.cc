@@ -1,8 +1,14 @@
-// Proof of learning costs, measured in one run (DESIGN.md section 9, issue 4):
+// Proof of learning costs, measured in one run (DESIGN.md section 9, issues 4 and 18):
 //   - proof overhead: training with proof (checkpoint every k = 100 steps, blobs written by the
-//     writer thread) against plain training of the same task, both through TaskStepper on the
-//     same backend; best of R alternating repeats, which filters out a shared machine's noise;
-//   - storage per proof (checkpoint blobs, uncompressed);
+//     writer thread) against plain training of the same task, both device-resident through
+//     TaskStepper and ResidentTraining on the same backend (the path of `polnode train` and of
+//     Prove, so the ratio measures the proof and nothing else); best of R alternating repeats,
+//     which filters out a shared machine's noise. The proof's time is split into the step loop and
+//     the wait for the last checkpoint (the one write no step overlaps);
+//   - what one checkpoint costs the writer thread: encoding, blob hash, state hash, durable write;
+//   - storage per proof (checkpoint blobs, uncompressed) and per checkpoint compressed with lz4
+//     and zstd (levels 1 and 3, plain and with the bytes of each 4-byte word grouped), with
+//     compression and decompression throughput: a report, the blob format stays uncompressed;
 //   - verification compute: replaying Q segments (load checkpoint blob, re-hash it, k steps)
 //     as a fraction of the training compute, beside the analytic probability that Q uniform
 //     draws out of n segments hit at least one of f forged segments;
@@ -12,16 +18,29 @@
 //     beacons; the share it rejects is printed beside the analytic probability for f = 2.
 //
 // Usage: proof_bench [--threads T] [--repeats R] [--steps S]   (needs Fashion-MNIST installed)
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <vector>
+
+#ifdef POLNODE_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef POLNODE_HAVE_LZ4
+#include <lz4.h>
+#endif
 
 #include "polnode/consensus/keys.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/kernels/backend.h"
+#include "polnode/base/file_util.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/prover.h"
 #include "polnode/solver/task_steps.h"
@@ -33,6 +52,13 @@ namespace solver = polnode::solver;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 // 1 - C(n - f, q) / C(n, q): the chance that q distinct uniform segments include a forged one.
 double DetectionProbability(std::int64_t n, std::int64_t forged, std::int64_t q) {
@@ -55,6 +81,93 @@ polnode::Result<solver::ProofManifest> ForgeCheckpoint(solver::ProofManifest man
   manifest.merkle_root = polnode::consensus::MerkleRoot(manifest.checkpoint_hashes);
   POLNODE_RETURN_IF_ERROR(solver::SignManifest(manifest, key));
   return manifest;
+}
+
+// Records when the last step ended (seconds since Prove's start).
+struct LastStep : solver::ProgressSink {
+  double seconds = 0.0;
+  void OnStep(const solver::StepProgress& p) override { seconds = p.elapsed_seconds; }
+};
+
+// Best of `n` wall-clock runs of `f`, in milliseconds.
+double BestMs(int n, const std::function<void()>& f) {
+  double best = 1e30;
+  for (int i = 0; i < n; ++i) {
+    const Clock::time_point start = Clock::now();
+    f();
+    best = std::min(best, 1e3 * Seconds(start));
+  }
+  return best;
+}
+
+// Groups byte j of every 4-byte word together (j = 0..3), the trailing bytes last: float
+// mantissa low bytes, which look random, stop interleaving with sign and exponent bytes.
+std::vector<std::uint8_t> Shuffle4(const std::vector<std::uint8_t>& in) {
+  std::vector<std::uint8_t> out(in.size());
+  const std::size_t words = in.size() / 4;
+  for (std::size_t j = 0; j < 4; ++j) {
+    for (std::size_t w = 0; w < words; ++w) out[j * words + w] = in[4 * w + j];
+  }
+  std::memcpy(out.data() + 4 * words, in.data() + 4 * words, in.size() - 4 * words);
+  return out;
+}
+
+std::vector<std::uint8_t> Unshuffle4(const std::vector<std::uint8_t>& in) {
+  std::vector<std::uint8_t> out(in.size());
+  const std::size_t words = in.size() / 4;
+  for (std::size_t j = 0; j < 4; ++j) {
+    for (std::size_t w = 0; w < words; ++w) out[4 * w + j] = in[j * words + w];
+  }
+  std::memcpy(out.data() + 4 * words, in.data() + 4 * words, in.size() - 4 * words);
+  return out;
+}
+
+struct Codec {
+  std::string name;
+  bool shuffle = false;
+  // Returns the compressed size, or 0 on failure.
+  std::function<std::size_t(const std::vector<std::uint8_t>&, std::vector<std::uint8_t>&)> compress;
+  // Returns false unless `out` (sized to the original) was filled exactly.
+  std::function<bool(const std::vector<std::uint8_t>&, std::vector<std::uint8_t>&)> decompress;
+};
+
+std::vector<Codec> Codecs() {
+  std::vector<Codec> codecs;
+#ifdef POLNODE_HAVE_LZ4
+  codecs.push_back({"lz4", false,
+                    [](const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>& out) -> std::size_t {
+                      out.resize(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(in.size()))));
+                      const int n = LZ4_compress_default(reinterpret_cast<const char*>(in.data()),
+                                                         reinterpret_cast<char*>(out.data()), static_cast<int>(in.size()),
+                                                         static_cast<int>(out.size()));
+                      out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+                      return out.size();
+                    },
+                    [](const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>& out) {
+                      const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),
+                                                        reinterpret_cast<char*>(out.data()), static_cast<int>(in.size()),
+                                                        static_cast<int>(out.size()));
+                      return n >= 0 && static_cast<std::size_t>(n) == out.size();
+                    }});
+#endif
+#ifdef POLNODE_HAVE_ZSTD
+  for (bool shuffle : {false, true}) {
+    for (int level : {1, 3}) {
+      codecs.push_back({std::string(shuffle ? "shuffle4+" : "") + "zstd-" + std::to_string(level), shuffle,
+                        [level](const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>& out) -> std::size_t {
+                          out.resize(ZSTD_compressBound(in.size()));
+                          const std::size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), level);
+                          out.resize(ZSTD_isError(n) ? 0 : n);
+                          return out.size();
+                        },
+                        [](const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>& out) {
+                          const std::size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+                          return !ZSTD_isError(n) && n == out.size();
+                        }});
+    }
+  }
+#endif
+  return codecs;
 }
 
 }  // namespace
@@ -92,26 +205,55 @@ int main(int argc, char** argv) {
   auto key = polnode::consensus::SecretKey::Generate();
   if (!key.ok()) return 1;
   const std::string dir = (std::filesystem::temp_directory_path() / "polnode-proof-bench").string();
-  double best_plain = 1e30, best_proof = 1e30;
+  double best_plain = 1e30, best_proof = 1e30, best_proof_loop = 0.0;
+  // CPU time of the same runs (all threads; best of R): what the proof costs in work, which a
+  // machine with no idle core pays in wall time.
+  double best_plain_cpu = 1e30, best_proof_cpu = 1e30;
+  // Each repeat's proof time over its own plain time: adjacent runs share the machine's load, so
+  // the median of these ratios is a second, load-tolerant estimate beside the ratio of the bests.
+  std::vector<double> paired;
   for (int r = 0; r < repeats; ++r) {
+    // Plain training as `polnode train` runs it: the state stays in the backend's buffers and
+    // comes back once, at the end.
+    // Prove checks the data set's hash before its clock starts; so does this, so both runs start
+    // with the data equally warm in the caches.
     auto stepper = solver::TaskStepper::Create(task, *data);
-    if (!stepper.ok()) return 1;
+    if (!stepper.ok() || !solver::CheckTaskData(task, *data).ok()) return 1;
     solver::TrainState state = stepper->Initial();
     const Clock::time_point start = Clock::now();
-    while (state.step < task.steps) {
-      if (!stepper->Step(state, **backend).ok()) return 1;
+    const double cpu_start = ProcessCpuSeconds();
+    auto run = stepper->StartResident(state, **backend);
+    if (!run.ok()) return 1;
+    while (run->step() < task.steps) {
+      if (!stepper->Step(*run).ok()) return 1;
     }
-    best_plain = std::min(best_plain, Seconds(start));
+    if (!run->DownloadState(state).ok()) return 1;
+    const double plain_seconds = Seconds(start);
+    best_plain = std::min(best_plain, plain_seconds);
+    best_plain_cpu = std::min(best_plain_cpu, ProcessCpuSeconds() - cpu_start);
     std::filesystem::remove_all(dir);
     solver::ProveOptions options;
     options.out_dir = dir;
     options.key = &*key;
+    LastStep last_step;
+    options.sink = &last_step;
+    // From just before the first step to the moment the last checkpoint is durable.
+    double proof_cpu_start = 0.0, proof_cpu_end = 0.0;
+    options.on_start = [&](std::int64_t) { proof_cpu_start = ProcessCpuSeconds(); };
+    options.on_checkpoint_saved = [&](std::int64_t step) {
+      if (step == task.steps) proof_cpu_end = ProcessCpuSeconds();
+    };
     auto proved = solver::Prove(task, *data, **backend, options);
     if (!proved.ok()) {
       std::fprintf(stderr, "proof_bench: %s\n", proved.status().ToString().c_str());
       return 1;
     }
-    best_proof = std::min(best_proof, proved->train_seconds);
+    if (proved->train_seconds < best_proof) {
+      best_proof = proved->train_seconds;
+      best_proof_loop = last_step.seconds;
+    }
+    best_proof_cpu = std::min(best_proof_cpu, proof_cpu_end - proof_cpu_start);
+    paired.push_back(proved->train_seconds / plain_seconds);
   }
   std::uintmax_t storage = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/blobs")) storage += entry.file_size();
@@ -128,8 +270,79 @@ int main(int argc, char** argv) {
               static_cast<long long>(task.checkpoint_interval), threads);
   std::printf("proof overhead       plain %.3f s, with proof %.3f s: ratio %.3f (%+.1f%%)\n", best_plain, best_proof,
               best_proof / best_plain, 100.0 * (best_proof / best_plain - 1.0));
+  std::printf("                     of the proof's time: step loop %.3f s (%+.1f%% on plain), last checkpoint's "
+              "write %.1f ms after the last step\n",
+              best_proof_loop, 100.0 * (best_proof_loop / best_plain - 1.0), 1e3 * (best_proof - best_proof_loop));
+  std::sort(paired.begin(), paired.end());
+  const double median = paired.size() % 2 == 1 ? paired[paired.size() / 2]
+                                               : 0.5 * (paired[paired.size() / 2 - 1] + paired[paired.size() / 2]);
+  std::printf("                     median of the %zu paired ratios %.3f (%+.1f%%), range %+.1f%% .. %+.1f%%\n",
+              paired.size(), median, 100.0 * (median - 1.0), 100.0 * (paired.front() - 1.0), 100.0 * (paired.back() - 1.0));
+  std::printf("proof CPU time       plain %.3f s, with proof %.3f s: ratio %.3f (%+.1f%%), all threads\n", best_plain_cpu,
+              best_proof_cpu, best_proof_cpu / best_plain_cpu, 100.0 * (best_proof_cpu / best_plain_cpu - 1.0));
+
+  // One checkpoint's work on the writer thread, timed alone on this thread (best of 5), on the
+  // proof's last state.
+  {
+    auto last = store->Get(manifest->checkpoint_blobs.back());
+    auto state = last.ok() ? solver::DecodeState(*last) : last.status();
+    if (!state.ok()) return 1;
+    std::vector<std::uint8_t> encoded;
+    polnode::consensus::Hash256 sink{};
+    const double encode_ms = BestMs(5, [&] { solver::EncodeStateInto(*state, encoded); });
+    const double blob_hash_ms = BestMs(5, [&] { sink = polnode::consensus::Sha256(encoded); });
+    const double state_hash_ms = BestMs(5, [&] { sink = solver::StateHash(*state); });
+    const std::string scratch = dir + "/scratch";
+    int writes = 0;
+    bool wrote = true;
+    const double write_ms = BestMs(5, [&] {
+      wrote = wrote && polnode::WriteFileAtomically(scratch + std::to_string(writes++), encoded).ok();
+    });
+    if (!wrote || sink == polnode::consensus::Hash256{}) return 1;
+    std::printf("writer per checkpoint  encode %.2f ms, blob hash %.2f ms, state hash %.2f ms, durable write "
+                "(write, fsync, rename, directory fsync) %.2f ms, for %.2f MB\n",
+                encode_ms, blob_hash_ms, state_hash_ms, write_ms, static_cast<double>(encoded.size()) / 1e6);
+    for (int i = 0; i < writes; ++i) std::filesystem::remove(scratch + std::to_string(i));
+  }
+
   std::printf("storage              %.2f MB for %lld checkpoints (%.2f MB each, uncompressed)\n", storage / 1e6,
               static_cast<long long>(n + 1), storage / 1e6 / static_cast<double>(n + 1));
+  // Every checkpoint blob of the proof through each codec, round trip checked; throughput in
+  // uncompressed MB per second of one thread.
+  {
+    std::vector<std::vector<std::uint8_t>> blobs;
+    for (const polnode::consensus::Hash256& hash : manifest->checkpoint_blobs) {
+      auto bytes = store->Get(hash);
+      if (!bytes.ok()) return 1;
+      blobs.push_back(std::move(*bytes));
+    }
+    double raw = 0.0;
+    for (const auto& b : blobs) raw += static_cast<double>(b.size());
+    for (const Codec& codec : Codecs()) {
+      double packed = 0.0, compress_s = 0.0, decompress_s = 0.0;
+      std::vector<std::uint8_t> out, back;
+      for (const auto& blob : blobs) {
+        Clock::time_point start = Clock::now();
+        const std::vector<std::uint8_t> in = codec.shuffle ? Shuffle4(blob) : blob;
+        const std::size_t size = codec.compress(in, out);
+        compress_s += Seconds(start);
+        if (size == 0) return 1;
+        packed += static_cast<double>(size);
+        back.assign(blob.size(), 0);
+        start = Clock::now();
+        const bool ok = codec.decompress(out, back);
+        if (codec.shuffle) back = Unshuffle4(back);
+        decompress_s += Seconds(start);
+        if (!ok || back != blob) {
+          std::fprintf(stderr, "proof_bench: %s does not round-trip a checkpoint\n", codec.name.c_str());
+          return 1;
+        }
+      }
+      std::printf("compressed %-16s %.2f MB each (%.1f%% of raw), compress %.0f MB/s, decompress %.0f MB/s\n",
+                  codec.name.c_str(), packed / 1e6 / static_cast<double>(blobs.size()), 100.0 * packed / raw,
+                  raw / 1e6 / compress_s, raw / 1e6 / decompress_s);
+    }
+  }
   for (std::int64_t q : {std::int64_t{1}, std::int64_t{2}}) {
     if (q > n) break;
     const Clock::time_point start = Clock::now();

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   ccache  # keeps compiled objects between builds and clean clones on one machine
   libsecp256k1-dev libssl-dev librocksdb-dev libboost-dev
+  libzstd-dev liblz4-dev  # proof_bench: checkpoint sizes compressed (bench/CMakeLists.txt)
   libprotobuf-dev protobuf-compiler libcereal-dev rapidjson-dev libgtest-dev zlib1g-dev
   clang-14 libclang-rt-14-dev
   hipcc libamdhip64-dev

@@ -6,6 +6,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "polnode/consensus/merkle.h"
@@ -23,7 +24,9 @@ std::uint32_t FloatBits(float f) {
 }
 
 // Encodes, hashes and stores checkpoints on its own thread; after each blob is durable it rewrites
-// the progress file, so progress never names a missing blob.
+// the progress file, so progress never names a missing blob. States it has written go back to the
+// training thread (Recycled) for the next checkpoint's download, and it encodes into one buffer, so
+// a checkpoint allocates nothing once the first two are written.
 class CheckpointWriter {
  public:
   CheckpointWriter(BlobStore store, std::string progress_path, ProveProgress progress, std::size_t capacity,
@@ -34,15 +37,27 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Queues one checkpoint (a copy of the state) with the losses of the steps since the previous
-  // one; blocks while the queue is full. Returns the writer's first error, if it had one.
-  [[nodiscard]] Status Push(TrainState state, std::vector<std::uint32_t> losses) {
+  // Queues one checkpoint (the writer owns the state from here) with the losses of the steps since
+  // the previous one; blocks while the queue is full. `last`: no step follows (the training thread
+  // only waits for the writer from here), so the writer hashes the state beside the blob's write.
+  // Returns the writer's first error, if it had one.
+  [[nodiscard]] Status Push(TrainState state, std::vector<std::uint32_t> losses, bool last) {
     std::unique_lock lock(mu_);
     space_.wait(lock, [&] { return queue_.size() < capacity_ || !error_.ok(); });
     if (!error_.ok()) return error_;
-    queue_.push_back({std::move(state), std::move(losses)});
+    queue_.push_back({std::move(state), std::move(losses), last});
     ready_.notify_one();
     return Status::Ok();
+  }
+
+  // A state the writer has finished with (its tensors keep their storage), to download the next
+  // checkpoint into; an empty state when none is free yet.
+  TrainState Recycled() {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) return TrainState{};
+    TrainState state = std::move(free_.back());
+    free_.pop_back();
+    return state;
   }
 
   // Waits until every queued checkpoint is written; returns the first error.
@@ -63,6 +78,7 @@ class CheckpointWriter {
   struct Job {
     TrainState state;
     std::vector<std::uint32_t> losses;
+    bool last = false;
   };
 
   void Loop() {
@@ -77,20 +93,39 @@ class CheckpointWriter {
         space_.notify_one();
       }
       Status s = Write(job);
+      std::lock_guard lock(mu_);
       if (!s.ok()) {
-        std::lock_guard lock(mu_);
         error_ = s;
         queue_.clear();
         space_.notify_all();
         return;
       }
+      if (free_.size() < kMaxFree) free_.push_back(std::move(job.state));
     }
   }
 
   Status Write(const Job& job) {
-    POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 blob, store_.Put(EncodeState(job.state)));
-    progress_.hashes.push_back(StateHash(job.state));
-    progress_.blobs.push_back(blob);
+    // The last checkpoint is the one write nothing overlaps: its state hash runs on a second thread
+    // beside the blob's encoding, hash and write (the training thread is only waiting by then).
+    consensus::Hash256 state_hash{};
+    std::thread hasher;
+    if (job.last) {
+      try {
+        hasher = std::thread([&] { state_hash = StateHash(job.state); });
+      } catch (const std::system_error&) {
+        // No thread to be had: the state is hashed below, after the blob, as any other checkpoint.
+      }
+    }
+    EncodeStateInto(job.state, encoded_);
+    Result<consensus::Hash256> blob = store_.Put(encoded_);
+    if (hasher.joinable()) {
+      hasher.join();
+    } else if (blob.ok()) {
+      state_hash = StateHash(job.state);
+    }
+    POLNODE_RETURN_IF_ERROR(blob.status());
+    progress_.hashes.push_back(state_hash);
+    progress_.blobs.push_back(*blob);
     progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
     POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(progress_)));
     if (on_saved_) on_saved_(job.state.step);
@@ -102,9 +137,12 @@ class CheckpointWriter {
   ProveProgress progress_;  // owned by the writer thread until Finish
   std::size_t capacity_;
   std::function<void(std::int64_t)> on_saved_;
+  std::vector<std::uint8_t> encoded_;  // the blob being written; the writer thread's alone
+  static constexpr std::size_t kMaxFree = 2;
   std::mutex mu_;
   std::condition_variable ready_, space_;
   std::deque<Job> queue_;
+  std::vector<TrainState> free_;  // written states, for Recycled
   bool done_ = false;
   Status error_;
   std::thread thread_;  // last: starts after every member it uses exists
@@ -164,7 +202,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   const auto start = std::chrono::steady_clock::now();
   CheckpointWriter writer(std::move(store), progress_path, progress, options.queue_capacity,
                           options.on_checkpoint_saved);
-  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}));
+  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}, false));
   std::vector<std::uint32_t> pending;
   if (options.on_start) options.on_start(state.step);
   // The state stays in the backend's buffers between checkpoints (device-resident training): each
@@ -180,13 +218,17 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
     POLNODE_ASSIGN_OR_RETURN(float loss, stepper.Step(run));
     pending.push_back(FloatBits(loss));
     if (run.step() % task.checkpoint_interval == 0) {
-      POLNODE_RETURN_IF_ERROR(run.DownloadState(state));
+      // Downloaded into a state the writer is done with and handed over whole: no copy, and no
+      // allocation once the writer has returned two.
+      TrainState checkpoint = writer.Recycled();
+      POLNODE_RETURN_IF_ERROR(run.DownloadState(checkpoint));
       if (options.on_checkpoint) {
-        POLNODE_RETURN_IF_ERROR(options.on_checkpoint(state));
+        POLNODE_RETURN_IF_ERROR(options.on_checkpoint(checkpoint));
         // Training goes on from the state as the hook left it (a forced round's falsification).
-        POLNODE_RETURN_IF_ERROR(run.UploadState(state));
+        POLNODE_RETURN_IF_ERROR(run.UploadState(checkpoint));
       }
-      POLNODE_RETURN_IF_ERROR(writer.Push(state, std::move(pending)));
+      const bool last = run.step() == task.steps;
+      POLNODE_RETURN_IF_ERROR(writer.Push(std::move(checkpoint), std::move(pending), last));
       pending.clear();
     }
     if (options.sink != nullptr) {

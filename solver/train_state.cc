@@ -32,6 +32,12 @@ struct VectorSink {
   }
 };
 
+// Counts bytes: sizes the encoding before it is written.
+struct SizeSink {
+  std::size_t size = 0;
+  void Append(const void*, std::size_t n) { size += n; }
+};
+
 template <typename Sink>
 void PutU32(Sink& s, std::uint32_t v) {
   std::uint8_t b[4];
@@ -164,9 +170,17 @@ const kernels::Tensor* TrainState::Find(std::string_view name) const {
 
 std::vector<std::uint8_t> EncodeState(const TrainState& state) {
   std::vector<std::uint8_t> out;
+  EncodeStateInto(state, out);
+  return out;
+}
+
+void EncodeStateInto(const TrainState& state, std::vector<std::uint8_t>& out) {
+  SizeSink size;
+  EncodeTo(state, size);
+  out.clear();
+  out.reserve(size.size);  // one allocation (none when `out` already holds as much), no regrowth copies
   VectorSink sink{out};
   EncodeTo(state, sink);
-  return out;
 }
 
 Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes) {

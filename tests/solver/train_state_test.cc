@@ -45,6 +45,22 @@ TEST(TrainStateTest, EncodeDecodeRoundTripsEveryBit) {
   EXPECT_EQ(EncodeState(*back), bytes);
 }
 
+// The checkpoint writer encodes every checkpoint into one reused buffer: whatever the buffer held
+// before (a larger state, a smaller one), it ends up holding exactly EncodeState's bytes.
+TEST(TrainStateTest, EncodeStateIntoReplacesWhatTheBufferHeld) {
+  const TrainState s = SampleState();
+  const std::vector<std::uint8_t> want = EncodeState(s);
+  std::vector<std::uint8_t> buffer(want.size() * 3, 0xab);
+  EncodeStateInto(s, buffer);
+  EXPECT_EQ(buffer, want);
+  TrainState smaller = s;
+  smaller.tensors.pop_back();
+  EncodeStateInto(smaller, buffer);
+  EXPECT_EQ(buffer, EncodeState(smaller));
+  EncodeStateInto(s, buffer);
+  EXPECT_EQ(buffer, want);
+}
+
 TEST(TrainStateTest, StateHashIsVersion2OverTheTensorHashes) {
   const TrainState s = SampleState();
   std::vector<std::string> names;

@@ -52,6 +52,9 @@ struct TrainState {
 /// The version-1 encoding above. Precondition: every name is 1..255 printable ASCII characters
 /// and every tensor has rank 1..8 (states built by this library always do).
 std::vector<std::uint8_t> EncodeState(const TrainState& state);
+/// EncodeState into `out` (its contents replaced), reusing its capacity: a writer that encodes
+/// one checkpoint after another allocates once.
+void EncodeStateInto(const TrainState& state, std::vector<std::uint8_t>& out);
 
 /// Decodes bytes from anywhere (a checkpoint blob, a peer). kCorruption, saying what and where,
 /// for any deviation from the encoding: wrong magic or version, truncation, a name or rank out of
