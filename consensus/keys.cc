@@ -65,6 +65,38 @@ Result<XOnlyPublicKey> XOnlyPublicKey::FromBytes(std::span<const std::uint8_t, 3
   return key;
 }
 
+XOnlyKeyCache::XOnlyKeyCache(std::size_t slots) {
+  std::size_t n = 1;
+  while (n < slots) n *= 2;
+  slots_.resize(n);
+}
+
+Result<XOnlyPublicKey> XOnlyKeyCache::Parse(std::span<const std::uint8_t, 32> bytes) {
+  // An x coordinate's low bytes are as good as random for an honest key; the slot count is a
+  // power of two, so the index is a mask.
+  std::uint64_t low = 0;
+  std::memcpy(&low, bytes.data(), sizeof(low));
+  const std::size_t index = static_cast<std::size_t>(low) & (slots_.size() - 1);
+  Slot& slot = slots_[index];
+  std::mutex& stripe = stripes_[index % kStripes];
+  {
+    std::lock_guard<std::mutex> lock(stripe);
+    if (slot.used && std::equal(bytes.begin(), bytes.end(), slot.key.bytes_.begin())) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      return slot.key;
+    }
+  }
+  // The parse runs outside the lock: it is the slow part, and two threads parsing the same new
+  // key at once both store the same value.
+  POLNODE_ASSIGN_OR_RETURN(XOnlyPublicKey key, XOnlyPublicKey::FromBytes(bytes));
+  std::lock_guard<std::mutex> lock(stripe);
+  slot.used = true;
+  slot.key = key;
+  return key;
+}
+
+std::uint64_t XOnlyKeyCache::hits() const { return hits_.load(std::memory_order_relaxed); }
+
 Result<SecretKey> SecretKey::Generate() {
   // A uniformly random 32-byte string is >= n or 0 with probability below 2^-127; the loop
   // bound only exists so a broken generator that returns constant garbage cannot spin forever.
