@@ -6,10 +6,10 @@
 //     BIP-340 signature of the (precomputed) digest. Admission does both too, except that it parses
 //     a signer's key through a bounded cache (consensus::XOnlyKeyCache): here each account sends
 //     --admit / --accounts txs (2 by default), so at most that share of the parses is saved.
-//     Peer and admission alternate --rounds times; each rate printed is the best of its rounds
-//     (the least disturbed on a shared machine), followed by the range of the rounds' ratios and
-//     the least CPU time per tx of each (all threads together; steadier than wall time when
-//     neighbours load the machine);
+//     Peer and admission alternate --rounds times (a ratio is taken within each round, so a
+//     neighbour's burst of load affects both sides alike); printed are the best rates, the median
+//     and range of the rounds' ratios, and the least CPU time per tx of each side (all threads
+//     together; steadier than wall time when neighbours load the machine);
 //   - block commit: ProduceBlock with 1,000 txs per block and sync_writes on (as `polnode ledger`
 //     runs), with a backlog of pending txs beyond the block so the post-commit recheck has work;
 //     p50/p99/max over the blocks. Submission of the block's txs is not timed.
@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
     raw[i] = RawSig{env.signer_pubkey, consensus::EnvelopeSigningDigest(env), env.signature};
   }
   for (int threads : {1, 2}) {
-    double peer = 0, rate = 0, low = 1e300, high = 0, peer_cpu = 1e300, cpu = 1e300;
+    double peer = 0, rate = 0, peer_cpu = 1e300, cpu = 1e300;
+    std::vector<double> ratios;
     for (std::size_t r = 0; r < rounds; ++r) {
       const double round_peer = RawVerifyRate(raw, threads);
       peer_cpu = std::min(peer_cpu, last_cpu_seconds);
@@ -256,14 +257,14 @@ int main(int argc, char** argv) {
       cpu = std::min(cpu, last_cpu_seconds);
       peer = std::max(peer, round_peer);
       rate = std::max(rate, round_rate);
-      low = std::min(low, round_rate / round_peer);
-      high = std::max(high, round_rate / round_peer);
+      ratios.push_back(round_rate / round_peer);
     }
+    std::sort(ratios.begin(), ratios.end());
     const double txs = static_cast<double>(admit_txs.size());
-    std::printf("admission %d thread%s: %.0f tx/s (%.2f of raw schnorr verify %.0f/s; rounds %.2f-%.2f) over %zu txs, "
-                "best of %zu; cpu %.1f us/tx vs raw %.1f (%.2f)\n",
-                threads, threads == 1 ? "" : "s", rate, rate / peer, peer, low, high, admit_txs.size(), rounds,
-                cpu * 1e6 / txs, peer_cpu * 1e6 / txs, peer_cpu / cpu);
+    std::printf("admission %d thread%s: %.0f tx/s, raw schnorr verify %.0f/s (best of %zu rounds); admission/raw "
+                "%.2f (median round; rounds %.2f-%.2f); cpu %.1f us/tx vs raw %.1f (%.2f) over %zu txs\n",
+                threads, threads == 1 ? "" : "s", rate, peer, rounds, ratios[ratios.size() / 2], ratios.front(),
+                ratios.back(), cpu * 1e6 / txs, peer_cpu * 1e6 / txs, peer_cpu / cpu, admit_txs.size());
   }
 
   // ---- block commit ----

@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <random>
-#include <set>
 
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"

@@ -233,8 +233,8 @@ TEST(XOnlyKeyCacheTest, InvalidBytesAreRefusedEveryTimeAndNeverCached) {
   EXPECT_EQ(cache.hits(), 0u);
 }
 
-TEST(XOnlyKeyCacheTest, KeysSharingASlotEvictEachOtherAndStayCorrect) {
-  XOnlyKeyCache cache(1);  // one slot: every new key evicts the last
+TEST(XOnlyKeyCacheTest, KeysSharingASetEvictEachOtherAndStayCorrect) {
+  XOnlyKeyCache cache(1);  // one set of two slots: three keys in turn evict each other (LRU)
   std::vector<SecretKey> keys;
   for (int i = 1; i <= 3; ++i) {
     std::array<std::uint8_t, 32> b{};

@@ -58,13 +58,14 @@ class XOnlyPublicKey {
 /// kept, and what is kept is a pure function of the 32 bytes (FromBytes' result), so a hit gives
 /// exactly what FromBytes would: it never decides whether a signature is valid.
 ///
-/// Direct-mapped: each key has one slot (chosen by its bytes), and a new key evicts whatever held
-/// it. Memory is fixed at construction (about 100 bytes a slot); someone who grinds keys to share
-/// a slot only makes the next parse of the evicted key a miss. Thread-safe: slots are guarded by
-/// striped locks, so verifiers on several threads rarely wait for each other.
+/// Two-way set-associative: each key may sit in one of two slots of a set (chosen by its bytes),
+/// and a new key evicts the set's less recently used one. Memory is fixed at construction (about
+/// 100 bytes a slot); someone who grinds keys to share a set only makes the next parse of an
+/// evicted key a miss. Thread-safe: sets are guarded by striped locks, so verifiers on several
+/// threads rarely wait for each other.
 class XOnlyKeyCache {
  public:
-  /// `slots` is rounded up to a power of two (at least 1).
+  /// `slots` is rounded up to a power of two (at least 2: one set).
   explicit XOnlyKeyCache(std::size_t slots = 16384);
   XOnlyKeyCache(const XOnlyKeyCache&) = delete;
   XOnlyKeyCache& operator=(const XOnlyKeyCache&) = delete;
@@ -82,7 +83,7 @@ class XOnlyKeyCache {
   };
   static constexpr std::size_t kStripes = 64;
   std::vector<Slot> slots_;
-  std::array<std::mutex, kStripes> stripes_;  // slot i is guarded by stripes_[i % kStripes]
+  std::array<std::mutex, kStripes> stripes_;  // set s (slots 2s, 2s+1) is guarded by stripes_[s % kStripes]
   std::atomic<std::uint64_t> hits_{0};
 };
 
