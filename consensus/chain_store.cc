@@ -6,6 +6,7 @@
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -227,7 +228,11 @@ Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending,
 Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
   POLNODE_RETURN_IF_ERROR(LoadState());
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  return state_->RootWith(pending);
+  LastRoot last{pending, {}};
+  const Hash256 root = state_->RootWith(pending, &last.update);
+  std::lock_guard<std::mutex> keep(last_root_mu_);
+  last_root_ = std::move(last);
+  return root;
 }
 
 Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
@@ -281,8 +286,16 @@ Result<PreparedCommit> ChainStore::Prepare(const BlockRecord& block, const State
   }
   // Each tx's record carries its outcome, so "committed" and "did it take effect" are answered by
   // one read and can never disagree after a crash: both are in the block's batch.
+  // In id order rather than block order: RocksDB inserts a batch into its memtable (a skip list)
+  // key by key, and a key just after the previous one is found from where that one went, while
+  // 1,000 random ids each took a search from the top. The batch is applied atomically either way;
+  // the sort is stable so that a repeated id (a later Put wins) still ends with its last record.
+  std::vector<std::uint32_t> order(block.tx_ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return block.tx_ids[a] < block.tx_ids[b]; });
   std::string loc;
-  for (std::size_t i = 0; i < block.tx_ids.size(); ++i) {
+  for (const std::uint32_t i : order) {
     loc.clear();
     PutBe(loc, block.height, 8);
     PutBe(loc, i, 4);
@@ -314,11 +327,24 @@ Status ChainStore::Write(PreparedCommit commit) {
   POLNODE_RETURN_IF_ERROR(FromRocks(db_->Write(wo, commit.batch_.get()), "write block"));
   {
     std::unique_lock<std::shared_mutex> state_lock(state_mu_);
+    std::optional<LastRoot> last;
+    {
+      std::lock_guard<std::mutex> keep(last_root_mu_);
+      last = std::exchange(last_root_, std::nullopt);
+    }
     if (state_) {
-      for (const auto& [key, value] : commit.delta_) {
-        state_->Set(key, value ? std::optional<std::string_view>(*value) : std::nullopt);
+      // The producer asked StateRoot for this very delta over this very state just before (the
+      // header carries the root): its hashes are the ones a Rehash would compute. Anything else
+      // (another delta, a state changed since) takes the long way.
+      if (last && last->update.generation == state_->generation() && !state_->dirty() &&
+          last->pending == commit.delta_) {
+        state_->ApplyWith(commit.delta_, last->update);
+      } else {
+        for (const auto& [key, value] : commit.delta_) {
+          state_->Set(key, value ? std::optional<std::string_view>(*value) : std::nullopt);
+        }
+        state_->Rehash();
       }
-      state_->Rehash();
     }
   }
   tip_ = commit.new_tip_;

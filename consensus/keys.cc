@@ -65,6 +65,44 @@ Result<XOnlyPublicKey> XOnlyPublicKey::FromBytes(std::span<const std::uint8_t, 3
   return key;
 }
 
+XOnlyKeyCache::XOnlyKeyCache(std::size_t slots) {
+  std::size_t n = 2;
+  while (n < slots) n *= 2;
+  slots_.resize(n);
+}
+
+Result<XOnlyPublicKey> XOnlyKeyCache::Parse(std::span<const std::uint8_t, 32> bytes) {
+  // Two ways per set: slots 2s (the more recently used) and 2s+1. An x coordinate's low bytes are
+  // as good as random for an honest key, and the set count is a power of two, so the set is a mask.
+  std::uint64_t low = 0;
+  std::memcpy(&low, bytes.data(), sizeof(low));
+  const std::size_t set = static_cast<std::size_t>(low) & (slots_.size() / 2 - 1);
+  Slot* ways = &slots_[2 * set];
+  std::mutex& stripe = stripes_[set % kStripes];
+  auto holds = [&](const Slot& slot) {
+    return slot.used && std::equal(bytes.begin(), bytes.end(), slot.key.bytes_.begin());
+  };
+  {
+    std::lock_guard<std::mutex> lock(stripe);
+    if (holds(ways[1])) std::swap(ways[0], ways[1]);  // now the more recently used
+    if (holds(ways[0])) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      return ways[0].key;
+    }
+  }
+  // The parse runs outside the lock: it is the slow part, and two threads parsing the same new
+  // key at once both store the same value.
+  POLNODE_ASSIGN_OR_RETURN(XOnlyPublicKey key, XOnlyPublicKey::FromBytes(bytes));
+  std::lock_guard<std::mutex> lock(stripe);
+  if (!holds(ways[0])) {
+    ways[1] = ways[0];  // the least recently used goes
+    ways[0] = Slot{true, key};
+  }
+  return key;
+}
+
+std::uint64_t XOnlyKeyCache::hits() const { return hits_.load(std::memory_order_relaxed); }
+
 Result<SecretKey> SecretKey::Generate() {
   // A uniformly random 32-byte string is >= n or 0 with probability below 2^-127; the loop
   // bound only exists so a broken generator that returns constant garbage cannot spin forever.

@@ -1,16 +1,67 @@
 #include "polnode/consensus/mempool.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <limits>
 #include <map>
-#include <set>
+#include <random>
 
 #include "polnode/consensus/block.h"
 #include "polnode/consensus/hex.h"
 
 namespace polnode::consensus {
 
-Mempool::Mempool(MempoolOptions options) : options_(std::move(options)) {}
+namespace {
+
+// -1, 0 or 1 as a is bytewise below, equal to or above b.
+int CompareBytes(const std::array<std::uint8_t, 32>& a, const std::array<std::uint8_t, 32>& b) {
+  for (std::size_t i = 0; i < 32; i += 8) {
+    std::uint64_t x = 0, y = 0;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) {
+      if constexpr (std::endian::native == std::endian::little) {
+        x = __builtin_bswap64(x);
+        y = __builtin_bswap64(y);
+      }
+      return x < y ? -1 : 1;
+    }
+  }
+  return 0;
+}
+
+// A key for IdHash. std::random_device reads the OS's generator; should it fail, the pool still
+// works, with a guessable key.
+std::uint64_t RandomKey() {
+  try {
+    std::random_device device;
+    return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  } catch (...) {
+    return 0x9e3779b97f4a7c15ULL;
+  }
+}
+
+}  // namespace
+
+std::size_t Mempool::IdHash::operator()(const Hash256& id) const {
+  std::uint64_t x = 0;
+  std::memcpy(&x, id.data(), sizeof(x));
+  // splitmix64's finalizer over the keyed word: a bijection that spreads every input bit.
+  x ^= key;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<std::size_t>(x ^ (x >> 31));
+}
+
+bool Mempool::SignerNonceLess::operator()(const SignerNonce& a, const SignerNonce& b) const {
+  const int c = CompareBytes(a.first, b.first);
+  return c != 0 ? c < 0 : a.second < b.second;
+}
+
+Mempool::Mempool(MempoolOptions options)
+    : options_(std::move(options)), signer_keys_(options_.signer_key_cache_slots),
+      by_id_(0, IdHash{RandomKey()}) {}
 
 Result<Hash256> Mempool::Add(std::string_view encoded, const AdmissionCheck& check) {
   POLNODE_ASSIGN_OR_RETURN(PendingTx tx, Precheck(encoded));
@@ -28,17 +79,15 @@ Result<PendingTx> Mempool::Precheck(std::string_view encoded) const {
     return Status::InvalidArgument("wrong chain id '" + tx.envelope.chain_id + "' (this ledger is '" +
                                    options_.chain_id + "')");
   }
-  POLNODE_RETURN_IF_ERROR(VerifyEnvelope(tx.envelope).WithContext("bad signature"));
+  POLNODE_RETURN_IF_ERROR(VerifyEnvelope(tx.envelope, signer_keys_).WithContext("bad signature"));
   tx.encoded.assign(encoded);
   tx.id = TxId(encoded);
   return tx;
 }
 
-Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status Mempool::CheckSlotLocked(const PendingTx& tx) const {
   if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + ToHex(tx.id) + " is already pending");
-  SignerNonce sn{tx.envelope.signer_pubkey, tx.envelope.nonce};
-  if (by_nonce_.count(sn) != 0) {
+  if (by_nonce_.count(SignerNonce{tx.envelope.signer_pubkey, tx.envelope.nonce}) != 0) {
     return Status::AlreadyExists("nonce " + std::to_string(tx.envelope.nonce) + " of signer " +
                                  ToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
   }
@@ -46,8 +95,33 @@ Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
     return Status::Unavailable("mempool is full (" + std::to_string(by_seq_.size()) + " transactions, " +
                                std::to_string(bytes_) + " bytes); retry later");
   }
+  return Status::Ok();
+}
+
+Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
+  std::lock_guard<std::mutex> lock(mu_);
+  POLNODE_RETURN_IF_ERROR(CheckSlotLocked(tx));
   tx.seq = next_seq_;
   POLNODE_RETURN_IF_ERROR(check(tx));
+  return InsertLocked(std::move(tx));
+}
+
+Result<Hash256> Mempool::InsertAgainstStableState(PendingTx tx, const AdmissionCheck& check) {
+  {
+    // A duplicate is refused before the costly check, and with the same error Insert gives.
+    std::lock_guard<std::mutex> lock(mu_);
+    POLNODE_RETURN_IF_ERROR(CheckSlotLocked(tx));
+  }
+  POLNODE_RETURN_IF_ERROR(check(tx));
+  std::lock_guard<std::mutex> lock(mu_);
+  return InsertLocked(std::move(tx));
+}
+
+Result<Hash256> Mempool::InsertLocked(PendingTx tx) {
+  // Under Insert's lock nothing changed since its CheckSlotLocked; after InsertAgainstStableState's
+  // unlocked check a racing copy or a filled pool may have appeared.
+  POLNODE_RETURN_IF_ERROR(CheckSlotLocked(tx));
+  tx.seq = next_seq_;
   tx.future = tx.envelope.nonce > RunEndLocked(tx.envelope.signer_pubkey, tx.account_nonce);
   if (tx.future) {
     if (FutureOfSignerLocked(tx.envelope.signer_pubkey) >= options_.max_future_per_signer) {
@@ -67,8 +141,9 @@ Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
   tx.admitted_height = height_;
   bytes_ += tx.encoded.size();
   const Hash256 id = tx.id;
+  SignerNonce sn{tx.envelope.signer_pubkey, tx.envelope.nonce};
   by_id_.emplace(id, tx.seq);
-  by_nonce_.emplace(sn, tx.seq);
+  by_nonce_.emplace(std::move(sn), tx.seq);
   by_seq_.emplace(tx.seq, std::move(tx));
   return id;
 }
@@ -76,38 +151,44 @@ Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
 std::vector<PendingTx> Mempool::Candidates(std::size_t max, std::size_t max_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   // Each signer's gap-free run from its account nonce; by_nonce_ walks signers in key order and
-  // each signer's txs in nonce order.
+  // each signer's txs in nonce order, so each run is contiguous in `runs` (its "group").
   std::vector<const PendingTx*> runs;
+  std::vector<std::size_t> group_of;     // per entry of `runs`
+  std::vector<std::size_t> group_start;  // per group: its first entry in `runs`
   for (auto it = by_nonce_.begin(); it != by_nonce_.end();) {
     const std::array<std::uint8_t, 32>& signer = it->first.first;
     std::uint64_t expected = by_seq_.at(it->second).account_nonce;
+    const std::size_t group = group_start.size();
+    const std::size_t first = runs.size();
     for (; it != by_nonce_.end() && it->first.first == signer; ++it) {
       if (it->first.second != expected) continue;  // behind a gap (or a stale, used nonce)
       runs.push_back(&by_seq_.at(it->second));
+      group_of.push_back(group);
       ++expected;
     }
+    if (runs.size() != first) group_start.push_back(first);
   }
   // Admission order across signers; within the positions a signer's txs take, its nonce order
-  // (a signer may have sent its txs out of order).
-  std::vector<const PendingTx*> ordered = runs;
-  std::sort(ordered.begin(), ordered.end(), [](const PendingTx* a, const PendingTx* b) { return a->seq < b->seq; });
-  std::map<std::array<std::uint8_t, 32>, std::size_t> taken;  // per signer: run txs placed so far
-  std::map<std::array<std::uint8_t, 32>, std::vector<const PendingTx*>> by_signer;
-  for (const PendingTx* tx : runs) by_signer[tx->envelope.signer_pubkey].push_back(tx);  // nonce order
-  for (const PendingTx*& slot : ordered) {
-    const auto& signer = slot->envelope.signer_pubkey;
-    slot = by_signer[signer][taken[signer]++];
-  }
-  runs = std::move(ordered);
+  // (a signer may have sent its txs out of order): the k-th of a signer's positions in admission
+  // order gets its k-th tx in nonce order. Vectors rather than per-signer maps: the producer asks
+  // for 2,000 candidates every block.
+  std::vector<std::size_t> by_admission(runs.size());
+  for (std::size_t k = 0; k < by_admission.size(); ++k) by_admission[k] = k;
+  std::sort(by_admission.begin(), by_admission.end(),
+            [&](std::size_t a, std::size_t b) { return runs[a]->seq < runs[b]->seq; });
+  std::vector<std::size_t> next = group_start;  // per group: its next tx in nonce order
+  std::vector<bool> cut(group_start.size(), false);  // groups whose run stopped at a tx that did not fit
   std::vector<PendingTx> out;
+  out.reserve(std::min(max, runs.size()));
   std::size_t bytes = 0;
-  std::set<std::array<std::uint8_t, 32>> cut;  // signers whose run stopped at a tx that did not fit
-  for (const PendingTx* tx : runs) {
+  for (const std::size_t slot : by_admission) {
     if (out.size() >= max) break;
-    if (cut.count(tx->envelope.signer_pubkey) != 0) continue;
+    const std::size_t group = group_of[slot];
+    const PendingTx* tx = runs[next[group]++];
+    if (cut[group]) continue;
     if (tx->encoded.size() > max_bytes - bytes) {
       // A later, smaller tx of the same signer would follow a gap: its run ends here.
-      cut.insert(tx->envelope.signer_pubkey);
+      cut[group] = true;
       continue;
     }
     bytes += tx->encoded.size();

@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 
 #include <cstdlib>
+#include <memory>
+#include <utility>
 
 #include "polnode/consensus/hex.h"
 
@@ -30,16 +32,56 @@ const EVP_MD* Sha256Md() {
 }  // namespace
 
 struct Sha256Hasher::Impl {
-  EVP_MD_CTX* ctx = nullptr;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  Impl() {
+    if (ctx == nullptr) std::abort();
+  }
+  ~Impl() { EVP_MD_CTX_free(ctx); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
 
-Sha256Hasher::Sha256Hasher() : impl_(std::make_unique<Impl>()) {
-  impl_->ctx = EVP_MD_CTX_new();
-  if (impl_->ctx == nullptr) std::abort();
-  CheckEvp(EVP_DigestInit_ex(impl_->ctx, Sha256Md(), nullptr));
+namespace {
+
+// This thread's spare context (see TakeImpl). A plain pointer, freed by a guard at thread exit, so
+// that a hasher that outlives the guard (destroyed later in thread or process teardown) finds
+// `alive` false and frees its own context instead of parking it in a slot nobody frees.
+struct SpareSlot {
+  void* impl = nullptr;  // a Sha256Hasher::Impl*, which this file alone can name
+  bool alive = true;
+  void (*free_impl)(void*) = nullptr;
+  ~SpareSlot() {
+    if (impl != nullptr && free_impl != nullptr) free_impl(impl);
+    impl = nullptr;
+    alive = false;
+  }
+};
+thread_local SpareSlot spare_slot;
+
+}  // namespace
+
+std::unique_ptr<Sha256Hasher::Impl> Sha256Hasher::TakeImpl() {
+  std::unique_ptr<Impl> impl;
+  if (spare_slot.alive && spare_slot.impl != nullptr) {
+    impl.reset(static_cast<Impl*>(std::exchange(spare_slot.impl, nullptr)));
+  } else {
+    impl = std::make_unique<Impl>();
+  }
+  CheckEvp(EVP_DigestInit_ex(impl->ctx, Sha256Md(), nullptr));
+  return impl;
 }
 
-Sha256Hasher::~Sha256Hasher() { EVP_MD_CTX_free(impl_->ctx); }
+void Sha256Hasher::ReturnImpl(std::unique_ptr<Impl> impl) {
+  if (spare_slot.alive && spare_slot.impl == nullptr) {
+    spare_slot.free_impl = [](void* p) { delete static_cast<Impl*>(p); };
+    spare_slot.impl = impl.release();
+  }
+  // Otherwise `impl` is freed here.
+}
+
+Sha256Hasher::Sha256Hasher() : impl_(TakeImpl()) {}
+
+Sha256Hasher::~Sha256Hasher() { ReturnImpl(std::move(impl_)); }
 
 void Sha256Hasher::Update(std::span<const std::uint8_t> data) {
   CheckEvp(EVP_DigestUpdate(impl_->ctx, data.data(), data.size()));
@@ -59,10 +101,9 @@ Hash256 Sha256Hasher::Finalize() {
 }
 
 Hash256 Sha256(std::span<const std::uint8_t> data) {
-  Hash256 out{};
-  unsigned int len = 0;
-  CheckEvp(EVP_Digest(data.data(), data.size(), out.data(), &len, Sha256Md(), nullptr));
-  return out;
+  Sha256Hasher hasher;  // a recycled context (see TakeImpl): EVP_Digest allocated one per call
+  hasher.Update(data);
+  return hasher.Finalize();
 }
 
 Hash256 Sha256(std::string_view data) {

@@ -93,14 +93,27 @@ Result<TxEnvelope> SignEnvelope(const SecretKey& key, TxEnvelope envelope) {
   return envelope;
 }
 
-Status VerifyEnvelope(const TxEnvelope& envelope) {
-  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
-  Result<XOnlyPublicKey> signer = XOnlyPublicKey::FromBytes(envelope.signer_pubkey);
+namespace {
+
+// VerifyEnvelope once the signer's key is parsed (or failed to).
+Status VerifyWithSigner(const TxEnvelope& envelope, const Result<XOnlyPublicKey>& signer) {
   if (!signer.ok()) return signer.status().WithContext("signer_pubkey");
   if (!VerifySchnorr(*signer, EnvelopeSigningDigest(envelope), envelope.signature)) {
     return Status::Corruption("the signature does not match the envelope's contents and signer");
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status VerifyEnvelope(const TxEnvelope& envelope) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  return VerifyWithSigner(envelope, XOnlyPublicKey::FromBytes(envelope.signer_pubkey));
+}
+
+Status VerifyEnvelope(const TxEnvelope& envelope, XOnlyKeyCache& keys) {
+  POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
+  return VerifyWithSigner(envelope, keys.Parse(envelope.signer_pubkey));
 }
 
 Result<std::string> EncodeEnvelope(const TxEnvelope& envelope) {
@@ -131,20 +144,21 @@ Result<TxEnvelope> DecodeEnvelope(std::span<const std::uint8_t> bytes) {
   if (!message.GetReflection()->GetUnknownFields(message).empty()) {
     return Status::Corruption("envelope has unknown fields");
   }
+  // Canonical form: re-encoding must give back the input exactly. This is what makes the byte
+  // form of a transaction unique (so hashes of it cannot be malleated by re-encoding). The
+  // encoding is made before the strings move out of `message` (copying them cost an allocation
+  // each) but compared last, so the errors come in the documented order.
+  std::string canonical;
+  const bool serialized = SerializeDeterministic(message, &canonical);
   TxEnvelope envelope;
-  envelope.chain_id = message.chain_id();
+  envelope.chain_id = std::move(*message.mutable_chain_id());
   envelope.nonce = message.nonce();
   POLNODE_RETURN_IF_ERROR(CopyFixed("signer_pubkey", message.signer_pubkey(), envelope.signer_pubkey));
-  envelope.payload_type = message.payload_type();
-  envelope.payload = message.payload();
+  envelope.payload_type = std::move(*message.mutable_payload_type());
+  envelope.payload = std::move(*message.mutable_payload());
   POLNODE_RETURN_IF_ERROR(CopyFixed("signature", message.signature(), envelope.signature));
   POLNODE_RETURN_IF_ERROR(CheckEnvelopeFields(envelope));
-  // Canonical form: re-encoding must give back the input exactly. This is what makes the byte
-  // form of a transaction unique (so hashes of it cannot be malleated by re-encoding).
-  std::string canonical;
-  if (!SerializeDeterministic(message, &canonical)) {
-    return Status::Internal("protobuf failed to serialize a TxEnvelope");
-  }
+  if (!serialized) return Status::Internal("protobuf failed to serialize a TxEnvelope");
   if (!std::equal(canonical.begin(), canonical.end(), bytes.begin(), bytes.end(),
                   [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; })) {
     return Status::Corruption("envelope is not in canonical protobuf form");

@@ -22,8 +22,18 @@ class ReadRecorder final : public contracts::StateStore {
   explicit ReadRecorder(const contracts::StateStore& base) : base_(base) {}
 
   [[nodiscard]] Result<std::optional<std::string>> Get(std::string_view key) const override {
-    reads_.emplace_back(key);
-    return base_.Get(key);
+    // A check reads a key more than once (CheckTx and NextNonce both load the signer's account):
+    // the second read is answered from here. The store cannot change meanwhile (the caller holds
+    // the ledger's state lock), so the value is the same.
+    for (std::size_t i = 0; i < reads_.size(); ++i) {
+      if (reads_[i] == key) return values_[i];
+    }
+    Result<std::optional<std::string>> value = base_.Get(key);
+    if (value.ok()) {
+      reads_.emplace_back(key);
+      values_.push_back(*value);
+    }
+    return value;
   }
   // CheckTx receives a const store, so it cannot write; a write here would be a bug.
   void Put(std::string, std::string) override { std::abort(); }
@@ -42,6 +52,7 @@ class ReadRecorder final : public contracts::StateStore {
  private:
   const contracts::StateStore& base_;
   mutable std::vector<std::string> reads_;
+  mutable std::vector<std::optional<std::string>> values_;  // values_[i] is the value of reads_[i]
   mutable bool scanned_ = false;
 };
 
@@ -96,7 +107,7 @@ Status Ledger::CommitGenesis(const GenesisFile& genesis) {
   block.header.tx_root = consensus::ComputeTxRoot(block.txs);
   POLNODE_RETURN_IF_ERROR(consensus::SetBlockRandomness(producer_key_, block.header, Hash256{}));
   POLNODE_ASSIGN_OR_RETURN(block.header.state_root, store_->StateRoot(state.delta()));
-  return SignAndCommit(std::move(block), state.delta(), {});
+  return SignAndCommit(std::move(block), state.delta(), {}, {});
 }
 
 Status Ledger::CheckStoredGenesis(const GenesisFile& genesis) {
@@ -120,12 +131,13 @@ Status Ledger::CheckStoredGenesis(const GenesisFile& genesis) {
 }
 
 Status Ledger::SignAndCommit(Block block, const consensus::StateDelta& delta,
-                             std::vector<consensus::TxOutcome> outcomes) {
+                             std::vector<consensus::TxOutcome> outcomes, std::vector<Hash256> tx_ids) {
+  if (tx_ids.size() != block.txs.size()) return Status::Internal("SignAndCommit: one tx id per tx expected");
   POLNODE_RETURN_IF_ERROR(consensus::SignBlockHeader(producer_key_, block.header));
   consensus::BlockRecord record;
   record.height = block.header.height;
   record.hash = consensus::BlockHash(block.header);
-  for (const std::string& tx : block.txs) record.tx_ids.push_back(consensus::TxId(tx));
+  record.tx_ids = std::move(tx_ids);
   record.tx_outcomes = std::move(outcomes);
   POLNODE_ASSIGN_OR_RETURN(record.encoded_block, consensus::EncodeBlock(block));
   POLNODE_ASSIGN_OR_RETURN(consensus::PreparedCommit prepared, store_->Prepare(record, delta));
@@ -143,10 +155,14 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
     counters_.txs_rejected.fetch_add(1, std::memory_order_relaxed);
     return prechecked.status();
   }
+  // The state lock, held shared until the tx is in the pool, keeps every block commit (it takes
+  // the lock exclusively) out of the span between CheckTx's reads and the insertion: a tx checked
+  // against the state before a block can never slip in after that block's recheck. That is what
+  // lets CheckTx run outside the pool's lock, on every admitting thread at once.
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   BlockState committed(*store_);
-  Result<Hash256> id = mempool_.Insert(std::move(prechecked).value(),
-                                       [&](consensus::PendingTx& tx) { return CheckPending(tx, committed); });
+  Result<Hash256> id = mempool_.InsertAgainstStableState(
+      std::move(prechecked).value(), [&](consensus::PendingTx& tx) { return CheckPending(tx, committed); });
   (id.ok() ? counters_.txs_accepted : counters_.txs_rejected).fetch_add(1, std::memory_order_relaxed);
   return id;
 }
@@ -176,12 +192,17 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   // enough to fill the block when some fail their simulation.
   std::vector<consensus::PendingTx> pending =
       mempool_.Candidates(options_.max_txs_per_block * 2, options_.max_block_tx_bytes * 2);
-  std::map<Hash256, const consensus::PendingTx*> by_id;
+  std::map<Hash256, consensus::PendingTx*> by_id;
   std::vector<contracts::VerifiedTx> candidates;
   candidates.reserve(pending.size());
-  for (const consensus::PendingTx& tx : pending) {
+  for (consensus::PendingTx& tx : pending) {
     by_id.emplace(tx.id, &tx);
-    candidates.push_back(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()));
+    // The candidates are copies made for this block, and only their encoded bytes and ids are
+    // needed after this: the envelope's strings move instead of being copied a second time.
+    consensus::TxEnvelope& e = tx.envelope;
+    candidates.push_back(contracts::VerifiedTx{e.signer_pubkey, e.nonce, std::move(e.chain_id),
+                                               std::move(e.payload_type), std::move(e.payload), tx.id,
+                                               tx.encoded.size()});
   }
   // The block's randomness is the producer's VRF output on its height and the parent's randomness:
   // fixed before any transaction is chosen, so no choice of contents can steer it.
@@ -214,7 +235,8 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   for (const contracts::VerifiedTx& tx : *chosen) {
     auto it = by_id.find(tx.tx_hash);
     if (it == by_id.end()) return Status::Internal("prepare proposal returned a transaction that was not a candidate");
-    block.txs.push_back(it->second->encoded);
+    // Each candidate is chosen at most once, and the copy is this block's to use up.
+    block.txs.push_back(std::move(it->second->encoded));
     ids.push_back(tx.tx_hash);
   }
   block.header.tx_root = consensus::MerkleRoot(ids);
@@ -233,7 +255,7 @@ Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {
   std::vector<consensus::TxOutcome> outcomes;
   outcomes.reserve(ids.size());
   for (const contracts::TxResult& r : result->tx_results) outcomes.push_back(consensus::TxOutcome{r.code, r.log});
-  if (Status s = SignAndCommit(std::move(block), state.delta(), std::move(outcomes)); !s.ok()) {
+  if (Status s = SignAndCommit(std::move(block), state.delta(), std::move(outcomes), ids); !s.ok()) {
     counters_.block_errors.fetch_add(1, std::memory_order_relaxed);
     return s.WithContext("commit block " + std::to_string(context.height));
   }

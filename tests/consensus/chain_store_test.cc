@@ -265,6 +265,79 @@ TEST(StateTreeTest, IncrementalRootEqualsTheDefinitionOverRandomBlocks) {
   }
 }
 
+// Write installs the hashes StateRoot computed for its delta instead of re-hashing (ApplyWith).
+// Its root must equal the definition's whether the last StateRoot was for this very delta, for
+// another delta, or for none at all.
+TEST(ChainStoreTest, CommittedRootIsRightWhateverStateRootWasAskedBefore) {
+  TempDir dir;
+  auto store = MustOpen(dir.File("db"));
+  std::mt19937_64 rng(18);
+  std::map<std::string, std::string> model;
+  for (std::uint64_t height = 0; height < 24; ++height) {
+    StateDelta delta;
+    for (int i = 0; i < 40; ++i) {
+      const std::string key = "k/" + std::to_string(rng() % 200);
+      if (rng() % 5 == 0) {
+        delta[key] = std::nullopt;
+      } else {
+        delta[key] = std::string(1 + rng() % 4, static_cast<char>('a' + rng() % 26));
+      }
+    }
+    for (const auto& [k, v] : delta) {
+      if (v) {
+        model[k] = *v;
+      } else {
+        model.erase(k);
+      }
+    }
+    switch (height % 3) {
+      case 0: {  // the producer's order: StateRoot of the delta, then its commit
+        auto root = store->StateRoot(delta);
+        ASSERT_TRUE(root.ok());
+        EXPECT_EQ(*root, NaiveStateRoot(model));
+        break;
+      }
+      case 1: {  // the last StateRoot was for another delta
+        StateDelta other = delta;
+        other["k/other"] = "x";
+        ASSERT_TRUE(store->StateRoot(other).ok());
+        break;
+      }
+      default:
+        break;  // the last StateRoot was the previous iteration's check of the committed root
+    }
+    auto prepared = store->Prepare(Record(height), delta);
+    ASSERT_TRUE(prepared.ok());
+    ASSERT_TRUE(store->Write(std::move(prepared).value()).ok());
+    auto committed = store->StateRoot({});
+    ASSERT_TRUE(committed.ok());
+    ASSERT_EQ(*committed, NaiveStateRoot(model)) << "height " << height;
+  }
+}
+
+TEST(StateTreeTest, ApplyWithEqualsSetAndRehash) {
+  std::mt19937_64 rng(4);
+  StateTree applied, rehashed;
+  for (int block = 0; block < 30; ++block) {
+    StateDelta delta;
+    for (int i = 0; i < 30; ++i) {
+      const std::string key = "a/" + std::to_string(rng() % 150);
+      delta[key] = rng() % 4 == 0 ? std::nullopt : std::optional<std::string>(std::to_string(rng() % 1000));
+    }
+    StateRootUpdate update;
+    const Hash256 pending = applied.RootWith(delta, &update);
+    EXPECT_EQ(update.generation, applied.generation());
+    applied.ApplyWith(delta, update);
+    EXPECT_NE(update.generation, applied.generation()) << "an update is good for one generation only";
+    for (const auto& [k, v] : delta) rehashed.Set(k, v ? std::optional<std::string_view>(*v) : std::nullopt);
+    rehashed.Rehash();
+    ASSERT_EQ(applied.root(), pending) << "block " << block;
+    ASSERT_EQ(applied.root(), rehashed.root()) << "block " << block;
+    ASSERT_EQ(applied.size(), rehashed.size());
+    for (const auto& [k, v] : delta) ASSERT_EQ(applied.Get(k), rehashed.Get(k));
+  }
+}
+
 // Each block h writes "counter" = h and 50 keys "w/<i>" = h, so a block applied in part would show
 // up as keys that disagree with each other or with the tip.
 StateDelta CrashDelta(std::uint64_t h) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <thread>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -197,6 +199,84 @@ TEST(XOnlyPublicKeyTest, RejectsNonPoints) {
       XOnlyPublicKey::FromBytes(Array32("79BE667EF9DCBBAC55A06295CE870B07029BFCDB2DCE28D959F2815B16F81798"));
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(ToHex(g->bytes()), "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798");
+}
+
+// The mempool parses signer keys through a cache: a hit must give what FromBytes gives, and a
+// cached key must never make a wrong signature pass.
+TEST(XOnlyKeyCacheTest, AHitIsTheParsedKeyAndDecidesNoSignature) {
+  XOnlyKeyCache cache(4);
+  const SecretKey signer = *SecretKey::FromBytes(Array32("0000000000000000000000000000000000000000000000000000000000000003"));
+  const SecretKey other = *SecretKey::FromBytes(Array32("0000000000000000000000000000000000000000000000000000000000000005"));
+  const std::array<std::uint8_t, 32> msg{1, 2, 3};
+  const SchnorrSignature good = *SignSchnorr(signer, msg);
+  Result<XOnlyPublicKey> first = cache.Parse(signer.PublicKey().bytes());
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(cache.hits(), 0u);
+  Result<XOnlyPublicKey> again = cache.Parse(signer.PublicKey().bytes());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(*again, signer.PublicKey());
+  EXPECT_TRUE(VerifySchnorr(*again, msg, good));
+  // A cached key with a wrong signature, another key's signature or another message: refused.
+  SchnorrSignature flipped = good;
+  flipped[40] ^= 0x01;
+  EXPECT_FALSE(VerifySchnorr(*again, msg, flipped));
+  EXPECT_FALSE(VerifySchnorr(*again, msg, *SignSchnorr(other, msg)));
+  const std::array<std::uint8_t, 32> other_msg{1, 2, 4};
+  EXPECT_FALSE(VerifySchnorr(*again, other_msg, good));
+}
+
+TEST(XOnlyKeyCacheTest, InvalidBytesAreRefusedEveryTimeAndNeverCached) {
+  XOnlyKeyCache cache(1);
+  const auto bad = Array32("EEFDEA4CDB677750A420FEE807EACF21EB9898AE79B9768766E4FAA04A2D4A34");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.Parse(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.hits(), 0u);
+}
+
+TEST(XOnlyKeyCacheTest, KeysSharingASetEvictEachOtherAndStayCorrect) {
+  XOnlyKeyCache cache(1);  // one set of two slots: three keys in turn evict each other (LRU)
+  std::vector<SecretKey> keys;
+  for (int i = 1; i <= 3; ++i) {
+    std::array<std::uint8_t, 32> b{};
+    b[31] = static_cast<std::uint8_t>(i + 10);
+    keys.push_back(*SecretKey::FromBytes(b));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (const SecretKey& k : keys) {
+      Result<XOnlyPublicKey> parsed = cache.Parse(k.PublicKey().bytes());
+      ASSERT_TRUE(parsed.ok());
+      EXPECT_EQ(*parsed, k.PublicKey());
+      const std::array<std::uint8_t, 32> msg{7};
+      EXPECT_TRUE(VerifySchnorr(*parsed, msg, *SignSchnorr(k, msg)));
+    }
+  }
+  EXPECT_EQ(cache.hits(), 0u);
+  EXPECT_TRUE(cache.Parse(keys.back().PublicKey().bytes()).ok());
+  EXPECT_EQ(cache.hits(), 1u);
+}
+
+TEST(XOnlyKeyCacheTest, ThreadsParsingTheSameKeysAgree) {
+  XOnlyKeyCache cache(8);
+  std::vector<SecretKey> keys;
+  for (int i = 1; i <= 16; ++i) {
+    std::array<std::uint8_t, 32> b{};
+    b[31] = static_cast<std::uint8_t>(i);
+    keys.push_back(*SecretKey::FromBytes(b));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 50; ++round) {
+        for (const SecretKey& k : keys) {
+          Result<XOnlyPublicKey> parsed = cache.Parse(k.PublicKey().bytes());
+          if (!parsed.ok() || !(*parsed == k.PublicKey())) wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace

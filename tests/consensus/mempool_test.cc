@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "polnode/consensus/block.h"
 #include "polnode/testing/ledger_fixtures.h"
@@ -252,6 +256,89 @@ TEST(MempoolTest, PendingBytesAreBounded) {
   EXPECT_EQ(pool.Add(SignedTx(2, 0), accounts.Check()).status().code(), StatusCode::kUnavailable);
   // Candidates respect a byte budget too.
   EXPECT_EQ(pool.Candidates(10, three - 1).size(), 2u);
+}
+
+// Signer keys are parsed through a cache: once a signer's key is cached, its next tx with a
+// broken signature, or one signed by another key in its name, is still refused.
+TEST(MempoolTest, ACachedSignerKeyLetsNoBadSignatureThrough) {
+  Mempool pool = MakePool();
+  ASSERT_TRUE(pool.Add(SignedTx(1, 0), AcceptAll).ok());
+  auto broken = *DecodeEnvelope(SignedTx(1, 1));
+  broken.signature[10] ^= 0x20;
+  EXPECT_EQ(pool.Add(*EncodeEnvelope(broken), AcceptAll).status().code(), StatusCode::kCorruption);
+  auto forged = *DecodeEnvelope(SignedTx(2, 1));
+  forged.signer_pubkey = KeyFromByte(1).PublicKey().bytes();  // signer 2's signature, signer 1's name
+  EXPECT_EQ(pool.Add(*EncodeEnvelope(forged), AcceptAll).status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(pool.Add(SignedTx(1, 1), AcceptAll).ok());
+  EXPECT_EQ(pool.size(), 2u);
+}
+
+// InsertAgainstStableState runs the check outside the pool's lock. Threads racing with txs of the
+// same (signer, nonce), or with the very same tx, must still leave exactly one of each in the pool.
+TEST(MempoolTest, RacingInsertsOutsideTheLockAdmitOneTxPerSignerAndNonce) {
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kNonces = 24;
+  Mempool pool = MakePool(1000);
+  // Thread t's tx for nonce n differs from the others' (its payload), so each has its own id;
+  // every thread also submits thread 0's copy, so identical txs race too.
+  std::vector<std::vector<PendingTx>> mine(kThreads), shared(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    for (std::uint64_t n = 0; n < kNonces; ++n) {
+      mine[t].push_back(*pool.Precheck(SignedTx(1, n, "test-chain", "from thread " + std::to_string(t))));
+      shared[t].push_back(*pool.Precheck(SignedTx(2, n, "test-chain", "the same for all")));
+    }
+  }
+  std::atomic<int> checks{0};
+  std::vector<std::vector<Result<Hash256>>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint64_t n = 0; n < kNonces; ++n) {
+        auto check = [&](PendingTx& tx) {
+          checks.fetch_add(1);
+          tx.account_nonce = 0;
+          return Status::Ok();
+        };
+        results[t].push_back(pool.InsertAgainstStableState(std::move(mine[t][n]), check));
+        results[t].push_back(pool.InsertAgainstStableState(std::move(shared[t][n]), check));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  std::size_t admitted = 0;
+  for (const auto& per_thread : results) {
+    for (const Result<Hash256>& r : per_thread) {
+      if (r.ok()) {
+        ++admitted;
+      } else {
+        EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists) << r.status().ToString();
+      }
+    }
+  }
+  EXPECT_EQ(admitted, 2 * kNonces);
+  EXPECT_EQ(pool.size(), 2 * kNonces);
+  EXPECT_EQ(pool.NextPendingNonce(KeyFromByte(1).PublicKey().bytes()), std::optional<std::uint64_t>(kNonces));
+  EXPECT_EQ(pool.NextPendingNonce(KeyFromByte(2).PublicKey().bytes()), std::optional<std::uint64_t>(kNonces));
+  EXPECT_GE(checks.load(), static_cast<int>(2 * kNonces));
+  // The pool's indexes agree: every pending tx is offered once.
+  EXPECT_EQ(pool.Candidates(1000, 1 << 20).size(), 2 * kNonces);
+}
+
+TEST(MempoolTest, InsertAgainstStableStateRefusesWhatInsertRefuses) {
+  Mempool pool = MakePool(2);
+  auto reject = [](PendingTx&) { return Status::FailedPrecondition("no funds"); };
+  auto accept = [](PendingTx&) { return Status::Ok(); };
+  EXPECT_EQ(pool.InsertAgainstStableState(*pool.Precheck(SignedTx(1, 0)), reject).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(pool.size(), 0u);
+  const std::string tx = SignedTx(1, 0);
+  ASSERT_TRUE(pool.InsertAgainstStableState(*pool.Precheck(tx), accept).ok());
+  EXPECT_EQ(pool.InsertAgainstStableState(*pool.Precheck(tx), accept).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(pool.InsertAgainstStableState(*pool.Precheck(SignedTx(1, 0, "test-chain", "x")), accept).status().code(),
+            StatusCode::kAlreadyExists);
+  ASSERT_TRUE(pool.InsertAgainstStableState(*pool.Precheck(SignedTx(1, 1)), accept).ok());
+  EXPECT_EQ(pool.InsertAgainstStableState(*pool.Precheck(SignedTx(2, 0)), accept).status().code(),
+            StatusCode::kUnavailable);
 }
 
 }  // namespace

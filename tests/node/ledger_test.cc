@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "polnode/consensus/hex.h"
 #include "polnode/contracts.pb.h"
@@ -206,6 +210,62 @@ TEST_F(LedgerTest, RecheckDropsTxsTheBlockInvalidatedAndKeepsTheRest) {
   EXPECT_EQ(next->tx_count, 1u);
   EXPECT_EQ(next->failed_txs, 0u);
   EXPECT_EQ((*ledger)->GetStatus().mempool_size, 0u);
+}
+
+// Admission runs CheckTx outside the pool's lock, under the ledger's state lock. Threads racing
+// txs of one (signer, nonce) must leave exactly one; and with blocks committing meanwhile, a tx
+// checked against the state before a block must not get in after it: replays of committed txs
+// are refused, and once the submitters stop nothing committed is still pending.
+TEST_F(LedgerTest, ConcurrentAdmissionAndBlocksKeepOneTxPerNonceAndNoStaleTx) {
+  auto ledger = Open();
+  constexpr std::uint64_t kNonces = 40;
+  constexpr int kThreads = 3;
+  // Per nonce, one transfer per thread with a different amount: different ids, same (signer, nonce).
+  std::vector<std::vector<std::string>> txs(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    for (std::uint64_t n = 0; n < kNonces; ++n) txs[t].push_back(Transfer(alice_, n, bob_, 1 + t));
+  }
+  std::atomic<int> submitters{kThreads};
+  std::vector<std::vector<consensus::Hash256>> accepted(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint64_t n = 0; n < kNonces; ++n) {
+        // Each tx twice, and the thread's previous one again: replays race the commits.
+        for (const std::string* tx : {&txs[t][n], &txs[t][n], n > 0 ? &txs[t][n - 1] : &txs[t][n]}) {
+          Result<consensus::Hash256> id = ledger->SubmitTx(*tx);
+          if (id.ok()) accepted[t].push_back(*id);
+        }
+      }
+      submitters.fetch_sub(1);
+    });
+  }
+  std::int64_t time = 1700000001000;
+  while (submitters.load() > 0) ASSERT_TRUE(ledger->ProduceBlock(time += 1000).ok());
+  for (std::thread& th : threads) th.join();
+  for (int i = 0; i < 3 && ledger->GetStatus().mempool_size > 0; ++i) ASSERT_TRUE(ledger->ProduceBlock(time += 1000).ok());
+
+  // Every nonce was used exactly once: alice's account advanced by kNonces, each accepted id is
+  // either committed or was dropped, and nothing is left pending.
+  EXPECT_EQ(ledger->GetStatus().mempool_size, 0u);
+  std::size_t committed = 0, admitted = 0;
+  for (const auto& ids : accepted) {
+    admitted += ids.size();
+    for (const consensus::Hash256& id : ids) {
+      EXPECT_FALSE(ledger->IsPending(id));
+      committed += ledger->FindTx(id).ok() ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(admitted, kNonces) << "one admitted tx per nonce";
+  EXPECT_EQ(committed, kNonces) << "one committed tx per nonce";
+  auto account = ledger->ReadCommitted([&](const contracts::StateStore& state) {
+    const auto& pub = alice_.PublicKey().bytes();
+    return contracts::QueryAccount(state, std::string(reinterpret_cast<const char*>(pub.data()), pub.size()));
+  });
+  ASSERT_TRUE(account.ok());
+  EXPECT_EQ(account->nonce(), kNonces);
+  // A replay of any of them now is refused.
+  for (int t = 0; t < kThreads; ++t) EXPECT_FALSE(ledger->SubmitTx(txs[t][0]).ok());
 }
 
 // ---- verify-chain ---------------------------------------------------------------------------

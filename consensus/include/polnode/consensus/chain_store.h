@@ -157,7 +157,9 @@ class ChainStore {
   [[nodiscard]] Status ScanState(std::string_view prefix, const StateDelta& pending,
                                  const StateVisitor& visit) const;
 
-  /// The state root (state_root.h) of committed state with `pending` applied on top.
+  /// The state root (state_root.h) of committed state with `pending` applied on top. The hashes
+  /// it computes are kept, so that a Write of exactly this `pending` onto exactly this state
+  /// installs them instead of hashing the same buckets and nodes again.
   [[nodiscard]] Result<Hash256> StateRoot(const StateDelta& pending) const;
 
   /// The encoded block at `height`; kNotFound past the tip.
@@ -195,6 +197,14 @@ class ChainStore {
   // The committed state in memory (see the file comment); nullopt until the first StateRoot.
   mutable std::shared_mutex state_mu_;
   mutable std::optional<StateTree> state_;
+  // The last StateRoot's pending writes and hashes, for Write (see StateRoot). Guarded by
+  // last_root_mu_: StateRoot runs under a shared state_mu_, so several may run at once.
+  struct LastRoot {
+    StateDelta pending;
+    StateRootUpdate update;
+  };
+  mutable std::mutex last_root_mu_;
+  mutable std::optional<LastRoot> last_root_;
 };
 
 }  // namespace polnode::consensus

@@ -11,8 +11,12 @@
 #define POLNODE_CONSENSUS_KEYS_H_
 
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <span>
+#include <vector>
 
 #include "polnode/base/status.h"
 
@@ -36,6 +40,7 @@ class XOnlyPublicKey {
 
  private:
   friend class SecretKey;  // derives its public key without a round trip through FromBytes
+  friend class XOnlyKeyCache;  // hands out copies of keys it parsed before
   friend bool VerifySchnorr(const XOnlyPublicKey& key, std::span<const std::uint8_t> msg,
                             const SchnorrSignature& sig);
   XOnlyPublicKey() = default;
@@ -45,6 +50,41 @@ class XOnlyPublicKey {
   // VerifySchnorr does not parse the key again: parsing takes a square root, about a tenth of
   // a verification, and every transaction's key was already parsed by FromBytes.
   std::array<std::uint8_t, 64> parsed_{};
+};
+
+/// A bounded cache of parsed x-only keys, for verifiers that see the same signers again and
+/// again (the mempool: an account sends many transactions). Parsing a key takes a field square
+/// root, several microseconds of a ~40 us admission; a hit is a copy. Only keys that parsed are
+/// kept, and what is kept is a pure function of the 32 bytes (FromBytes' result), so a hit gives
+/// exactly what FromBytes would: it never decides whether a signature is valid.
+///
+/// Two-way set-associative: each key may sit in one of two slots of a set (chosen by its bytes),
+/// and a new key evicts the set's less recently used one. Memory is fixed at construction (about
+/// 100 bytes a slot); someone who grinds keys to share a set only makes the next parse of an
+/// evicted key a miss. Thread-safe: sets are guarded by striped locks, so verifiers on several
+/// threads rarely wait for each other.
+class XOnlyKeyCache {
+ public:
+  /// `slots` is rounded up to a power of two (at least 2: one set).
+  explicit XOnlyKeyCache(std::size_t slots = 16384);
+  XOnlyKeyCache(const XOnlyKeyCache&) = delete;
+  XOnlyKeyCache& operator=(const XOnlyKeyCache&) = delete;
+
+  /// XOnlyPublicKey::FromBytes(bytes), from the cache when these bytes parsed before.
+  Result<XOnlyPublicKey> Parse(std::span<const std::uint8_t, 32> bytes);
+
+  /// Parses answered from the cache so far (for tests and metrics).
+  std::uint64_t hits() const;
+
+ private:
+  struct Slot {
+    bool used = false;
+    XOnlyPublicKey key;
+  };
+  static constexpr std::size_t kStripes = 64;
+  std::vector<Slot> slots_;
+  std::array<std::mutex, kStripes> stripes_;  // set s (slots 2s, 2s+1) is guarded by stripes_[s % kStripes]
+  std::atomic<std::uint64_t> hits_{0};
 };
 
 /// A secp256k1 secret key: a scalar in [1, n-1]. Its bytes are wiped from memory when the object

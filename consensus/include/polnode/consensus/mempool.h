@@ -16,8 +16,11 @@
 //                   max_future_per_signer and the pool fewer than max_future such txs; a
 //                   gap-free run from account_nonce is not capped by them (kResourceExhausted)
 // Steps 1-4 run without the pool's lock, so signature checks proceed in parallel on several HTTP
-// threads; steps 5-8 and the insertion run under the lock, so two racing copies of a tx cannot
-// both get in.
+// threads; the signer's key is parsed through a bounded cache (XOnlyKeyCache), since an account
+// signs many txs. Steps 5-8 and the insertion run under the lock, so two racing copies of a tx
+// cannot both get in. Step 7 reads the ledger's state and is the second most costly step: Insert
+// runs it under the lock too, InsertAgainstStableState outside it (for callers that can keep that
+// state from changing meanwhile), re-running steps 5 and 6 under the lock before inserting.
 //
 // Candidates: the block producer is offered, per signer, only the run of txs whose nonces follow on
 // from its account nonce without a gap; a signer whose next nonce is missing is skipped as a
@@ -39,10 +42,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "polnode/base/status.h"
+#include "polnode/consensus/keys.h"
 #include "polnode/consensus/sha256.h"
 #include "polnode/consensus/tx_envelope.h"
 
@@ -56,6 +61,7 @@ struct MempoolOptions {
   std::size_t max_future_per_signer = 16;     // txs behind a gap in a signer's nonces, per signer
   std::size_t max_future = 2000;              // ... and in the whole pool
   std::uint64_t future_expiry_blocks = 100;   // a future tx older than this is dropped
+  std::size_t signer_key_cache_slots = 32768; // parsed signer keys kept (XOnlyKeyCache, ~100 bytes each)
 };
 
 /// A transaction that passed admission.
@@ -77,8 +83,9 @@ struct PendingTx {
   bool future = false;
 };
 
-/// The application's part of admission (step 7). Called under the pool's lock with the decoded,
-/// signature-checked tx; may set tx.check_reads; must not call back into the Mempool.
+/// The application's part of admission (step 7). Called with the decoded, signature-checked tx
+/// (under the pool's lock by Insert and Recheck, without it by InsertAgainstStableState); may set
+/// tx.check_reads; must not call back into the Mempool.
 using AdmissionCheck = std::function<Status(PendingTx& tx)>;
 
 class Mempool {
@@ -96,6 +103,16 @@ class Mempool {
 
   /// Steps 5-7 and the insertion, for a tx that passed Precheck.
   [[nodiscard]] Result<Hash256> Insert(PendingTx tx, const AdmissionCheck& check);
+
+  /// As Insert, but `check` runs without the pool's lock, so admissions on several threads overlap
+  /// in it; steps 5 and 6 run again under the lock afterwards, so of two racing txs with the same
+  /// id or the same (signer, nonce) exactly one gets in. Same verdicts as Insert, provided that
+  ///   - the state `check` reads does not change until this returns. Otherwise a tx checked
+  ///     against the state before a block could be inserted after that block's Recheck and
+  ///     escape it (the ledger holds its state lock shared across this call; a block commit
+  ///     takes it exclusively); and
+  ///   - `check` is safe to run on several threads at once.
+  [[nodiscard]] Result<Hash256> InsertAgainstStableState(PendingTx tx, const AdmissionCheck& check);
 
   /// Executable txs (see the file comment) in admission order, up to `max` txs and `max_bytes`
   /// encoded bytes (copies without check_reads; the pool is unchanged).
@@ -127,21 +144,39 @@ class Mempool {
 
  private:
   using SignerNonce = std::pair<std::array<std::uint8_t, 32>, std::uint64_t>;
+  // The order std::less gives (signer bytes, then nonce), with the signers compared a 64-bit
+  // big-endian word at a time: the map compares on every look-up, and std::less called memcmp
+  // twice per step, the largest cost of admission under the pool's lock.
+  struct SignerNonceLess {
+    bool operator()(const SignerNonce& a, const SignerNonce& b) const;
+  };
+  // Tx ids need no order, only look-ups: a hash table indexed by 8 bytes of the id mixed with a
+  // per-pool random key, so nobody can grind ids that pile into one bucket.
+  struct IdHash {
+    std::uint64_t key = 0;
+    std::size_t operator()(const Hash256& id) const;
+  };
 
+  // Steps 5 (duplicates) and 6 (capacity) for `tx`.
+  Status CheckSlotLocked(const PendingTx& tx) const;
+  // Steps 5 and 6 (again: the lock may have been dropped since), 8 and the insertion, for a tx
+  // whose step 7 passed.
+  Result<Hash256> InsertLocked(PendingTx tx);
   void EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it);
   // One past the last nonce of `signer`'s gap-free run of pending txs from `account_nonce`.
   std::uint64_t RunEndLocked(const std::array<std::uint8_t, 32>& signer, std::uint64_t account_nonce) const;
   std::size_t FutureOfSignerLocked(const std::array<std::uint8_t, 32>& signer) const;
 
   const MempoolOptions options_;
+  mutable XOnlyKeyCache signer_keys_;  // Precheck's parsed signer keys; locks of its own
   mutable std::mutex mu_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t height_ = 0;      // of the last Recheck
   std::size_t bytes_ = 0;         // encoded bytes pending
   std::size_t future_ = 0;        // pending txs marked future
   std::map<std::uint64_t, PendingTx> by_seq_;     // admission order
-  std::map<Hash256, std::uint64_t> by_id_;        // id -> seq
-  std::map<SignerNonce, std::uint64_t> by_nonce_; // (signer, nonce) -> seq
+  std::unordered_map<Hash256, std::uint64_t, IdHash> by_id_;       // id -> seq
+  std::map<SignerNonce, std::uint64_t, SignerNonceLess> by_nonce_; // (signer, nonce) -> seq
 };
 
 }  // namespace polnode::consensus

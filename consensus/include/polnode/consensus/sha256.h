@@ -41,6 +41,10 @@ class Sha256Hasher {
 
  private:
   struct Impl;
+  // OpenSSL contexts are recycled per thread (one spare each): allocating and freeing one per
+  // hasher cost more than hashing the 65 bytes of a state-tree node or a signing digest.
+  static std::unique_ptr<Impl> TakeImpl();
+  static void ReturnImpl(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

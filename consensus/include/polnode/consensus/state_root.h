@@ -44,6 +44,15 @@ using StateDelta = std::map<std::string, std::optional<std::string>, std::less<>
 /// The bucket of `key`: the first kStateBucketBits bits of SHA-256(key).
 std::uint32_t StateBucketOf(std::string_view key);
 
+/// The leaf and node hashes a RootWith computed (every node its pending writes change, level by
+/// level, in index order), so the commit of those very writes can install them instead of hashing
+/// the same buckets and nodes a second time (StateTree::ApplyWith).
+struct StateRootUpdate {
+  std::vector<std::vector<std::pair<std::uint32_t, Hash256>>> levels;  // [0]: leaves ... [16]: the top node
+  std::uint64_t generation = 0;  // the tree's generation() it was computed on
+  std::vector<std::uint32_t> buckets;  // StateBucketOf of each pending key, in key order
+};
+
 /// A state held in memory by bucket, with its root kept up to date incrementally.
 /// Not thread-safe: the caller serializes access (ChainStore holds a lock).
 class StateTree {
@@ -65,7 +74,21 @@ class StateTree {
 
   /// The root this state would have with `pending` applied, computed without changing it:
   /// O(buckets `pending` touches x (their size + 16)).
-  Hash256 RootWith(const StateDelta& pending) const;
+  /// With `update`, also returns the hashes computed (see StateRootUpdate).
+  Hash256 RootWith(const StateDelta& pending, StateRootUpdate* update = nullptr) const;
+
+  /// Applies `pending` (as Set of each pair followed by Rehash would) and installs the hashes of
+  /// `update` instead of re-hashing. Precondition: `update` came from RootWith(pending, &update) on
+  /// this tree at its current generation(), and no Set is waiting for a Rehash; ChainStore checks
+  /// both (and falls back to Set + Rehash) since a stale update would give a wrong root silently.
+  void ApplyWith(const StateDelta& pending, const StateRootUpdate& update);
+
+  /// Changes with every Set, Rehash and ApplyWith: an update is only valid for the generation it
+  /// was computed on.
+  std::uint64_t generation() const { return generation_; }
+
+  /// Whether a Set is waiting for a Rehash.
+  bool dirty() const { return !dirty_.empty(); }
 
   /// Number of pairs.
   std::size_t size() const { return size_; }
@@ -76,12 +99,15 @@ class StateTree {
   using BucketWrites = std::vector<std::pair<std::string_view, const std::optional<std::string>*>>;
 
   // The leaf of bucket b with `writes` applied over its pairs.
-  Hash256 LeafOf(std::uint32_t b, const BucketWrites& writes) const;
+  Hash256 LeafOf(std::uint32_t b, const BucketWrites& writes, Sha256Hasher& hasher) const;
+  // Sets one pair without marking its bucket dirty.
+  void SetPair(Bucket& bucket, std::string_view key, std::optional<std::string_view> value);
 
   std::vector<Bucket> buckets_;
   std::vector<std::vector<Hash256>> levels_;  // levels_[0]: the leaves; levels_[16]: the top node
   std::set<std::uint32_t> dirty_;
   std::size_t size_ = 0;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace polnode::consensus

@@ -81,6 +81,10 @@ Result<TxEnvelope> SignEnvelope(const SecretKey& key, TxEnvelope envelope, std::
 /// key). Does not check the nonce or chain_id against ledger state: that is the ledger's job.
 [[nodiscard]] Status VerifyEnvelope(const TxEnvelope& envelope);
 
+/// As above, parsing signer_pubkey through `keys` (keys.h): the same verdict, without the square
+/// root when the signer was seen before.
+[[nodiscard]] Status VerifyEnvelope(const TxEnvelope& envelope, XOnlyKeyCache& keys);
+
 /// The canonical protobuf bytes of `envelope`; kInvalidArgument if its fields break the rules.
 /// DecodeEnvelope(EncodeEnvelope(e)) == e for every e this accepts.
 Result<std::string> EncodeEnvelope(const TxEnvelope& envelope);
