@@ -243,10 +243,21 @@ class ValidatorNode {
     return ::testing::AssertionSuccess();
   }
 
-  // Waits until CometBFT has committed block `height`.
+  // Waits until CometBFT and the application have both committed block `height`. CometBFT stores
+  // a block (and reports its height) before the application has executed and committed it, so a
+  // query of the application right after CometBFT's height moved can still miss the block; on a
+  // busy machine it did.
   ::testing::AssertionResult WaitForHeight(std::int64_t height) {
-    if (Eventually([&] { return Height() >= height; }, kWait)) return ::testing::AssertionSuccess();
+    if (Eventually([&] { return Height() >= height && AppHeight() >= height; }, kWait)) {
+      return ::testing::AssertionSuccess();
+    }
     return ::testing::AssertionFailure() << "no block " << height << "; CometBFT's log ends:\n" << CometLog();
+  }
+
+  // The last block the application committed, as its Info answer says (abci_info).
+  std::int64_t AppHeight() const {
+    const std::string h = JsonString(Get("/abci_info"), "last_block_height");
+    return h.empty() ? 0 : std::stoll(h);
   }
 
   void KillBoth() {
