@@ -48,37 +48,27 @@ struct Lanes {
   static Reg Or(Reg a, Reg b) {
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
   }
-  // (k + 127) << 23 as bits, exact for integral k in [-126, 127] (anything else converts to
-  // 0x80000000, a defined garbage value the callers discard). Zero-masking forms, as for Sqrt.
   // even[i] = p[2i], odd[i] = p[2i + 1] (32 floats read).
-  static void LoadPairs(const float* p, Reg& even, Reg& odd) {
-    const Reg lo = Load(p), hi = Load(p + kWidth);
-    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
-    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
-  }
+  static void LoadPairs(const float* p, Reg& even, Reg& odd) { SplitPairs(Load(p), Load(p + kWidth), even, odd); }
   // p[2i] = even[i], p[2i + 1] = odd[i] (32 floats written).
   static void StorePairs(float* p, Reg even, Reg odd) {
-    Store(p, _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
-    Store(p + kWidth,
-          _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+    Reg first, second;
+    JoinPairs(even, odd, first, second);
+    Store(p, first);
+    Store(p + kWidth, second);
   }
   // The first n < kWidth floats only, through masked loads and stores (the lanes past n are
   // neither read, so no fault, nor written; loaded ones are 0).
   static Reg LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
   static void StorePartial(float* p, Reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
   static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
-    const Reg lo = _mm512_maskz_loadu_ps(FirstLanes(2 * n < kWidth ? 2 * n : kWidth), p);
-    const Reg hi = _mm512_maskz_loadu_ps(FirstLanes(2 * n > kWidth ? 2 * n - kWidth : 0), p + kWidth);
-    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
-    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
+    SplitPairs(LoadPartial(p, 2 * n), LoadPartial(p + kWidth, 2 * n - kWidth), even, odd);
   }
   static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
-    _mm512_mask_storeu_ps(
-        p, FirstLanes(2 * n < kWidth ? 2 * n : kWidth),
-        _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
-    _mm512_mask_storeu_ps(
-        p + kWidth, FirstLanes(2 * n > kWidth ? 2 * n - kWidth : 0),
-        _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+    Reg first, second;
+    JoinPairs(even, odd, first, second);
+    StorePartial(p, first, 2 * n);
+    StorePartial(p + kWidth, second, 2 * n - kWidth);
   }
   // r[i][j] becomes r[j][i]: a 16 x 16 transpose. Pairs are unpacked and quads shuffled within
   // each 128-bit lane (q[4g + j], lane k: rows 4g..4g+3 at column 4k + j), then for each j the
@@ -108,6 +98,8 @@ struct Lanes {
       r[12 + j] = _mm512_maskz_shuffle_f32x4(kAll, u1, u3, _MM_SHUFFLE(3, 1, 3, 1));
     }
   }
+  // (k + 127) << 23 as bits, exact for integral k in [-126, 127] (anything else converts to
+  // 0x80000000, a defined garbage value the callers discard). Zero-masking forms, as for Sqrt.
   static Reg Pow2(Reg k) {
     constexpr auto kAll = static_cast<__mmask16>(0xFFFF);
     const __m512i biased =
@@ -116,7 +108,20 @@ struct Lanes {
   }
 
  private:
-  static __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  // Lanes i < n (any n: none below 1, all from kWidth on).
+  static __mmask16 FirstLanes(int n) {
+    return n <= 0 ? 0 : n >= kWidth ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+  }
+  // The even and the odd floats of the 32 in lo, hi; and back.
+  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
+    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
+  }
+  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
+    first = _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd);
+    second =
+        _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd);
+  }
   static Reg BitAnd(Reg a, int mask) {
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(mask)));
   }
