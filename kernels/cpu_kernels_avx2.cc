@@ -40,27 +40,20 @@ struct Lanes {
   static Reg Neg(Reg a) { return _mm256_xor_ps(a, Bits(static_cast<int>(0x80000000u))); }
   static Reg SignBit(Reg a) { return _mm256_and_ps(a, Bits(static_cast<int>(0x80000000u))); }
   static Reg Or(Reg a, Reg b) { return _mm256_or_ps(a, b); }
-  // even[i] = p[2i], odd[i] = p[2i + 1] (16 floats read).
-  static void LoadPairs(const float* p, Reg& even, Reg& odd) { SplitPairs(Load(p), Load(p + kWidth), even, odd); }
-  // p[2i] = even[i], p[2i + 1] = odd[i] (16 floats written).
-  static void StorePairs(float* p, Reg even, Reg odd) {
-    Reg first, second;
-    JoinPairs(even, odd, first, second);
-    Store(p, first);
-    Store(p + kWidth, second);
-  }
   // The first n < kWidth floats only, through masked loads and stores (the lanes past n are
   // neither read, so no fault, nor written; loaded ones are 0).
   static Reg LoadPartial(const float* p, int n) { return _mm256_maskload_ps(p, FirstLanes(n)); }
   static void StorePartial(float* p, Reg v, int n) { _mm256_maskstore_ps(p, FirstLanes(n), v); }
-  static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
-    SplitPairs(LoadPartial(p, 2 * n), LoadPartial(p + kWidth, 2 * n - kWidth), even, odd);
+  // The even and the odd floats of the 16 in lo, hi (in-lane shuffles take the even or odd
+  // floats of each 128-bit half, then the 64-bit quarters are put in order); and back.
+  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
+    even = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+    odd = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
   }
-  static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
-    Reg first, second;
-    JoinPairs(even, odd, first, second);
-    StorePartial(p, first, 2 * n);
-    StorePartial(p + kWidth, second, 2 * n - kWidth);
+  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
+    const Reg low = _mm256_unpacklo_ps(even, odd), high = _mm256_unpackhi_ps(even, odd);
+    first = _mm256_permute2f128_ps(low, high, 0x20);
+    second = _mm256_permute2f128_ps(low, high, 0x31);
   }
   // r[i][j] becomes r[j][i]: an 8 x 8 transpose (pairs unpacked, then quads shuffled, then the
   // 128-bit halves exchanged).
@@ -93,17 +86,6 @@ struct Lanes {
   // Lane i's sign bit set where i < n (any n; below 0 none, from 8 on all).
   static __m256i FirstLanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  // The even and the odd floats of the 16 in lo, hi (in-lane shuffles take the even or odd
-  // floats of each 128-bit half, then the 64-bit quarters are put in order); and back.
-  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
-    even = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
-    odd = InOrder(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
-    const Reg low = _mm256_unpacklo_ps(even, odd), high = _mm256_unpackhi_ps(even, odd);
-    first = _mm256_permute2f128_ps(low, high, 0x20);
-    second = _mm256_permute2f128_ps(low, high, 0x31);
   }
   // 64-bit quarters 0, 2, 1, 3: [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6].
   static Reg InOrder(Reg v) {

@@ -48,27 +48,19 @@ struct Lanes {
   static Reg Or(Reg a, Reg b) {
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
   }
-  // even[i] = p[2i], odd[i] = p[2i + 1] (32 floats read).
-  static void LoadPairs(const float* p, Reg& even, Reg& odd) { SplitPairs(Load(p), Load(p + kWidth), even, odd); }
-  // p[2i] = even[i], p[2i + 1] = odd[i] (32 floats written).
-  static void StorePairs(float* p, Reg even, Reg odd) {
-    Reg first, second;
-    JoinPairs(even, odd, first, second);
-    Store(p, first);
-    Store(p + kWidth, second);
-  }
   // The first n < kWidth floats only, through masked loads and stores (the lanes past n are
   // neither read, so no fault, nor written; loaded ones are 0).
   static Reg LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
   static void StorePartial(float* p, Reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
-  static void LoadPairsPartial(const float* p, int n, Reg& even, Reg& odd) {
-    SplitPairs(LoadPartial(p, 2 * n), LoadPartial(p + kWidth, 2 * n - kWidth), even, odd);
+  // The even and the odd floats of the 32 in lo, hi; and back.
+  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
+    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
   }
-  static void StorePairsPartial(float* p, Reg even, Reg odd, int n) {
-    Reg first, second;
-    JoinPairs(even, odd, first, second);
-    StorePartial(p, first, 2 * n);
-    StorePartial(p + kWidth, second, 2 * n - kWidth);
+  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
+    first = _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd);
+    second =
+        _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd);
   }
   // r[i][j] becomes r[j][i]: a 16 x 16 transpose. Pairs are unpacked and quads shuffled within
   // each 128-bit lane (q[4g + j], lane k: rows 4g..4g+3 at column 4k + j), then for each j the
@@ -111,16 +103,6 @@ struct Lanes {
   // Lanes i < n (any n: none below 1, all from kWidth on).
   static __mmask16 FirstLanes(int n) {
     return n <= 0 ? 0 : n >= kWidth ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-  }
-  // The even and the odd floats of the 32 in lo, hi; and back.
-  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
-    even = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
-    odd = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
-  }
-  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
-    first = _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd);
-    second =
-        _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd);
   }
   static Reg BitAnd(Reg a, int mask) {
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(mask)));

@@ -10,9 +10,9 @@
 //                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane, and the
 //                        Mask type with Lt/Le/Gt/Eq/IsNan/Select and the exact bit operations
 //                        Abs/Neg/SignBit/Or/Pow2 that det::Exp and det::Tanh need, and the
-//                        copies LoadPairs/StorePairs (even and odd neighbours split and
-//                        joined), LoadPartial/StorePartial/LoadPairsPartial/StorePairsPartial
-//                        (the first n < kWidth lanes, masked) and Transpose (kWidth registers);
+//                        copies SplitPairs/JoinPairs (the even and odd floats of two
+//                        registers, and back), LoadPartial/StorePartial (the first n < kWidth
+//                        lanes, masked) and Transpose (kWidth registers);
 //   kMicroRows, kMicroVectors   the microkernel tile: kMicroRows x (kMicroVectors * kWidth).
 // Vector bodies and their scalar tails run the same operations, so a lane's result never depends
 // on whether it sat in a vector or in the tail.
@@ -149,6 +149,31 @@ void Accumulate(const float* x, float* acc, std::int64_t count) {
   });
 }
 
+// even[i] = p[2i], odd[i] = p[2i + 1] for i < kWidth, and back; the Partial forms for the first
+// n < kWidth pairs only (masked: nothing past them is read or written).
+template <typename L>
+void LoadPairs(const float* p, typename L::Reg& even, typename L::Reg& odd) {
+  L::SplitPairs(L::Load(p), L::Load(p + L::kWidth), even, odd);
+}
+template <typename L>
+void StorePairs(float* p, typename L::Reg even, typename L::Reg odd) {
+  typename L::Reg first, second;
+  L::JoinPairs(even, odd, first, second);
+  L::Store(p, first);
+  L::Store(p + L::kWidth, second);
+}
+template <typename L>
+void LoadPairsPartial(const float* p, int n, typename L::Reg& even, typename L::Reg& odd) {
+  L::SplitPairs(L::LoadPartial(p, 2 * n), L::LoadPartial(p + L::kWidth, 2 * n - L::kWidth), even, odd);
+}
+template <typename L>
+void StorePairsPartial(float* p, typename L::Reg even, typename L::Reg odd, int n) {
+  typename L::Reg first, second;
+  L::JoinPairs(even, odd, first, second);
+  L::StorePartial(p, first, 2 * n);
+  L::StorePartial(p + L::kWidth, second, 2 * n - L::kWidth);
+}
+
 // kMaxPool2x2 for n windows of one output row: n = kWidth through whole registers, n < kWidth
 // through masked loads and stores (a short row, such as a 28-wide image's 14 windows, stays in
 // one register instead of going lane by lane).
@@ -157,11 +182,11 @@ void MaxPoolWindows(const float* top, const float* bottom, float* y, float* arg,
   using R = typename Lanes::Reg;
   R tap[4];
   if constexpr (kPartial) {
-    Lanes::LoadPairsPartial(top, n, tap[0], tap[1]);
-    Lanes::LoadPairsPartial(bottom, n, tap[2], tap[3]);
+    LoadPairsPartial<Lanes>(top, n, tap[0], tap[1]);
+    LoadPairsPartial<Lanes>(bottom, n, tap[2], tap[3]);
   } else {
-    Lanes::LoadPairs(top, tap[0], tap[1]);
-    Lanes::LoadPairs(bottom, tap[2], tap[3]);
+    LoadPairs<Lanes>(top, tap[0], tap[1]);
+    LoadPairs<Lanes>(bottom, tap[2], tap[3]);
   }
   R best = tap[0], which = Lanes::Zero();
   POLNODE_UNROLL
@@ -199,11 +224,11 @@ void MaxPoolGradWindows(const float* arg, const float* dy, float* top, float* bo
     tap[t] = Lanes::Select(Lanes::Eq(which, Lanes::Set1(static_cast<float>(t))), g, Lanes::Zero());
   }
   if constexpr (kPartial) {
-    Lanes::StorePairsPartial(top, tap[0], tap[1], n);
-    Lanes::StorePairsPartial(bottom, tap[2], tap[3], n);
+    StorePairsPartial<Lanes>(top, tap[0], tap[1], n);
+    StorePairsPartial<Lanes>(bottom, tap[2], tap[3], n);
   } else {
-    Lanes::StorePairs(top, tap[0], tap[1]);
-    Lanes::StorePairs(bottom, tap[2], tap[3]);
+    StorePairs<Lanes>(top, tap[0], tap[1]);
+    StorePairs<Lanes>(bottom, tap[2], tap[3]);
   }
 }
 

@@ -35,14 +35,14 @@ struct OneLane {
   static Mask IsNan(Reg a) { return a != a; }
   // m ? a : b, lane by lane.
   static Reg Select(Mask m, Reg a, Reg b) { return m ? a : b; }
-  // even[i] = p[2i], odd[i] = p[2i + 1], and back: pairs of neighbours split and joined.
-  static void LoadPairs(const float* p, Reg& even, Reg& odd) {
-    even = p[0];
-    odd = p[1];
+  // Two neighbours as the even and the odd one, and back.
+  static void SplitPairs(Reg lo, Reg hi, Reg& even, Reg& odd) {
+    even = lo;
+    odd = hi;
   }
-  static void StorePairs(float* p, Reg even, Reg odd) {
-    p[0] = even;
-    p[1] = odd;
+  static void JoinPairs(Reg even, Reg odd, Reg& first, Reg& second) {
+    first = even;
+    second = odd;
   }
   // A one-by-one transpose changes nothing.
   static void Transpose(Reg[kWidth]) {}
@@ -50,8 +50,6 @@ struct OneLane {
   // nothing is read or written.
   static Reg LoadPartial(const float*, int) { return 0.0f; }
   static void StorePartial(float*, Reg, int) {}
-  static void LoadPairsPartial(const float*, int, Reg& even, Reg& odd) { even = odd = 0.0f; }
-  static void StorePairsPartial(float*, Reg, Reg, int) {}
   // Sign-bit manipulation, exact: |a|, a with its sign flipped, a's sign bit alone (+0 or -0),
   // and the bitwise or of two floats.
   static Reg Abs(Reg a) { return FromBits(Bits(a) & 0x7FFFFFFFu); }
