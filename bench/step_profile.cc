@@ -9,6 +9,7 @@
 //   step_profile BACKEND [STEPS] [THREADS] [MODEL]    e.g. step_profile cuda 50, step_profile cpu 5 1 cnn
 // MODEL keeps the cases whose spec contains it (mlp, cnn, gpt).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,15 +57,15 @@ class TimedBackend final : public kernels::Backend {
   Status Enqueue(kernels::Op op, const kernels::OpAttrs& attrs, std::span<const kernels::Buffer* const> inputs,
                  std::span<kernels::Buffer* const> outputs) override {
     if (!timing) return inner_.Enqueue(op, attrs, inputs, outputs);
-    const Clock::time_point start = Clock::now();
-    Status status = inner_.Enqueue(op, attrs, inputs, outputs);
-    if (status.ok()) status = inner_.Synchronize();
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const std::string kind(kernels::OpName(op));
-    by_kind[kind].first += seconds;
-    ++by_kind[kind].second;
-    by_node[kind + " -> " + kernels::ShapeToString(outputs[0]->shape())] += seconds;
-    return status;
+    return Timed(std::string(kernels::OpName(op)), outputs, [&] { return inner_.Enqueue(op, attrs, inputs, outputs); });
+  }
+  // A fused pair is timed as one kind, "first+second".
+  Status EnqueueFused(kernels::Fusion fusion, std::span<const kernels::Buffer* const> inputs,
+                      std::span<kernels::Buffer* const> outputs) override {
+    if (!timing) return inner_.EnqueueFused(fusion, inputs, outputs);
+    const std::array<kernels::Op, 2> ops = kernels::FusedOps(fusion);
+    return Timed(std::string(kernels::OpName(ops[0])) + "+" + std::string(kernels::OpName(ops[1])), outputs,
+                 [&] { return inner_.EnqueueFused(fusion, inputs, outputs); });
   }
 
   bool timing = false;
@@ -72,6 +73,19 @@ class TimedBackend final : public kernels::Backend {
   std::map<std::string, double> by_node;                  // seconds
 
  private:
+  // Runs `enqueue`, waits for it, and adds its wall time to `kind` and to (kind, output 0's shape).
+  template <typename Enqueue>
+  Status Timed(const std::string& kind, std::span<kernels::Buffer* const> outputs, Enqueue&& enqueue) {
+    const Clock::time_point start = Clock::now();
+    Status status = enqueue();
+    if (status.ok()) status = inner_.Synchronize();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    by_kind[kind].first += seconds;
+    ++by_kind[kind].second;
+    by_node[kind + " -> " + kernels::ShapeToString(outputs[0]->shape())] += seconds;
+    return status;
+  }
+
   kernels::Backend& inner_;
 };
 

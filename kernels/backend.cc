@@ -44,6 +44,32 @@ Result<Tensor*> HostTensorOf(const Backend& backend, const Buffer* buffer, const
 
 constexpr std::size_t kMaxOperands = 5;  // kLayerNormGrad's inputs; no operator has more outputs
 
+// Enqueue's checks from the buffers alone (any backend's): counts, nulls, aliasing, and that every
+// output is shaped as the operator writes it.
+Status CheckBufferCall(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
+                       std::span<Buffer* const> outputs) {
+  const std::string name(OpName(op));
+  if (inputs.size() > kMaxOperands || outputs.size() > kMaxOperands) {
+    return Status::InvalidArgument(name + ": too many operands");
+  }
+  POLNODE_RETURN_IF_ERROR(CheckRunOutputs<Buffer>(op, inputs, outputs));
+  std::array<const Shape*, kMaxOperands> in_shapes{};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) return Status::InvalidArgument(name + ": input " + std::to_string(i) + " is null");
+    in_shapes[i] = &inputs[i]->shape();
+  }
+  POLNODE_ASSIGN_OR_RETURN(const std::vector<Shape> shapes,
+                           InferOutputShapesOf(op, attrs, std::span<const Shape* const>(in_shapes.data(), inputs.size())));
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o]->shape() != shapes[o]) {
+      return Status::InvalidArgument(name + ": output " + std::to_string(o) + " is a buffer of " +
+                                     ShapeToString(outputs[o]->shape()) + ", the operator writes " +
+                                     ShapeToString(shapes[o]));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Buffer::Reshape(Shape shape) {
@@ -89,38 +115,60 @@ Status Backend::Download(const Buffer& from, std::span<float> to) {
 
 Status Backend::Enqueue(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
                         std::span<Buffer* const> outputs) {
-  const std::string name(OpName(op));
-  if (inputs.size() > kMaxOperands || outputs.size() > kMaxOperands) {
-    return Status::InvalidArgument(name + ": too many operands");
-  }
   std::array<const Tensor*, kMaxOperands> in{};
   std::array<Tensor*, kMaxOperands> out{};
+  if (inputs.size() > kMaxOperands || outputs.size() > kMaxOperands) {
+    return Status::InvalidArgument(std::string(OpName(op)) + ": too many operands");
+  }
+  const std::span<const Tensor*> in_span(in.data(), inputs.size());
+  const std::span<Tensor*> out_span(out.data(), outputs.size());
+  // Counts, aliasing and shapes here, to hold the buffers to their shapes; Run then checks the
+  // whole call, index values included, once.
+  POLNODE_RETURN_IF_ERROR(HostOperands(op, attrs, inputs, outputs, in_span, out_span));
+  return Run(op, attrs, in_span, out_span);
+}
+
+Status Backend::EnqueueFused(Fusion fusion, std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) {
+  const auto [first, second] = FusedOps(fusion);
+  const std::size_t first_outputs = static_cast<std::size_t>(NumOutputs(first));
+  if (outputs.size() != first_outputs + static_cast<std::size_t>(NumOutputs(second))) {
+    return Status::InvalidArgument(std::string(OpName(first)) + " + " + std::string(OpName(second)) + " have " +
+                                   std::to_string(first_outputs + static_cast<std::size_t>(NumOutputs(second))) +
+                                   " outputs, got " + std::to_string(outputs.size()));
+  }
+  // Both operators are checked before either runs, so a refused pair writes nothing.
+  const Buffer* const between[] = {outputs[0]};
+  POLNODE_RETURN_IF_ERROR(CheckBufferCall(first, OpAttrs{}, inputs, outputs.first(first_outputs)));
+  POLNODE_RETURN_IF_ERROR(CheckBufferCall(second, OpAttrs{}, between, outputs.subspan(first_outputs)));
+  POLNODE_RETURN_IF_ERROR(Enqueue(first, OpAttrs{}, inputs, outputs.first(first_outputs)));
+  return Enqueue(second, OpAttrs{}, between, outputs.subspan(first_outputs));
+}
+
+Status Backend::HostOperands(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
+                             std::span<Buffer* const> outputs, std::span<const Tensor*> in,
+                             std::span<Tensor*> out) const {
+  const std::string name(OpName(op));
+  if (in.size() != inputs.size() || out.size() != outputs.size()) {
+    return Status::InvalidArgument(name + ": operand spans of different lengths");
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     POLNODE_ASSIGN_OR_RETURN(in[i], HostTensorOf(*this, inputs[i], name + ": input " + std::to_string(i)));
   }
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     POLNODE_ASSIGN_OR_RETURN(out[o], HostTensorOf(*this, outputs[o], name + ": output " + std::to_string(o)));
   }
-  const std::span<const Tensor* const> in_span(in.data(), inputs.size());
-  const std::span<Tensor* const> out_span(out.data(), outputs.size());
-  // Counts, aliasing and shapes here, to hold the buffers to their shapes; Run then checks the
-  // whole call, index values included, once.
-  POLNODE_RETURN_IF_ERROR(CheckRunOutputs<Buffer>(op, inputs, outputs));
-  std::array<const Shape*, kMaxOperands> in_shapes{};
-  for (std::size_t i = 0; i < inputs.size(); ++i) in_shapes[i] = &in[i]->shape();
-  POLNODE_ASSIGN_OR_RETURN(const std::vector<Shape> shapes,
-                           InferOutputShapesOf(op, attrs, std::span<const Shape* const>(in_shapes.data(), inputs.size())));
-  for (std::size_t o = 0; o < outputs.size(); ++o) {
-    if (outputs[o]->shape() != shapes[o]) {
-      return Status::InvalidArgument(name + ": output " + std::to_string(o) + " is a buffer of " +
-                                     ShapeToString(outputs[o]->shape()) + ", the operator writes " +
-                                     ShapeToString(shapes[o]));
-    }
-  }
-  return Run(op, attrs, in_span, out_span);
+  return CheckBufferCall(op, attrs, inputs, outputs);
 }
 
 Status Backend::Synchronize() { return Status::Ok(); }
+
+std::array<Op, 2> FusedOps(Fusion fusion) {
+  switch (fusion) {
+    case Fusion::kBiasAddRelu: return {Op::kBiasAdd, Op::kRelu};
+    case Fusion::kReluGradBiasGrad: return {Op::kReluGrad, Op::kBiasGrad};
+  }
+  return {Op::kBiasAdd, Op::kRelu};  // unreachable: every enumerator is handled above
+}
 
 Result<std::unique_ptr<Backend>> MakeBackend(std::string_view name, int threads) {
   if (threads < 1) {

@@ -64,20 +64,6 @@ std::array<int64_t, 9> TapOffsets(int64_t width, bool flipped) {
   return taps;
 }
 
-// Channels [c0, c0 + K) of a 4-D bias gradient into db: K chains, one per channel over (n, h, w)
-// ascending from +0.0f as op.h has them, interleaved.
-template <int K>
-void BiasGradChannels(const float* dy, int64_t batch, int64_t channels, int64_t plane, int64_t c0, float* db) {
-  float acc[K] = {};
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* src = dy + (n * channels + c0) * plane;
-    for (int64_t i = 0; i < plane; ++i) {
-      for (int k = 0; k < K; ++k) acc[k] = acc[k] + src[k * plane + i];
-    }
-  }
-  for (int k = 0; k < K; ++k) db[c0 + k] = acc[k];
-}
-
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const CpuKernels& kernels, int threads) : kr_(kernels), pool_(threads) {}
@@ -94,7 +80,7 @@ class CpuBackend final : public Backend {
       case Op::kMatmulGradA: MatmulGradA(in(0), in(1), out(0)); break;
       case Op::kMatmulGradB: MatmulGradB(in(0), in(1), out(0)); break;
       case Op::kBiasAdd: BiasAdd(in(0), in(1), out(0)); break;
-      case Op::kBiasGrad: BiasGrad(in(0), out(0)); break;
+      case Op::kBiasGrad: BiasGrad(in(0), out(0), nullptr); break;
       case Op::kRelu: Relu(in(0), out(0)); break;
       case Op::kReluGrad: ReluGrad(in(0), in(1), out(0)); break;
       case Op::kConv2d3x3: Conv(in(0), in(1), out(0)); break;
@@ -126,6 +112,30 @@ class CpuBackend final : public Backend {
           out(0).data()[e] = det::ClipCoefficient(in(0).data()[e], attrs.max_norm);
         }
         break;
+    }
+    return Status::Ok();
+  }
+
+  Status EnqueueFused(Fusion fusion, std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) override {
+    // Both pairs are two inputs and one output, then one output: other counts get the default's
+    // error.
+    if (inputs.size() != 2 || outputs.size() != 2) return Backend::EnqueueFused(fusion, inputs, outputs);
+    const auto [first, second] = FusedOps(fusion);
+    std::array<const Tensor*, 2> in{};
+    Tensor* first_out = nullptr;
+    const Tensor* between = nullptr;
+    Tensor* second_out = nullptr;
+    POLNODE_RETURN_IF_ERROR(HostOperands(first, OpAttrs{}, inputs, outputs.first(1), in, std::span(&first_out, 1)));
+    const Buffer* const between_buffer[] = {outputs[0]};
+    POLNODE_RETURN_IF_ERROR(
+        HostOperands(second, OpAttrs{}, between_buffer, outputs.subspan(1), std::span(&between, 1), std::span(&second_out, 1)));
+    switch (fusion) {
+      case Fusion::kBiasAddRelu: BiasAdd(*in[0], *in[1], *first_out, second_out); break;
+      case Fusion::kReluGradBiasGrad: {
+        const ReluGradOf relu{*in[0], *in[1], *first_out};
+        BiasGrad(*first_out, *second_out, &relu);
+        break;
+      }
     }
     return Status::Ok();
   }
@@ -164,13 +174,16 @@ class CpuBackend final : public Backend {
     Gemm(kr_, {k, n, m, {a.data(), 1, k}, {dc.data(), n, 1}, db.data(), n, false}, &pool_);
   }
 
-  void BiasAdd(const Tensor& x, const Tensor& b, Tensor& y) {
+  // Y = X + b; with `relu` (kBiasAddRelu), also R = ReLU(Y), each row or plane while it is in the
+  // cache. X is read up, row by row, before R is written, so R may be X's storage.
+  void BiasAdd(const Tensor& x, const Tensor& b, Tensor& y, Tensor* relu = nullptr) {
     if (x.rank() == 2) {
       const int64_t rows = x.dim(0), cols = x.dim(1);
       ParallelRange(rows, kElementwiseGrain / std::max<int64_t>(cols, 1) + 1,
                     [&](int64_t r0, int64_t r1) {
                       for (int64_t r = r0; r < r1; ++r) {
                         kr_.add(x.data() + r * cols, b.data(), y.data() + r * cols, cols);
+                        if (relu != nullptr) kr_.relu(y.data() + r * cols, relu->data() + r * cols, cols);
                       }
                     });
       return;
@@ -181,33 +194,54 @@ class CpuBackend final : public Backend {
                     for (int64_t p = p0; p < p1; ++p) {
                       kr_.add_scalar(x.data() + p * plane, b.data()[p % channels],
                                      y.data() + p * plane, plane);
+                      if (relu != nullptr) kr_.relu(y.data() + p * plane, relu->data() + p * plane, plane);
                     }
                   });
   }
 
-  void BiasGrad(const Tensor& dy, Tensor& db) {
+  // kReluGradBiasGrad's first operator, dx = ReluGrad(x, dy): the tensor its bias gradient sums.
+  struct ReluGradOf {
+    const Tensor& x;
+    const Tensor& dy;
+    Tensor& dx;
+  };
+
+  // db = BiasGrad(g). With `relu` (kReluGradBiasGrad; g is then relu->dx), each block of g (a row's
+  // columns, a group of channel planes) is first written as ReluGrad(relu->x, relu->dy), then
+  // summed while in cache.
+  void BiasGrad(const Tensor& g, Tensor& db, const ReluGradOf* relu) {
     std::fill(db.values().begin(), db.values().end(), 0.0f);
-    if (dy.rank() == 2) {
+    if (g.rank() == 2) {
       // Column sums taken row by row: each column's chain is m ascending, as in op.h.
-      const int64_t rows = dy.dim(0), cols = dy.dim(1);
+      const int64_t rows = g.dim(0), cols = g.dim(1);
       ParallelRange(cols, 64, [&](int64_t c0, int64_t c1) {
         for (int64_t r = 0; r < rows; ++r) {
-          kr_.accumulate(dy.data() + r * cols + c0, db.data() + c0, c1 - c0);
+          const int64_t offset = r * cols + c0;
+          if (relu != nullptr) kr_.relu_grad(relu->x.data() + offset, relu->dy.data() + offset, relu->dx.data() + offset, c1 - c0);
+          kr_.accumulate(g.data() + offset, db.data() + c0, c1 - c0);
         }
       });
       return;
     }
-    // One chain per channel over (n, h, w); channels are independent, so split them among the
-    // threads in groups of eight, whose chains run interleaved so that each addition waits on its
-    // own chain only.
-    const int64_t batch = dy.dim(0), channels = dy.dim(1), plane = dy.dim(2) * dy.dim(3);
-    const int64_t groups = (channels + 7) / 8;
-    const int64_t workers = std::min<int64_t>(pool_.size(), groups);
+    // One chain per channel over (n, h, w); channels are independent, so each thread takes a run
+    // of them, conv_lanes at a time, whose chains advance together in one register per image.
+    const int64_t batch = g.dim(0), channels = g.dim(1), plane = g.dim(2) * g.dim(3);
+    const int64_t workers = std::min<int64_t>(pool_.size(), channels);
     pool_.Run(workers, [&](int64_t t) {
-      int64_t c = groups * t / workers * 8;
-      const int64_t c1 = std::min(channels, groups * (t + 1) / workers * 8);
-      for (; c + 8 <= c1; c += 8) BiasGradChannels<8>(dy.data(), batch, channels, plane, c, db.data());
-      for (; c < c1; ++c) BiasGradChannels<1>(dy.data(), batch, channels, plane, c, db.data());
+      const int64_t c1 = channels * (t + 1) / workers;
+      for (int64_t c = channels * t / workers; c < c1; c += kr_.conv_lanes) {
+        BiasGradPlanes args{nullptr, std::min<int64_t>(kr_.conv_lanes, c1 - c), plane, db.data() + c};
+        for (int64_t n = 0; n < batch; ++n) {
+          const int64_t offset = (n * channels + c) * plane;
+          args.g = g.data() + offset;
+          if (relu != nullptr) {
+            args.relu_x = relu->x.data() + offset;
+            args.relu_dy = relu->dy.data() + offset;
+            args.relu_dx = relu->dx.data() + offset;
+          }
+          kr_.bias_grad_planes(args);
+        }
+      }
     });
   }
 

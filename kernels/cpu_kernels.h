@@ -63,6 +63,19 @@ struct Conv3x3WeightGrad {
   float* acc;
 };
 
+// One image's part of kBiasGrad's 4-D chains for `channels` <= conv_lanes adjacent channels:
+//   acc[c] = acc[c] + g[c * plane + p] for p ascending, continued from acc[c], for c < channels.
+// With relu_dx set (kReluGradBiasGrad; g is then relu_dx), the planes are first written as
+// kReluGrad's: g[e] = relu_x[e] > 0 ? relu_dy[e] : +0.0f, for e < channels * plane.
+struct BiasGradPlanes {
+  const float* g;
+  std::int64_t channels, plane;
+  float* acc;
+  const float* relu_x = nullptr;
+  const float* relu_dy = nullptr;
+  float* relu_dx = nullptr;
+};
+
 /// Floats past a zero-bordered source's last plane that the direct convolutions may read.
 inline constexpr std::int64_t kConvReadSlack = 64;
 
@@ -142,6 +155,9 @@ struct CpuKernels {
   // of conv_lanes is written +0.0f. Copies only.
   void (*channels_last)(const float* src, std::int64_t channels, std::int64_t plane, std::int64_t stride, float* dst);
   int conv_lanes;
+  // The 4-D bias gradient's chains over one image (BiasGradPlanes above): the channels' values
+  // gathered into lanes by register transposes, so that one vector addition steps every chain.
+  void (*bias_grad_planes)(const BiasGradPlanes& args);
 };
 
 /// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().

@@ -571,6 +571,33 @@ void ChannelsLast(const float* src, std::int64_t channels, std::int64_t plane, s
   }
 }
 
+void BiasGradPlanesKernel(const BiasGradPlanes& a) {
+  constexpr int kW = Lanes::kWidth;
+  const int rows = static_cast<int>(a.channels);
+  // The ReLU's gradient first, in one sequential pass (the planes are adjacent): the sums below
+  // then read g from the cache instead of streaming `rows` planes at once.
+  if (a.relu_dx != nullptr) ReluGrad(a.relu_x, a.relu_dy, a.relu_dx, a.channels * a.plane);
+  // Lane c holds channel c's chain; lanes past `rows` add +0.0f rows and are never stored.
+  typename Lanes::Reg sum = rows == kW ? Lanes::Load(a.acc) : Lanes::LoadPartial(a.acc, rows);
+  std::int64_t p = 0;
+  for (; p + kW <= a.plane; p += kW) {
+    typename Lanes::Reg r[kW];
+    POLNODE_UNROLL
+    for (int i = 0; i < kW; ++i) r[i] = i < rows ? Lanes::Load(a.g + i * a.plane + p) : Lanes::Zero();
+    Lanes::Transpose(r);  // r[i]: element p + i of every channel
+    POLNODE_UNROLL
+    for (int i = 0; i < kW; ++i) sum = Lanes::Add(sum, r[i]);
+  }
+  if (rows == kW) {
+    Lanes::Store(a.acc, sum);
+  } else {
+    Lanes::StorePartial(a.acc, sum, rows);
+  }
+  for (; p < a.plane; ++p) {
+    for (int c = 0; c < rows; ++c) a.acc[c] = a.acc[c] + a.g[c * a.plane + p];
+  }
+}
+
 const CpuKernels kKernels = {
     .isa = POLNODE_CPU_ISA,
     .mr = kMicroRows,
@@ -601,6 +628,7 @@ const CpuKernels kKernels = {
     .conv3x3_weight_grad = Conv3x3WeightGradKernel,
     .channels_last = ChannelsLast,
     .conv_lanes = Lanes::kWidth,
+    .bias_grad_planes = BiasGradPlanesKernel,
 };
 
 }  // namespace polnode::kernels::POLNODE_CPU_ISA_NS

@@ -67,10 +67,13 @@ Result<float> ResidentTraining::Step(const Tensor& images, const Tensor& labels,
   std::vector<Tensor> observed;  // host copies of a node's outputs, for the observer
   const std::int64_t step = step_;
   const Status executed = internal::ExecuteGraph<Buffer>(
-      graph, runner_->output_slot_, std::span<Buffer* const>(slots), std::span<const Buffer* const>(state_in),
-      std::span<Buffer* const>(state), *images_, labels_.get(),
+      graph, runner_->output_slot_, runner_->fusions_, std::span<Buffer* const>(slots),
+      std::span<const Buffer* const>(state_in), std::span<Buffer* const>(state), *images_, labels_.get(),
       [&](const StepNode& node, std::span<const Buffer* const> in, std::span<Buffer* const> out) {
         return backend_->Enqueue(node.op, AttrsForStep(node, step), in, out);
+      },
+      [&](kernels::Fusion fusion, std::span<const Buffer* const> in, std::span<Buffer* const> out) {
+        return backend_->EnqueueFused(fusion, in, out);
       },
       [&](const StepNode& node, std::span<Buffer* const> out) -> Status {
         if (observer == nullptr || !*observer) return Status::Ok();

@@ -80,6 +80,30 @@ Status CheckNode(const StepGraph& g, const StepNode& n, int position) {
 
 }  // namespace
 
+namespace internal {
+
+FusionPlan PlanFusions(const StepGraph& graph) {
+  FusionPlan plan(graph.nodes.size());
+  for (std::size_t i = 0; i + 1 < graph.nodes.size(); ++i) {
+    const StepNode& next = graph.nodes[i + 1];
+    const bool reads_only_previous = next.inputs.size() == 1 && next.inputs[0].source == SourceKind::kNode &&
+                                     next.inputs[0].index == static_cast<int>(i) && next.inputs[0].output == 0 &&
+                                     next.inputs[0].view.empty();
+    if (!reads_only_previous) continue;
+    for (const kernels::Fusion fusion : {kernels::Fusion::kBiasAddRelu, kernels::Fusion::kReluGradBiasGrad}) {
+      const std::array<kernels::Op, 2> ops = kernels::FusedOps(fusion);
+      if (graph.nodes[i].op == ops[0] && next.op == ops[1]) {
+        plan[i] = fusion;
+        ++i;  // node i + 1 is taken: it cannot start a pair of its own
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace internal
+
 Result<StepRunner> StepRunner::Create(StepGraph graph) {
   if (graph.state_names.size() != graph.state_shapes.size()) {
     return Status::InvalidArgument("step graph: state names and shapes differ in count");
@@ -93,6 +117,7 @@ Result<StepRunner> StepRunner::Create(StepGraph graph) {
   }
   StepRunner runner(std::move(graph));
   runner.PlanMemory();
+  runner.fusions_ = internal::PlanFusions(runner.graph_);
   return runner;
 }
 
@@ -170,10 +195,14 @@ Status StepRunner::Execute(std::span<const Tensor* const> state_in,
   std::vector<Tensor*> slots;
   slots.reserve(slots_.size());
   for (Tensor& t : slots_) slots.push_back(&t);
+  // Host tensors run one operator per Backend::Run: no fusion here (it is resident training's).
   const Status executed = internal::ExecuteGraph<Tensor>(
-      graph_, output_slot_, std::span<Tensor* const>(slots), state_in, state_out, images, labels,
+      graph_, output_slot_, {}, std::span<Tensor* const>(slots), state_in, state_out, images, labels,
       [&](const StepNode& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
         return backend.Run(node.op, AttrsForStep(node, step), in, out);
+      },
+      [](kernels::Fusion, std::span<const Tensor* const>, std::span<Tensor* const>) {
+        return Status::Internal("host execution fuses no operators");
       },
       [&](const StepNode& node, std::span<Tensor* const> out) {
         if (observer == nullptr || !*observer) return Status::Ok();

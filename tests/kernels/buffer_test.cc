@@ -3,6 +3,7 @@
 // operator gives Run's bits; misuse is refused with a message and changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -151,6 +152,31 @@ TEST_P(BufferTest, AHostBackendChecksIndexValuesAsRunDoes) {
   EXPECT_NE(bad.message().find("expected an integer in [0, 3)"), std::string::npos) << bad.ToString();
   ASSERT_TRUE(backend->Upload(std::vector<float>{1.0f, 2.0f}, *labels).ok());
   EXPECT_TRUE(backend->Enqueue(Op::kSoftmaxCrossEntropy, {}, in, out).ok());
+}
+
+// A fused pair is refused as its operators are: wrong counts, shapes or aliasing, before anything
+// is written.
+TEST_P(BufferTest, AFusedPairRefusesMisuseAndWritesNothing) {
+  auto backend = Make();
+  const std::vector<float> x = Iota(4 * 6, 0.5f);
+  std::unique_ptr<Buffer> bx = Alloc(*backend, {4, 6}), bb = Alloc(*backend, {6}), by = Alloc(*backend, {4, 6});
+  std::unique_ptr<Buffer> br = Alloc(*backend, {4, 6}), wrong = Alloc(*backend, {4, 5});
+  ASSERT_TRUE(backend->Upload(x, *bx).ok());
+  const Buffer* in[] = {bx.get(), bb.get()};
+  Buffer* too_few[] = {by.get()};
+  EXPECT_EQ(backend->EnqueueFused(Fusion::kBiasAddRelu, in, too_few).code(), StatusCode::kInvalidArgument);
+  Buffer* wrong_shape[] = {by.get(), wrong.get()};
+  EXPECT_EQ(backend->EnqueueFused(Fusion::kBiasAddRelu, in, wrong_shape).code(), StatusCode::kInvalidArgument);
+  Buffer* r_over_y[] = {by.get(), by.get()};
+  EXPECT_EQ(backend->EnqueueFused(Fusion::kBiasAddRelu, in, r_over_y).code(), StatusCode::kInvalidArgument);
+  Buffer* db_wrong[] = {by.get(), br.get()};  // kBiasGrad's output is [6], not [4, 6]
+  const Buffer* grad_in[] = {bx.get(), bx.get()};
+  EXPECT_EQ(backend->EnqueueFused(Fusion::kReluGradBiasGrad, grad_in, db_wrong).code(), StatusCode::kInvalidArgument);
+  for (const Buffer* untouched : {by.get(), br.get()}) {
+    std::vector<float> values(24, 1.0f);
+    ASSERT_TRUE(backend->Download(*untouched, values).ok());
+    EXPECT_TRUE(std::all_of(values.begin(), values.end(), [](float v) { return v == 0.0f && !std::signbit(v); }));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(HostBackends, BufferTest, ::testing::Values("reference", "cpu"));

@@ -407,6 +407,59 @@ TEST_P(CpuBackendTest, EmbeddingAndGrad) {
   }
 }
 
+// A fused pair (backend.h Fusion) on buffers gives the reference's bits of its two operators run
+// one after the other, for 2-D and 4-D shapes around the register widths (channel groups of 8 and
+// 16, planes that are no multiple of 16), also when R is written over X (which the step graph's
+// memory plan may do: X is dead after the bias addition).
+TEST_P(CpuBackendTest, FusedPairsGiveTheBitsOfTheirTwoOperators) {
+  std::uint32_t seed = 900;
+  const auto download = [&](const Buffer& buffer) {
+    Tensor t(buffer.shape());
+    EXPECT_TRUE(fast_->Download(buffer, t.values()).ok());
+    return t;
+  };
+  const auto allocate = [&](const Shape& shape) {
+    Result<std::unique_ptr<Buffer>> buffer = fast_->Allocate(shape);
+    EXPECT_TRUE(buffer.ok());
+    return std::move(buffer).value();
+  };
+  const auto upload = [&](const Tensor& t) {
+    std::unique_ptr<Buffer> buffer = allocate(t.shape());
+    EXPECT_TRUE(fast_->Upload(t.values(), *buffer).ok());
+    return buffer;
+  };
+  for (const Shape& shape : {Shape{1, 1}, Shape{7, 129}, Shape{128, 256}, Shape{300, 1000}, Shape{3, 17, 5, 7},
+                             Shape{2, 5, 1, 33}, Shape{4, 8, 28, 28}, Shape{3, 16, 14, 14}, Shape{2, 33, 3, 3}}) {
+    SCOPED_TRACE(ShapeToString(shape));
+    const Tensor x = AwkwardTensor(shape, seed++, true), b = AwkwardTensor({shape[1]}, seed++, true);
+    const Tensor dy = AwkwardTensor(shape, seed++, true);
+    const Result<std::vector<Tensor>>& y = ReferenceOutputs(Op::kBiasAdd, {&x, &b}, {});
+    ASSERT_TRUE(y.ok());
+    const Result<std::vector<Tensor>>& r = ReferenceOutputs(Op::kRelu, {&(*y)[0]}, {});
+    const Result<std::vector<Tensor>>& dx = ReferenceOutputs(Op::kReluGrad, {&x, &dy}, {});
+    ASSERT_TRUE(r.ok() && dx.ok());
+    const Result<std::vector<Tensor>>& db = ReferenceOutputs(Op::kBiasGrad, {&(*dx)[0]}, {});
+    ASSERT_TRUE(db.ok());
+
+    for (const bool over_x : {false, true}) {
+      std::unique_ptr<Buffer> bx = upload(x), bb = upload(b), by = allocate(shape);
+      std::unique_ptr<Buffer> br = over_x ? nullptr : allocate(shape);
+      const Buffer* in[] = {bx.get(), bb.get()};
+      Buffer* out[] = {by.get(), over_x ? bx.get() : br.get()};
+      ASSERT_TRUE(fast_->EnqueueFused(Fusion::kBiasAddRelu, in, out).ok());
+      EXPECT_TRUE(download(*by).BitwiseEqual((*y)[0]));
+      EXPECT_TRUE(download(*out[1]).BitwiseEqual((*r)[0])) << (over_x ? "R over X" : "R apart");
+    }
+    std::unique_ptr<Buffer> bx = upload(x), bdy = upload(dy), bdx = allocate(shape);
+    std::unique_ptr<Buffer> bdb = allocate({shape[1]});
+    const Buffer* in[] = {bx.get(), bdy.get()};
+    Buffer* out[] = {bdx.get(), bdb.get()};
+    ASSERT_TRUE(fast_->EnqueueFused(Fusion::kReluGradBiasGrad, in, out).ok());
+    EXPECT_TRUE(download(*bdx).BitwiseEqual((*dx)[0]));
+    EXPECT_TRUE(download(*bdb).BitwiseEqual((*db)[0]));
+  }
+}
+
 TEST_P(CpuBackendTest, RejectsBadShapesWithTheReferenceMessage) {
   const Tensor a({3, 4}), b({5, 6});
   Tensor c({2, 2});

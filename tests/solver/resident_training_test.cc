@@ -23,6 +23,35 @@ struct Case {
   const char* spec;
   OptimizerKind optimizer;
   std::int64_t batch;
+  int fused_pairs;  // bias_add + relu and relu_grad + bias_grad pairs in a step
+};
+
+// Forwards every call to `inner` and counts the fused pairs enqueued.
+class FusionCountingBackend final : public kernels::Backend {
+ public:
+  explicit FusionCountingBackend(kernels::Backend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  Status Run(kernels::Op op, const kernels::OpAttrs& attrs, std::span<const kernels::Tensor* const> inputs,
+             std::span<kernels::Tensor* const> outputs) override {
+    return inner_.Run(op, attrs, inputs, outputs);
+  }
+  Result<std::unique_ptr<kernels::Buffer>> Allocate(const kernels::Shape& shape) override { return inner_.Allocate(shape); }
+  Status Upload(std::span<const float> values, kernels::Buffer& to) override { return inner_.Upload(values, to); }
+  Status Download(const kernels::Buffer& from, std::span<float> to) override { return inner_.Download(from, to); }
+  Status Synchronize() override { return inner_.Synchronize(); }
+  Status Enqueue(kernels::Op op, const kernels::OpAttrs& attrs, std::span<const kernels::Buffer* const> inputs,
+                 std::span<kernels::Buffer* const> outputs) override {
+    return inner_.Enqueue(op, attrs, inputs, outputs);
+  }
+  Status EnqueueFused(kernels::Fusion fusion, std::span<const kernels::Buffer* const> inputs,
+                      std::span<kernels::Buffer* const> outputs) override {
+    ++fused;
+    return inner_.EnqueueFused(fusion, inputs, outputs);
+  }
+  int fused = 0;
+
+ private:
+  kernels::Backend& inner_;
 };
 
 // Batch `k` for `graph`: small integers, valid as pixels, class labels and token ids alike.
@@ -95,6 +124,18 @@ TEST_P(ResidentTrainingTest, EveryStepGivesTheHostStepsBits) {
   ExpectSameState(resident, host);
 }
 
+// Every bias addition followed by its ReLU, and every ReLU gradient followed by its bias gradient,
+// reaches the backend as one fused call (whose bits EveryStepGivesTheHostStepsBits checks).
+TEST_P(ResidentTrainingTest, ABiasAndItsReluRunAsOneCall) {
+  FusionCountingBackend counting(*backend_);
+  Result<ResidentTraining> run = ResidentTraining::Start(*runner_, counting, initial_);
+  ASSERT_TRUE(run.ok());
+  kernels::Tensor images, labels;
+  FillBatch(runner_->graph(), 0, images, labels);
+  ASSERT_TRUE(run->Step(images, labels).ok());
+  EXPECT_EQ(counting.fused, GetParam().fused_pairs);
+}
+
 TEST_P(ResidentTrainingTest, AStepMovesOnlyItsBatchUpAndItsLossDown) {
   Result<ResidentTraining> run = ResidentTraining::Start(*runner_, *backend_, initial_);
   ASSERT_TRUE(run.ok());
@@ -156,9 +197,9 @@ TEST_P(ResidentTrainingTest, ABadBatchIsRefusedBeforeAnythingMoves) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ResidentTrainingTest,
-                         ::testing::Values(Case{"mlp:784-32-10", OptimizerKind::kSgd, 8},
-                                           Case{"cnn:c4-p-f16-10", OptimizerKind::kAdam, 2},
-                                           Case{"gpt:layers=1,heads=2,width=16,context=8,vocab=16", OptimizerKind::kAdam, 2}),
+                         ::testing::Values(Case{"mlp:784-32-10", OptimizerKind::kSgd, 8, 2},
+                                           Case{"cnn:c4-p-f16-10", OptimizerKind::kAdam, 2, 4},
+                                           Case{"gpt:layers=1,heads=2,width=16,context=8,vocab=16", OptimizerKind::kAdam, 2, 0}),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
                            return std::string(param_info.param.spec).substr(0, 3);
                          });

@@ -3,6 +3,7 @@
 #ifndef POLNODE_KERNELS_BACKEND_H_
 #define POLNODE_KERNELS_BACKEND_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,6 +18,20 @@
 namespace polnode::kernels {
 
 class Backend;
+
+/// Two operators in a row of a step graph that a backend may evaluate in one pass over memory.
+/// Fusion hides nothing and changes no bits: both operators keep their graph nodes, and every
+/// output of both is written with the bits the two give when enqueued one after the other. In
+/// each pair the second operator reads only the first's output 0.
+enum class Fusion : std::uint8_t {
+  /// kBiasAdd(X, b) -> Y, then kRelu(Y) -> R: inputs {X, b}, outputs {Y, R}.
+  kBiasAddRelu,
+  /// kReluGrad(X, dY) -> dX, then kBiasGrad(dX) -> db: inputs {X, dY}, outputs {dX, db}.
+  kReluGradBiasGrad,
+};
+
+/// The operators `fusion` stands for, in order.
+std::array<Op, 2> FusedOps(Fusion fusion);
 
 /// A tensor held where a backend computes: device memory for the GPU backends, host memory for
 /// the CPU ones. Made by Backend::Allocate and only usable with the backend that made it, which
@@ -92,6 +107,13 @@ class Backend {
   /// surface at the next Synchronize or Download instead.
   [[nodiscard]] virtual Status Enqueue(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
                                        std::span<Buffer* const> outputs);
+  /// Enqueues `fusion`'s two operators (inputs: the first's; outputs: the first's, then the
+  /// second's): the contract, checks and bits of Enqueue of the first followed by Enqueue of the
+  /// second on the first's output 0. R of kBiasAddRelu may be X's buffer (X is read up before R is
+  /// written, as in the two operators in a row). The default enqueues the two in a row; a backend
+  /// overrides it where one pass over memory is cheaper.
+  [[nodiscard]] virtual Status EnqueueFused(Fusion fusion, std::span<const Buffer* const> inputs,
+                                            std::span<Buffer* const> outputs);
   /// Waits for every enqueued operator and returns the first device error since the last call.
   [[nodiscard]] virtual Status Synchronize();
 
@@ -99,6 +121,13 @@ class Backend {
   const TransferCounts& transfers() const { return transfers_; }
 
  protected:
+  /// A host backend's checks for Enqueue and EnqueueFused: those of Enqueue (counts, aliasing,
+  /// shapes) for `op` on this backend's host buffers; then the tensors behind `inputs` and
+  /// `outputs` in `in` and `out` (as long as the spans). Nothing is modified.
+  [[nodiscard]] Status HostOperands(Op op, const OpAttrs& attrs, std::span<const Buffer* const> inputs,
+                                    std::span<Buffer* const> outputs, std::span<const Tensor*> in,
+                                    std::span<Tensor*> out) const;
+
   /// Counts one Upload or Download of `bytes` (every override of Upload and Download calls it).
   void CountUpload(std::int64_t bytes) {
     ++transfers_.uploads;

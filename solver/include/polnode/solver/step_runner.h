@@ -4,6 +4,7 @@
 #define POLNODE_SOLVER_STEP_RUNNER_H_
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -64,6 +65,8 @@ class StepRunner {
   StepGraph graph_;
   std::vector<kernels::Tensor> slots_;
   std::vector<std::vector<int>> output_slot_;  // per node, per output: slot, or -1 (state write)
+  // Per node, the fusion that runs it with the next node in resident training (graph_executor.h).
+  std::vector<std::optional<kernels::Fusion>> fusions_;
 };
 
 /// Runs node `node` of a step that starts from `step` completed steps, alone, on `inputs` given in
