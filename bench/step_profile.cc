@@ -1,10 +1,11 @@
 // Where a training step's time goes, operator by operator, on any backend (issue 19). Trains the
-// MLP, CNN and GPT of bench/gpu_bench.sh through device-resident training (solver::ResidentTraining)
+// two MLPs of bench/train_bench, the CNN and the GPT through device-resident training (solver::ResidentTraining)
 // on a fixed synthetic batch, first as training runs (steps/s), then with the backend synchronized
 // after every enqueued operator, so that each operator's wall time (its launch and its execution)
 // is its own: per operator kind its time per step and share, and the slowest single operators by
 // output shape. The synchronization slows the step down (the profile's total is above the plain
-// step time); the shares are what it is for.
+// step time); the shares are what it is for. A fused pair (kernels::Fusion) is timed as one
+// kind, "first+second".
 //
 //   step_profile BACKEND [STEPS] [THREADS] [MODEL]    e.g. step_profile cuda 50, step_profile cpu 5 1 cnn
 // MODEL keeps the cases whose spec contains it (mlp, cnn, gpt).
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const Case cases[] = {{"mlp:784-256-128-10", solver::OptimizerKind::kSgd, 128},
+                        {"mlp:784-1024-1024-10", solver::OptimizerKind::kSgd, 128},
                         {"cnn:c8-p-c16-p-f64-10", solver::OptimizerKind::kSgd, 128},
                         {"gpt:layers=4,heads=4,width=128,context=64,vocab=65", solver::OptimizerKind::kAdam, 12}};
   const std::string only = argc > 4 ? argv[4] : "";
