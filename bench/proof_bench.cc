@@ -79,6 +79,7 @@ namespace {
 
 namespace solver = polnode::solver;
 using polnode::Result;
+using polnode::bench::Median;
 using polnode::bench::ModelCase;
 using Clock = std::chrono::steady_clock;
 
@@ -134,12 +135,6 @@ struct SegmentTimes : solver::ProgressSink {
   double seconds = 0.0;
   double segment_start = 0.0;
 };
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Best of `n` wall-clock runs of `f`, in milliseconds.
 double BestMs(int n, const std::function<void()>& f) {
@@ -511,7 +506,7 @@ int main(int argc, char** argv) {
   auto key = polnode::consensus::SecretKey::Generate();
   if (!backend.ok() || !key.ok()) return 1;
   const int policy = sched_getscheduler(0);
-  std::printf("proof_bench: proof overhead at k = 100 (goal <= 2%%), %d threads, best of and median over %d "
+  std::printf("proof_bench: proof overhead at k = 100 (goal <= 2%%), %d threads, per-segment medians over %d "
               "alternating repeats, scheduled %s; measured detection on %s only\n",
               o.threads, o.repeats,
               policy == SCHED_FIFO ? "SCHED_FIFO" : policy == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER",

@@ -1,10 +1,13 @@
 // What the step benchmarks (transfer_bench, step_profile) train: a model, an optimizer, a batch,
-// and a fixed synthetic batch for it; and the model families the training and proof benchmarks
-// (train_bench, proof_bench) measure, each with the optimizer it trains with.
+// and a fixed synthetic batch for it; the model families the training and proof benchmarks
+// (train_bench, proof_bench) measure, each with the optimizer it trains with; and the median both
+// judge their goals by.
 #ifndef POLNODE_BENCH_STEP_CASE_H_
 #define POLNODE_BENCH_STEP_CASE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "polnode/kernels/tensor.h"
 #include "polnode/solver/model_spec.h"
@@ -53,6 +56,13 @@ inline solver::OptimizerConfig CaseOptimizer(const solver::ModelSpec& model) {
     opt.weight_decay = 0.1f;
   }
   return opt;
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `values` not empty.
+inline double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 }  // namespace polnode::bench

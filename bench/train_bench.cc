@@ -52,6 +52,7 @@ struct Options {
 };
 
 using Case = polnode::bench::ModelCase;
+using polnode::bench::Median;
 
 bool ParseOptions(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -77,12 +78,6 @@ bool PinToCpus(int first, int count) {
   CPU_ZERO(&set);
   for (int c = first; c < first + count; ++c) CPU_SET(c, &set);
   return sched_setaffinity(0, sizeof set, &set) == 0;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
 }
 
 // One side's repeat: steps per second over the elapsed time and over the median step (negative
