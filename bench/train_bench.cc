@@ -37,6 +37,8 @@
 #include "polnode/solver/step_graph.h"
 #include "polnode/solver/step_runner.h"
 
+#include "step_case.h"
+
 namespace {
 
 using polnode::kernels::Tensor;
@@ -49,11 +51,8 @@ struct Options {
   std::string python = "/usr/bin/python3";
 };
 
-struct Case {
-  const char* spec;
-  std::int64_t batch;
-  double target;  // the goal for polnode's steps/s over PyTorch's
-};
+using Case = polnode::bench::ModelCase;
+using polnode::bench::Median;
 
 bool ParseOptions(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -81,12 +80,6 @@ bool PinToCpus(int first, int count) {
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
 // One side's repeat: steps per second over the elapsed time and over the median step (negative
 // when the side could not run).
 struct Rates {
@@ -102,13 +95,7 @@ class OurSide {
     const std::string spec = c.spec;
     auto model = solver::ParseModelSpec(spec);
     if (!model.ok()) Fail(spec, model.status());
-    // SGD with lr 0.05 and momentum 0.9 (the defaults); a GPT trains with AdamW as nanoGPT does.
-    solver::OptimizerConfig opt;
-    if (model->gpt) {
-      opt.kind = solver::OptimizerKind::kAdam;
-      opt.lr = 1e-3f;
-      opt.weight_decay = 0.1f;
-    }
+    const solver::OptimizerConfig opt = polnode::bench::CaseOptimizer(*model);
     auto graph = solver::BuildTrainStepGraph(*model, opt, c.batch);
     if (!graph.ok()) Fail(spec, graph.status());
     auto runner = solver::StepRunner::Create(*graph);
@@ -231,16 +218,12 @@ int main(int argc, char** argv) {
               policy == SCHED_FIFO ? "SCHED_FIFO (ahead of other work)"
               : policy == SCHED_RR ? "SCHED_RR (ahead of other work)"
                                    : "SCHED_OTHER (sharing the CPUs with other work)");
-  const Case cases[] = {{"mlp:784-256-128-10", 128, 1.5},
-                        {"mlp:784-1024-1024-10", 128, 1.2},
-                        {"cnn:c8-p-c16-p-f64-10", 128, 1.5},
-                        {"gpt:layers=4,heads=4,width=128,context=64,vocab=65", 12, 1.5}};
   for (int threads : {1, 2}) {
     if (!PinToCpus(o.cpu, threads)) {
       std::fprintf(stderr, "train_bench: cannot pin to CPUs %d..%d\n", o.cpu, o.cpu + threads - 1);
       return 1;
     }
-    for (const Case& c : cases) {
+    for (const Case& c : polnode::bench::kModelCases) {
       OurSide ours(c, threads);
       std::vector<double> polnode, pytorch, ratios, elapsed_ratios;
       std::string runtime;
@@ -264,8 +247,8 @@ int main(int argc, char** argv) {
       std::printf("%-24s threads=%d polnode steps/s %s | pytorch steps/s %s | ratio best %.2fx median %.2fx "
                   "(target >= %.1fx) %s | over elapsed time: median %.2fx | %s\n",
                   c.spec, threads, Joined(polnode).c_str(), Joined(pytorch).c_str(),
-                  *std::max_element(ratios.begin(), ratios.end()), median, c.target,
-                  median >= c.target ? "MET" : "MISSED", Median(elapsed_ratios), runtime.c_str());
+                  *std::max_element(ratios.begin(), ratios.end()), median, c.speed_target,
+                  median >= c.speed_target ? "MET" : "MISSED", Median(elapsed_ratios), runtime.c_str());
     }
   }
   return 0;  // benchmarks report; they never fail on a timing
