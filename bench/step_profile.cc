@@ -1,5 +1,5 @@
 // Where a training step's time goes, operator by operator, on any backend (issue 19). Trains the
-// two MLPs of bench/train_bench, the CNN and the GPT through device-resident training (solver::ResidentTraining)
+// model families of bench/train_bench (step_case.h kModelCases, with their optimizers) through device-resident training (solver::ResidentTraining)
 // on a fixed synthetic batch, first as training runs (steps/s), then with the backend synchronized
 // after every enqueued operator, so that each operator's wall time (its launch and its execution)
 // is its own: per operator kind its time per step and share, and the slowest single operators by
@@ -91,20 +91,18 @@ class TimedBackend final : public kernels::Backend {
 };
 
 using polnode::bench::FillBatch;
-using Case = polnode::bench::StepCase;
+using Case = polnode::bench::ModelCase;
 
 Status Profile(const Case& c, kernels::Backend& backend, int steps) {
   POLNODE_ASSIGN_OR_RETURN(const solver::ModelSpec model, solver::ParseModelSpec(c.spec));
-  solver::OptimizerConfig optimizer;
-  optimizer.kind = c.optimizer;
-  optimizer.lr = solver::DefaultLearningRate(c.optimizer);
+  const solver::OptimizerConfig optimizer = polnode::bench::CaseOptimizer(model);
   POLNODE_ASSIGN_OR_RETURN(const solver::StepGraph graph, solver::BuildTrainStepGraph(model, optimizer, c.batch));
   POLNODE_ASSIGN_OR_RETURN(const solver::StepRunner runner, solver::StepRunner::Create(graph));
   kernels::Tensor images, labels;
   FillBatch(graph, images, labels);
   TimedBackend timed(backend);
   POLNODE_ASSIGN_OR_RETURN(solver::ResidentTraining run,
-                           solver::ResidentTraining::Start(runner, timed, solver::InitialState(model, c.optimizer, 1)));
+                           solver::ResidentTraining::Start(runner, timed, solver::InitialState(model, optimizer.kind, 1)));
   for (int s = 0; s < 5; ++s) POLNODE_RETURN_IF_ERROR(run.Step(images, labels).status());  // warm-up
   const Clock::time_point start = Clock::now();
   for (int s = 0; s < steps; ++s) POLNODE_RETURN_IF_ERROR(run.Step(images, labels).status());
@@ -115,7 +113,7 @@ Status Profile(const Case& c, kernels::Backend& backend, int steps) {
   for (const auto& [kind, entry] : timed.by_kind) total += entry.first;
   std::printf("\n%s, %s, batch %lld on %s: %zu operators per step, %.1f steps/s (%.3f ms per step); "
               "synchronized per operator %.3f ms\n",
-              c.spec, std::string(solver::OptimizerName(c.optimizer)).c_str(), static_cast<long long>(c.batch),
+              c.spec, std::string(solver::OptimizerName(optimizer.kind)).c_str(), static_cast<long long>(c.batch),
               backend.name().c_str(), graph.nodes.size(), 1.0 / plain, plain * 1e3, total / steps * 1e3);
   std::vector<std::pair<double, std::string>> kinds;
   for (const auto& [kind, entry] : timed.by_kind) kinds.emplace_back(entry.first, kind);
@@ -149,12 +147,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "step_profile: %s\n", backend.status().ToString().c_str());
     return 1;
   }
-  const Case cases[] = {{"mlp:784-256-128-10", solver::OptimizerKind::kSgd, 128},
-                        {"mlp:784-1024-1024-10", solver::OptimizerKind::kSgd, 128},
-                        {"cnn:c8-p-c16-p-f64-10", solver::OptimizerKind::kSgd, 128},
-                        {"gpt:layers=4,heads=4,width=128,context=64,vocab=65", solver::OptimizerKind::kAdam, 12}};
   const std::string only = argc > 4 ? argv[4] : "";
-  for (const Case& c : cases) {
+  for (const Case& c : polnode::bench::kModelCases) {
     if (std::string(c.spec).find(only) == std::string::npos) continue;
     const Status status = Profile(c, **backend, steps);
     if (!status.ok()) {
