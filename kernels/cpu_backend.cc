@@ -223,13 +223,21 @@ class CpuBackend final : public Backend {
       });
       return;
     }
-    // One chain per channel over (n, h, w); channels are independent, so each thread takes a run
-    // of them, conv_lanes at a time, whose chains advance together in one register per image.
+    // One chain per channel over (n, h, w). Channels are independent: each thread takes a run of
+    // whole registers of them (conv_lanes channels, whose chains advance together in one register
+    // per image; a register's transposes cost the same however few channels it holds).
     const int64_t batch = g.dim(0), channels = g.dim(1), plane = g.dim(2) * g.dim(3);
-    const int64_t workers = std::min<int64_t>(pool_.size(), channels);
+    const int64_t registers = (channels + kr_.conv_lanes - 1) / kr_.conv_lanes;
+    const int64_t workers = std::min<int64_t>(pool_.size(), registers);
+    if (relu != nullptr && workers < pool_.size()) {
+      // Fewer registers than threads: the ReLU gradient runs on every thread first, and the sums
+      // read it back, rather than leaving threads idle during it.
+      ReluGrad(relu->x, relu->dy, relu->dx);
+      relu = nullptr;
+    }
     pool_.Run(workers, [&](int64_t t) {
-      const int64_t c1 = channels * (t + 1) / workers;
-      for (int64_t c = channels * t / workers; c < c1; c += kr_.conv_lanes) {
+      const int64_t c1 = std::min(channels, registers * (t + 1) / workers * kr_.conv_lanes);
+      for (int64_t c = registers * t / workers * kr_.conv_lanes; c < c1; c += kr_.conv_lanes) {
         BiasGradPlanes args{nullptr, std::min<int64_t>(kr_.conv_lanes, c1 - c), plane, db.data() + c};
         for (int64_t n = 0; n < batch; ++n) {
           const int64_t offset = (n * channels + c) * plane;
