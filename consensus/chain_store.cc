@@ -203,13 +203,13 @@ Result<std::optional<std::string>> ChainStore::GetState(std::string_view key) co
       return value ? std::optional<std::string>(*value) : std::optional<std::string>();
     }
   }
-  const std::shared_ptr<const rocksdb::Snapshot> snapshot = StateReadSnapshot();
+  const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot.get();
   return GetOptional(db_.get(), ro, StateKey(key));
 }
 
-std::shared_ptr<const rocksdb::Snapshot> ChainStore::StateReadSnapshot() const {
+std::shared_ptr<const rocksdb::Snapshot> ChainStore::ReadSnapshot() const {
   std::lock_guard<std::mutex> lock(unpublished_mu_);
   return unpublished_;
 }
@@ -226,7 +226,7 @@ Status ChainStore::LoadState() const {
   // and it is in RocksDB) or its delta is applied to the map afterwards.
   StateTree loaded;
   static const StateDelta kNoPending;
-  const std::shared_ptr<const rocksdb::Snapshot> snapshot = StateReadSnapshot();
+  const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot.get();
   POLNODE_RETURN_IF_ERROR(MergedScan(db_.get(), ro, "", kNoPending,
@@ -240,7 +240,7 @@ Status ChainStore::LoadState() const {
 }
 
 Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending, const StateVisitor& visit) const {
-  const std::shared_ptr<const rocksdb::Snapshot> snapshot = StateReadSnapshot();
+  const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot.get();
   return MergedScan(db_.get(), ro, prefix, pending, visit);
@@ -257,15 +257,19 @@ Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
 }
 
 Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
-  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
-                           GetOptional(db_.get(), rocksdb::ReadOptions(), BlockKey(height)));
+  const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.get();
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, GetOptional(db_.get(), ro, BlockKey(height)));
   if (!bytes) return Status::NotFound("no block at height " + std::to_string(height));
   return std::move(*bytes);
 }
 
 Result<TxLocation> ChainStore::FindTx(const Hash256& tx_id) const {
-  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
-                           GetOptional(db_.get(), rocksdb::ReadOptions(), TxKey(tx_id)));
+  const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.get();
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, GetOptional(db_.get(), ro, TxKey(tx_id)));
   if (!bytes) return Status::NotFound("transaction " + ToHex(tx_id) + " is not in any block");
   const std::string_view record(*bytes);
   if (record.size() < 12) return Status::Corruption("chain store: tx index record malformed");
@@ -348,8 +352,8 @@ Status ChainStore::Write(PreparedCommit commit, const Publisher& publish) {
                              (!tip_ || (tip_->height == commit.expected_parent_->height &&
                                         tip_->hash == commit.expected_parent_->hash));
     if (!same_parent) return Status::FailedPrecondition("chain store: tip moved since the commit was prepared");
-    // State reads keep the state before this block until its publication. The snapshot is taken
-    // before the write, so it cannot contain the batch.
+    // Reads keep to the parent block until this one's publication. The snapshot is taken before
+    // the write, so it cannot contain the batch.
     rocksdb::DB* db = db_.get();
     std::shared_ptr<const rocksdb::Snapshot> before(db->GetSnapshot(),
                                                     [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
@@ -407,7 +411,7 @@ Status ChainStore::Write(PreparedCommit commit, const Publisher& publish) {
 }
 
 std::unique_ptr<StateSnapshot> ChainStore::Snapshot() const {
-  std::shared_ptr<const rocksdb::Snapshot> snapshot = StateReadSnapshot();
+  std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
   if (!snapshot) {
     rocksdb::DB* db = db_.get();
     snapshot.reset(db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });

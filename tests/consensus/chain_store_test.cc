@@ -176,8 +176,8 @@ std::string StateView(const ChainStore& store) {
   return view;
 }
 
-// Write(commit, publish): the block is durable and the tip moved when `publish` runs, but every
-// state read answers from the parent until make_visible, and from the block after it. Once with
+// Write(commit, publish): the block is durable and tip() moved when `publish` runs, but every
+// read answers from the parent until make_visible, and from the block after it. Once with
 // the in-memory state loaded before the write (a StateRoot was asked) and once without (reads go
 // to RocksDB and the first StateRoot loads the state during the window).
 TEST(ChainStoreTest, AWrittenBlocksStateIsInvisibleUntilPublished) {
@@ -209,7 +209,8 @@ TEST(ChainStoreTest, AWrittenBlocksStateIsInvisibleUntilPublished) {
       called = true;
       ASSERT_TRUE(store->tip().has_value());
       EXPECT_EQ(store->tip()->height, 1u);
-      EXPECT_TRUE(store->GetEncodedBlock(1).ok());
+      EXPECT_EQ(store->GetEncodedBlock(1).status().code(), StatusCode::kNotFound);
+      EXPECT_EQ(store->FindTx(Record(1).tx_ids[0]).status().code(), StatusCode::kNotFound);
       const std::string during = StateView(*store);
       EXPECT_NE(during, after);
       EXPECT_EQ(during.substr(0, during.find("scan")), "a=1;b=2;c=<absent>;");
@@ -218,6 +219,10 @@ TEST(ChainStoreTest, AWrittenBlocksStateIsInvisibleUntilPublished) {
       }
       make_visible();
       EXPECT_EQ(StateView(*store), after);
+      Result<std::string> block = store->GetEncodedBlock(1);
+      ASSERT_TRUE(block.ok());
+      EXPECT_EQ(*block, Record(1).encoded_block);
+      EXPECT_TRUE(store->FindTx(Record(1).tx_ids[0]).ok());
     });
     ASSERT_TRUE(written.ok()) << written.ToString();
     EXPECT_TRUE(called);

@@ -22,12 +22,12 @@
 // serves scans and snapshots. The price is memory: the state is held twice (RocksDB's caches and
 // this copy), which an incremental state root (a new state_root.h version) would remove.
 //
-// State visibility: a Write makes the block durable first (RocksDB write, fsync with sync on) and
-// only then publishes its state writes to GetState, ScanState, StateRoot and Snapshot, which until
-// then answer from the previous block: RocksDB reads go through a snapshot taken before the write,
-// the in-memory copy is updated at publication. The tip, the block and its tx index are readable
-// once written. Write(commit, publish) lets the caller run the publication under a lock of its own
-// while the slow part (the fsync) runs outside it.
+// Visibility: a Write makes the block durable first (RocksDB write, fsync with sync on) and only
+// then publishes it to GetState, ScanState, StateRoot, Snapshot, GetEncodedBlock and FindTx, which
+// until then answer from the parent block: their RocksDB reads go through a snapshot taken before
+// the write, and the in-memory state is updated at publication. (tip(), the writer's record of
+// what Prepare must follow, moves at the write.) Write(commit, publish) lets the caller run the
+// publication under a lock of its own while the slow part (the fsync) runs outside it.
 //
 // Thread safety: one writer (the block producer) calls Prepare/Write; any thread may read. Reads
 // that need several keys consistent with each other use a Snapshot.
@@ -191,7 +191,7 @@ class ChainStore {
   using Publisher = std::function<void(const std::function<void()>& make_visible)>;
 
   /// As Write(commit), but after the durable write calls `publish`, which must call make_visible
-  /// exactly once before it returns; until it does, state reads see the previous block. Write
+  /// exactly once before it returns; until it does, reads see the parent block. Write
   /// returns when `publish` has. Not called when the write fails.
   [[nodiscard]] Status Write(PreparedCommit commit, const Publisher& publish);
 
@@ -206,9 +206,9 @@ class ChainStore {
 
   // Loads state_ from RocksDB unless it is loaded already.
   [[nodiscard]] Status LoadState() const;
-  // The snapshot state reads of RocksDB must use: the one taken before an unpublished write, or
-  // null (the latest data) when every write is published.
-  std::shared_ptr<const rocksdb::Snapshot> StateReadSnapshot() const;
+  // The snapshot reads of RocksDB must use: the one taken before an unpublished write, or null
+  // (the latest data) when every write is published.
+  std::shared_ptr<const rocksdb::Snapshot> ReadSnapshot() const;
 
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;

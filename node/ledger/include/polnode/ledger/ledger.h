@@ -19,9 +19,10 @@
 // genesis file and refuses to start if it differs from block 0's (the file was changed).
 //
 // Thread safety: SubmitTx, ReadCommitted, status and block reads may run on any number of threads at
-// once; ProduceBlock is serialized internally. Reads see whole blocks only: a block's state becomes
-// visible under an exclusive lock that the readers' shared locks exclude. That lock is not held
-// across the block's RocksDB write and fsync, during which readers see its parent.
+// once; ProduceBlock is serialized internally. Reads see whole blocks only: a block (its state,
+// its bytes, its tx index) becomes visible under an exclusive lock that the readers' shared locks
+// exclude. That lock is not held across the block's RocksDB write and fsync, during which readers
+// see its parent.
 #ifndef POLNODE_LEDGER_LEDGER_H_
 #define POLNODE_LEDGER_LEDGER_H_
 
