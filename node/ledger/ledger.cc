@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 
 #include "polnode/consensus/merkle.h"
@@ -19,7 +20,12 @@ using consensus::Hash256;
 // block did not write still passes; the post-commit recheck skips it instead of re-running.
 class ReadRecorder final : public contracts::StateStore {
  public:
-  explicit ReadRecorder(const contracts::StateStore& base) : base_(base) {}
+  explicit ReadRecorder(const contracts::StateStore& base) : base_(base) {
+    // A transfer's check reads three keys (chain id, params, account): room for a few from the
+    // start, so each vector allocates once instead of growing through 1, 2 and 4 elements.
+    reads_.reserve(kTypicalReads);
+    values_.reserve(kTypicalReads);
+  }
 
   [[nodiscard]] Result<std::optional<std::string>> Get(std::string_view key) const override {
     // A check reads a key more than once (CheckTx and NextNonce both load the signer's account):
@@ -50,6 +56,7 @@ class ReadRecorder final : public contracts::StateStore {
   }
 
  private:
+  static constexpr std::size_t kTypicalReads = 4;
   const contracts::StateStore& base_;
   mutable std::vector<std::string> reads_;
   mutable std::vector<std::optional<std::string>> values_;  // values_[i] is the value of reads_[i]
@@ -141,10 +148,15 @@ Status Ledger::SignAndCommit(Block block, const consensus::StateDelta& delta,
   record.tx_outcomes = std::move(outcomes);
   POLNODE_ASSIGN_OR_RETURN(record.encoded_block, consensus::EncodeBlock(block));
   POLNODE_ASSIGN_OR_RETURN(consensus::PreparedCommit prepared, store_->Prepare(record, delta));
-  std::unique_lock<std::shared_mutex> lock(state_mu_);
-  POLNODE_RETURN_IF_ERROR(store_->Write(std::move(prepared)));
-  tip_header_ = block.header;
-  return Status::Ok();
+  // The write and its fsync run without the state lock, so admission and queries go on meanwhile
+  // against the previous block (the store keeps its state reads there until publication); only
+  // the publication, which makes the block's state visible, and the tip swap take the lock
+  // exclusively (see SubmitTx for why that is enough).
+  return store_->Write(std::move(prepared), [&](const std::function<void()>& make_visible) {
+    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    make_visible();
+    tip_header_ = block.header;
+  });
 }
 
 Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
@@ -155,10 +167,15 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
     counters_.txs_rejected.fetch_add(1, std::memory_order_relaxed);
     return prechecked.status();
   }
-  // The state lock, held shared until the tx is in the pool, keeps every block commit (it takes
-  // the lock exclusively) out of the span between CheckTx's reads and the insertion: a tx checked
-  // against the state before a block can never slip in after that block's recheck. That is what
-  // lets CheckTx run outside the pool's lock, on every admitting thread at once.
+  // The state lock, held shared until the tx is in the pool, keeps every block's publication out
+  // of the span between CheckTx's reads and the insertion: a tx checked against the state before a
+  // block can never slip in after that block's recheck. That is what lets CheckTx run outside the
+  // pool's lock, on every admitting thread at once. The invariant: the store's state reads switch
+  // from a block's parent to the block only inside the exclusive section (ChainStore::Write's
+  // publication, see SignAndCommit; the RocksDB write and fsync before it are invisible to state
+  // reads), and the recheck runs after that section. So a check that read any state of the parent
+  // finished its insertion before the section, and the recheck sees the tx; a check that starts
+  // after the section reads the block's state only.
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   BlockState committed(*store_);
   Result<Hash256> id = mempool_.InsertAgainstStableState(

@@ -7,11 +7,13 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/state_root.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -151,6 +153,95 @@ TEST(ChainStoreTest, StaleCommitIsRejectedAfterTheTipMoved) {
   ASSERT_TRUE(store->Write(std::move(first).value()).ok());
   EXPECT_EQ(store->Write(std::move(second).value()).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(Value(*store, "x"), "first");
+}
+
+// Every state read of the store, as one string: GetState of each key, a scan of everything, a
+// Snapshot's reads and the state root.
+std::string StateView(const ChainStore& store) {
+  std::string view;
+  for (const char* key : {"a", "b", "c"}) view += std::string(key) + "=" + Value(store, key) + ";";
+  EXPECT_TRUE(store.ScanState("", {}, [&](std::string_view k, std::string_view v) {
+                     view += "scan " + std::string(k) + "=" + std::string(v) + ";";
+                     return true;
+                   }).ok());
+  std::unique_ptr<StateSnapshot> snapshot = store.Snapshot();
+  for (const char* key : {"a", "b", "c"}) {
+    auto v = snapshot->Get(key);
+    EXPECT_TRUE(v.ok());
+    view += std::string("snapshot ") + key + "=" + (v.ok() && v->has_value() ? **v : "<absent>") + ";";
+  }
+  auto root = store.StateRoot({});
+  EXPECT_TRUE(root.ok());
+  view += "root " + (root.ok() ? ToHex(*root) : std::string("<error>"));
+  return view;
+}
+
+// Write(commit, publish): the block is durable and tip() moved when `publish` runs, but every
+// read answers from the parent until make_visible, and from the block after it. Once with
+// the in-memory state loaded before the write (a StateRoot was asked) and once without (reads go
+// to RocksDB and the first StateRoot loads the state during the window).
+TEST(ChainStoreTest, AWrittenBlocksStateIsInvisibleUntilPublished) {
+  for (const bool loaded : {true, false}) {
+    SCOPED_TRACE(loaded ? "state loaded" : "state not loaded");
+    TempDir dir;
+    auto store = MustOpen(dir.File("db"));
+    Commit(*store, 0, {{"a", "1"}, {"b", "2"}});
+    const StateDelta delta{{"a", std::nullopt}, {"b", "22"}, {"c", "3"}};
+    // The same reads on a second store that holds the block already published: what the first
+    // must show after make_visible.
+    TempDir reference_dir;
+    auto reference = MustOpen(reference_dir.File("db"));
+    Commit(*reference, 0, {{"a", "1"}, {"b", "2"}});
+    Commit(*reference, 1, delta);
+    const std::string after = StateView(*reference);
+
+    store.reset();
+    store = MustOpen(dir.File("db"));  // reopened: nothing loaded
+    if (loaded) {
+      ASSERT_TRUE(store->StateRoot(delta).ok());
+    }
+    auto prepared = store->Prepare(Record(1), delta);
+    ASSERT_TRUE(prepared.ok());
+    std::string before;
+    if (loaded) before = StateView(*store);
+    bool called = false;
+    Status written = store->Write(std::move(prepared).value(), [&](const std::function<void()>& make_visible) {
+      called = true;
+      ASSERT_TRUE(store->tip().has_value());
+      EXPECT_EQ(store->tip()->height, 1u);
+      EXPECT_EQ(store->GetEncodedBlock(1).status().code(), StatusCode::kNotFound);
+      EXPECT_EQ(store->FindTx(Record(1).tx_ids[0]).status().code(), StatusCode::kNotFound);
+      const std::string during = StateView(*store);
+      EXPECT_NE(during, after);
+      EXPECT_EQ(during.substr(0, during.find("scan")), "a=1;b=2;c=<absent>;");
+      if (loaded) {
+        EXPECT_EQ(during, before);
+      }
+      make_visible();
+      EXPECT_EQ(StateView(*store), after);
+      Result<std::string> block = store->GetEncodedBlock(1);
+      ASSERT_TRUE(block.ok());
+      EXPECT_EQ(*block, Record(1).encoded_block);
+      EXPECT_TRUE(store->FindTx(Record(1).tx_ids[0]).ok());
+    });
+    ASSERT_TRUE(written.ok()) << written.ToString();
+    EXPECT_TRUE(called);
+    EXPECT_EQ(StateView(*store), after);
+  }
+}
+
+// A publisher that forgets make_visible gets an error, and the block's state is published anyway:
+// it is durable, and reads must not stay behind it.
+TEST(ChainStoreTest, APublisherThatDoesNotPublishIsAnErrorAndTheBlockIsPublished) {
+  TempDir dir;
+  auto store = MustOpen(dir.File("db"));
+  Commit(*store, 0, {{"a", "1"}});
+  auto prepared = store->Prepare(Record(1), {{"a", "2"}});
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(store->Write(std::move(prepared).value(), [](const std::function<void()>&) {}).code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(Value(*store, "a"), "2");
+  EXPECT_EQ(store->tip()->height, 1u);
 }
 
 TEST(ChainStoreTest, ScanMergesPendingWritesAndDeletesWithinPrefix) {

@@ -8,12 +8,16 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "polnode/consensus/hex.h"
+#include "polnode/consensus/tx_envelope.h"
 #include "polnode/contracts.pb.h"
+#include "polnode/contracts/application.h"
 #include "polnode/contracts/genesis.h"
 #include "polnode/contracts/payloads.h"
 #include "polnode/contracts/queries.h"
@@ -266,6 +270,112 @@ TEST_F(LedgerTest, ConcurrentAdmissionAndBlocksKeepOneTxPerNonceAndNoStaleTx) {
   EXPECT_EQ(account->nonce(), kNonces);
   // A replay of any of them now is refused.
   for (int t = 0; t < kThreads; ++t) EXPECT_FALSE(ledger->SubmitTx(txs[t][0]).ok());
+}
+
+// A block's RocksDB write and fsync run outside the state lock; only its publication is exclusive.
+// Threads admit txs whose verdicts the blocks change (two per (signer, nonce), so the second is
+// valid exactly until the first commits) and a reader checks that each read sees one block,
+// while blocks commit with sync writes on (so the unlocked window is an fsync long). After every
+// block, with no other block committing, the invariant: every pending tx passes CheckTx against
+// the committed state. A tx checked against a parent and inserted after the block's recheck
+// would break it.
+TEST_F(LedgerTest, AdmissionAndReadsDuringCommitsNeverSeeAStaleOrPartialBlock) {
+  constexpr int kSigners = 3;
+  constexpr std::uint64_t kNonces = 30;
+  std::vector<SecretKey> signers;
+  GenesisFile genesis = TestGenesis();
+  for (int i = 0; i < kSigners; ++i) {
+    signers.push_back(KeyFromByte(static_cast<std::uint8_t>(20 + i)));
+    proto::Allocation* a = genesis.spec.add_allocations();
+    const auto& pub = signers.back().PublicKey().bytes();
+    a->set_pubkey(pub.data(), pub.size());
+    a->set_amount(1000000);
+  }
+  LedgerOptions o;
+  o.data_dir = dir_.File("sync");
+  o.sync_writes = true;
+  o.max_tx_bytes = 2048;
+  auto opened = Ledger::Open(o, genesis, KeyFromByte(9));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Ledger> ledger = std::move(opened).value();
+
+  struct Admitted {
+    consensus::Hash256 id;
+    std::string encoded;
+  };
+  std::mutex admitted_mu;
+  std::vector<Admitted> admitted;
+  std::atomic<int> submitters{kSigners};
+  std::atomic<bool> stop_reader{false};
+  std::atomic<int> partial_reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kSigners; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint64_t n = 0; n < kNonces; ++n) {
+        for (std::uint64_t amount : {1, 2, 1}) {
+          std::string tx = Transfer(signers[t], n, bob_, amount);
+          Result<consensus::Hash256> id = ledger->SubmitTx(tx);
+          if (!id.ok()) continue;
+          std::lock_guard<std::mutex> lock(admitted_mu);
+          admitted.push_back(Admitted{*id, std::move(tx)});
+        }
+      }
+      submitters.fetch_sub(1);
+    });
+  }
+  // The height read by key and by scan in one ReadCommitted: equal unless a read saw two blocks.
+  threads.emplace_back([&] {
+    while (!stop_reader.load()) {
+      const bool whole = ledger->ReadCommitted([&](const contracts::StateStore& state) {
+        Result<std::optional<std::string>> by_key = state.Get("meta/height");
+        std::optional<std::string> by_scan;
+        Status scanned = state.Scan("meta/", [&](std::string_view k, std::string_view v) {
+          if (k == "meta/height") by_scan = std::string(v);
+          return true;
+        });
+        return by_key.ok() && scanned.ok() && *by_key == by_scan;
+      });
+      if (!whole) partial_reads.fetch_add(1);
+    }
+  });
+  auto account_nonce = [&](const SecretKey& k) -> std::uint64_t {
+    const auto& pub = k.PublicKey().bytes();
+    Result<proto::Account> account = ledger->ReadCommitted([&](const contracts::StateStore& state) {
+      return contracts::QueryAccount(state, std::string(reinterpret_cast<const char*>(pub.data()), pub.size()));
+    });
+    EXPECT_TRUE(account.ok());
+    return account.ok() ? account->nonce() : 0;
+  };
+  const contracts::Application app;
+  std::int64_t time = 1700000001000;
+  std::size_t blocks = 0, stale = 0;
+  auto produce_and_check = [&] {
+    ASSERT_TRUE(ledger->ProduceBlock(time += 1000).ok());
+    ++blocks;
+    std::lock_guard<std::mutex> lock(admitted_mu);
+    for (const Admitted& a : admitted) {
+      if (!ledger->IsPending(a.id)) continue;
+      Result<consensus::TxEnvelope> envelope = consensus::DecodeEnvelope(a.encoded);
+      ASSERT_TRUE(envelope.ok());
+      const Status verdict = ledger->ReadCommitted([&](const contracts::StateStore& state) {
+        return app.CheckTx(contracts::MakeVerifiedTx(*envelope, a.id, a.encoded.size()), state);
+      });
+      if (!verdict.ok()) ++stale;
+    }
+  };
+  while (submitters.load() > 0) produce_and_check();
+  for (int i = 0; i < kSigners; ++i) threads[static_cast<std::size_t>(i)].join();
+  for (int i = 0; i < 3 && ledger->GetStatus().mempool_size > 0; ++i) produce_and_check();
+  stop_reader.store(true);
+  threads.back().join();
+
+  EXPECT_EQ(stale, 0u) << "pending txs that fail against the committed state, over " << blocks << " blocks";
+  EXPECT_EQ(partial_reads.load(), 0);
+  EXPECT_EQ(ledger->GetStatus().mempool_size, 0u);
+  for (const SecretKey& k : signers) EXPECT_EQ(account_nonce(k), kNonces);
+  std::size_t committed = 0;
+  for (const Admitted& a : admitted) committed += ledger->FindTx(a.id).ok() ? 1 : 0;
+  EXPECT_EQ(committed, kSigners * kNonces) << "one committed tx per (signer, nonce)";
 }
 
 // ---- verify-chain ---------------------------------------------------------------------------

@@ -22,6 +22,13 @@
 // serves scans and snapshots. The price is memory: the state is held twice (RocksDB's caches and
 // this copy), which an incremental state root (a new state_root.h version) would remove.
 //
+// Visibility: a Write makes the block durable first (RocksDB write, fsync with sync on) and only
+// then publishes it to GetState, ScanState, StateRoot, Snapshot, GetEncodedBlock and FindTx, which
+// until then answer from the parent block: their RocksDB reads go through a snapshot taken before
+// the write, and the in-memory state is updated at publication. (tip(), the writer's record of
+// what Prepare must follow, moves at the write.) Write(commit, publish) lets the caller run the
+// publication under a lock of its own while the slow part (the fsync) runs outside it.
+//
 // Thread safety: one writer (the block producer) calls Prepare/Write; any thread may read. Reads
 // that need several keys consistent with each other use a Snapshot.
 #ifndef POLNODE_CONSENSUS_CHAIN_STORE_H_
@@ -36,6 +43,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "polnode/base/status.h"
@@ -109,9 +117,10 @@ class StateSnapshot {
 
  private:
   friend class ChainStore;
-  StateSnapshot(rocksdb::DB* db, const rocksdb::Snapshot* snapshot) : db_(db), snapshot_(snapshot) {}
+  StateSnapshot(rocksdb::DB* db, std::shared_ptr<const rocksdb::Snapshot> snapshot)
+      : db_(db), snapshot_(std::move(snapshot)) {}
   rocksdb::DB* db_;
-  const rocksdb::Snapshot* snapshot_;
+  std::shared_ptr<const rocksdb::Snapshot> snapshot_;  // released by its deleter
 };
 
 /// A block and its state writes, encoded into one WriteBatch but not yet written. Dropping it
@@ -177,7 +186,16 @@ class ChainStore {
   /// since Prepare; kIOError if RocksDB fails (then nothing of the block is visible).
   [[nodiscard]] Status Write(PreparedCommit commit);
 
-  /// A consistent read view of the committed state at this moment.
+  /// Calls its argument once: the step that makes a written block's state visible (see the file
+  /// comment).
+  using Publisher = std::function<void(const std::function<void()>& make_visible)>;
+
+  /// As Write(commit), but after the durable write calls `publish`, which must call make_visible
+  /// exactly once before it returns; until it does, reads see the parent block. Write
+  /// returns when `publish` has. Not called when the write fails.
+  [[nodiscard]] Status Write(PreparedCommit commit, const Publisher& publish);
+
+  /// A consistent read view of the committed state as published at this moment.
   std::unique_ptr<StateSnapshot> Snapshot() const;
 
   const std::string& path() const { return path_; }
@@ -188,6 +206,9 @@ class ChainStore {
 
   // Loads state_ from RocksDB unless it is loaded already.
   [[nodiscard]] Status LoadState() const;
+  // The snapshot reads of RocksDB must use: the one taken before an unpublished write, or null
+  // (the latest data) when every write is published.
+  std::shared_ptr<const rocksdb::Snapshot> ReadSnapshot() const;
 
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -205,6 +226,9 @@ class ChainStore {
   };
   mutable std::mutex last_root_mu_;
   mutable std::optional<LastRoot> last_root_;
+  // Set by Write just before its RocksDB write, cleared at its publication (see the file comment).
+  mutable std::mutex unpublished_mu_;
+  std::shared_ptr<const rocksdb::Snapshot> unpublished_;
 };
 
 }  // namespace polnode::consensus

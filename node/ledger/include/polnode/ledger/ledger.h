@@ -6,7 +6,9 @@
 //   1. candidates = mempool txs in admission order; the Application picks the block's txs
 //      (PrepareProposal) and executes them (FinalizeBlock) into a BlockState overlay;
 //   2. state root over committed state + overlay (state_root.h), header, producer signature;
-//   3. block + tx index + every state write + the new tip go to RocksDB in ONE WriteBatch;
+//   3. block + tx index + every state write + the new tip go to RocksDB in ONE WriteBatch; the
+//      block's state becomes visible to admission and queries only once that write (and its
+//      fsync) is done, under the state lock (see SubmitTx);
 //   4. Application::Commit, then the mempool drops the included txs and rechecks the rest (those
 //      whose CheckTx read a key the block wrote; CheckTx depends on nothing else).
 // A crash anywhere leaves RocksDB at the previous whole block; the Application keeps nothing in
@@ -17,8 +19,10 @@
 // genesis file and refuses to start if it differs from block 0's (the file was changed).
 //
 // Thread safety: SubmitTx, ReadCommitted, status and block reads may run on any number of threads at
-// once; ProduceBlock is serialized internally. Reads see whole blocks only: the commit of a block
-// takes an exclusive lock that the readers' shared locks exclude.
+// once; ProduceBlock is serialized internally. Reads see whole blocks only: a block (its state,
+// its bytes, its tx index) becomes visible under an exclusive lock that the readers' shared locks
+// exclude. That lock is not held across the block's RocksDB write and fsync, during which readers
+// see its parent.
 #ifndef POLNODE_LEDGER_LEDGER_H_
 #define POLNODE_LEDGER_LEDGER_H_
 
@@ -161,7 +165,7 @@ class Ledger {
   LedgerCounters counters_;
 
   std::mutex produce_mu_;               // one ProduceBlock at a time
-  mutable std::shared_mutex state_mu_;  // exclusive only while a block commits
+  mutable std::shared_mutex state_mu_;  // exclusive only while a committed block's state is published
   consensus::BlockHeader tip_header_;   // guarded by state_mu_
 };
 
