@@ -20,6 +20,7 @@
 #include <secp256k1.h>
 #include <secp256k1_extrakeys.h>
 #include <secp256k1_schnorrsig.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +41,19 @@
 #include "polnode/ledger/ledger.h"
 
 namespace {
+
+// The first line of a small text file (a /proc setting), or "?" when it cannot be read.
+std::string ReadFirstLine(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return "?";
+  char line[64] = {};
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  if (!read) return "?";
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
 
 namespace consensus = polnode::consensus;
 namespace node = polnode::node;
@@ -236,8 +250,20 @@ int main(int argc, char** argv) {
     a->set_pubkey(keys.back().PublicKey().bytes().data(), 32);
     a->set_amount(1'000'000'000);
   }
-  std::printf("ledger_bench: %zu funded accounts, RocksDB in %s, %u hardware threads\n", accounts, dir.c_str(),
-              std::thread::hardware_concurrency());
+  const int policy = sched_getscheduler(0);
+  std::printf("ledger_bench: %zu funded accounts, RocksDB in %s, %u hardware threads, scheduled %s\n", accounts,
+              dir.c_str(), std::thread::hardware_concurrency(),
+              policy == SCHED_FIFO ? "SCHED_FIFO" : policy == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER");
+  if (policy == SCHED_FIFO || policy == SCHED_RR) {
+    // Linux stops real-time threads that used more than sched_rt_runtime_us of a
+    // sched_rt_period_us period for the rest of it (50 ms of every second by default): the block
+    // loop runs for seconds without sleeping, so its latencies would include those stops.
+    std::printf("ledger_bench: note: real-time scheduling; the kernel's real-time throttling (%s of every %s us) "
+                "stalls a busy thread for the rest of each period, which shows in the commit p99 and max: "
+                "measure latencies under SCHED_OTHER on an idle machine\n",
+                ReadFirstLine("/proc/sys/kernel/sched_rt_runtime_us").c_str(),
+                ReadFirstLine("/proc/sys/kernel/sched_rt_period_us").c_str());
+  }
 
   // ---- admission ----
   const std::vector<SignedTx> admit_txs = MakeTxs(keys, 0, admit);
