@@ -59,10 +59,13 @@ std::uint64_t Balance(const Ledger& ledger, const SecretKey& k) {
 
 class LedgerTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Ledger> Open(const GenesisFile& genesis = TestGenesis()) {
+  // A ledger in `name` under the test's directory; `sync_writes` as `polnode ledger` runs (fsync
+  // per block) or off (faster, for tests that do not race commits).
+  std::unique_ptr<Ledger> Open(const GenesisFile& genesis = TestGenesis(), bool sync_writes = false,
+                               const std::string& name = "data") {
     LedgerOptions o;
-    o.data_dir = dir_.File("data");
-    o.sync_writes = false;
+    o.data_dir = dir_.File(name);
+    o.sync_writes = sync_writes;
     o.max_tx_bytes = 2048;
     auto ledger = Ledger::Open(o, genesis, KeyFromByte(9));
     EXPECT_TRUE(ledger.ok()) << ledger.status().ToString();
@@ -291,13 +294,8 @@ TEST_F(LedgerTest, AdmissionAndReadsDuringCommitsNeverSeeAStaleOrPartialBlock) {
     a->set_pubkey(pub.data(), pub.size());
     a->set_amount(1000000);
   }
-  LedgerOptions o;
-  o.data_dir = dir_.File("sync");
-  o.sync_writes = true;
-  o.max_tx_bytes = 2048;
-  auto opened = Ledger::Open(o, genesis, KeyFromByte(9));
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Ledger> ledger = std::move(opened).value();
+  std::unique_ptr<Ledger> ledger = Open(genesis, /*sync_writes=*/true, "sync");
+  ASSERT_NE(ledger, nullptr);
 
   struct Admitted {
     consensus::Hash256 id;
