@@ -265,6 +265,34 @@ TEST(ChainStoreTest, ScanMergesPendingWritesAndDeletesWithinPrefix) {
   EXPECT_EQ(visited, 2u);
 }
 
+// `writes` random writes to keys "k/0" .. "k/<keys - 1>": one in `delete_one_in` a deletion, the
+// others a run of min_len .. min_len + extra_len - 1 copies of one letter.
+StateDelta RandomDelta(std::mt19937_64& rng, int writes, std::uint64_t keys, std::uint64_t delete_one_in,
+                       std::uint64_t min_len, std::uint64_t extra_len) {
+  StateDelta delta;
+  for (int i = 0; i < writes; ++i) {
+    const std::string key = "k/" + std::to_string(rng() % keys);
+    if (rng() % delete_one_in == 0) {
+      delta[key] = std::nullopt;
+      continue;
+    }
+    const std::uint64_t length = min_len + rng() % extra_len;
+    delta[key] = std::string(length, static_cast<char>('a' + rng() % 26));
+  }
+  return delta;
+}
+
+// `model` with `delta` applied.
+void ApplyDelta(const StateDelta& delta, std::map<std::string, std::string>& model) {
+  for (const auto& [k, v] : delta) {
+    if (v) {
+      model[k] = *v;
+    } else {
+      model.erase(k);
+    }
+  }
+}
+
 // The state root straight from its definition (state_root.h): every bucket hashed, the whole tree
 // built, nothing kept between calls.
 Hash256 NaiveStateRoot(const std::map<std::string, std::string>& state) {
@@ -330,23 +358,9 @@ TEST(StateTreeTest, IncrementalRootEqualsTheDefinitionOverRandomBlocks) {
   StateTree tree;
   std::map<std::string, std::string> model;
   for (int block = 0; block < 40; ++block) {
-    StateDelta delta;
-    for (int i = 0; i < 25; ++i) {
-      const std::string key = "k/" + std::to_string(rng() % 300);
-      if (rng() % 4 == 0) {
-        delta[key] = std::nullopt;
-      } else {
-        delta[key] = std::string(rng() % 5, static_cast<char>('a' + rng() % 26));
-      }
-    }
+    const StateDelta delta = RandomDelta(rng, 25, 300, 4, 0, 5);
     std::map<std::string, std::string> after = model;
-    for (const auto& [k, v] : delta) {
-      if (v) {
-        after[k] = *v;
-      } else {
-        after.erase(k);
-      }
-    }
+    ApplyDelta(delta, after);
     ASSERT_EQ(tree.RootWith(delta), NaiveStateRoot(after)) << "pending, block " << block;
     for (const auto& [k, v] : delta) tree.Set(k, v ? std::optional<std::string_view>(*v) : std::nullopt);
     tree.Rehash();
@@ -365,22 +379,8 @@ TEST(ChainStoreTest, CommittedRootIsRightWhateverStateRootWasAskedBefore) {
   std::mt19937_64 rng(18);
   std::map<std::string, std::string> model;
   for (std::uint64_t height = 0; height < 24; ++height) {
-    StateDelta delta;
-    for (int i = 0; i < 40; ++i) {
-      const std::string key = "k/" + std::to_string(rng() % 200);
-      if (rng() % 5 == 0) {
-        delta[key] = std::nullopt;
-      } else {
-        delta[key] = std::string(1 + rng() % 4, static_cast<char>('a' + rng() % 26));
-      }
-    }
-    for (const auto& [k, v] : delta) {
-      if (v) {
-        model[k] = *v;
-      } else {
-        model.erase(k);
-      }
-    }
+    const StateDelta delta = RandomDelta(rng, 40, 200, 5, 1, 4);
+    ApplyDelta(delta, model);
     switch (height % 3) {
       case 0: {  // the producer's order: StateRoot of the delta, then its commit
         auto root = store->StateRoot(delta);
