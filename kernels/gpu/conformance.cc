@@ -145,11 +145,13 @@ constexpr MatmulDims kMatmulDims[] = {{1, 1, 1},    {1, 7, 17},     {7, 17, 1}, 
 struct ConvDimsCase {
   std::int64_t n, ci, co, h, w;
 };
-// The last three reach the staged weight gradient's edges (gpu_elements.h ConvStageRows): 300 rows
-// of 40 take four stages, the last one short; rows 2000 wide take a stage each; rows 2100 wide do
-// not fit a stage (the per-thread kernel).
+// The last ones reach the by-terms weight gradient's stage edges (gpu_elements.h kConvTermChunk,
+// 512 terms of N*H*W): exactly one stage, one term more, one less, 47 stages with a short last one,
+// planes wider than a stage, and term counts that are not whole 16-term groups of the device's
+// chain loop.
 constexpr ConvDimsCase kConvDims[] = {{1, 1, 1, 1, 1},   {1, 1, 1, 2, 3},    {2, 3, 5, 7, 9},  {3, 4, 6, 17, 5},
                                       {1, 2, 3, 1, 12},  {4, 16, 8, 14, 14}, {2, 1, 16, 28, 28},
+                                      {1, 1, 2, 16, 32}, {1, 2, 1, 1, 513},  {1, 1, 2, 7, 73},
                                       {2, 2, 3, 300, 40}, {1, 1, 2, 5, 2000}, {1, 1, 2, 3, 2100}};
 
 const std::vector<Shape>& BiasShapes() {

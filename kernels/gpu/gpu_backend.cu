@@ -107,34 +107,50 @@ __global__ void BiasAddKernel(const float* x, const float* b, float* y, i64 n, C
   for (i64 e = GlobalThread(); e < n; e += GridStride()) y[e] = gpu::BiasAddAt(x, b, e, l);
 }
 
-// One block per channel: its threads stage kSumChunk terms of the channel's sum in shared memory
-// (hiding memory latency), then thread 0 adds them in order to the one running chain.
-__global__ void BiasGradKernel(const float* dy, float* db, ChannelLayout l) {
-  __shared__ float chunk[gpu::kSumChunk];
-  const i64 c = blockIdx.x;
-  const i64 total = l.outer * l.inner;
-  float acc = 0.0f;
-  for (i64 s0 = 0; s0 < total; s0 += gpu::kSumChunk) {
-    const int len = static_cast<int>(MinI64(gpu::kSumChunk, total - s0));
-    // kSumChunk / kThreadsPerBlock terms per thread, their loads in flight together.
-    static_assert(gpu::kSumChunk % kThreadsPerBlock == 0, "a chunk is whole rounds of the block");
-    constexpr int kLoads = gpu::kSumChunk / kThreadsPerBlock;
+// Writes terms [s0, s0 + len) of channel c's sum into `chunk`, as writer `writer` of `writers`,
+// kLoads loads in flight per writer.
+__device__ void StageBiasTerms(const float* dy, i64 c, i64 s0, int len, ChannelLayout l, float* chunk, int writer,
+                               int writers) {
+  constexpr int kLoads = 8;
+  for (int t0 = writer; t0 < len; t0 += kLoads * writers) {
     float v[kLoads];
 #pragma unroll
     for (int g = 0; g < kLoads; ++g) {
-      const int t = static_cast<int>(threadIdx.x) + g * kThreadsPerBlock;
+      const int t = t0 + g * writers;
       v[g] = t < len ? gpu::BiasGradTerm(dy, c, s0 + t, l) : 0.0f;
     }
 #pragma unroll
     for (int g = 0; g < kLoads; ++g) {
-      const int t = static_cast<int>(threadIdx.x) + g * kThreadsPerBlock;
+      const int t = t0 + g * writers;
       if (t < len) chunk[t] = v[g];
     }
-    __syncthreads();
-    if (threadIdx.x == 0) acc = gpu::SumChain(chunk, len, acc);
+  }
+}
+
+// One block per channel: thread 0 adds one chunk of kSumChunk terms in order to the channel's one
+// running chain while the block's other warps stage the next chunk in the other buffer (their
+// loads hide memory latency); a barrier per chunk. Every thread stages the first chunk.
+__global__ void BiasGradKernel(const float* dy, float* db, ChannelLayout l) {
+  __shared__ float chunks[2][gpu::kSumChunk];
+  const i64 c = blockIdx.x;
+  const i64 total = l.outer * l.inner;
+  const i64 count = (total + gpu::kSumChunk - 1) / gpu::kSumChunk;
+  const int thread = static_cast<int>(threadIdx.x);
+  const int writer = thread - warpSize;  // the writers of the next chunk: every warp but the first
+  const int writers = static_cast<int>(blockDim.x) - warpSize;
+  const auto length = [&](i64 chunk) { return static_cast<int>(MinI64(gpu::kSumChunk, total - chunk * gpu::kSumChunk)); };
+  if (count > 0) StageBiasTerms(dy, c, 0, length(0), l, chunks[0], thread, static_cast<int>(blockDim.x));
+  __syncthreads();
+  float acc = 0.0f;
+  for (i64 s = 0; s < count; ++s) {
+    if (writer >= 0) {
+      if (s + 1 < count) StageBiasTerms(dy, c, (s + 1) * gpu::kSumChunk, length(s + 1), l, chunks[(s + 1) & 1], writer, writers);
+    } else if (thread == 0) {
+      acc = gpu::SumChain(chunks[s & 1], length(s), acc);
+    }
     __syncthreads();
   }
-  if (threadIdx.x == 0) db[c] = acc;
+  if (thread == 0) db[c] = acc;
 }
 
 __global__ void ReluKernel(const float* x, float* y, i64 n) {
@@ -159,42 +175,89 @@ __global__ void ConvGradWeightKernel(const float* x, const float* dy, float* dw,
   for (i64 e = GlobalThread(); e < n; e += GridStride()) dw[e] = gpu::ConvGradWeightAt(x, dy, d, e);
 }
 
-// One block per (o, ci) (gpu_elements.h ConvGradWeightStaged): all threads stage rows, each with
-// kConvStageLoads loads in flight, a barrier, the first nine threads (one per tap, all in warp 0)
-// continue their chains, a barrier.
-constexpr int kConvStageThreads = 256;
-constexpr int kConvStageLoads = 8;
-__global__ void __launch_bounds__(kConvStageThreads) ConvGradWeightStagedKernel(const float* x, const float* dy,
-                                                                                  float* dw, ConvDims d) {
-  __shared__ float stage[gpu::kConvStageFloats];
-  const i64 o = static_cast<i64>(blockIdx.x) / d.ci;
-  const i64 ci = static_cast<i64>(blockIdx.x) % d.ci;
-  const int tap = static_cast<int>(threadIdx.x);
-  const i64 max_rows = gpu::ConvStageRows(d.w);
-  float acc = 0.0f;
-  for (i64 n = 0; n < d.n; ++n) {
-    for (i64 r0 = 0; r0 < d.h; r0 += max_rows) {
-      const i64 rows = MinI64(max_rows, d.h - r0);
-      const int count = static_cast<int>(gpu::ConvStageElements(rows, d.w));
-      for (int e0 = tap; e0 < count; e0 += kConvStageLoads * kConvStageThreads) {
-        float v[kConvStageLoads];
+// Tap `tap`'s chain over `count` staged terms (gpu_elements.h ConvTermSteps, the same steps in
+// the same order) with 4-float shared-memory loads, the next 16 terms' operands loaded while the
+// current 16 steps run, so the chain waits on its own fma latency alone. The stage rows are 16-byte
+// aligned (kConvTermStride is a multiple of 4).
+__device__ float ConvTermChain(const float* stage, int tap, int count, float acc) {
+  const float4* d4 = reinterpret_cast<const float4*>(stage);
+  const float4* x4 = reinterpret_cast<const float4*>(stage + (1 + tap) * gpu::kConvTermStride);
+  constexpr int kQuads = 4;  // 16 terms per group
+  const int groups = count / (4 * kQuads);
+  float4 dv[kQuads], xv[kQuads];
+  if (groups > 0) {
 #pragma unroll
-        for (int g = 0; g < kConvStageLoads; ++g) {
-          const int e = e0 + g * kConvStageThreads;
-          v[g] = e < count ? gpu::ConvGradWeightStaged(x, dy, d, n, o, ci, r0, rows, e) : 0.0f;
-        }
-#pragma unroll
-        for (int g = 0; g < kConvStageLoads; ++g) {
-          const int e = e0 + g * kConvStageThreads;
-          if (e < count) stage[e] = v[g];
-        }
-      }
-      __syncthreads();
-      if (tap < 9) acc = gpu::ConvGradWeightSteps(stage, d.w, rows, tap / 3, tap % 3, acc);
-      __syncthreads();
+    for (int g = 0; g < kQuads; ++g) {
+      dv[g] = d4[g];
+      xv[g] = x4[g];
     }
   }
-  if (tap < 9) dw[(o * d.ci + ci) * 9 + tap] = acc;
+  for (int q = 0; q < groups; ++q) {
+    float4 dn[kQuads], xn[kQuads];
+    const int next = (q + 1 < groups ? q + 1 : q) * kQuads;
+#pragma unroll
+    for (int g = 0; g < kQuads; ++g) {
+      dn[g] = d4[next + g];
+      xn[g] = x4[next + g];
+    }
+#pragma unroll
+    for (int g = 0; g < kQuads; ++g) {
+      acc = det::Fma(dv[g].x, xv[g].x, acc);
+      acc = det::Fma(dv[g].y, xv[g].y, acc);
+      acc = det::Fma(dv[g].z, xv[g].z, acc);
+      acc = det::Fma(dv[g].w, xv[g].w, acc);
+    }
+#pragma unroll
+    for (int g = 0; g < kQuads; ++g) {
+      dv[g] = dn[g];
+      xv[g] = xn[g];
+    }
+  }
+  const float* xs = stage + (1 + tap) * gpu::kConvTermStride;
+  for (int k = groups * 4 * kQuads; k < count; ++k) acc = det::Fma(stage[k], xs[k], acc);
+  return acc;
+}
+
+// One block per (o, ci) (gpu_elements.h ConvTermStage): the first warp's first nine threads run
+// the nine taps' chains over one stage while the block's other warps write the next stage into the
+// other buffer; a barrier per stage. The first stage is written by every thread.
+constexpr int kConvTermThreads = 512;
+__global__ void __launch_bounds__(kConvTermThreads) ConvGradWeightTermsKernel(const float* x, const float* dy,
+                                                                                float* dw, ConvDims d) {
+  // float4 storage: the stage rows are read as 4-float vectors.
+  __shared__ float4 stages[2][gpu::kConvTermFloats / 4];
+  const i64 o = static_cast<i64>(blockIdx.x) / d.ci;
+  const i64 ci = static_cast<i64>(blockIdx.x) % d.ci;
+  const int thread = static_cast<int>(threadIdx.x);
+  const int threads = static_cast<int>(blockDim.x);
+  const int writer = thread - warpSize;  // the writers of the next stage: every warp but the first
+  const int writers = threads - warpSize;
+  const i64 total = d.n * d.h * d.w;
+  const i64 chunks = (total + gpu::kConvTermChunk - 1) / gpu::kConvTermChunk;
+  if (chunks > 0) {
+    const int count = gpu::ConvTermCount(d, 0);
+    for (int k = thread; k < count; k += threads) {
+      gpu::ConvTermStage(x, dy, d, o, ci, 0, k, reinterpret_cast<float*>(stages[0]));
+    }
+  }
+  __syncthreads();
+  float acc = 0.0f;
+  for (i64 c = 0; c < chunks; ++c) {
+    const float* current = reinterpret_cast<const float*>(stages[c & 1]);
+    if (writer >= 0) {
+      if (c + 1 < chunks) {
+        const int count = gpu::ConvTermCount(d, c + 1);
+        float* next = reinterpret_cast<float*>(stages[(c + 1) & 1]);
+        for (int k = writer; k < count; k += writers) {
+          gpu::ConvTermStage(x, dy, d, o, ci, (c + 1) * gpu::kConvTermChunk, k, next);
+        }
+      }
+    } else if (thread < 9) {
+      acc = ConvTermChain(current, thread, gpu::ConvTermCount(d, c), acc);
+    }
+    __syncthreads();
+  }
+  if (thread < 9) dw[(o * d.ci + ci) * 9 + thread] = acc;
 }
 
 __global__ void MaxPoolKernel(const float* x, float* y, float* arg, i64 h, i64 w, i64 n) {
@@ -634,10 +697,10 @@ class GpuBackend final : public Backend {
       case Op::kConv2d3x3GradWeight: {
         if (n == 0) return Status::Ok();
         const ConvDims d = gpu::ConvDimsFor(op, s0, *in_shapes[1]);
-        // Few outputs with long chains: staged rows where a row fits a stage and the grid does
-        // (every output element is a tap of one (o, ci) block), else one thread per output.
-        if (gpu::ConvStageRows(d.w) > 0 && n / 9 <= kMaxBlocks) {
-          ConvGradWeightStagedKernel<<<static_cast<unsigned>(n / 9), kConvStageThreads, 0, stream_>>>(in[0], in[1], out[0], d);
+        // Few outputs with long chains: one block per (o, ci) whose threads stage the chains'
+        // terms; with more pairs than a grid takes, one thread per output.
+        if (gpu::ConvGradWeightByTerms(d)) {
+          ConvGradWeightTermsKernel<<<static_cast<unsigned>(d.co * d.ci), kConvTermThreads, 0, stream_>>>(in[0], in[1], out[0], d);
           return Status::Ok();
         }
         constexpr int kSmallBlock = 64;

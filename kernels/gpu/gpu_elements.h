@@ -43,37 +43,10 @@ POLNODE_HOST_DEVICE inline float Sqrt(float x) {
 
 // ---- Long chains ---------------------------------------------------------------------------
 // A thread that runs one long chain (a weight or bias gradient over a whole batch) spends its time
-// waiting for loads unless the loads run ahead of the arithmetic. These helpers load a group of
-// kChainGroup terms' operands while the previous group's steps run; the steps themselves, and
-// their order, are the plain loop's.
+// waiting for loads unless the loads run ahead of the arithmetic. SumChain loads a group of
+// kChainGroup terms while the previous group's steps run; the steps themselves, and their order,
+// are the plain loop's.
 inline constexpr int kChainGroup = 8;
-
-/// acc continued with fma(d[k], x[k], acc) for k = 0 .. n-1 ascending.
-POLNODE_HOST_DEVICE inline float FmaChain(const float* d, const float* x, i64 n, float acc) {
-  i64 k = 0;
-  if (n >= kChainGroup) {
-    float dv[kChainGroup], xv[kChainGroup];
-    for (int g = 0; g < kChainGroup; ++g) {
-      dv[g] = d[g];
-      xv[g] = x[g];
-    }
-    for (k = kChainGroup; k + kChainGroup <= n; k += kChainGroup) {
-      float dn[kChainGroup], xn[kChainGroup];
-      for (int g = 0; g < kChainGroup; ++g) {
-        dn[g] = d[k + g];
-        xn[g] = x[k + g];
-      }
-      for (int g = 0; g < kChainGroup; ++g) acc = det::Fma(dv[g], xv[g], acc);
-      for (int g = 0; g < kChainGroup; ++g) {
-        dv[g] = dn[g];
-        xv[g] = xn[g];
-      }
-    }
-    for (int g = 0; g < kChainGroup; ++g) acc = det::Fma(dv[g], xv[g], acc);
-  }
-  for (; k < n; ++k) acc = det::Fma(d[k], x[k], acc);
-  return acc;
-}
 
 /// acc continued with acc + v[k] for k = 0 .. n-1 ascending.
 POLNODE_HOST_DEVICE inline float SumChain(const float* v, i64 n, float acc) {
@@ -294,7 +267,8 @@ POLNODE_HOST_DEVICE inline float BiasGradTerm(const float* dy, i64 c, i64 s, Cha
 }
 
 /// Chunk length of the bias-gradient kernel: a block stages this many terms in shared memory,
-/// then one thread adds them in order, continuing the channel's single chain.
+/// and one thread adds them in order, continuing the channel's single chain, while the block
+/// stages the next chunk.
 inline constexpr int kSumChunk = 1024;
 
 // ---- ReLU -----------------------------------------------------------------------------------
@@ -378,44 +352,59 @@ POLNODE_HOST_DEVICE inline float ConvGradWeightAt(const float* x, const float* d
   return acc;
 }
 
-/// The staged weight gradient (ConvGradWeightStagedKernel): one block per (o, ci), whose nine
-/// taps' chains are the whole work. A thread alone on a chain of N*H*W terms waits on every load;
-/// here all the block's threads stage whole rows of image n's dY[n, o] plane and the zero-padded
-/// X[n, ci] rows around them in shared memory, several loads in flight each, and nine threads
-/// continue their chains over the staged rows: the same terms in the same order
-/// (ConvGradWeightAt), fewer stalls.
-/// Shared memory of one stage, in floats (32 KiB: under every device's default limit).
-inline constexpr i64 kConvStageFloats = 8192;
-/// Rows of dY staged at once for planes `w` wide: dY takes rows * w floats and X, padded, takes
-/// (rows + 2) * (w + 2); 0 when not even one row fits (the per-thread kernel takes those planes).
-POLNODE_HOST_DEVICE inline i64 ConvStageRows(i64 w) {
-  const i64 room = kConvStageFloats - 2 * (w + 2);
-  return room < 2 * w + 2 ? 0 : room / (2 * w + 2);
+/// The weight gradient by terms (ConvGradWeightTermsKernel): one block per (o, ci), whose nine
+/// taps' chains of N*H*W terms each are the whole work, and the chains are long (100,352 terms for
+/// a 28x28 layer at batch 128) while there are few of them (72 for 1 -> 8 channels). A thread alone
+/// on such a chain waits on every load. Instead the chain's terms are cut into stages of
+/// kConvTermChunk consecutive terms t = (n, h, w) row-major; the block's other threads write a
+/// stage's operands into shared memory as ten rows of kConvTermStride floats (dY[n, o, h, w], then
+/// Xpad[n, ci, h+kh-1, w+kw-1] for each tap in row-major order), so each tap's thread reads its two
+/// operands from contiguous, aligned memory and continues its chain with nothing between one fma
+/// and the next: the same terms in the same order as ConvGradWeightAt. Two stages alternate, so
+/// writing the next one overlaps the chains over the current one.
+inline constexpr int kConvTermChunk = 512;
+/// A stage row's length: the chunk and 4 floats, so the nine taps' rows start in different shared
+/// memory banks and stay 16-byte aligned (4-float loads).
+inline constexpr int kConvTermStride = kConvTermChunk + 4;
+/// One stage: dY's row and the nine taps' rows.
+inline constexpr int kConvTermFloats = 10 * kConvTermStride;
+/// The most (o, ci) blocks the by-terms kernel takes; more pairs than this have enough chains to
+/// fill a device one thread per weight (ConvGradWeightKernel).
+inline constexpr i64 kConvTermMaxPairs = i64{1} << 20;
+
+/// Whether the weight gradient of `d` runs by terms (ConvGradWeightTermsKernel).
+POLNODE_HOST_DEVICE inline bool ConvGradWeightByTerms(ConvDims d) { return d.co * d.ci <= kConvTermMaxPairs; }
+
+/// Terms in stage `c` of block (o, ci)'s chains: kConvTermChunk, or fewer in the last stage.
+POLNODE_HOST_DEVICE inline int ConvTermCount(ConvDims d, i64 c) {
+  const i64 left = d.n * d.h * d.w - c * kConvTermChunk;
+  return static_cast<int>(left < kConvTermChunk ? left : kConvTermChunk);
 }
 
-/// Staging elements of `rows` rows (ConvGradWeightStaged's e runs over [0, this)).
-POLNODE_HOST_DEVICE inline i64 ConvStageElements(i64 rows, i64 w) { return rows * w + (rows + 2) * (w + 2); }
-
-/// Element e of the stage of rows [r0, r0 + rows) of image n for block (o, ci): the stage holds
-/// dY[n, o, r0 .. r0 + rows - 1, :] (rows * w floats, row-major), then the padded X[n, ci] rows
-/// r0 - 1 .. r0 + rows, columns -1 .. w ((rows + 2) * (w + 2) floats; +0.0f outside the plane).
-/// 0 <= e < ConvStageElements(rows, w) <= kConvStageFloats, so the index arithmetic within the
-/// stage is 32-bit.
-POLNODE_HOST_DEVICE inline float ConvGradWeightStaged(const float* x, const float* dy, ConvDims d, i64 n, i64 o,
-                                                      i64 ci, i64 r0, i64 rows, int e) {
-  const int w = static_cast<int>(d.w);
-  const int dy_count = static_cast<int>(rows) * w;
-  if (e < dy_count) return dy[((n * d.co + o) * d.h + r0) * d.w + e];
-  const int k = e - dy_count;
-  return PaddedAt(x + (n * d.ci + ci) * d.h * d.w, d.h, d.w, r0 - 1 + k / (w + 2), k % (w + 2) - 1);
+/// Writes term k of the stage that starts at term t0 of block (o, ci) into `stage`
+/// (kConvTermFloats floats): stage[k] = dY[n, o, h, w] and stage[(1 + tap) * kConvTermStride + k] =
+/// Xpad[n, ci, h + kh - 1, w + kw - 1] for tap = kh * 3 + kw, where (n, h, w) is term t0 + k.
+/// Requires 0 <= k < kConvTermChunk and t0 + k < N*H*W.
+POLNODE_HOST_DEVICE inline void ConvTermStage(const float* x, const float* dy, ConvDims d, i64 o, i64 ci, i64 t0,
+                                              int k, float* stage) {
+  const i64 plane = d.h * d.w;
+  const i64 t = t0 + k;
+  const i64 n = t / plane;
+  const i64 at = t - n * plane;
+  const i64 row = at / d.w;
+  const i64 col = at - row * d.w;
+  stage[k] = dy[(n * d.co + o) * plane + at];
+  const float* xplane = x + (n * d.ci + ci) * plane;
+  for (int tap = 0; tap < 9; ++tap) {
+    stage[(1 + tap) * kConvTermStride + k] = PaddedAt(xplane, d.h, d.w, row + tap / 3 - 1, col + tap % 3 - 1);
+  }
 }
 
-/// Continues tap (kh, kw)'s chain over a stage of `rows` rows: the terms of ConvGradWeightAt for
-/// these rows, in its order, with the padded X read from the staged border instead of a bounds
-/// test.
-POLNODE_HOST_DEVICE inline float ConvGradWeightSteps(const float* stage, i64 w, i64 rows, int kh, int kw, float acc) {
-  const float* xs = stage + rows * w;
-  for (i64 r = 0; r < rows; ++r) acc = FmaChain(stage + r * w, xs + (r + kh) * (w + 2) + kw, w, acc);
+/// Continues tap `tap`'s chain over the first `count` terms of a stage: acc = fma(dY, Xpad, acc)
+/// per term in order, as ConvGradWeightAt does.
+POLNODE_HOST_DEVICE inline float ConvTermSteps(const float* stage, int tap, int count, float acc) {
+  const float* xs = stage + (1 + tap) * kConvTermStride;
+  for (int k = 0; k < count; ++k) acc = det::Fma(stage[k], xs[k], acc);
   return acc;
 }
 

@@ -90,31 +90,26 @@ void TwinBiasGrad(const float* dy, float* db, gpu::ChannelLayout l) {
   }
 }
 
-// Emulates the conv weight gradient as gpu_backend.cu launches it: per (o, ci) block, each stage's
-// staging by all threads, the barrier, then the nine taps' steps; the per-thread kernel for planes
-// too wide for a stage.
+// Emulates the conv weight gradient as gpu_backend.cu launches it: per (o, ci) block, each
+// stage's terms written, then the nine taps' steps over them (the device overlaps writing the next
+// stage with these steps; a barrier orders them, so the values are these); the per-thread kernel
+// for more pairs than the by-terms kernel takes.
 void TwinConvGradWeight(const float* x, const float* dy, float* dw, gpu::ConvDims d) {
-  const i64 max_rows = gpu::ConvStageRows(d.w);
-  if (max_rows == 0) {
+  if (!gpu::ConvGradWeightByTerms(d)) {
     for (i64 e = 0; e < d.co * d.ci * 9; ++e) dw[e] = gpu::ConvGradWeightAt(x, dy, d, e);
     return;
   }
-  std::vector<float> stage(static_cast<std::size_t>(gpu::kConvStageFloats));
+  std::vector<float> stage(static_cast<std::size_t>(gpu::kConvTermFloats));
+  const i64 chunks = (d.n * d.h * d.w + gpu::kConvTermChunk - 1) / gpu::kConvTermChunk;
   for (i64 o = 0; o < d.co; ++o) {
     for (i64 ci = 0; ci < d.ci; ++ci) {
       float acc[9] = {};
-      for (i64 n = 0; n < d.n; ++n) {
-        for (i64 r0 = 0; r0 < d.h; r0 += max_rows) {
-          const i64 rows = std::min(max_rows, d.h - r0);
-          const i64 count = gpu::ConvStageElements(rows, d.w);
-          ASSERT_LE(count, gpu::kConvStageFloats);
-          for (int e = 0; e < static_cast<int>(count); ++e) {
-            stage[static_cast<std::size_t>(e)] = gpu::ConvGradWeightStaged(x, dy, d, n, o, ci, r0, rows, e);
-          }
-          for (int tap = 0; tap < 9; ++tap) {
-            acc[tap] = gpu::ConvGradWeightSteps(stage.data(), d.w, rows, tap / 3, tap % 3, acc[tap]);
-          }
-        }
+      for (i64 c = 0; c < chunks; ++c) {
+        const int count = gpu::ConvTermCount(d, c);
+        ASSERT_GT(count, 0);
+        ASSERT_LE(count, gpu::kConvTermChunk);
+        for (int k = 0; k < count; ++k) gpu::ConvTermStage(x, dy, d, o, ci, c * gpu::kConvTermChunk, k, stage.data());
+        for (int tap = 0; tap < 9; ++tap) acc[tap] = gpu::ConvTermSteps(stage.data(), tap, count, acc[tap]);
       }
       for (int tap = 0; tap < 9; ++tap) dw[(o * d.ci + ci) * 9 + tap] = acc[tap];
     }
