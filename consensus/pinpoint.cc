@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -12,6 +13,7 @@
 
 #include "polnode/consensus/encoding.h"
 #include "polnode/consensus/merkle.h"
+#include "sha256_lane_kernels.h"
 
 namespace polnode::consensus {
 
@@ -19,6 +21,12 @@ static_assert(std::endian::native == std::endian::little,
               "tensor and chain hashes read float storage as little-endian U32 bits directly");
 
 namespace {
+
+// A group of fewer than lanes / kMinLaneFillDivisor block leaves goes through OpenSSL instead of
+// the lanes: on Zen 5 hashing one register's 16 leaves at once with AVX-512 costs about as much as
+// hashing 8 one at a time on the SHA extensions (state_hash_bench: about 2x), and the lanes of a
+// partial set cost as much as full ones.
+constexpr std::size_t kMinLaneFillDivisor = 2;
 
 std::span<const std::uint8_t> AsBytes(std::span<const float> values) {
   return std::span(reinterpret_cast<const std::uint8_t*>(values.data()), values.size_bytes());
@@ -127,11 +135,65 @@ std::vector<float> BlockValues(std::span<const std::int64_t> dims, std::span<con
 }
 
 std::vector<Hash256> TensorBlockLeaves(std::span<const std::int64_t> dims, std::span<const float> data) {
+  return TensorBlockLeavesAt(BestSha256Isa(), dims, data);
+}
+
+std::vector<Hash256> TensorBlockLeavesAt(Sha256Isa isa, std::span<const std::int64_t> dims,
+                                         std::span<const float> data) {
   const BlockGrid grid = BlockGrid::Of(dims);
-  std::vector<Hash256> leaves;
-  leaves.reserve(grid.block_count());
+  std::vector<Hash256> leaves(grid.block_count());
+  // The lanes' gathers index the tensor with signed 32-bit integers.
+  if (isa == Sha256Isa::kOpenSsl || data.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    for (std::uint64_t b = 0; b < grid.block_count(); ++b) {
+      leaves[b] = BlockLeafInPlace(data, grid.cols(), grid.BlockRect(b));
+    }
+    return leaves;
+  }
+  const Sha256LaneKernels& kernels = LaneKernelsFor(isa);
+  // Blocks of one shape have messages of one length, so they share the lanes: the full blocks, and
+  // apart from them the bottom row's, the right column's and the corner's (edge blocks are smaller).
+  struct Group {
+    std::array<std::uint64_t, kMaxSha256Lanes> blocks{};
+    std::array<std::int32_t, kMaxSha256Lanes> starts{};
+    std::size_t count = 0;
+    GridRect rect;
+  };
+  std::array<Group, 4> groups;
+  std::array<std::uint8_t, 32 * kMaxSha256Lanes> digests{};
+  // Up to two sets of lanes per call; a group that fits one set goes through the one-set kernel.
+  const std::size_t per_call = 2 * kernels.lanes;
+  auto flush = [&](Group& group) {
+    if (group.count * kMinLaneFillDivisor < kernels.lanes) {
+      // Too few to fill the lanes: one at a time through OpenSSL is faster.
+      for (std::size_t l = 0; l < group.count; ++l) {
+        leaves[group.blocks[l]] = BlockLeafInPlace(data, grid.cols(), grid.BlockRect(group.blocks[l]));
+      }
+    } else {
+      const bool two_sets = group.count > kernels.lanes;
+      // Idle lanes of a partial group hash its first block again; their digests are dropped.
+      const std::size_t call_lanes = two_sets ? per_call : kernels.lanes;
+      for (std::size_t l = group.count; l < call_lanes; ++l) group.starts[l] = group.starts[0];
+      (two_sets ? kernels.hash_block_leaves_two_sets : kernels.hash_block_leaves)(
+          data.data(), group.starts.data(), static_cast<std::size_t>(group.rect.rows()),
+          static_cast<std::size_t>(group.rect.cols()), static_cast<std::size_t>(grid.cols()), digests.data());
+      for (std::size_t l = 0; l < group.count; ++l) {
+        std::copy_n(digests.data() + 32 * l, 32, leaves[group.blocks[l]].begin());
+      }
+    }
+    group.count = 0;
+  };
   for (std::uint64_t b = 0; b < grid.block_count(); ++b) {
-    leaves.push_back(BlockLeafInPlace(data, grid.cols(), grid.BlockRect(b)));
+    const GridRect rect = grid.BlockRect(b);
+    const bool short_rows = rect.rows() < BlockGrid::kBlockRows;
+    const bool narrow = rect.cols() < BlockGrid::kBlockCols;
+    Group& group = groups[(short_rows ? 1 : 0) + (narrow ? 2 : 0)];
+    group.rect = rect;
+    group.blocks[group.count] = b;
+    group.starts[group.count] = static_cast<std::int32_t>(rect.row_begin * grid.cols() + rect.col_begin);
+    if (++group.count == per_call) flush(group);
+  }
+  for (Group& group : groups) {
+    if (group.count > 0) flush(group);
   }
   return leaves;
 }

@@ -48,6 +48,7 @@
 #include "polnode/base/block_grid.h"
 #include "polnode/consensus/game_tree.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/consensus/sha256_lanes.h"
 
 namespace polnode::consensus {
 
@@ -64,7 +65,14 @@ std::vector<float> BlockValues(std::span<const std::int64_t> dims, std::span<con
 
 /// The block leaves of a tensor, in block order (empty for a tensor without elements).
 /// Precondition: the product of `dims` equals data.size().
+/// Hashed many leaves at a time through the multi-buffer SHA-256 at BestSha256Isa().
 std::vector<Hash256> TensorBlockLeaves(std::span<const std::int64_t> dims, std::span<const float> data);
+
+/// The same leaves computed at `isa` (kOpenSsl: one leaf at a time), for tests and benchmarks that
+/// compare the levels. Preconditions: those of TensorBlockLeaves; `isa` is one of
+/// AvailableSha256Isas().
+std::vector<Hash256> TensorBlockLeavesAt(Sha256Isa isa, std::span<const std::int64_t> dims,
+                                         std::span<const float> data);
 
 /// The block root of `leaves` (the all-zero hash when there are none).
 Hash256 BlockRootOf(std::span<const Hash256> leaves);
