@@ -225,6 +225,7 @@ constexpr int kConvTermThreads = 512;
 __global__ void __launch_bounds__(kConvTermThreads) ConvGradWeightTermsKernel(const float* x, const float* dy,
                                                                                 float* dw, ConvDims d) {
   // float4 storage: the stage rows are read as 4-float vectors.
+  static_assert(gpu::kConvTermStride % 4 == 0, "every stage row starts 16-byte aligned");
   __shared__ float4 stages[2][gpu::kConvTermFloats / 4];
   const i64 o = static_cast<i64>(blockIdx.x) / d.ci;
   const i64 ci = static_cast<i64>(blockIdx.x) % d.ci;
