@@ -18,9 +18,11 @@
 #include "polnode/consensus/pinpoint.h"
 #include "polnode/consensus/sha256_lanes.h"
 #include "polnode/solver/train_state.h"
+#include "step_case.h"
 
 namespace {
 
+using polnode::bench::Median;
 using polnode::consensus::Hash256;
 using polnode::consensus::Sha256Isa;
 using polnode::solver::TrainState;
@@ -56,11 +58,6 @@ Hash256 StateHashAt(Sha256Isa isa, const TrainState& state) {
         dims, polnode::consensus::BlockRootOf(polnode::consensus::TensorBlockLeavesAt(isa, dims, nt.tensor.values()))));
   }
   return polnode::consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(state.step), names, hashes);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

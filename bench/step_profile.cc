@@ -1,11 +1,11 @@
 // Where a training step's time goes, operator by operator, on any backend (issue 19). Trains the
-// model families of bench/train_bench (step_case.h kModelCases, with their optimizers) through device-resident training (solver::ResidentTraining)
-// on a fixed synthetic batch, first as training runs (steps/s), then with the backend synchronized
-// after every enqueued operator, so that each operator's wall time (its launch and its execution)
-// is its own: per operator kind its time per step and share, and the slowest single operators by
-// output shape. The synchronization slows the step down (the profile's total is above the plain
-// step time); the shares are what it is for. A fused pair (kernels::Fusion) is timed as one
-// kind, "first+second".
+// model families of bench/train_bench (step_case.h kModelCases, with their optimizers) through
+// device-resident training (solver::ResidentTraining) on a fixed synthetic batch, first as
+// training runs (steps/s), then with the backend synchronized after every enqueued operator, so
+// that each operator's wall time (its launch and its execution) is its own: per operator kind its
+// time per step and share, and the slowest single operators by output shape. The synchronization
+// slows the step down (the profile's total is above the plain step time); the shares are what it
+// is for. A fused pair (kernels::Fusion) is timed as one kind, "first+second".
 //
 //   step_profile BACKEND [STEPS] [THREADS] [MODEL]    e.g. step_profile cuda 50, step_profile cpu 5 1 cnn
 // MODEL keeps the cases whose spec contains it (mlp, cnn, gpt).

@@ -75,6 +75,19 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   return Status::IOError(std::move(msg));
 }
 
+// Read options that read through `snapshot` (null: the latest data). The caller keeps the
+// snapshot alive while they are in use.
+rocksdb::ReadOptions ReadingAt(const std::shared_ptr<const rocksdb::Snapshot>& snapshot) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.get();
+  return ro;
+}
+
+// A snapshot of `db` now, released when its last holder lets go.
+std::shared_ptr<const rocksdb::Snapshot> SharedSnapshot(rocksdb::DB* db) {
+  return {db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); }};
+}
+
 Result<std::optional<std::string>> GetOptional(rocksdb::DB* db, const rocksdb::ReadOptions& ro,
                                                const std::string& key) {
   std::string value;
@@ -118,16 +131,12 @@ Status MergedScan(rocksdb::DB* db, const rocksdb::ReadOptions& ro, std::string_v
 StateSnapshot::~StateSnapshot() = default;
 
 Result<std::optional<std::string>> StateSnapshot::Get(std::string_view key) const {
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot_.get();
-  return GetOptional(db_, ro, StateKey(key));
+  return GetOptional(db_, ReadingAt(snapshot_), StateKey(key));
 }
 
 Status StateSnapshot::Scan(std::string_view prefix, const StateVisitor& visit) const {
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot_.get();
   static const StateDelta kNoPending;
-  return MergedScan(db_, ro, prefix, kNoPending, visit);
+  return MergedScan(db_, ReadingAt(snapshot_), prefix, kNoPending, visit);
 }
 
 // ---- PreparedCommit -------------------------------------------------------------------------
@@ -204,9 +213,7 @@ Result<std::optional<std::string>> ChainStore::GetState(std::string_view key) co
     }
   }
   const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.get();
-  return GetOptional(db_.get(), ro, StateKey(key));
+  return GetOptional(db_.get(), ReadingAt(snapshot), StateKey(key));
 }
 
 std::shared_ptr<const rocksdb::Snapshot> ChainStore::ReadSnapshot() const {
@@ -227,9 +234,7 @@ Status ChainStore::LoadState() const {
   StateTree loaded;
   static const StateDelta kNoPending;
   const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.get();
-  POLNODE_RETURN_IF_ERROR(MergedScan(db_.get(), ro, "", kNoPending,
+  POLNODE_RETURN_IF_ERROR(MergedScan(db_.get(), ReadingAt(snapshot), "", kNoPending,
                                      [&](std::string_view k, std::string_view v) {
                                        loaded.Set(k, v);
                                        return true;
@@ -241,9 +246,7 @@ Status ChainStore::LoadState() const {
 
 Status ChainStore::ScanState(std::string_view prefix, const StateDelta& pending, const StateVisitor& visit) const {
   const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.get();
-  return MergedScan(db_.get(), ro, prefix, pending, visit);
+  return MergedScan(db_.get(), ReadingAt(snapshot), prefix, pending, visit);
 }
 
 Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
@@ -258,18 +261,16 @@ Result<Hash256> ChainStore::StateRoot(const StateDelta& pending) const {
 
 Result<std::string> ChainStore::GetEncodedBlock(std::uint64_t height) const {
   const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.get();
-  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, GetOptional(db_.get(), ro, BlockKey(height)));
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
+                           GetOptional(db_.get(), ReadingAt(snapshot), BlockKey(height)));
   if (!bytes) return Status::NotFound("no block at height " + std::to_string(height));
   return std::move(*bytes);
 }
 
 Result<TxLocation> ChainStore::FindTx(const Hash256& tx_id) const {
   const std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.get();
-  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes, GetOptional(db_.get(), ro, TxKey(tx_id)));
+  POLNODE_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
+                           GetOptional(db_.get(), ReadingAt(snapshot), TxKey(tx_id)));
   if (!bytes) return Status::NotFound("transaction " + ToHex(tx_id) + " is not in any block");
   const std::string_view record(*bytes);
   if (record.size() < 12) return Status::Corruption("chain store: tx index record malformed");
@@ -354,9 +355,7 @@ Status ChainStore::Write(PreparedCommit commit, const Publisher& publish) {
     if (!same_parent) return Status::FailedPrecondition("chain store: tip moved since the commit was prepared");
     // Reads keep to the parent block until this one's publication. The snapshot is taken before
     // the write, so it cannot contain the batch.
-    rocksdb::DB* db = db_.get();
-    std::shared_ptr<const rocksdb::Snapshot> before(db->GetSnapshot(),
-                                                    [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
+    std::shared_ptr<const rocksdb::Snapshot> before = SharedSnapshot(db_.get());
     {
       std::lock_guard<std::mutex> unpublished(unpublished_mu_);
       unpublished_ = std::move(before);
@@ -412,10 +411,7 @@ Status ChainStore::Write(PreparedCommit commit, const Publisher& publish) {
 
 std::unique_ptr<StateSnapshot> ChainStore::Snapshot() const {
   std::shared_ptr<const rocksdb::Snapshot> snapshot = ReadSnapshot();
-  if (!snapshot) {
-    rocksdb::DB* db = db_.get();
-    snapshot.reset(db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
-  }
+  if (!snapshot) snapshot = SharedSnapshot(db_.get());
   return std::unique_ptr<StateSnapshot>(new StateSnapshot(db_.get(), std::move(snapshot)));
 }
 

@@ -54,6 +54,15 @@ if [[ ! -f "$fashion/train-images-idx3-ubyte.gz" ]]; then
   exit 1
 fi
 
+# Every library the binaries resolve, except the C library's own (libc, libm, libdl, libpthread,
+# librt, the loader), which must be the GPU machine's.
+libraries="$(ldd "${binaries[@]/#/$build/}")"
+if grep -q 'not found' <<<"$libraries"; then
+  echo "gpu-bundle: a library the binaries need is not found here:" >&2
+  grep 'not found' <<<"$libraries" >&2
+  exit 1
+fi
+
 staging="$(mktemp -d)"
 trap 'rm -rf "$staging"' EXIT
 top="$staging/polnode-gpu"
@@ -62,20 +71,12 @@ for b in "${binaries[@]}"; do
   mkdir -p "$top/build/$(dirname "$b")"
   cp "$build/$b" "$top/build/$b"
 done
-
-# Every library the binaries resolve, except the C library's own (libc, libm, libdl, libpthread,
-# librt, the loader), which must be the GPU machine's.
-ldd "${binaries[@]/#/$build/}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+awk '/=> \// {print $3}' <<<"$libraries" | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;
     *) cp -L "$lib" "$top/lib/" ;;
   esac
 done
-if ldd "${binaries[@]/#/$build/}" | grep -q 'not found'; then
-  echo "gpu-bundle: a library the binaries need is not found here:" >&2
-  ldd "${binaries[@]/#/$build/}" | grep 'not found' >&2
-  exit 1
-fi
 
 cp "$root/scripts/gpu-check.sh" "$top/scripts/"
 cp "$root/bench/gpu_bench.sh" "$root/bench/torch_peer.py" "$root/bench/gpt_torch_bench.py" "$top/bench/"
