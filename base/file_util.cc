@@ -8,18 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 namespace polnode {
 namespace {
 
 Status OsError(const std::string& what, const std::string& path, int err) {
   return Status::IOError(what + " " + path + ": " + std::strerror(err));
-}
-
-// Unique per process and call, so concurrent writers never share a temporary file.
-std::string TempPathFor(const std::string& path) {
-  static std::atomic<std::uint64_t> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
 }
 
 // Syncs the directory that holds `path`, making a rename into it durable.
@@ -36,38 +31,85 @@ Status SyncParentDirectory(const std::string& path) {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes) {
-  const std::string temp = TempPathFor(path);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return OsError("creating", temp, errno);
+Result<StagedFile> StagedFile::Create(std::string temp_path) {
+  const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return OsError("creating", temp_path, errno);
+  return StagedFile(std::move(temp_path), fd);
+}
+
+std::string StagedFile::TempPathBeside(const std::string& path) {
+  static std::atomic<std::uint64_t> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+StagedFile::StagedFile(StagedFile&& other) noexcept
+    : temp_path_(std::move(other.temp_path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+StagedFile& StagedFile::operator=(StagedFile&& other) noexcept {
+  if (this != &other) {
+    Discard();
+    temp_path_ = std::move(other.temp_path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+StagedFile::~StagedFile() { Discard(); }
+
+void StagedFile::Discard() {
+  if (fd_ < 0) return;
+  ::close(fd_);  // the bytes are being thrown away: a close error loses nothing wanted
+  ::unlink(temp_path_.c_str());
+  fd_ = -1;
+}
+
+Status StagedFile::WriteAt(std::uint64_t offset, std::span<const std::uint8_t> bytes) const {
+  if (fd_ < 0) return Status::FailedPrecondition("writing " + temp_path_ + " after it was committed");
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return OsError("writing", temp, err);
+      return OsError("writing", temp_path_, errno);
     }
     done += static_cast<std::size_t>(n);
   }
+  return Status::Ok();
+}
+
+Status StagedFile::StartWriteback() const {
+  if (fd_ < 0) return Status::FailedPrecondition("writing back " + temp_path_ + " after it was committed");
+#if defined(__linux__)
+  if (::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) return OsError("writing back", temp_path_, errno);
+#endif
+  return Status::Ok();
+}
+
+Status StagedFile::Commit(const std::string& path) {
+  if (fd_ < 0) return Status::FailedPrecondition("committing " + temp_path_ + " twice");
   // fsync before rename: otherwise a crash can leave the new name pointing at missing data.
   // The descriptor is closed whatever fsync returns, so a failed sync never leaks it.
-  const int sync_err = ::fsync(fd) != 0 ? errno : 0;
-  const int close_err = ::close(fd) != 0 ? errno : 0;
+  const int sync_err = ::fsync(fd_) != 0 ? errno : 0;
+  const int close_err = ::close(fd_) != 0 ? errno : 0;
+  fd_ = -1;
   if (sync_err != 0 || close_err != 0) {
-    ::unlink(temp.c_str());
-    return OsError(sync_err != 0 ? "syncing" : "closing", temp, sync_err != 0 ? sync_err : close_err);
+    ::unlink(temp_path_.c_str());
+    return OsError(sync_err != 0 ? "syncing" : "closing", temp_path_, sync_err != 0 ? sync_err : close_err);
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
+  if (::rename(temp_path_.c_str(), path.c_str()) != 0) {
     const int err = errno;
-    ::unlink(temp.c_str());
+    ::unlink(temp_path_.c_str());
     return OsError("renaming onto", path, err);
   }
   // The rename is only durable once the directory holding the new entry is synced; until then a
   // power loss can leave the old name (or none) even though the call reported success.
   return SyncParentDirectory(path);
+}
+
+Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes) {
+  POLNODE_ASSIGN_OR_RETURN(StagedFile file, StagedFile::Create(StagedFile::TempPathBeside(path)));
+  POLNODE_RETURN_IF_ERROR(file.WriteAt(0, bytes));
+  return file.Commit(path);
 }
 
 Result<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path, std::uint64_t max_bytes) {

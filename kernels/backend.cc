@@ -162,6 +162,10 @@ Status Backend::HostOperands(Op op, const OpAttrs& attrs, std::span<const Buffer
 
 Status Backend::Synchronize() { return Status::Ok(); }
 
+void Backend::RunHostTasks(std::int64_t tasks, const std::function<void(std::int64_t)>& task) {
+  for (std::int64_t i = 0; i < tasks; ++i) task(i);
+}
+
 std::array<Op, 2> FusedOps(Fusion fusion) {
   switch (fusion) {
     case Fusion::kBiasAddRelu: return {Op::kBiasAdd, Op::kRelu};

@@ -69,6 +69,10 @@ class CpuBackend final : public Backend {
   CpuBackend(const CpuKernels& kernels, int threads) : kr_(kernels), pool_(threads) {}
 
   std::string name() const override { return "cpu-" + std::string(CpuIsaName(kr_.isa)); }
+  int host_threads() const override { return pool_.size(); }
+  void RunHostTasks(std::int64_t tasks, const std::function<void(std::int64_t)>& task) override {
+    pool_.Run(tasks, task);
+  }
 
   Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
              std::span<Tensor* const> outputs) override {

@@ -485,6 +485,8 @@ void EmbeddingGrad(const Tensor& ids, const Tensor& dy, Tensor& dw) {
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
+  // Computes on the calling thread, so the default RunHostTasks (that thread, in order) fits.
+  int host_threads() const override { return 1; }
 
   Status Run(Op op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
              std::span<Tensor* const> outputs) override {

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
+#include "polnode/base/cpus.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,15 +15,6 @@ namespace {
 // 15 to 150 microseconds depending on the processor's pause latency. Long enough to bridge the
 // gap between two operators of a step, short enough that an idle pool stops using the core.
 constexpr int kSpinPauses = 4096;
-
-// The CPUs this process may run on (its affinity mask, as taskset sets it).
-int AvailableCpus() {
-#if defined(__linux__)
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-#endif
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 inline void Pause() {
 #if defined(__x86_64__) || defined(__i386__)

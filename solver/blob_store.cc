@@ -1,8 +1,10 @@
-#include "polnode/consensus/hex.h"
 #include "polnode/solver/blob_store.h"
 
 #include <algorithm>
 #include <filesystem>
+
+#include "polnode/consensus/hex.h"
+#include "polnode/solver/train_state.h"
 
 namespace polnode::solver {
 
@@ -23,11 +25,24 @@ std::string BlobStore::PathOf(const consensus::Hash256& hash) const {
   return dir_ + "/" + consensus::ToHex(hash);
 }
 
+bool BlobHasName(const consensus::Hash256& name, std::span<const std::uint8_t> bytes) {
+  if (Result<TrainState> state = DecodeState(bytes); state.ok() && StateHash(*state) == name) return true;
+  return consensus::Sha256(bytes) == name;
+}
+
 Result<consensus::Hash256> BlobStore::Put(std::span<const std::uint8_t> bytes) {
   const consensus::Hash256 hash = consensus::Sha256(bytes);
-  POLNODE_RETURN_IF_ERROR(WriteFileAtomically(PathOf(hash), bytes));
+  POLNODE_RETURN_IF_ERROR(PutNamed(hash, bytes));
   return hash;
 }
+
+Status BlobStore::PutNamed(const consensus::Hash256& name, std::span<const std::uint8_t> bytes) const {
+  return WriteFileAtomically(PathOf(name), bytes);
+}
+
+Result<StagedFile> BlobStore::Stage() const { return StagedFile::Create(StagedFile::TempPathBeside(dir_ + "/blob")); }
+
+Status BlobStore::Commit(StagedFile file, const consensus::Hash256& name) const { return file.Commit(PathOf(name)); }
 
 Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash, std::uint64_t max_bytes) const {
   const std::string path = PathOf(hash);
@@ -38,7 +53,7 @@ Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash,
     }
     return bytes.status();
   }
-  if (consensus::Sha256(*bytes) != hash) {
+  if (!BlobHasName(hash, *bytes)) {
     return Status::Corruption("blob " + consensus::ToHex(hash) + " holds bytes with another hash");
   }
   return bytes;

@@ -196,13 +196,14 @@ Result<consensus::Hash256> WriteResultProof(const std::string& committed_dir, co
   for (std::size_t k = 0; k < manifest.checkpoint_blobs.size(); ++k) {
     POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, committed.store.Get(manifest.checkpoint_blobs[k]));
     if (!round.Forced(k)) {
-      POLNODE_RETURN_IF_ERROR(out.Put(bytes).status());
+      POLNODE_RETURN_IF_ERROR(out.PutNamed(manifest.checkpoint_blobs[k], bytes));
       continue;
     }
     POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
     POLNODE_RETURN_IF_ERROR(tolerant ? RestoreHonestValues(state, round, k) : FalsifyCheckpoint(state, round, k));
-    POLNODE_ASSIGN_OR_RETURN(manifest.checkpoint_blobs[k], out.Put(EncodeState(state)));
     manifest.checkpoint_hashes[k] = StateHash(state);
+    manifest.checkpoint_blobs[k] = manifest.checkpoint_hashes[k];
+    POLNODE_RETURN_IF_ERROR(out.PutNamed(manifest.checkpoint_blobs[k], EncodeState(state)));
   }
   manifest.merkle_root = consensus::MerkleRoot(manifest.checkpoint_hashes);
   POLNODE_RETURN_IF_ERROR(SignManifest(manifest, key));

@@ -1,14 +1,18 @@
 #include "polnode/solver/prover.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <system_error>
 #include <thread>
 
+#include "polnode/base/cpus.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/prove_progress.h"
@@ -23,10 +27,71 @@ std::uint32_t FloatBits(float f) {
   return bits;
 }
 
-// Encodes, hashes and stores checkpoints on its own thread; after each blob is durable it rewrites
-// the progress file, so progress never names a missing blob. States it has written go back to the
-// training thread (Recycled) for the next checkpoint's download, and it encodes into one buffer, so
-// a checkpoint allocates nothing once the first two are written.
+// A checkpoint on its way to disk. Its blob is named by its state hash (blob_store.h).
+struct Checkpoint {
+  TrainState state;
+  std::vector<std::uint32_t> losses;  // of the steps since the previous checkpoint
+  bool last = false;                  // no step follows
+  // Set once the state is hashed and its encoding written to `blob` (StageOnHostThreads); the
+  // writer then only commits it.
+  std::optional<StagedFile> blob;
+  consensus::Hash256 state_hash{};
+};
+
+// Reused from one checkpoint to the next: the headers of the encoding and its pieces.
+struct EncodeScratch {
+  std::vector<std::uint8_t> bytes;
+  std::vector<std::span<const std::uint8_t>> pieces;
+};
+
+// Writes the encoding of `state`, straight from its tensors, into a new staged file of `store`.
+Result<StagedFile> WriteBlobFile(const TrainState& state, const BlobStore& store, EncodeScratch& scratch) {
+  EncodeStatePieces(state, scratch.bytes, scratch.pieces);
+  POLNODE_ASSIGN_OR_RETURN(StagedFile file, store.Stage());
+  std::uint64_t offset = 0;
+  for (const std::span<const std::uint8_t> piece : scratch.pieces) {
+    POLNODE_RETURN_IF_ERROR(file.WriteAt(offset, piece));
+    offset += piece.size();
+  }
+  return file;
+}
+
+// Hashes `c.state` and writes its blob file on the backend's host threads: one task writes the
+// file and starts its writeback (one task is all a file takes: writes to one file serialise in the
+// kernel), the others hash one tensor each, the largest first so that the small ones fill in
+// behind them.
+Status StageOnHostThreads(Checkpoint& c, const BlobStore& store, kernels::Backend& backend, EncodeScratch& scratch) {
+  const std::vector<NamedTensor>& tensors = c.state.tensors;
+  std::vector<std::size_t> order(tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return tensors[a].tensor.numel() > tensors[b].tensor.numel(); });
+  std::vector<consensus::Hash256> tensor_hashes(tensors.size());
+  Result<StagedFile> file = Status::Internal("the blob file was not written");
+  backend.RunHostTasks(static_cast<std::int64_t>(tensors.size() + 1), [&](std::int64_t task) {
+    if (task == 0) {
+      file = WriteBlobFile(c.state, store, scratch);
+      // The pages' hand-over to the device here too, where it is shared out like the rest, rather
+      // than in the writer's fsync, which would take it from a training thread.
+      if (file.ok()) {
+        if (Status started = file->StartWriteback(); !started.ok()) file = started;
+      }
+      return;
+    }
+    const std::size_t t = order[static_cast<std::size_t>(task - 1)];
+    tensor_hashes[t] = TensorHash(tensors[t].tensor);
+  });
+  POLNODE_RETURN_IF_ERROR(file.status());
+  c.state_hash = StateHashFrom(c.state, tensor_hashes);
+  c.blob = std::move(*file);
+  return Status::Ok();
+}
+
+// Makes checkpoints durable on its own thread: for one already staged, the blob's fsync and
+// rename; otherwise its state hash and write first. After each blob is durable it rewrites the
+// progress file, so progress never names a missing blob. States it has written go back to the
+// training thread (Recycled) for the next checkpoint's download, so a checkpoint allocates nothing
+// once the first two are written.
 class CheckpointWriter {
  public:
   CheckpointWriter(BlobStore store, std::string progress_path, ProveProgress progress, std::size_t capacity,
@@ -37,15 +102,13 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Queues one checkpoint (the writer owns the state from here) with the losses of the steps since
-  // the previous one; blocks while the queue is full. `last`: no step follows (the training thread
-  // only waits for the writer from here), so the writer hashes the state beside the blob's write.
-  // Returns the writer's first error, if it had one.
-  [[nodiscard]] Status Push(TrainState state, std::vector<std::uint32_t> losses, bool last) {
+  // Queues one checkpoint (the writer owns it from here); blocks while the queue is full. Returns
+  // the writer's first error, if it had one.
+  [[nodiscard]] Status Push(Checkpoint checkpoint) {
     std::unique_lock lock(mu_);
     space_.wait(lock, [&] { return queue_.size() < capacity_ || !error_.ok(); });
     if (!error_.ok()) return error_;
-    queue_.push_back({std::move(state), std::move(losses), last});
+    queue_.push_back(std::move(checkpoint));
     ready_.notify_one();
     return Status::Ok();
   }
@@ -73,26 +136,21 @@ class CheckpointWriter {
 
   // Valid after Finish.
   const ProveProgress& progress() const { return progress_; }
+  const BlobStore& store() const { return store_; }
 
  private:
-  struct Job {
-    TrainState state;
-    std::vector<std::uint32_t> losses;
-    bool last = false;
-  };
-
   void Loop() {
     for (;;) {
-      Job job;
+      Checkpoint c;
       {
         std::unique_lock lock(mu_);
         ready_.wait(lock, [&] { return !queue_.empty() || done_; });
         if (queue_.empty()) return;
-        job = std::move(queue_.front());
+        c = std::move(queue_.front());
         queue_.pop_front();
         space_.notify_one();
       }
-      Status s = Write(job);
+      Status s = Write(c);
       std::lock_guard lock(mu_);
       if (!s.ok()) {
         error_ = s;
@@ -100,35 +158,41 @@ class CheckpointWriter {
         space_.notify_all();
         return;
       }
-      if (free_.size() < kMaxFree) free_.push_back(std::move(job.state));
+      if (free_.size() < kMaxFree) free_.push_back(std::move(c.state));
     }
   }
 
-  Status Write(const Job& job) {
+  // Writes the blob file of a checkpoint not staged yet, and hashes its state.
+  Status Stage(Checkpoint& c) {
     // The last checkpoint is the one write nothing overlaps: its state hash runs on a second thread
-    // beside the blob's encoding, hash and write (the training thread is only waiting by then).
-    consensus::Hash256 state_hash{};
+    // beside the blob's write (the training thread is only waiting by then).
     std::thread hasher;
-    if (job.last) {
+    if (c.last) {
       try {
-        hasher = std::thread([&] { state_hash = StateHash(job.state); });
+        hasher = std::thread([&] { c.state_hash = StateHash(c.state); });
       } catch (const std::system_error&) {
         // No thread to be had: the state is hashed below, after the blob, as any other checkpoint.
       }
     }
-    EncodeStateInto(job.state, encoded_);
-    Result<consensus::Hash256> blob = store_.Put(encoded_);
+    Result<StagedFile> file = WriteBlobFile(c.state, store_, scratch_);
     if (hasher.joinable()) {
       hasher.join();
-    } else if (blob.ok()) {
-      state_hash = StateHash(job.state);
+    } else if (file.ok()) {
+      c.state_hash = StateHash(c.state);
     }
-    POLNODE_RETURN_IF_ERROR(blob.status());
-    progress_.hashes.push_back(state_hash);
-    progress_.blobs.push_back(*blob);
-    progress_.loss_bits.insert(progress_.loss_bits.end(), job.losses.begin(), job.losses.end());
+    POLNODE_RETURN_IF_ERROR(file.status());
+    c.blob = std::move(*file);
+    return Status::Ok();
+  }
+
+  Status Write(Checkpoint& c) {
+    if (!c.blob) POLNODE_RETURN_IF_ERROR(Stage(c));
+    POLNODE_RETURN_IF_ERROR(store_.Commit(std::move(*c.blob), c.state_hash));
+    progress_.hashes.push_back(c.state_hash);
+    progress_.blobs.push_back(c.state_hash);
+    progress_.loss_bits.insert(progress_.loss_bits.end(), c.losses.begin(), c.losses.end());
     POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(progress_)));
-    if (on_saved_) on_saved_(job.state.step);
+    if (on_saved_) on_saved_(c.state.step);
     return Status::Ok();
   }
 
@@ -137,11 +201,11 @@ class CheckpointWriter {
   ProveProgress progress_;  // owned by the writer thread until Finish
   std::size_t capacity_;
   std::function<void(std::int64_t)> on_saved_;
-  std::vector<std::uint8_t> encoded_;  // the blob being written; the writer thread's alone
+  EncodeScratch scratch_;  // the writer thread's alone
   static constexpr std::size_t kMaxFree = 2;
   std::mutex mu_;
   std::condition_variable ready_, space_;
-  std::deque<Job> queue_;
+  std::deque<Checkpoint> queue_;
   std::vector<TrainState> free_;  // written states, for Recycled
   bool done_ = false;
   Status error_;
@@ -164,6 +228,15 @@ Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const ProveProgres
 }
 
 }  // namespace
+
+CheckpointWork ResolveCheckpointWork(CheckpointWork work, const kernels::Backend& backend) {
+  if (work != CheckpointWork::kAuto) return work;
+  // A writer thread beside training that already keeps every CPU busy takes its CPU time from one
+  // of the training threads, and a step that forks and joins then waits for that thread: the
+  // step loses about twice the writer's time. Run on the training threads, the same work costs
+  // its own time divided among them.
+  return backend.host_threads() >= AvailableCpus() ? CheckpointWork::kHostThreads : CheckpointWork::kWriterThread;
+}
 
 Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernels::Backend& backend,
                           const ProveOptions& options) {
@@ -199,10 +272,17 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   const std::int64_t steps_per_epoch =
       data.text ? TextStepsPerEpoch(*data.text, task.batch, stepper.model().gpt->context)
                 : data.train.count / task.batch;
+  const bool on_host_threads = ResolveCheckpointWork(options.checkpoint_work, backend) == CheckpointWork::kHostThreads;
+  EncodeScratch scratch;  // the training thread's (on_host_threads)
   const auto start = std::chrono::steady_clock::now();
   CheckpointWriter writer(std::move(store), progress_path, progress, options.queue_capacity,
                           options.on_checkpoint_saved);
-  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(writer.Push(state, {}, false));
+  // Hands a checkpoint to the writer, after hashing and writing it here when on_host_threads.
+  const auto save = [&](Checkpoint c) -> Status {
+    if (on_host_threads) POLNODE_RETURN_IF_ERROR(StageOnHostThreads(c, writer.store(), backend, scratch));
+    return writer.Push(std::move(c));
+  };
+  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(save({state, {}, false, std::nullopt, {}}));
   std::vector<std::uint32_t> pending;
   if (options.on_start) options.on_start(state.step);
   // The state stays in the backend's buffers between checkpoints (device-resident training): each
@@ -228,7 +308,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
         POLNODE_RETURN_IF_ERROR(run.UploadState(checkpoint));
       }
       const bool last = run.step() == task.steps;
-      POLNODE_RETURN_IF_ERROR(writer.Push(std::move(checkpoint), std::move(pending), last));
+      POLNODE_RETURN_IF_ERROR(save({std::move(checkpoint), std::move(pending), last, std::nullopt, {}}));
       pending.clear();
     }
     if (options.sink != nullptr) {

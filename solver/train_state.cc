@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 #include <set>
+#include <span>
 #include <string_view>
 
 #include "polnode/consensus/pinpoint.h"
@@ -36,6 +37,39 @@ struct VectorSink {
 struct SizeSink {
   std::size_t size = 0;
   void Append(const void*, std::size_t n) { size += n; }
+};
+
+// Collects the encoding as pieces: appends of at least kDirectBytes (tensor elements) as spans of
+// the caller's storage, everything else copied into `scratch`, reserved up front (ScratchSize) so
+// that the spans into it stay valid.
+struct PieceSink {
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 10;
+  std::vector<std::uint8_t>& scratch;
+  std::vector<std::span<const std::uint8_t>>& pieces;
+  bool last_in_scratch = false;
+  void Append(const void* p, std::size_t n) {
+    if (n == 0) return;
+    if (n >= kDirectBytes) {
+      pieces.emplace_back(static_cast<const std::uint8_t*>(p), n);
+      last_in_scratch = false;
+      return;
+    }
+    const std::size_t old = scratch.size();
+    scratch.resize(old + n);  // within the reserved capacity: no reallocation moves earlier pieces
+    std::memcpy(scratch.data() + old, p, n);
+    if (last_in_scratch) {
+      pieces.back() = std::span<const std::uint8_t>(pieces.back().data(), pieces.back().size() + n);
+    } else {
+      pieces.emplace_back(scratch.data() + old, n);
+      last_in_scratch = true;
+    }
+  }
+};
+
+// Counts the bytes PieceSink copies into its scratch buffer.
+struct ScratchSize {
+  std::size_t size = 0;
+  void Append(const void*, std::size_t n) { size += n < PieceSink::kDirectBytes ? n : 0; }
 };
 
 template <typename Sink>
@@ -183,6 +217,17 @@ void EncodeStateInto(const TrainState& state, std::vector<std::uint8_t>& out) {
   EncodeTo(state, sink);
 }
 
+void EncodeStatePieces(const TrainState& state, std::vector<std::uint8_t>& scratch,
+                       std::vector<std::span<const std::uint8_t>>& pieces) {
+  ScratchSize size;
+  EncodeTo(state, size);
+  scratch.clear();
+  scratch.reserve(size.size);
+  pieces.clear();
+  PieceSink sink{scratch, pieces};
+  EncodeTo(state, sink);
+}
+
 Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes) {
   Reader r(bytes);
   POLNODE_ASSIGN_OR_RETURN(auto magic, r.Bytes(sizeof kMagic, "magic"));
@@ -232,11 +277,13 @@ std::vector<consensus::Hash256> TensorHashes(const TrainState& state) {
   return hashes;
 }
 
-consensus::Hash256 StateHash(const TrainState& state) {
+consensus::Hash256 StateHashFrom(const TrainState& state, std::span<const consensus::Hash256> tensor_hashes) {
   std::vector<std::string> names;
   names.reserve(state.tensors.size());
   for (const NamedTensor& nt : state.tensors) names.push_back(nt.name);
-  return consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(state.step), names, TensorHashes(state));
+  return consensus::StateHashFromTensorHashes(static_cast<std::uint64_t>(state.step), names, tensor_hashes);
 }
+
+consensus::Hash256 StateHash(const TrainState& state) { return StateHashFrom(state, TensorHashes(state)); }
 
 }  // namespace polnode::solver

@@ -6,24 +6,23 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "polnode/base/cpus.h"
 #include "polnode/base/file_util.h"
 
 namespace polnode::node {
 
 void DeclareBackendFlags(FlagSet& flags) {
   flags.Value("backend", "NAME", "reference, cpu, cuda or hip; never changes the result", "cpu");
-  flags.Value("threads", "T", "CPU threads (0: every hardware thread); never changes the result", "0");
+  flags.Value("threads", "T", "CPU threads (0: every CPU this process may use); never changes the result", "0");
 }
 
 Result<BackendChoice> ReadBackendFlags(const FlagSet& flags) {
   BackendChoice choice;
   choice.name = flags.Get("backend");
   POLNODE_ASSIGN_OR_RETURN(std::int64_t threads, flags.GetInt("threads", 0, 1024));
-  choice.threads = threads > 0 ? static_cast<int>(threads)
-                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  choice.threads = threads > 0 ? static_cast<int>(threads) : AvailableCpus();
   Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(choice.name, choice.threads);
   if (!backend.ok()) return Status::InvalidArgument("--backend: " + backend.status().ToString());
   choice.backend = std::move(backend).value();

@@ -2,9 +2,9 @@
 // closed and every model due is delivered, 1 when a submission failed or a model could not be
 // had, and 0 without a final verdict when stopped by SIGINT/SIGTERM (a restart picks up).
 #include <ostream>
-#include <thread>
 
 #include "flag_groups.h"
+#include "polnode/base/cpus.h"
 #include "polnode/base/file_util.h"
 #include "polnode/cli/commands.h"
 #include "polnode/roles/submitter_role.h"
@@ -37,8 +37,7 @@ Status Run(const FlagSet& flags, Io& io) {
   POLNODE_ASSIGN_OR_RETURN(std::vector<std::string> files, TaskFiles(flags.Get("task")));
   POLNODE_ASSIGN_OR_RETURN(std::vector<SubmitterTask> tasks, PrepareSubmitterTasks(files, terms));
   for (SubmitterTask& task : tasks) task.serve_files = flags.GetBool("serve-files");
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Backend> backend, kernels::MakeBackend("cpu", threads));
+  POLNODE_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Backend> backend, kernels::MakeBackend("cpu", AvailableCpus()));
 
   SubmitterRole role(std::move(tasks), std::move(backend), std::chrono::seconds(model_wait));
   POLNODE_RETURN_IF_ERROR(RunRoleDaemon(

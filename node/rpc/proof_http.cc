@@ -90,12 +90,11 @@ Status FetchBlob(const FetchPolicy& policy, const std::string& proof_uri, const 
   if (store.Contains(hash) && store.Get(hash).ok()) return Status::Ok();
   POLNODE_ASSIGN_OR_RETURN(std::string body,
                            FetchGet(policy, proof_uri + "/blobs/" + consensus::ToHex(hash), solver::kMaxBlobBytes, kProofTimeout));
-  if (consensus::Sha256(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())) != hash) {
-    return Status::Corruption("blob " + consensus::ToHex(hash) + " served at " + proof_uri + " does not hash to its name");
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(body.data()), body.size());
+  if (!solver::BlobHasName(hash, bytes)) {
+    return Status::Corruption("blob " + consensus::ToHex(hash) + " served at " + proof_uri + " does not have its name's hash");
   }
-  POLNODE_ASSIGN_OR_RETURN(consensus::Hash256 stored, store.Put(std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size())));
-  (void)stored;
-  return Status::Ok();
+  return store.PutNamed(hash, bytes);
 }
 
 Result<solver::TaskSpec> FetchTaskDocument(const FetchPolicy& policy, const std::string& spec_uri) {

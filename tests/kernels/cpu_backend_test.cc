@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -516,6 +520,33 @@ TEST(CpuIsaTest, EnvironmentVariableLowersTheLevel) {
 TEST(CpuIsaTest, FactoryChecksArguments) {
   EXPECT_EQ(MakeCpuBackendForIsa(CpuIsa::kScalar, 0).status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(MakeCpuBackendForIsa(CpuIsa::kScalar, 1).ok());
+}
+
+// Host tasks (a checkpoint's hashing and write between steps) run on the backend's own threads:
+// every index once, the caller and a worker at the same time.
+TEST(BackendHostTasksTest, EveryIndexRunsOnceOnTheBackendsThreads) {
+  auto reference = MakeBackend("reference", 1);
+  auto cpu = MakeBackend("cpu", 2);
+  ASSERT_TRUE(reference.ok() && cpu.ok());
+  EXPECT_EQ((*reference)->host_threads(), 1);
+  EXPECT_EQ((*cpu)->host_threads(), 2);
+  for (Backend* backend : {reference->get(), cpu->get()}) {
+    std::vector<std::atomic<int>> runs(1000);
+    backend->RunHostTasks(static_cast<std::int64_t>(runs.size()), [&](std::int64_t i) { ++runs[static_cast<std::size_t>(i)]; });
+    for (std::size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << backend->name() << " task " << i;
+  }
+  // Each of two tasks waits until both have started: only two threads running at once finish.
+  std::mutex mu;
+  std::condition_variable both_started;
+  int started = 0;
+  (*cpu)->RunHostTasks(2, [&](std::int64_t) {
+    std::unique_lock lock(mu);
+    ++started;
+    both_started.notify_all();
+    // Bounded only so that a pool that ran tasks one after another fails instead of hanging.
+    EXPECT_TRUE(both_started.wait_for(lock, std::chrono::minutes(2), [&] { return started == 2; }));
+  });
+  EXPECT_EQ(started, 2);
 }
 
 TEST(BackendRegistryTest, MakesBackendsByName) {

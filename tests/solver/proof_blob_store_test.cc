@@ -1,4 +1,5 @@
-// The blob store serves only bytes that hash to their name; and the manifest's wire form.
+// The blob store serves only bytes that have their name (SHA-256, or a checkpoint's state hash);
+// and the manifest's wire form.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "polnode/consensus/merkle.h"
 #include "polnode/solver/blob_store.h"
 #include "polnode/solver/proof_manifest.h"
+#include "polnode/solver/train_state.h"
 #include "polnode/testing/fashion_mnist.h"
 #include "polnode/testing/temp_dir.h"
 
@@ -32,6 +34,53 @@ TEST(ProofBlobStoreTest, StoresUnderTheHashAndRefusesTamperedBytes) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.File("b"))) files += entry.is_regular_file();
   EXPECT_EQ(files, 1);
+}
+
+TrainState SmallState(float first) {
+  TrainState state;
+  state.step = 7;
+  state.tensors.push_back({"w", *kernels::Tensor::FromValues({2, 3}, {first, 2, 3, 4, 5, 6})});
+  state.tensors.push_back({"b", *kernels::Tensor::FromValues({3}, {0.5f, -1, 2})});
+  return state;
+}
+
+// A checkpoint blob is named by its state hash, which Get checks by decoding it; a checkpoint
+// stored under the SHA-256 of its bytes (proofs written before) is still served.
+TEST(ProofBlobStoreTest, CheckpointsAreNamedByTheirStateHash) {
+  polnode::testing::TempDir dir("blobs-state");
+  Result<BlobStore> store = BlobStore::Open(dir.File("b"));
+  ASSERT_TRUE(store.ok());
+  const std::vector<std::uint8_t> bytes = EncodeState(SmallState(1));
+  const consensus::Hash256 state_hash = StateHash(SmallState(1));
+  EXPECT_TRUE(BlobHasName(state_hash, bytes));
+  EXPECT_TRUE(BlobHasName(consensus::Sha256(bytes), bytes));
+  EXPECT_FALSE(BlobHasName(StateHash(SmallState(9)), bytes));
+
+  ASSERT_TRUE(store->PutNamed(state_hash, bytes).ok());
+  EXPECT_EQ(*store->Get(state_hash), bytes);
+  ASSERT_TRUE(store->Put(bytes).ok());
+  EXPECT_EQ(*store->Get(consensus::Sha256(bytes)), bytes);
+
+  // Another state's bytes under this name, or bytes changed by one bit, are refused.
+  const std::vector<std::uint8_t> other = EncodeState(SmallState(9));
+  ASSERT_TRUE(store->PutNamed(state_hash, other).ok());
+  EXPECT_EQ(store->Get(state_hash).status().code(), StatusCode::kCorruption);
+  std::vector<std::uint8_t> flipped = bytes;
+  flipped[flipped.size() - 1] ^= 1;
+  ASSERT_TRUE(store->PutNamed(state_hash, flipped).ok());
+  EXPECT_EQ(store->Get(state_hash).status().code(), StatusCode::kCorruption);
+
+  // A staged blob, written in two pieces, becomes the blob at Commit.
+  Result<StagedFile> staged = store->Stage();
+  ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+  const std::span<const std::uint8_t> all(bytes);
+  ASSERT_TRUE(staged->WriteAt(10, all.subspan(10)).ok());
+  ASSERT_TRUE(staged->WriteAt(0, all.first(10)).ok());
+  ASSERT_TRUE(store->Commit(std::move(*staged), state_hash).ok());
+  EXPECT_EQ(*store->Get(state_hash), bytes);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("b"))) files += entry.is_regular_file();
+  EXPECT_EQ(files, 2);  // the two names; no temporary file left
 }
 
 ProofManifest SampleManifest() {

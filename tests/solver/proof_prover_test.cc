@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 
+#include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/kernels/backend.h"
 #include "polnode/solver/blob_store.h"
@@ -59,21 +60,58 @@ TEST(ProofProverTest, WritesEveryCheckpointAndAConsistentSignedManifest) {
 
   Result<BlobStore> store = BlobStore::Open(options.out_dir + "/blobs");
   ASSERT_TRUE(store.ok());
-  // Each blob is stored under its content hash and decodes to the state the manifest names.
+  // Each blob is stored under its state hash and decodes to the state the manifest names.
   for (std::size_t i = 0; i < m.checkpoint_blobs.size(); ++i) {
+    EXPECT_EQ(m.checkpoint_blobs[i], m.checkpoint_hashes[i]);
     Result<std::vector<std::uint8_t>> bytes = store->Get(m.checkpoint_blobs[i]);
     ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-    EXPECT_EQ(consensus::Sha256(*bytes), m.checkpoint_blobs[i]);
     Result<TrainState> decoded = DecodeState(*bytes);
     ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
     EXPECT_EQ(StateHash(*decoded), m.checkpoint_hashes[i]) << "checkpoint " << i;
     EXPECT_EQ(decoded->step, static_cast<std::int64_t>(i) * task.checkpoint_interval);
-    EXPECT_NE(m.checkpoint_blobs[i], m.checkpoint_hashes[i]);
   }
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(store->dir())) files += entry.is_regular_file();
+  EXPECT_EQ(files, 9);  // no temporary file left
   EXPECT_EQ(m.merkle_root, consensus::MerkleRoot(m.checkpoint_hashes));
   Result<ProofManifest> decoded = DecodeManifest(ReadAll(options.out_dir + "/manifest.pb"));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(EncodeManifest(*decoded), EncodeManifest(m));
+}
+
+// Checkpoints hashed and written by the writer thread or on the backend's threads: the same
+// manifest and the same blob files, for one thread and for two.
+TEST(ProofProverTest, WriterThreadAndHostThreadsWriteTheSameProof) {
+  const ImageDataset data = testing::TinyDataset();
+  const TaskSpec task = testing::TinyTask(data);
+  const consensus::SecretKey key = TestKey();
+  std::vector<std::uint8_t> want_manifest;
+  std::vector<std::vector<std::uint8_t>> want_blobs;
+  for (int threads : {1, 2}) {
+    auto backend = kernels::MakeBackend("cpu", threads);
+    ASSERT_TRUE(backend.ok());
+    for (CheckpointWork work : {CheckpointWork::kWriterThread, CheckpointWork::kHostThreads, CheckpointWork::kAuto}) {
+      polnode::testing::TempDir dir("prove-work");
+      ProveOptions options;
+      options.out_dir = dir.path();
+      options.key = &key;
+      options.checkpoint_work = work;
+      Result<ProveResult> result = Prove(task, data, **backend, options);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      const std::vector<std::uint8_t> manifest = ReadAll(dir.File("manifest.pb"));
+      std::vector<std::vector<std::uint8_t>> blobs;
+      for (const consensus::Hash256& blob : result->manifest.checkpoint_blobs) {
+        blobs.push_back(ReadAll(dir.path() + "/blobs/" + consensus::ToHex(blob)));
+      }
+      if (want_manifest.empty()) {
+        want_manifest = manifest;
+        want_blobs = blobs;
+        continue;
+      }
+      EXPECT_EQ(manifest, want_manifest) << threads << " threads, work " << static_cast<int>(work);
+      EXPECT_EQ(blobs, want_blobs) << threads << " threads, work " << static_cast<int>(work);
+    }
+  }
 }
 
 TEST(ProofProverTest, ResumedRunProducesTheIdenticalManifest) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -116,6 +117,19 @@ class Backend {
                                             std::span<Buffer* const> outputs);
   /// Waits for every enqueued operator and returns the first device error since the last call.
   [[nodiscard]] virtual Status Synchronize();
+
+  /// The host threads this backend computes on, the caller's included: a CPU backend's pool size
+  /// (1 for the single-threaded reference); 0 for a device backend, whose host thread only
+  /// enqueues and waits.
+  virtual int host_threads() const { return 0; }
+  /// Calls task(i) once for every i in [0, tasks), each index on whichever of the host_threads()
+  /// threads comes free first, and returns when all have finished; the calling thread takes part.
+  /// For host work between operators that should share the cores the operators use instead of
+  /// competing with them (a checkpoint's hashing and write, solver::Prove), so tasks must write
+  /// disjoint outputs and their results must not depend on which thread ran them. Not
+  /// reentrant, and not while operators run (a host backend's Enqueue runs them at once). The
+  /// default, for device backends, runs the tasks on the calling thread in index order.
+  virtual void RunHostTasks(std::int64_t tasks, const std::function<void(std::int64_t)>& task);
 
   /// Uploads and downloads so far (Upload and Download calls; Run's own copies are not counted).
   const TransferCounts& transfers() const { return transfers_; }

@@ -1,7 +1,9 @@
-// Content-addressed blobs on disk (DESIGN.md section 5): a blob's name is the lowercase hex
-// SHA-256 of its bytes. Every read is re-hashed, so the store never serves bytes that do not hash
-// to their name, and every write is atomic (temporary file, fsync, rename), so a crash leaves a
-// blob complete or absent.
+// Content-addressed blobs on disk (DESIGN.md section 5). A checkpoint blob (an EncodeState
+// encoding) is named by the lowercase hex state hash of the state it encodes, so that writing a
+// checkpoint hashes its state once and its bytes never; every other blob (and the checkpoints of
+// proofs written before this naming) by the SHA-256 of its bytes. Every read is checked, so the
+// store never serves bytes that do not have their name, and every write is atomic (temporary
+// file, fsync, rename), so a crash leaves a blob complete or absent.
 #ifndef POLNODE_SOLVER_BLOB_STORE_H_
 #define POLNODE_SOLVER_BLOB_STORE_H_
 
@@ -19,7 +21,11 @@ namespace polnode::solver {
 /// Largest blob the store reads (a checkpoint of a model far beyond the examples).
 inline constexpr std::uint64_t kMaxBlobBytes = std::uint64_t{4} << 30;
 
-/// A directory of blobs named by their SHA-256. Thread-compatible: concurrent Puts of different
+/// Whether `bytes` may be blob `name`: they hash to it (SHA-256), or they decode as a state
+/// (DecodeState) whose StateHash is `name`.
+bool BlobHasName(const consensus::Hash256& name, std::span<const std::uint8_t> bytes);
+
+/// A directory of blobs named as above. Thread-compatible: concurrent Puts of different
 /// blobs are safe (each uses its own temporary file).
 class BlobStore {
  public:
@@ -29,12 +35,22 @@ class BlobStore {
   /// verifier only reads stays as it was).
   static Result<BlobStore> OpenExisting(std::string dir);
 
-  /// Stores `bytes` under their hash and returns it. Idempotent: storing the same bytes twice
+  /// Stores `bytes` under their SHA-256 and returns it. Idempotent: storing the same bytes twice
   /// rewrites the same name.
   Result<consensus::Hash256> Put(std::span<const std::uint8_t> bytes);
+  /// Stores `bytes` as blob `name`, which must be one BlobHasName accepts for them: the caller
+  /// checked or computed it (a fetched blob, a checkpoint's state hash), so it is not checked
+  /// again here, and a wrong one makes Get refuse the blob.
+  [[nodiscard]] Status PutNamed(const consensus::Hash256& name, std::span<const std::uint8_t> bytes) const;
+  /// A temporary file in the store's directory, for a blob written in pieces (several threads may
+  /// write it at once) and named when Commit makes it a blob.
+  [[nodiscard]] Result<StagedFile> Stage() const;
+  /// Makes the staged file blob `name` (durably, replacing a blob of that name); `name` as for
+  /// PutNamed.
+  [[nodiscard]] Status Commit(StagedFile file, const consensus::Hash256& name) const;
   /// The bytes named `hash`. kNotFound when absent; kResourceExhausted when the file is larger
   /// than `max_bytes` (checked before anything is read: a caller that knows how large the blob
-  /// must be passes that); kCorruption when the file's bytes do not hash to `hash` (a damaged or
+  /// must be passes that); kCorruption when BlobHasName refuses the file's bytes (a damaged or
   /// forged blob).
   Result<std::vector<std::uint8_t>> Get(const consensus::Hash256& hash, std::uint64_t max_bytes = kMaxBlobBytes) const;
   /// Whether a file named `hash` exists (its bytes are checked only by Get).

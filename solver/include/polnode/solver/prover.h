@@ -2,7 +2,8 @@
 // k steps (step 0 included) as a content-addressed blob, and finishes with a signed manifest.
 //
 // Layout of the output directory:
-//   blobs/<sha256 hex>   checkpoints: EncodeState bytes, named by their content hash
+//   blobs/<state hash>   checkpoints: EncodeState bytes, named by the hex StateHash of the state
+//                        they encode (blob_store.h)
 //   task.pb              the task (protobuf), so the proof travels with what it claims to prove
 //   progress.bin         checkpoints written so far (see below), for resuming
 //   manifest.pb          the finished manifest (protobuf), written last
@@ -11,8 +12,10 @@
 // it never names a blob that is missing, and it is read before anything else in the directory is
 // written, so a file this build cannot read, or another task's, is left as it is.
 //
-// Checkpoints are copied on the training thread and encoded, hashed (state hash and blob hash)
-// and written by a writer thread behind a bounded queue, so disk time overlaps the next steps.
+// Checkpoints are copied on the training thread, then encoded, hashed and written into a
+// temporary blob file either by a writer thread behind a bounded queue, overlapping the next
+// steps, or at once on the backend's host threads (CheckpointWork); the writer thread always
+// makes them durable (fsync, rename, progress file) while the next steps run.
 #ifndef POLNODE_SOLVER_PROVER_H_
 #define POLNODE_SOLVER_PROVER_H_
 
@@ -36,6 +39,24 @@ inline constexpr std::string_view kTaskFile = "task.pb";
 inline constexpr std::string_view kProgressFile = "progress.bin";
 inline constexpr std::string_view kBlobDir = "blobs";
 
+/// Where a checkpoint is encoded, hashed and written (its fsyncs and renames are always the
+/// writer thread's, beside the next steps). Either way the proof is the same, bit for bit.
+enum class CheckpointWork : std::uint8_t {
+  /// kHostThreads when the backend's host threads take every CPU the process may use
+  /// (Backend::host_threads() >= AvailableCpus()), else kWriterThread.
+  kAuto,
+  /// On the writer thread, beside the next steps: free where that thread has a CPU of its own
+  /// (a device backend, or a CPU backend with fewer threads than CPUs).
+  kWriterThread,
+  /// On the backend's host threads before the next step (Backend::RunHostTasks): the work's own
+  /// CPU time divided among them, where a writer thread would preempt one of them and stall
+  /// every fork-join of the steps it overlaps.
+  kHostThreads,
+};
+
+/// What `work` means for `backend` on this machine now: kAuto resolved (never returned).
+CheckpointWork ResolveCheckpointWork(CheckpointWork work, const kernels::Backend& backend);
+
 struct ProveOptions {
   std::string out_dir;
   /// Signs the manifest when set; must outlive the call.
@@ -45,6 +66,7 @@ struct ProveOptions {
   /// has finished, as if the process had been killed there) and return kFailedPrecondition.
   /// < 0: run to the end.
   std::int64_t stop_after_step = -1;
+  CheckpointWork checkpoint_work = CheckpointWork::kAuto;
   /// Checkpoints waiting for the writer before training blocks (memory bound: this many states).
   std::size_t queue_capacity = 2;
   /// When set, polled after every step: once true, the run stops as stop_after_step does (the

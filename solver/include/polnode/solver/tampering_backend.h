@@ -50,6 +50,12 @@ class TamperingBackend final : public kernels::Backend {
   /// The wrapped backend's name: a cheating party claims the honest backend.
   std::string name() const override { return inner_.name(); }
 
+  /// The wrapped backend's host threads, for work between steps.
+  int host_threads() const override { return inner_.host_threads(); }
+  void RunHostTasks(std::int64_t tasks, const std::function<void(std::int64_t)>& task) override {
+    inner_.RunHostTasks(tasks, task);
+  }
+
   /// Runs the call on the wrapped backend, then corrupts the output when this call is the target.
   [[nodiscard]] Status Run(kernels::Op op, const kernels::OpAttrs& attrs,
                            std::span<const kernels::Tensor* const> inputs,

@@ -56,6 +56,14 @@ std::vector<std::uint8_t> EncodeState(const TrainState& state);
 /// one checkpoint after another allocates once.
 void EncodeStateInto(const TrainState& state, std::vector<std::uint8_t>& out);
 
+/// EncodeState's bytes without copying the large tensors: `pieces` is set to spans that, one
+/// after another, are the encoding; each is either a tensor's elements, in `state`'s own storage,
+/// or bytes copied into `scratch` (headers and small tensors; its contents replaced, its capacity
+/// reused). The spans stay valid while `state`'s tensors and `scratch` are left as they are. For
+/// writing a checkpoint straight from the state.
+void EncodeStatePieces(const TrainState& state, std::vector<std::uint8_t>& scratch,
+                       std::vector<std::span<const std::uint8_t>>& pieces);
+
 /// Decodes bytes from anywhere (a checkpoint blob, a peer). kCorruption, saying what and where,
 /// for any deviation from the encoding: wrong magic or version, truncation, a name or rank out of
 /// range, a repeated name, dimensions whose element count does not fit in the remaining bytes, a
@@ -65,6 +73,10 @@ Result<TrainState> DecodeState(std::span<const std::uint8_t> bytes);
 /// The version-2 state hash (consensus::StateHashFromTensorHashes over state.step, the names and
 /// TensorHashes(state)), computed without copying any tensor. Precondition: step >= 0.
 consensus::Hash256 StateHash(const TrainState& state);
+
+/// StateHash(state) from TensorHashes(state) computed elsewhere (on several threads, say).
+/// Precondition: tensor_hashes.size() == state.tensors.size(), step >= 0.
+consensus::Hash256 StateHashFrom(const TrainState& state, std::span<const consensus::Hash256> tensor_hashes);
 
 /// SHA-256 naming one tensor (state tensors, per-node outputs in the pinpoint game):
 /// consensus::TensorHashOf, version 3: "polnode.tensor.v3\n", u32 rank, rank x u64 dimensions and

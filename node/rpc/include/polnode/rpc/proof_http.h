@@ -54,7 +54,7 @@ std::string ProofUri(const std::string& base_url, const consensus::Hash256& root
                                                           const consensus::Hash256& expected_root);
 
 /// Makes sure `store` holds blob `hash` of the proof at `proof_uri`, downloading it if needed;
-/// bytes that do not hash to `hash` are refused (kCorruption) and not stored.
+/// bytes that solver::BlobHasName refuses for `hash` are refused (kCorruption) and not stored.
 [[nodiscard]] Status FetchBlob(const FetchPolicy& policy, const std::string& proof_uri, const consensus::Hash256& hash,
                                solver::BlobStore& store);
 
