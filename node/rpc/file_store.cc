@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
@@ -39,51 +40,6 @@ Status SyncDir(const std::string& dir) {
   if (err != 0) return OsError("syncing directory", dir, err);
   return Status::Ok();
 }
-
-// A file being written: the descriptor is closed, and the file removed, unless Commit renamed it.
-class TempFile {
- public:
-  explicit TempFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  Status OpenStatus() const { return fd_ >= 0 ? Status::Ok() : OsError("creating", path_, errno); }
-
-  Status Write(std::string_view bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return OsError("writing", path_, errno);
-      }
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return Status::Ok();
-  }
-
-  // fsync, close and rename onto `target`; a target that appeared meanwhile (another fetch of the
-  // same hash) holds the same bytes, so it is kept and this copy dropped.
-  Status Commit(const std::string& target) {
-    const int sync_err = ::fsync(fd_) != 0 ? errno : 0;
-    const int close_err = ::close(fd_) != 0 ? errno : 0;
-    fd_ = -1;
-    if (sync_err != 0 || close_err != 0) return OsError("syncing", path_, sync_err != 0 ? sync_err : close_err);
-    if (::rename(path_.c_str(), target.c_str()) != 0) return OsError("renaming onto", target, errno);
-    committed_ = true;
-    return SyncDir(fs::path(target).parent_path().string());
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 }  // namespace
 
@@ -205,8 +161,7 @@ Status FileStore::Fetch(const FetchPolicy& policy, const std::string& uri, const
     return Status::ResourceExhausted("file " + hex + " is declared " + std::to_string(size) + " bytes, more than the " +
                                      std::to_string(policy.max_bytes()) + " the fetch policy allows (fetch.max_bytes)");
   }
-  TempFile temp(TempPath(hex));
-  POLNODE_RETURN_IF_ERROR(temp.OpenStatus());
+  POLNODE_ASSIGN_OR_RETURN(StagedFile temp, StagedFile::Create(TempPath(hex)));
   consensus::Sha256Hasher hasher;
   std::uint64_t received = 0;
   // The limit passed on is one byte over the declared size, so a longer body is caught here by
@@ -220,7 +175,8 @@ Status FileStore::Fetch(const FetchPolicy& policy, const std::string& uri, const
                                            " bytes the task declares for file " + hex);
         }
         hasher.Update(piece);
-        return temp.Write(piece);
+        return temp.WriteAt(received - piece.size(),
+                            std::span(reinterpret_cast<const std::uint8_t*>(piece.data()), piece.size()));
       }).WithContext("file " + hex));
   if (received != size) {
     return Status::Corruption("GET " + uri + ": " + std::to_string(received) + " bytes, not the " + std::to_string(size) +
@@ -235,9 +191,8 @@ Status FileStore::Fetch(const FetchPolicy& policy, const std::string& uri, const
 Result<consensus::Hash256> FileStore::Put(std::string_view bytes) {
   const consensus::Hash256 hash = consensus::Sha256(bytes);
   if (Contains(hash)) return hash;
-  TempFile temp(TempPath(consensus::ToHex(hash)));
-  POLNODE_RETURN_IF_ERROR(temp.OpenStatus());
-  POLNODE_RETURN_IF_ERROR(temp.Write(bytes));
+  POLNODE_ASSIGN_OR_RETURN(StagedFile temp, StagedFile::Create(TempPath(consensus::ToHex(hash))));
+  POLNODE_RETURN_IF_ERROR(temp.WriteAt(0, std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size())));
   POLNODE_RETURN_IF_ERROR(temp.Commit(ObjectPath(hash)));
   return hash;
 }
