@@ -115,8 +115,8 @@ double DetectionProbability(std::int64_t n, std::int64_t forged, std::int64_t q)
 // that start or end at that checkpoint, and consistent everywhere else.
 polnode::Result<solver::ProofManifest> ForgeCheckpoint(solver::ProofManifest manifest, solver::BlobStore& store,
                                                        std::size_t index, const polnode::consensus::SecretKey& key) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(manifest.checkpoint_blobs[index]));
-  POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+  POLNODE_ASSIGN_OR_RETURN(solver::StoredState stored, store.GetState(manifest.checkpoint_blobs[index]));
+  solver::TrainState& state = stored.state;
   float& weight = state.tensors.front().tensor.data()[0];
   weight = std::bit_cast<float>(std::bit_cast<std::uint32_t>(weight) + 1u);
   manifest.checkpoint_hashes[index] = solver::StateHash(state);
@@ -442,8 +442,8 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
 
   // One checkpoint's work, timed alone on this thread (best of 5), on the proof's last state.
   {
-    POLNODE_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> last, store.Get(manifest.checkpoint_blobs.back()));
-    POLNODE_ASSIGN_OR_RETURN(const solver::TrainState state, solver::DecodeState(last));
+    POLNODE_ASSIGN_OR_RETURN(const solver::StoredState last, store.GetState(manifest.checkpoint_blobs.back()));
+    const solver::TrainState& state = last.state;
     std::vector<std::uint8_t> encoded;
     polnode::consensus::Hash256 sink{};
     const double encode_ms = BestMs(5, [&] { solver::EncodeStateInto(state, encoded); });
@@ -507,9 +507,9 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
     if (q > n) break;
     const Clock::time_point start = Clock::now();
     for (std::int64_t s = 0; s < q; ++s) {
-      POLNODE_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> bytes,
-                               store.Get(manifest.checkpoint_blobs[static_cast<std::size_t>(s)]));
-      POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+      POLNODE_ASSIGN_OR_RETURN(solver::StoredState stored,
+                               store.GetState(manifest.checkpoint_blobs[static_cast<std::size_t>(s)]));
+      solver::TrainState& state = stored.state;
       for (std::int64_t t = 0; t < task.checkpoint_interval; ++t) {
         POLNODE_RETURN_IF_ERROR(stepper.Step(state, backend).status());
       }

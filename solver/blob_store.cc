@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "polnode/consensus/hex.h"
-#include "polnode/solver/train_state.h"
 
 namespace polnode::solver {
 
@@ -24,6 +23,24 @@ Result<BlobStore> BlobStore::OpenExisting(std::string dir) {
 std::string BlobStore::PathOf(const consensus::Hash256& hash) const {
   return dir_ + "/" + consensus::ToHex(hash);
 }
+
+namespace {
+
+// The blob's bytes, read without the name check (each caller checks them its way).
+Result<std::vector<std::uint8_t>> ReadBlob(const std::string& path, const consensus::Hash256& hash,
+                                           const std::string& dir, std::uint64_t max_bytes) {
+  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, std::min(max_bytes, kMaxBlobBytes));
+  if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("blob " + consensus::ToHex(hash) + " is not in " + dir);
+  }
+  return bytes;
+}
+
+Status WrongHash(const consensus::Hash256& hash) {
+  return Status::Corruption("blob " + consensus::ToHex(hash) + " holds bytes with another hash");
+}
+
+}  // namespace
 
 bool BlobHasName(const consensus::Hash256& name, std::span<const std::uint8_t> bytes) {
   if (Result<TrainState> state = DecodeState(bytes); state.ok() && StateHash(*state) == name) return true;
@@ -45,18 +62,19 @@ Result<StagedFile> BlobStore::Stage() const { return StagedFile::Create(StagedFi
 Status BlobStore::Commit(StagedFile file, const consensus::Hash256& name) const { return file.Commit(PathOf(name)); }
 
 Result<std::vector<std::uint8_t>> BlobStore::Get(const consensus::Hash256& hash, std::uint64_t max_bytes) const {
-  const std::string path = PathOf(hash);
-  Result<std::vector<std::uint8_t>> bytes = ReadWholeFile(path, std::min(max_bytes, kMaxBlobBytes));
-  if (!bytes.ok()) {
-    if (bytes.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("blob " + consensus::ToHex(hash) + " is not in " + dir_);
-    }
-    return bytes.status();
-  }
-  if (!BlobHasName(hash, *bytes)) {
-    return Status::Corruption("blob " + consensus::ToHex(hash) + " holds bytes with another hash");
-  }
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadBlob(PathOf(hash), hash, dir_, max_bytes));
+  if (!BlobHasName(hash, bytes)) return WrongHash(hash);
   return bytes;
+}
+
+Result<StoredState> BlobStore::GetState(const consensus::Hash256& hash, std::uint64_t max_bytes) const {
+  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadBlob(PathOf(hash), hash, dir_, max_bytes));
+  StoredState stored;
+  POLNODE_ASSIGN_OR_RETURN(stored.state, DecodeState(bytes));
+  stored.state_hash = StateHash(stored.state);
+  // Named by its state hash, or (proofs written before that naming) by its bytes' SHA-256.
+  if (stored.state_hash != hash && consensus::Sha256(bytes) != hash) return WrongHash(hash);
+  return stored;
 }
 
 bool BlobStore::Contains(const consensus::Hash256& hash) const {

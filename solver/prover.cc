@@ -215,9 +215,9 @@ class CheckpointWriter {
 // Loads the state of the last checkpoint named in `progress`, checked against both its names (the
 // store checks the blob hash, this the state hash) and its step.
 Result<TrainState> LoadLastCheckpoint(const BlobStore& store, const ProveProgress& progress, const TaskSpec& task) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, store.Get(progress.blobs.back()));
-  POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
-  if (StateHash(state) != progress.hashes.back()) {
+  POLNODE_ASSIGN_OR_RETURN(StoredState stored, store.GetState(progress.blobs.back()));
+  TrainState& state = stored.state;
+  if (stored.state_hash != progress.hashes.back()) {
     return Status::Corruption("last checkpoint's blob does not have the state hash the progress file names");
   }
   const std::int64_t want = static_cast<std::int64_t>(progress.hashes.size() - 1) * task.checkpoint_interval;

@@ -74,16 +74,14 @@ Result<solver::TrainState> LoadCheckpoint(const solver::ProofManifest& m, const 
   // Every checkpoint of the task encodes to exactly the size of its initial state (same tensors,
   // same shapes): a larger blob is refused before a byte of it is read.
   const std::uint64_t size = solver::EncodeState(layout).size();
-  Result<std::vector<std::uint8_t>> bytes = store.Get(m.checkpoint_blobs[i], size);
-  if (!bytes.ok()) return bytes.status().WithContext("checkpoint " + std::to_string(index));
-  Result<solver::TrainState> state = solver::DecodeState(*bytes);
-  if (!state.ok()) return state.status().WithContext("checkpoint " + std::to_string(index));
-  if (solver::StateHash(*state) != m.checkpoint_hashes[i]) {
+  Result<solver::StoredState> stored = store.GetState(m.checkpoint_blobs[i], size);
+  if (!stored.ok()) return stored.status().WithContext("checkpoint " + std::to_string(index));
+  if (stored->state_hash != m.checkpoint_hashes[i]) {
     return Status::Corruption("checkpoint " + std::to_string(index) + ": blob " + consensus::ToHex(m.checkpoint_blobs[i]) +
                               " holds a state whose state hash is not the manifest's checkpoint hash");
   }
-  POLNODE_RETURN_IF_ERROR(CheckCheckpointState(*state, layout, index, m.checkpoint_interval));
-  return state;
+  POLNODE_RETURN_IF_ERROR(CheckCheckpointState(stored->state, layout, index, m.checkpoint_interval));
+  return std::move(stored->state);
 }
 
 Status CheckManifestAgainstTask(const solver::ProofManifest& m, const solver::TaskSpec& task) {

@@ -55,8 +55,8 @@ bool HasManifest(const std::string& dir) {
 }
 
 Result<solver::TrainState> LoadCheckpoint(const solver::ProofDir& proof, std::uint64_t checkpoint) {
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, proof.store.Get(proof.manifest.checkpoint_blobs[checkpoint]));
-  return solver::DecodeState(bytes);
+  POLNODE_ASSIGN_OR_RETURN(solver::StoredState stored, proof.store.GetState(proof.manifest.checkpoint_blobs[checkpoint]));
+  return std::move(stored.state);
 }
 
 // The PerturbationProof of tolerant forced checkpoint `k`: the committed and the result proof's
@@ -469,8 +469,8 @@ Result<std::vector<proto::PublishTx>> PublishTxs(const std::string& proof_dir, s
   if (checkpoint >= proof.manifest.checkpoint_blobs.size()) {
     return Status::OutOfRange("the proof has no checkpoint " + std::to_string(checkpoint));
   }
-  POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, proof.store.Get(proof.manifest.checkpoint_blobs[checkpoint]));
-  POLNODE_ASSIGN_OR_RETURN(solver::TrainState state, solver::DecodeState(bytes));
+  POLNODE_ASSIGN_OR_RETURN(solver::StoredState stored, proof.store.GetState(proof.manifest.checkpoint_blobs[checkpoint]));
+  const solver::TrainState& state = stored.state;
   const consensus::MerkleTree tree(proof.manifest.checkpoint_hashes);
   POLNODE_ASSIGN_OR_RETURN(consensus::MerkleProof path, tree.Prove(checkpoint));
   const std::vector<std::uint8_t> path_bytes = consensus::SerializeMerkleProof(path);

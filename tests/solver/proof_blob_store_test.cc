@@ -60,11 +60,23 @@ TEST(ProofBlobStoreTest, CheckpointsAreNamedByTheirStateHash) {
   EXPECT_EQ(*store->Get(state_hash), bytes);
   ASSERT_TRUE(store->Put(bytes).ok());
   EXPECT_EQ(*store->Get(consensus::Sha256(bytes)), bytes);
+  // GetState decodes once and hands back the state hash its check computed, under either name.
+  for (const consensus::Hash256& name : {state_hash, consensus::Sha256(bytes)}) {
+    Result<StoredState> stored = store->GetState(name);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    EXPECT_EQ(stored->state_hash, state_hash);
+    EXPECT_EQ(EncodeState(stored->state), bytes);
+  }
+  Result<consensus::Hash256> not_a_state = store->Put(Bytes("not a state"));
+  ASSERT_TRUE(not_a_state.ok());
+  EXPECT_EQ(store->GetState(*not_a_state).status().code(), StatusCode::kCorruption);
+  ASSERT_TRUE(std::filesystem::remove(store->PathOf(*not_a_state)));
 
   // Another state's bytes under this name, or bytes changed by one bit, are refused.
   const std::vector<std::uint8_t> other = EncodeState(SmallState(9));
   ASSERT_TRUE(store->PutNamed(state_hash, other).ok());
   EXPECT_EQ(store->Get(state_hash).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(store->GetState(state_hash).status().code(), StatusCode::kCorruption);
   std::vector<std::uint8_t> flipped = bytes;
   flipped[flipped.size() - 1] ^= 1;
   ASSERT_TRUE(store->PutNamed(state_hash, flipped).ok());

@@ -15,6 +15,7 @@
 #include "polnode/base/file_util.h"
 #include "polnode/base/status.h"
 #include "polnode/consensus/sha256.h"
+#include "polnode/solver/train_state.h"
 
 namespace polnode::solver {
 
@@ -24,6 +25,12 @@ inline constexpr std::uint64_t kMaxBlobBytes = std::uint64_t{4} << 30;
 /// Whether `bytes` may be blob `name`: they hash to it (SHA-256), or they decode as a state
 /// (DecodeState) whose StateHash is `name`.
 bool BlobHasName(const consensus::Hash256& name, std::span<const std::uint8_t> bytes);
+
+/// A checkpoint read from the store, decoded once, with the state hash its check computed.
+struct StoredState {
+  TrainState state;
+  consensus::Hash256 state_hash{};
+};
 
 /// A directory of blobs named as above. Thread-compatible: concurrent Puts of different
 /// blobs are safe (each uses its own temporary file).
@@ -53,6 +60,10 @@ class BlobStore {
   /// must be passes that); kCorruption when BlobHasName refuses the file's bytes (a damaged or
   /// forged blob).
   Result<std::vector<std::uint8_t>> Get(const consensus::Hash256& hash, std::uint64_t max_bytes = kMaxBlobBytes) const;
+  /// The checkpoint named `hash`, decoded and hashed once (BlobHasName's check and the caller's
+  /// state hash in one): Get's errors, and kCorruption when the bytes are not a state
+  /// (DecodeState's message).
+  Result<StoredState> GetState(const consensus::Hash256& hash, std::uint64_t max_bytes = kMaxBlobBytes) const;
   /// Whether a file named `hash` exists (its bytes are checked only by Get).
   bool Contains(const consensus::Hash256& hash) const;
   /// The file path of blob `hash`.
