@@ -17,19 +17,16 @@ Status OsError(const std::string& what, const std::string& path, int err) {
   return Status::IOError(what + " " + path + ": " + std::strerror(err));
 }
 
-// Syncs the directory that holds `path`, making a rename into it durable.
-Status SyncParentDirectory(const std::string& path) {
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const std::string target = dir.empty() ? std::string(".") : dir;
-  const int fd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return OsError("opening directory", target, errno);
+}  // namespace
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return OsError("opening directory", dir, errno);
   const int sync_err = ::fsync(fd) != 0 ? errno : 0;
   ::close(fd);  // read-only descriptor: a close error cannot lose data
-  if (sync_err != 0) return OsError("syncing directory", target, sync_err);
+  if (sync_err != 0) return OsError("syncing directory", dir, sync_err);
   return Status::Ok();
 }
-
-}  // namespace
 
 Result<StagedFile> StagedFile::Create(std::string temp_path) {
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -86,6 +83,14 @@ Status StagedFile::StartWriteback() const {
 }
 
 Status StagedFile::Commit(const std::string& path) {
+  POLNODE_RETURN_IF_ERROR(Publish(path));
+  // The rename is only durable once the directory holding the new entry is synced; until then a
+  // power loss can leave the old name (or none) even though the call reported success.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return SyncDirectory(dir.empty() ? std::string(".") : dir);
+}
+
+Status StagedFile::Publish(const std::string& path) {
   if (fd_ < 0) return Status::FailedPrecondition("committing " + temp_path_ + " twice");
   // fsync before rename: otherwise a crash can leave the new name pointing at missing data.
   // The descriptor is closed whatever fsync returns, so a failed sync never leaks it.
@@ -101,9 +106,7 @@ Status StagedFile::Commit(const std::string& path) {
     ::unlink(temp_path_.c_str());
     return OsError("renaming onto", path, err);
   }
-  // The rename is only durable once the directory holding the new entry is synced; until then a
-  // power loss can leave the old name (or none) even though the call reported success.
-  return SyncParentDirectory(path);
+  return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t> bytes) {

@@ -30,7 +30,7 @@
 // checkpoint raw and with the best codec.
 //
 // Usage: proof_bench [--threads T] [--repeats R] [--steps S] [--seconds SEC] [--model SPEC] [--text FILE]
-//                    [--checkpoint-work W]
+//                    [--checkpoint-work W] [--commit-interval MS]
 //   T        CPU backend threads (default 1)
 //   R        alternating repeats of plain training, proof, and plain training again (default 3)
 //   S        steps per family, rounded down to whole segments of k = 100, at least 200 (default:
@@ -42,6 +42,10 @@
 //   W        auto (default: solver::CheckpointWork::kAuto), writer (the writer thread), host (the
 //            backend's threads), or both: host and writer alternating in every repeat, each with
 //            its per-segment overhead (the whole runs' figures are the first's)
+//   MS       how long a checkpoint may wait to be made durable with the ones after it
+//            (solver::ProveOptions::commit_interval; default its default), or both: the default
+//            and 0 (each checkpoint durable on its own), alternating like W's both (and crossed
+//            with it)
 // Under `chrt -f 10` (root) the run is ahead of other work on the machine; the header line names
 // the scheduling policy the run had.
 #include <sched.h>
@@ -231,8 +235,11 @@ struct Options {
   double seconds = 2.0;
   std::string model;  // run the families whose spec contains this (all when empty)
   std::string text = kDefaultText;
-  // Where checkpoints are hashed and written: each repeat proves once per entry, alternating.
+  // Where checkpoints are hashed and written, and how long a checkpoint may wait to be made
+  // durable with the ones after it (< 0: ProveOptions' default): each repeat proves once per
+  // pair of them, alternating.
   std::vector<solver::CheckpointWork> works = {solver::CheckpointWork::kAuto};
+  std::vector<int> commit_intervals_ms = {-1};
 };
 
 const char* WorkName(solver::CheckpointWork work) {
@@ -242,6 +249,29 @@ const char* WorkName(solver::CheckpointWork work) {
     case solver::CheckpointWork::kHostThreads: return "host threads";
   }
   return "?";
+}
+
+// One way of proving that a run compares with plain training.
+struct ProofVariant {
+  solver::CheckpointWork work;
+  int commit_interval_ms;  // < 0: ProveOptions' default
+};
+
+// The variant's name, its work resolved for `backend`: "host threads" or "writer thread", then
+// the commit interval unless it is the default ("each checkpoint durable" for zero).
+std::string VariantName(const ProofVariant& v, const polnode::kernels::Backend& backend) {
+  std::string name = WorkName(solver::ResolveCheckpointWork(v.work, backend));
+  if (v.commit_interval_ms == 0) name += ", each checkpoint durable";
+  else if (v.commit_interval_ms > 0) name += ", batches of " + std::to_string(v.commit_interval_ms) + " ms";
+  return name;
+}
+
+std::vector<ProofVariant> Variants(const Options& o) {
+  std::vector<ProofVariant> variants;
+  for (const solver::CheckpointWork work : o.works) {
+    for (const int ms : o.commit_intervals_ms) variants.push_back({work, ms});
+  }
+  return variants;
 }
 
 bool ParseOptions(int argc, char** argv, Options& o) {
@@ -261,6 +291,14 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       else if (work == "both") o.works = {solver::CheckpointWork::kHostThreads, solver::CheckpointWork::kWriterThread};
       else return false;
     }
+    else if (flag == "--commit-interval") {
+      const std::string ms = argv[i + 1];
+      if (ms == "both") o.commit_intervals_ms = {-1, 0};
+      else if (!ms.empty() && ms.find_first_not_of("0123456789") == std::string::npos) {
+        o.commit_intervals_ms = {std::atoi(ms.c_str())};
+      }
+      else return false;
+    }
     else return false;
   }
   return argc % 2 == 1 && o.threads >= 1 && o.repeats >= 1 && o.steps >= 0 && o.seconds > 0.0;
@@ -271,7 +309,7 @@ struct Verdict {
   std::string spec;
   // Per entry of Options::works (resolved): the median proof segment over the median plain
   // segment, the goal's measure.
-  std::vector<std::pair<solver::CheckpointWork, double>> segment_ratios;
+  std::vector<std::pair<std::string, double>> segment_ratios;
   double noise_ratio = 0.0;  // the same for a second plain run: the noise floor
   double last_write_ms = 0.0;
   double median_ratio = 0.0;
@@ -333,11 +371,12 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
   // Every segment's time (k steps, and with the proof the checkpoint handed over at its end and the
   // writer's work beside it), over all repeats: a segment that the scheduler interrupted for other
   // work on the machine is slow for reasons that are neither side's, and the medians leave it out.
-  // The whole-run figures are those of the first of o.works; segments are kept for each.
+  // The whole-run figures are those of the first variant; segments are kept for each.
+  const std::vector<ProofVariant> variants = Variants(o);
   // A second plain run closes each repeat: plain against plain measures what this machine's noise
   // alone moves the per-segment median, the floor under any overhead printed beside it.
   std::vector<double> plain_segments, second_plain_segments;
-  std::vector<std::vector<double>> proof_segments(o.works.size());
+  std::vector<std::vector<double>> proof_segments(variants.size());
   // Plain training as `polnode train` runs it: the state stays in the backend's buffers and
   // comes back once, at the end. Prove checks the data set's hash before its clock starts; so
   // does this, so both runs start with the data equally warm in the caches. Returns the run's
@@ -366,12 +405,15 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
     POLNODE_ASSIGN_OR_RETURN(const double plain_seconds, train_plain(plain_segments, plain_cpu));
     best_plain = std::min(best_plain, plain_seconds);
     best_plain_cpu = std::min(best_plain_cpu, plain_cpu);
-    for (std::size_t w = 0; w < o.works.size(); ++w) {
+    for (std::size_t w = 0; w < variants.size(); ++w) {
       std::filesystem::remove_all(dir);
       solver::ProveOptions options;
       options.out_dir = dir;
       options.key = &key;
-      options.checkpoint_work = o.works[w];
+      options.checkpoint_work = variants[w].work;
+      if (variants[w].commit_interval_ms >= 0) {
+        options.commit_interval = std::chrono::milliseconds(variants[w].commit_interval_ms);
+      }
       SegmentTimes times(task.checkpoint_interval, proof_segments[w]);
       options.sink = &times;
       // From just before the first step to the moment the last checkpoint is durable.
@@ -407,7 +449,7 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
   std::printf("\n%s batch %lld, %lld steps, k=%lld, cpu backend, %d threads; checkpoints hashed and written on the "
               "%s\n", task.model.c_str(), static_cast<long long>(task.batch), static_cast<long long>(task.steps),
               static_cast<long long>(task.checkpoint_interval), o.threads,
-              WorkName(solver::ResolveCheckpointWork(o.works.front(), backend)));
+              VariantName(variants.front(), backend).c_str());
   verdict.best_ratio = best_proof / best_plain;
   std::printf("proof overhead       plain %.3f s, with proof %.3f s: ratio %.3f (%+.1f%%)\n", best_plain, best_proof,
               verdict.best_ratio, 100.0 * (verdict.best_ratio - 1.0));
@@ -421,13 +463,13 @@ Result<Verdict> BenchFamily(const ModelCase& c, const solver::ImageDataset& data
               100.0 * (paired.back() - 1.0));
   const double plain_segment = Median(plain_segments);
   verdict.last_write_ms = 1e3 * Median(last_writes);
-  for (std::size_t w = 0; w < o.works.size(); ++w) {
+  for (std::size_t w = 0; w < variants.size(); ++w) {
     const double proof_segment = Median(proof_segments[w]);
-    const solver::CheckpointWork work = solver::ResolveCheckpointWork(o.works[w], backend);
-    verdict.segment_ratios.emplace_back(work, proof_segment / plain_segment);
+    const std::string name = VariantName(variants[w], backend);
+    verdict.segment_ratios.emplace_back(name, proof_segment / plain_segment);
     std::printf("per segment          %s: median of %zu segments of k = %lld steps: plain %.1f ms, with proof %.1f "
                 "ms: %+.1f%% (the overhead at k = %lld)\n",
-                WorkName(work), proof_segments[w].size(), static_cast<long long>(task.checkpoint_interval),
+                name.c_str(), proof_segments[w].size(), static_cast<long long>(task.checkpoint_interval),
                 1e3 * plain_segment, 1e3 * proof_segment, 100.0 * (proof_segment / plain_segment - 1.0),
                 static_cast<long long>(task.checkpoint_interval));
   }
@@ -551,7 +593,7 @@ int main(int argc, char** argv) {
   Options o;
   if (!ParseOptions(argc, argv, o)) {
     std::fprintf(stderr, "usage: proof_bench [--threads T] [--repeats R] [--steps S] [--seconds SEC] [--model SPEC] "
-                         "[--text FILE] [--checkpoint-work auto|writer|host|both]\n");
+                         "[--text FILE] [--checkpoint-work auto|writer|host|both] [--commit-interval MS|both]\n");
     return 2;
   }
   auto backend = polnode::kernels::MakeBackend("cpu", o.threads);
@@ -590,11 +632,11 @@ int main(int argc, char** argv) {
               "0.1%%); whole runs (median of paired ratios, ratio of bests) add the last checkpoint's write once\n",
               o.threads);
   for (const Verdict& v : verdicts) {
-    for (const auto& [work, ratio] : v.segment_ratios) {
+    for (const auto& [name, ratio] : v.segment_ratios) {
       const double overhead = std::round(1000.0 * (ratio - 1.0)) / 10.0;
-      std::printf("%-26s %-13s per segment %+5.1f%% (goal <= 2%%) %-6s (plain vs plain %+5.1f%%) | whole run median "
+      std::printf("%-26s %-37s per segment %+5.1f%% (goal <= 2%%) %-6s (plain vs plain %+5.1f%%) | whole run median "
                   "%+5.1f%% best-of %+5.1f%%, last write %5.1f ms | checkpoint %6.2f MB, %s %6.2f MB\n",
-                  v.spec.c_str(), WorkName(work), overhead, overhead <= 2.0 ? "MET" : "MISSED",
+                  v.spec.c_str(), name.c_str(), overhead, overhead <= 2.0 ? "MET" : "MISSED",
                   100.0 * (v.noise_ratio - 1.0),
                   100.0 * (v.median_ratio - 1.0), 100.0 * (v.best_ratio - 1.0), v.last_write_ms, v.checkpoint_mb,
                   v.smallest_codec.c_str(), v.smallest_mb);

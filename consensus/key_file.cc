@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "polnode/base/file_util.h"
 #include "polnode/consensus/hex.h"
 
 namespace polnode::consensus {
@@ -69,14 +70,6 @@ std::string DirectoryOf(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
-}
-
-// Makes the new directory entry durable, so a crash right after WriteKeyFile cannot lose the key.
-Status SyncDirectory(const std::string& dir) {
-  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(errno, "cannot open directory " + dir);
-  if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "cannot sync directory " + dir);
-  return Status::Ok();
 }
 
 // Writes the key to `tmp`, which must not exist yet.

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <thread>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/cpus.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/solver/blob_store.h"
@@ -36,6 +37,7 @@ struct Checkpoint {
   // writer then only commits it.
   std::optional<StagedFile> blob;
   consensus::Hash256 state_hash{};
+  Clock::TimePoint handed_over{};  // when training handed it to the writer (ProveOptions::clock)
 };
 
 // Reused from one checkpoint to the next: the headers of the encoding and its pieces.
@@ -87,16 +89,26 @@ Status StageOnHostThreads(Checkpoint& c, const BlobStore& store, kernels::Backen
   return Status::Ok();
 }
 
-// Makes checkpoints durable on its own thread: for one already staged, the blob's fsync and
-// rename; otherwise its state hash and write first. After each blob is durable it rewrites the
-// progress file, so progress never names a missing blob. States it has written go back to the
-// training thread (Recycled) for the next checkpoint's download, so a checkpoint allocates nothing
-// once the first two are written.
+// A checkpoint written to its blob file, waiting for its batch to be made durable.
+struct StagedCheckpoint {
+  StagedFile blob;
+  consensus::Hash256 state_hash{};
+  std::vector<std::uint32_t> losses;
+  std::int64_t step = 0;
+};
+
+// Makes checkpoints durable on its own thread, in batches (ProveOptions::commit_interval): for a
+// checkpoint not staged yet, its state hash and blob file first; then, once the batch is due,
+// every blob's fsync and rename, one sync of the blob directory, and the progress file rewritten,
+// so progress never names a missing blob. States whose blob files are written go back to the
+// training thread (Recycled) for the next checkpoint's download, so a checkpoint allocates
+// nothing once the first two are written.
 class CheckpointWriter {
  public:
   CheckpointWriter(BlobStore store, std::string progress_path, ProveProgress progress, std::size_t capacity,
-                   std::function<void(std::int64_t)> on_saved)
-      : store_(std::move(store)), progress_path_(std::move(progress_path)), progress_(std::move(progress)), capacity_(std::max<std::size_t>(1, capacity)),
+                   Clock::Duration commit_interval, Clock::TimePoint start, std::function<void(std::int64_t)> on_saved)
+      : store_(std::move(store)), progress_path_(std::move(progress_path)), progress_(std::move(progress)),
+        capacity_(std::max<std::size_t>(1, capacity)), commit_interval_(commit_interval), last_commit_(start),
         on_saved_(std::move(on_saved)), thread_([this] { Loop(); }) {}
   ~CheckpointWriter() { static_cast<void>(Finish()); }
   CheckpointWriter(const CheckpointWriter&) = delete;
@@ -123,7 +135,7 @@ class CheckpointWriter {
     return state;
   }
 
-  // Waits until every queued checkpoint is written; returns the first error.
+  // Waits until every queued checkpoint is durable; returns the first error.
   [[nodiscard]] Status Finish() {
     {
       std::lock_guard lock(mu_);
@@ -139,27 +151,40 @@ class CheckpointWriter {
   const BlobStore& store() const { return store_; }
 
  private:
+  // At most this many blob files wait for their batch: each holds a file descriptor open.
+  static constexpr std::size_t kMaxBatch = 32;
+
   void Loop() {
     for (;;) {
       Checkpoint c;
       {
         std::unique_lock lock(mu_);
         ready_.wait(lock, [&] { return !queue_.empty() || done_; });
-        if (queue_.empty()) return;
+        if (queue_.empty()) break;
         c = std::move(queue_.front());
         queue_.pop_front();
         space_.notify_one();
       }
-      Status s = Write(c);
+      Status s = Take(c);
       std::lock_guard lock(mu_);
       if (!s.ok()) {
-        error_ = s;
-        queue_.clear();
-        space_.notify_all();
+        Fail(s);
         return;
       }
       if (free_.size() < kMaxFree) free_.push_back(std::move(c.state));
     }
+    // A run stopped before its last checkpoint: what it wrote is made durable, to resume from.
+    if (Status s = CommitBatch(); !s.ok()) {
+      std::lock_guard lock(mu_);
+      Fail(s);
+    }
+  }
+
+  // Called with mu_ held.
+  void Fail(const Status& s) {
+    error_ = s;
+    queue_.clear();
+    space_.notify_all();
   }
 
   // Writes the blob file of a checkpoint not staged yet, and hashes its state.
@@ -175,6 +200,9 @@ class CheckpointWriter {
       }
     }
     Result<StagedFile> file = WriteBlobFile(c.state, store_, scratch_);
+    if (file.ok()) {
+      if (Status started = file->StartWriteback(); !started.ok()) file = started;
+    }
     if (hasher.joinable()) {
       hasher.join();
     } else if (file.ok()) {
@@ -185,14 +213,39 @@ class CheckpointWriter {
     return Status::Ok();
   }
 
-  Status Write(Checkpoint& c) {
+  // Adds a checkpoint to the batch, and commits the batch when it is due: at the last checkpoint,
+  // when it is full, or when the checkpoint came commit_interval or more after the one that made
+  // the previous batch durable.
+  Status Take(Checkpoint& c) {
     if (!c.blob) POLNODE_RETURN_IF_ERROR(Stage(c));
-    POLNODE_RETURN_IF_ERROR(store_.Commit(std::move(*c.blob), c.state_hash));
-    progress_.hashes.push_back(c.state_hash);
-    progress_.blobs.push_back(c.state_hash);
-    progress_.loss_bits.insert(progress_.loss_bits.end(), c.losses.begin(), c.losses.end());
+    batch_.push_back({std::move(*c.blob), c.state_hash, std::move(c.losses), c.state.step});
+    c.blob.reset();
+    if (c.last || batch_.size() >= kMaxBatch || c.handed_over - last_commit_ >= commit_interval_) {
+      last_commit_ = c.handed_over;
+      return CommitBatch();
+    }
+    return Status::Ok();
+  }
+
+  Status CommitBatch() {
+    if (batch_.empty()) return Status::Ok();
+    std::vector<StagedFile> files;
+    std::vector<consensus::Hash256> names;
+    for (StagedCheckpoint& b : batch_) {
+      files.push_back(std::move(b.blob));
+      names.push_back(b.state_hash);
+    }
+    POLNODE_RETURN_IF_ERROR(store_.CommitAll(files, names));
+    for (const StagedCheckpoint& b : batch_) {
+      progress_.hashes.push_back(b.state_hash);
+      progress_.blobs.push_back(b.state_hash);
+      progress_.loss_bits.insert(progress_.loss_bits.end(), b.losses.begin(), b.losses.end());
+    }
     POLNODE_RETURN_IF_ERROR(WriteFileAtomically(progress_path_, EncodeProgress(progress_)));
-    if (on_saved_) on_saved_(c.state.step);
+    if (on_saved_) {
+      for (const StagedCheckpoint& b : batch_) on_saved_(b.step);
+    }
+    batch_.clear();
     return Status::Ok();
   }
 
@@ -200,14 +253,17 @@ class CheckpointWriter {
   std::string progress_path_;
   ProveProgress progress_;  // owned by the writer thread until Finish
   std::size_t capacity_;
+  const Clock::Duration commit_interval_;
+  Clock::TimePoint last_commit_;  // the writer thread's alone
   std::function<void(std::int64_t)> on_saved_;
-  EncodeScratch scratch_;  // the writer thread's alone
+  EncodeScratch scratch_;                 // the writer thread's alone
+  std::vector<StagedCheckpoint> batch_;   // the writer thread's alone
   static constexpr std::size_t kMaxFree = 2;
   std::mutex mu_;
   std::condition_variable ready_, space_;
-  std::deque<Checkpoint> queue_;
-  std::vector<TrainState> free_;  // written states, for Recycled
-  bool done_ = false;
+  std::deque<Checkpoint> queue_;   // guarded by mu_
+  std::vector<TrainState> free_;   // guarded by mu_: written states, for Recycled
+  bool done_ = false;              // guarded by mu_
   Status error_;
   std::thread thread_;  // last: starts after every member it uses exists
 };
@@ -275,14 +331,16 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
   const bool on_host_threads = ResolveCheckpointWork(options.checkpoint_work, backend) == CheckpointWork::kHostThreads;
   EncodeScratch scratch;  // the training thread's (on_host_threads)
   const auto start = std::chrono::steady_clock::now();
-  CheckpointWriter writer(std::move(store), progress_path, progress, options.queue_capacity,
-                          options.on_checkpoint_saved);
+  Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
+  CheckpointWriter writer(std::move(store), progress_path, progress, options.queue_capacity, options.commit_interval,
+                          clock.Now(), options.on_checkpoint_saved);
   // Hands a checkpoint to the writer, after hashing and writing it here when on_host_threads.
   const auto save = [&](Checkpoint c) -> Status {
+    c.handed_over = clock.Now();
     if (on_host_threads) POLNODE_RETURN_IF_ERROR(StageOnHostThreads(c, writer.store(), backend, scratch));
     return writer.Push(std::move(c));
   };
-  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(save({state, {}, false, std::nullopt, {}}));
+  if (progress.hashes.empty()) POLNODE_RETURN_IF_ERROR(save({state, {}, false, std::nullopt, {}, {}}));
   std::vector<std::uint32_t> pending;
   if (options.on_start) options.on_start(state.step);
   // The state stays in the backend's buffers between checkpoints (device-resident training): each
@@ -308,7 +366,7 @@ Result<ProveResult> Prove(const TaskSpec& task, const ImageDataset& data, kernel
         POLNODE_RETURN_IF_ERROR(run.UploadState(checkpoint));
       }
       const bool last = run.step() == task.steps;
-      POLNODE_RETURN_IF_ERROR(save({std::move(checkpoint), std::move(pending), last, std::nullopt, {}}));
+      POLNODE_RETURN_IF_ERROR(save({std::move(checkpoint), std::move(pending), last, std::nullopt, {}, {}}));
       pending.clear();
     }
     if (options.sink != nullptr) {

@@ -10,6 +10,7 @@
 
 #include "polnode/base/cpus.h"
 #include "polnode/base/file_util.h"
+#include "polnode/solver/prover.h"
 
 namespace polnode::node {
 
@@ -27,6 +28,18 @@ Result<BackendChoice> ReadBackendFlags(const FlagSet& flags) {
   if (!backend.ok()) return Status::InvalidArgument("--backend: " + backend.status().ToString());
   choice.backend = std::move(backend).value();
   return choice;
+}
+
+void DeclareCommitIntervalFlag(FlagSet& flags) {
+  flags.Value("commit-interval-ms", "MS",
+              "a proof's checkpoint may wait this long to be made durable with the ones after it, sharing their "
+              "fsyncs (a crash may lose this much more training); 0: each checkpoint durable on its own",
+              std::to_string(solver::kDefaultCommitInterval.count()));
+}
+
+Result<Clock::Duration> ReadCommitIntervalFlag(const FlagSet& flags) {
+  POLNODE_ASSIGN_OR_RETURN(std::int64_t ms, flags.GetInt("commit-interval-ms", 0, 86'400'000));
+  return Clock::Duration(std::chrono::milliseconds(ms));
 }
 
 void DeclareLedgerFlag(FlagSet& flags, bool required) {

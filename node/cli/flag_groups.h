@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "polnode/base/clock.h"
 #include "polnode/base/status.h"
 #include "polnode/cli/cli.h"
 #include "polnode/kernels/backend.h"
@@ -30,6 +31,11 @@ struct BackendChoice {
 /// kInvalidArgument for a thread count out of range or a backend this build or machine lacks: a
 /// usage error before any work starts, not a failure at the first step.
 [[nodiscard]] Result<BackendChoice> ReadBackendFlags(const FlagSet& flags);
+
+/// --commit-interval-ms MS: how long a proof's checkpoint may wait to be made durable with the ones
+/// after it (solver::ProveOptions::commit_interval; default solver::kDefaultCommitInterval).
+void DeclareCommitIntervalFlag(FlagSet& flags);
+[[nodiscard]] Result<Clock::Duration> ReadCommitIntervalFlag(const FlagSet& flags);
 
 /// --ledger URL: a ledger's HTTP API.
 void DeclareLedgerFlag(FlagSet& flags, bool required);

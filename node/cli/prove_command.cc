@@ -35,10 +35,13 @@ int Prove(const FlagSet& flags, Io& io) {
 
   Result<std::int64_t> every = flags.GetInt("log-every", 1, INT64_MAX);
   if (!every.ok()) return ReportError(io, kCommand, every.status());
+  Result<Clock::Duration> commit_interval = ReadCommitIntervalFlag(flags);
+  if (!commit_interval.ok()) return ReportError(io, kCommand, commit_interval.status());
 
   solver::ProveOptions options;
   options.out_dir = flags.Get("out");
   options.key = &*key;
+  options.commit_interval = *commit_interval;
   // Progress on stderr: the step, loss, speed and time left, and one line per durable checkpoint
   // (a run stopped after such a line resumes from that step). stdout stays the result (one JSON
   // object with --json).
@@ -94,6 +97,7 @@ int RunProveCommand(const std::vector<std::string>& args, Io& io) {
   DeclareBackendFlags(flags);
   flags.Value("log-every", "N", "steps between progress lines (step, loss, steps/s, ETA) when stderr is not a terminal",
               "50");
+  DeclareCommitIntervalFlag(flags);
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;
   return Prove(flags, io);
 }

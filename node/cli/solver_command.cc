@@ -20,6 +20,7 @@ Status Run(const FlagSet& flags, Io& io) {
   solver.stake = static_cast<std::uint64_t>(stake);
   POLNODE_ASSIGN_OR_RETURN(std::int64_t max_tasks, flags.GetInt("max-tasks", 0, INT64_MAX));
   solver.max_tasks = static_cast<std::uint64_t>(max_tasks);
+  POLNODE_ASSIGN_OR_RETURN(solver.commit_interval, ReadCommitIntervalFlag(flags));
   if (flags.Given("cheat")) {
     POLNODE_ASSIGN_OR_RETURN(solver.cheat, ParseCheatSpec(flags.Get("cheat")));
   }
@@ -38,6 +39,7 @@ int RunSolverCommand(const std::vector<std::string>& args, Io& io) {
   DeclareBackendFlags(flags);
   flags.Value("stake", "AMOUNT", "solver stake to keep free for a claim (0: the chain's min_stake_solver)", "0");
   flags.Value("max-tasks", "N", "claim at most N tasks in this run (0: no limit)", "0");
+  DeclareCommitIntervalFlag(flags);
   flags.Value("cheat", "step=S,node=N|NAME[,output=O][,bit=B]",
               "devnet and tests: train dishonestly, corrupting one operator output at one step");
   if (auto exit = ParseOrExit(flags, args, io)) return *exit;

@@ -272,6 +272,14 @@ Status Devnet::SetUp() {
   report_.logs["ledger"] = Log("ledger");
   members_[0].extra_flags = {"--max-tasks", "1"};
   members_[1].extra_flags = {"--max-tasks", "1", "--cheat", cheat};
+  if (o_.restart_roles) {
+    // The devnet's training takes well under the default commit interval, whose batch would make
+    // every checkpoint durable only at the end: each on its own, so the kill lands mid-training.
+    for (const std::size_t solver : {0u, 1u}) {
+      std::vector<std::string>& flags = members_[solver].extra_flags;
+      flags.insert(flags.end(), {"--commit-interval-ms", "0"});
+    }
+  }
   // The checkers replay on one thread each: seven processes share the machine, and the solvers
   // train on every thread of it.
   members_[2].extra_flags = {"--threads", "1"};

@@ -377,6 +377,8 @@ void SolverRole::StartTraining(RoleContext& ctx, const proto::Task& task, Claime
       if (forced) prove.on_checkpoint = solver::ForcedCheckpointHook(*forced, claimed.document.checkpoint_interval);
       prove.key = &ctx.key();
       prove.cancel = &cancel_;
+      prove.clock = &ctx.clock();
+      prove.commit_interval = options_.commit_interval;
       // Durable progress, so an operator (or the devnet) can see where a restart will resume.
       prove.on_checkpoint_saved = [&ctx, &task_hex](std::int64_t step) {
         ctx.metrics().Add("checkpoints_saved_total");

@@ -31,16 +31,6 @@ bool IsLowerHex64(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-// fsync of a directory, so a rename or link into it survives a power loss.
-Status SyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return OsError("opening directory", dir, errno);
-  const int err = ::fsync(fd) != 0 ? errno : 0;
-  ::close(fd);
-  if (err != 0) return OsError("syncing directory", dir, err);
-  return Status::Ok();
-}
-
 }  // namespace
 
 bool IsPlainFileName(std::string_view name) {
@@ -217,7 +207,7 @@ Result<std::string> FileStore::MakeSet(const consensus::Hash256& manifest_hash, 
     fs::create_hard_link(ObjectPath(f.hash), fs::path(building) / f.name, ec);
     if (ec) return drop(Status::IOError("cannot link " + f.name + " into " + building + ": " + ec.message()));
   }
-  if (Status s = SyncDir(building); !s.ok()) return drop(s);
+  if (Status s = SyncDirectory(building); !s.ok()) return drop(s);
   // Renamed whole: a set directory that exists is complete. Another thread may have made it first.
   if (::rename(building.c_str(), target.c_str()) != 0) {
     const int err = errno;
@@ -225,7 +215,7 @@ Result<std::string> FileStore::MakeSet(const consensus::Hash256& manifest_hash, 
     if (Status s = drop(made_by_another ? Status::Ok() : OsError("renaming onto", target, err)); !s.ok()) return s;
     return target;
   }
-  POLNODE_RETURN_IF_ERROR(SyncDir(dir_ + "/sets"));
+  POLNODE_RETURN_IF_ERROR(SyncDirectory(dir_ + "/sets"));
   return target;
 }
 

@@ -1,5 +1,6 @@
-// Staged files (written in pieces from several threads, committed under a name chosen later) and
-// the atomic whole-file write built on them.
+// Staged files (written in pieces from several threads, committed under a name chosen later, alone
+// or published in a batch sharing one directory sync) and the atomic whole-file write built on
+// them.
 #include "polnode/base/file_util.h"
 
 #include <gtest/gtest.h>
@@ -85,6 +86,34 @@ TEST(StagedFileTest, AnExistingTemporaryPathOrAMissingDirectoryIsAnIoError) {
   EXPECT_EQ(StagedFile::Create(dir.File("no/such/dir.tmp")).status().code(), StatusCode::kIOError);
   EXPECT_EQ(WriteFileAtomically(dir.File("no/such/file"), std::string_view("x")).code(), StatusCode::kIOError);
   EXPECT_EQ(FilesIn(dir.path()), 1);
+}
+
+// Publish names a file with its bytes durable, and one SyncDirectory afterwards makes every name
+// published into that directory durable: Commit's two halves, for batches.
+TEST(StagedFileTest, PublishedFilesShareOneDirectorySync) {
+  polnode::testing::TempDir dir("staged-publish");
+  std::vector<StagedFile> files;
+  for (int i = 0; i < 3; ++i) {
+    Result<StagedFile> file = StagedFile::Create(StagedFile::TempPathBeside(dir.File("f")));
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    const std::vector<std::uint8_t> bytes(static_cast<std::size_t>(100 * (i + 1)), static_cast<std::uint8_t>(i));
+    ASSERT_TRUE(file->WriteAt(0, bytes).ok());
+    files.push_back(std::move(*file));
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(files[static_cast<std::size_t>(i)].Publish(dir.File("f" + std::to_string(i))).ok());
+  }
+  ASSERT_TRUE(SyncDirectory(dir.path()).ok());
+  EXPECT_EQ(FilesIn(dir.path()), 3);  // the three names, no temporary one
+  for (int i = 0; i < 3; ++i) {
+    Result<std::vector<std::uint8_t>> back = ReadWholeFile(dir.File("f" + std::to_string(i)), 1024);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, std::vector<std::uint8_t>(static_cast<std::size_t>(100 * (i + 1)), static_cast<std::uint8_t>(i)));
+  }
+  EXPECT_EQ(files[0].Publish(dir.File("again")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(files[0].Commit(dir.File("again")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("again")));
+  EXPECT_EQ(SyncDirectory(dir.File("no/such/dir")).code(), StatusCode::kIOError);
 }
 
 TEST(WriteFileAtomicallyTest, ReplacesTheWholeFile) {

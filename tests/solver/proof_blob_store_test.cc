@@ -95,6 +95,47 @@ TEST(ProofBlobStoreTest, CheckpointsAreNamedByTheirStateHash) {
   EXPECT_EQ(files, 2);  // the two names; no temporary file left
 }
 
+// CommitAll makes many staged checkpoints blobs at once; a failing file stops it there: the ones
+// before it are blobs, it and the ones after it are not, and no temporary file outlives them.
+TEST(ProofBlobStoreTest, CommitAllNamesEveryStagedBlobOrStopsAtTheFirstFailure) {
+  polnode::testing::TempDir dir("blobs-commit-all");
+  Result<BlobStore> store = BlobStore::Open(dir.File("b"));
+  ASSERT_TRUE(store.ok());
+  const auto stage = [&](const std::vector<std::uint8_t>& bytes) {
+    Result<StagedFile> file = store->Stage();
+    EXPECT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_TRUE(file->WriteAt(0, bytes).ok());
+    return std::move(*file);
+  };
+  std::vector<StagedFile> files;
+  std::vector<consensus::Hash256> names;
+  for (float first : {1.0f, 2.0f, 3.0f}) {
+    files.push_back(stage(EncodeState(SmallState(first))));
+    names.push_back(StateHash(SmallState(first)));
+  }
+  ASSERT_TRUE(store->CommitAll(files, names).ok());
+  for (float first : {1.0f, 2.0f, 3.0f}) {
+    EXPECT_EQ(*store->Get(StateHash(SmallState(first))), EncodeState(SmallState(first)));
+  }
+
+  // The second file was committed already: the first becomes a blob, the third stays staged.
+  std::vector<StagedFile> batch;
+  batch.push_back(stage(EncodeState(SmallState(4))));
+  batch.push_back(std::move(files[1]));
+  batch.push_back(stage(EncodeState(SmallState(5))));
+  const std::vector<consensus::Hash256> batch_names = {StateHash(SmallState(4)), consensus::Sha256("x"),
+                                                       StateHash(SmallState(5))};
+  EXPECT_EQ(store->CommitAll(batch, batch_names).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store->Get(StateHash(SmallState(4))).ok());
+  EXPECT_FALSE(store->Contains(consensus::Sha256("x")));
+  EXPECT_FALSE(store->Contains(StateHash(SmallState(5))));
+  batch.clear();
+  files.clear();
+  int left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("b"))) left += entry.is_regular_file();
+  EXPECT_EQ(left, 4);  // the four blobs; no temporary file
+}
+
 ProofManifest SampleManifest() {
   ProofManifest m;
   m.task_id = consensus::Sha256("task");

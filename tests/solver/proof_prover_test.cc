@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 
+#include "polnode/base/clock.h"
 #include "polnode/consensus/hex.h"
 #include "polnode/consensus/merkle.h"
 #include "polnode/kernels/backend.h"
@@ -159,6 +162,7 @@ TEST(ProofProverTest, EachSavedCheckpointIsReportedOnceItIsDurable) {
   ProveOptions options;
   options.key = &key;
   options.out_dir = run.path();
+  options.commit_interval = Clock::Duration::zero();  // each checkpoint durable on its own
   options.on_checkpoint_saved = [&](std::int64_t step) {
     saved.push_back(step);
     if (step == kSnapshotStep) {
@@ -176,6 +180,80 @@ TEST(ProofProverTest, EachSavedCheckpointIsReportedOnceItIsDurable) {
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(resumed->resumed_from_step, kSnapshotStep);
   EXPECT_EQ(ReadAll(snapshot.File("manifest.pb")), ReadAll(run.File("manifest.pb")));
+}
+
+// Proves `task` on two threads with `clock` into a fresh directory and copies that directory when
+// the checkpoint at `snapshot_step` is reported durable; returns the steps reported, in order, and
+// the step a run on the copy resumes from (its manifest checked against the uninterrupted one's).
+struct BatchedRun {
+  std::vector<std::int64_t> saved;
+  std::int64_t resumed_from = -1;
+};
+BatchedRun ProveAndResumeFromSnapshot(const TaskSpec& task, ManualClock& clock, std::int64_t snapshot_step,
+                                      std::function<Status(TrainState&)> on_checkpoint) {
+  const ImageDataset data = testing::TinyDataset();
+  auto backend = kernels::MakeBackend("cpu", 2);
+  EXPECT_TRUE(backend.ok());
+  const consensus::SecretKey key = TestKey();
+  polnode::testing::TempDir run("prove-batched");
+  polnode::testing::TempDir snapshot("prove-batched-snapshot");
+  BatchedRun result;
+  ProveOptions options;
+  options.key = &key;
+  options.out_dir = run.path();
+  options.clock = &clock;
+  options.commit_interval = std::chrono::seconds(1);
+  options.on_checkpoint = std::move(on_checkpoint);
+  options.on_checkpoint_saved = [&](std::int64_t step) {
+    result.saved.push_back(step);
+    if (step == snapshot_step) {
+      std::filesystem::copy(run.path(), snapshot.path(), std::filesystem::copy_options::recursive);
+    }
+  };
+  Result<ProveResult> proved = Prove(task, data, **backend, options);
+  EXPECT_TRUE(proved.ok()) << proved.status().ToString();
+  options = ProveOptions{};
+  options.key = &key;
+  options.out_dir = snapshot.path();
+  Result<ProveResult> resumed = Prove(task, data, **backend, options);
+  EXPECT_TRUE(resumed.ok()) << resumed.status().ToString();
+  if (!proved.ok() || !resumed.ok()) return result;
+  result.resumed_from = resumed->resumed_from_step;
+  EXPECT_EQ(ReadAll(snapshot.File("manifest.pb")), ReadAll(run.File("manifest.pb")));
+  return result;
+}
+
+std::vector<std::int64_t> CheckpointSteps(const TaskSpec& task) {
+  std::vector<std::int64_t> steps;
+  for (std::int64_t step = 0; step <= task.steps; step += task.checkpoint_interval) steps.push_back(step);
+  return steps;
+}
+
+// Checkpoints are made durable in batches: one handed over less than commit_interval after the
+// checkpoint that made the previous batch durable waits for the next. The clock moves only at step
+// 15, by the interval, so steps 0 to 15 are one batch and 20 to 40 another (at the end). Each
+// checkpoint is reported after its batch, in order: a copy taken at step 0's report resumes from
+// step 15.
+TEST(ProofProverTest, CheckpointsAreMadeDurableInBatches) {
+  const TaskSpec task = testing::TinyTask(testing::TinyDataset());
+  ManualClock clock;
+  const BatchedRun run = ProveAndResumeFromSnapshot(task, clock, 0, [&](TrainState& state) {
+    if (state.step == 15) clock.Advance(std::chrono::seconds(1));
+    return Status::Ok();
+  });
+  EXPECT_EQ(run.saved, CheckpointSteps(task));
+  EXPECT_EQ(run.resumed_from, 15);
+}
+
+// However slowly the clock moves, at most 32 checkpoints wait: with a clock that never moves, the
+// 32nd makes steps 0 to 31 durable.
+TEST(ProofProverTest, AtMost32CheckpointsWaitForTheirBatch) {
+  TaskSpec task = testing::TinyTask(testing::TinyDataset());
+  task.checkpoint_interval = 1;
+  ManualClock clock;
+  const BatchedRun run = ProveAndResumeFromSnapshot(task, clock, 0, nullptr);
+  EXPECT_EQ(run.saved, CheckpointSteps(task));
+  EXPECT_EQ(run.resumed_from, 31);
 }
 
 TEST(ProofProverTest, RefusesDataWithAnotherHashAndProgressOfAnotherTask) {

@@ -44,6 +44,10 @@ class StagedFile {
   /// survive a power loss. On failure the temporary file is removed and kIOError returned; either
   /// way the file is closed, and a second Commit is kFailedPrecondition.
   [[nodiscard]] Status Commit(const std::string& path);
+  /// Commit without its directory sync: the bytes are durable when it returns OK, the name only
+  /// once SyncDirectory of its directory has returned OK too. For many files into one directory, one
+  /// directory sync after all of them serves every name. Failures as Commit's.
+  [[nodiscard]] Status Publish(const std::string& path);
   const std::string& temp_path() const { return temp_path_; }
 
  private:
@@ -52,6 +56,10 @@ class StagedFile {
   std::string temp_path_;
   int fd_ = -1;  // -1 once committed, discarded or moved from
 };
+
+/// fsyncs directory `dir`: a rename, link or new file in it is durable once this returns OK.
+/// kIOError with the OS reason.
+[[nodiscard]] Status SyncDirectory(const std::string& dir);
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`, and the directory is fsynced so the rename itself survives a

@@ -55,6 +55,13 @@ class BlobStore {
   /// Makes the staged file blob `name` (durably, replacing a blob of that name); `name` as for
   /// PutNamed.
   [[nodiscard]] Status Commit(StagedFile file, const consensus::Hash256& name) const;
+  /// Commit for many files at once, sharing what a file system can share: every file's writeback
+  /// is started before the first fsync waits, and the directory is synced once after the last
+  /// rename. All are durable blobs when it returns OK; on an error, the files before the failing
+  /// one are blobs (not necessarily durable), the failing one is removed and the rest stay staged
+  /// (removed when destroyed). Precondition:
+  /// files.size() == names.size(); every name as for PutNamed.
+  [[nodiscard]] Status CommitAll(std::span<StagedFile> files, std::span<const consensus::Hash256> names) const;
   /// The bytes named `hash`. kNotFound when absent; kResourceExhausted when the file is larger
   /// than `max_bytes` (checked before anything is read: a caller that knows how large the blob
   /// must be passes that); kCorruption when BlobHasName refuses the file's bytes (a damaged or

@@ -39,6 +39,7 @@
 #include "polnode/rpc/proof_http.h"
 #include "polnode/solver/dataset.h"
 #include "polnode/solver/forced_round.h"
+#include "polnode/solver/prover.h"
 #include "polnode/solver/tampering_backend.h"
 #include "polnode/solver/task_spec.h"
 
@@ -56,6 +57,7 @@ struct SolverOptions {
   std::uint64_t stake = 0;  // 0: params.min_stake_solver
   std::optional<CheatSpec> cheat;
   std::uint64_t max_tasks = 0;  // stop claiming after this many claims (0: no limit)
+  Clock::Duration commit_interval = solver::kDefaultCommitInterval;  // solver::ProveOptions'
 };
 
 /// Parses "step=S,node=N|NAME[,output=O][,bit=B]"; kInvalidArgument naming the bad part.
