@@ -256,14 +256,14 @@ class CheckpointWriter {
   const Clock::Duration commit_interval_;
   Clock::TimePoint last_commit_;  // the writer thread's alone
   std::function<void(std::int64_t)> on_saved_;
-  EncodeScratch scratch_;                 // the writer thread's alone
-  std::vector<StagedCheckpoint> batch_;   // the writer thread's alone
+  EncodeScratch scratch_;                // the writer thread's alone
+  std::vector<StagedCheckpoint> batch_;  // the writer thread's alone
   static constexpr std::size_t kMaxFree = 2;
   std::mutex mu_;
   std::condition_variable ready_, space_;
-  std::deque<Checkpoint> queue_;   // guarded by mu_
-  std::vector<TrainState> free_;   // guarded by mu_: written states, for Recycled
-  bool done_ = false;              // guarded by mu_
+  std::deque<Checkpoint> queue_;  // guarded by mu_
+  std::vector<TrainState> free_;  // guarded by mu_: written states, for Recycled
+  bool done_ = false;             // guarded by mu_
   Status error_;
   std::thread thread_;  // last: starts after every member it uses exists
 };

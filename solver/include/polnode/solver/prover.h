@@ -77,11 +77,12 @@ struct ProveOptions {
   /// Checkpoints are made durable in batches: a checkpoint that training hands over less than
   /// this long (clock time) after the one that made the previous batch durable waits, written
   /// but not yet synced, for the next one or the end of the run (32 at most wait). A batch shares
-  /// the fsyncs' journal commits and the wake-ups they cost the training beside them (the small
-  /// MLP's 100-step segment, 48 ms on two threads, paid 2 to 4% for one checkpoint's); the price
-  /// is that a crash may lose up to this much training beyond what it loses without batching. A
-  /// stopped or cancelled run makes all it wrote durable before Prove returns. Zero: every
-  /// checkpoint is made durable on its own.
+  /// the fsyncs' journal commits and the wake-ups they cost the training beside them (on two busy
+  /// cores, proof_bench: the 1024-wide MLP's 100-step segment +1.3% with batches against +5.9%
+  /// with each checkpoint durable, the small MLP's -0.2% to +1.7% against +1.9% to +2.4%); the
+  /// price is that a crash may lose up to this much training beyond what it loses without
+  /// batching. A stopped or cancelled run makes all it wrote durable before Prove returns. Zero:
+  /// every checkpoint is made durable on its own.
   Clock::Duration commit_interval = kDefaultCommitInterval;
   /// The clock commit_interval is measured on; SystemClock() when null. Must outlive the call.
   Clock* clock = nullptr;
