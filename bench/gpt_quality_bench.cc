@@ -5,8 +5,8 @@
 // curve. Too slow for CI (minutes), so it is a benchmark, not a test.
 //
 // Usage: gpt_quality_bench FILE [THREADS] [STEPS] [GRAD_CLIP]
-//   FILE     the corpus, e.g. tiny Shakespeare (../shared/data/tinyshakespeare.txt in the
-//            workspace; any text file works, gzipped or not)
+//   FILE     the corpus, e.g. tiny Shakespeare (bench/data/tinyshakespeare.txt.gz; any text
+//            file works, gzipped or not)
 //   THREADS  CPU backend threads (default 2)
 //   STEPS    training steps (default 2000; the schedule decays over them)
 //   GRAD_CLIP  the global gradient norm clipped to (default 1.0, nanoGPT's; 0: no clipping)

@@ -37,8 +37,8 @@
 //            per family, as many segments as fit in SEC seconds of plain training, 2 to 10;
 //            SEC default 2)
 //   SPEC     only the families whose spec contains SPEC (e.g. gpt, cnn, mlp:784-1024)
-//   FILE     the GPT's corpus (default tiny Shakespeare, ../shared/data/tinyshakespeare.txt in the
-//            workspace: the spec's vocabulary is its 65 symbols). Needs Fashion-MNIST installed.
+//   FILE     the GPT's corpus (default tiny Shakespeare, bench/data/tinyshakespeare.txt.gz: the
+//            spec's vocabulary is its 65 symbols). Needs Fashion-MNIST installed.
 //   W        auto (default: solver::CheckpointWork::kAuto), writer (the writer thread), host (the
 //            backend's threads), or both: host and writer alternating in every repeat, each with
 //            its per-segment overhead (the whole runs' figures are the first's)
@@ -94,7 +94,7 @@ using polnode::bench::ModelCase;
 using Clock = std::chrono::steady_clock;
 
 // The GPT's default corpus: tiny Shakespeare where the workspace keeps it, beside the repository.
-constexpr const char* kDefaultText = POLNODE_BENCH_DIR "/../../shared/data/tinyshakespeare.txt";
+constexpr const char* kDefaultText = POLNODE_BENCH_DIR "/data/tinyshakespeare.txt.gz";
 // The one family whose detection rate is measured.
 constexpr const char* kDetectionModel = "mlp:784-256-128-10";
 
