@@ -62,12 +62,6 @@ Result<StagedFile> BlobStore::Stage() const { return StagedFile::Create(StagedFi
 Status BlobStore::Commit(StagedFile file, const consensus::Hash256& name) const { return file.Commit(PathOf(name)); }
 
 Status BlobStore::CommitAll(std::span<StagedFile> files, std::span<const consensus::Hash256> names) const {
-  // Started for all first, the writebacks overlap one another, and each fsync then mostly finds
-  // its bytes on the device already and the journal committed by the fsync before it.
-  for (const StagedFile& file : files) {
-    // Only a head start: a file that fails it fails its fsync in Publish, in order.
-    static_cast<void>(file.StartWriteback());
-  }
   for (std::size_t i = 0; i < files.size(); ++i) POLNODE_RETURN_IF_ERROR(files[i].Publish(PathOf(names[i])));
   return SyncDirectory(dir_);
 }

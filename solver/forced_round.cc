@@ -194,12 +194,14 @@ Result<consensus::Hash256> WriteResultProof(const std::string& committed_dir, co
     }
   }
   for (std::size_t k = 0; k < manifest.checkpoint_blobs.size(); ++k) {
-    POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, committed.store.Get(manifest.checkpoint_blobs[k]));
     if (!round.Forced(k)) {
+      POLNODE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, committed.store.Get(manifest.checkpoint_blobs[k]));
       POLNODE_RETURN_IF_ERROR(out.PutNamed(manifest.checkpoint_blobs[k], bytes));
       continue;
     }
-    POLNODE_ASSIGN_OR_RETURN(TrainState state, DecodeState(bytes));
+    // GetState decodes the blob once, for its name check and for the state changed here.
+    POLNODE_ASSIGN_OR_RETURN(StoredState stored, committed.store.GetState(manifest.checkpoint_blobs[k]));
+    TrainState& state = stored.state;
     POLNODE_RETURN_IF_ERROR(tolerant ? RestoreHonestValues(state, round, k) : FalsifyCheckpoint(state, round, k));
     manifest.checkpoint_hashes[k] = StateHash(state);
     manifest.checkpoint_blobs[k] = manifest.checkpoint_hashes[k];

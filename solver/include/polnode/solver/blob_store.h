@@ -55,9 +55,10 @@ class BlobStore {
   /// Makes the staged file blob `name` (durably, replacing a blob of that name); `name` as for
   /// PutNamed.
   [[nodiscard]] Status Commit(StagedFile file, const consensus::Hash256& name) const;
-  /// Commit for many files at once, sharing what a file system can share: every file's writeback
-  /// is started before the first fsync waits, and the directory is synced once after the last
-  /// rename. All are durable blobs when it returns OK; on an error, the files before the failing
+  /// Commit for many files at once: each file is fsynced and renamed (StagedFile::Publish), and
+  /// the directory synced once after the last rename. A caller that started each file's writeback
+  /// when it was written (StagedFile::StartWriteback) finds most fsyncs with their bytes on the
+  /// device already, the journal committed by the fsync before. All are durable blobs when it returns OK; on an error, the files before the failing
   /// one are blobs (not necessarily durable), the failing one is removed and the rest stay staged
   /// (removed when destroyed). Precondition:
   /// files.size() == names.size(); every name as for PutNamed.
