@@ -1,9 +1,7 @@
 #include "polnode/consensus/mempool.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <random>
 
@@ -14,24 +12,7 @@ namespace polnode::consensus {
 
 namespace {
 
-// -1, 0 or 1 as a is bytewise below, equal to or above b.
-int CompareBytes(const std::array<std::uint8_t, 32>& a, const std::array<std::uint8_t, 32>& b) {
-  for (std::size_t i = 0; i < 32; i += 8) {
-    std::uint64_t x = 0, y = 0;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    if (x != y) {
-      if constexpr (std::endian::native == std::endian::little) {
-        x = __builtin_bswap64(x);
-        y = __builtin_bswap64(y);
-      }
-      return x < y ? -1 : 1;
-    }
-  }
-  return 0;
-}
-
-// A key for IdHash. std::random_device reads the OS's generator; should it fail, the pool still
+// A key for KeyedHash. std::random_device reads the OS's generator; should it fail, the pool still
 // works, with a guessable key.
 std::uint64_t RandomKey() {
   try {
@@ -44,9 +25,9 @@ std::uint64_t RandomKey() {
 
 }  // namespace
 
-std::size_t Mempool::IdHash::operator()(const Hash256& id) const {
+std::size_t Mempool::KeyedHash::operator()(const std::array<std::uint8_t, 32>& bytes) const {
   std::uint64_t x = 0;
-  std::memcpy(&x, id.data(), sizeof(x));
+  std::memcpy(&x, bytes.data(), sizeof(x));
   // splitmix64's finalizer over the keyed word: a bijection that spreads every input bit.
   x ^= key;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -54,14 +35,9 @@ std::size_t Mempool::IdHash::operator()(const Hash256& id) const {
   return static_cast<std::size_t>(x ^ (x >> 31));
 }
 
-bool Mempool::SignerNonceLess::operator()(const SignerNonce& a, const SignerNonce& b) const {
-  const int c = CompareBytes(a.first, b.first);
-  return c != 0 ? c < 0 : a.second < b.second;
-}
-
 Mempool::Mempool(MempoolOptions options)
     : options_(std::move(options)), signer_keys_(options_.signer_key_cache_slots),
-      by_id_(0, IdHash{RandomKey()}) {}
+      by_id_(0, KeyedHash{RandomKey()}), by_signer_(0, KeyedHash{by_id_.hash_function().key}) {}
 
 Result<Hash256> Mempool::Add(std::string_view encoded, const AdmissionCheck& check) {
   POLNODE_ASSIGN_OR_RETURN(PendingTx tx, Precheck(encoded));
@@ -85,17 +61,30 @@ Result<PendingTx> Mempool::Precheck(std::string_view encoded) const {
   return tx;
 }
 
-Status Mempool::CheckSlotLocked(const PendingTx& tx) const {
-  if (by_id_.count(tx.id) != 0) return Status::AlreadyExists("transaction " + ToHex(tx.id) + " is already pending");
-  if (by_nonce_.count(SignerNonce{tx.envelope.signer_pubkey, tx.envelope.nonce}) != 0) {
-    return Status::AlreadyExists("nonce " + std::to_string(tx.envelope.nonce) + " of signer " +
-                                 ToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
-  }
+Status Mempool::DuplicateIdError(const PendingTx& tx) {
+  return Status::AlreadyExists("transaction " + ToHex(tx.id) + " is already pending");
+}
+
+Status Mempool::DuplicateNonceError(const PendingTx& tx) {
+  return Status::AlreadyExists("nonce " + std::to_string(tx.envelope.nonce) + " of signer " +
+                               ToHex(tx.envelope.signer_pubkey) + " is already used by a pending transaction");
+}
+
+Status Mempool::CheckCapacityLocked(const PendingTx& tx) const {
   if (by_seq_.size() >= options_.max_txs || bytes_ + tx.encoded.size() > options_.max_bytes) {
     return Status::Unavailable("mempool is full (" + std::to_string(by_seq_.size()) + " transactions, " +
                                std::to_string(bytes_) + " bytes); retry later");
   }
   return Status::Ok();
+}
+
+Status Mempool::CheckSlotLocked(const PendingTx& tx) const {
+  if (by_id_.count(tx.id) != 0) return DuplicateIdError(tx);
+  if (auto own = by_signer_.find(tx.envelope.signer_pubkey);
+      own != by_signer_.end() && own->second.count(tx.envelope.nonce) != 0) {
+    return DuplicateNonceError(tx);
+  }
+  return CheckCapacityLocked(tx);
 }
 
 Result<Hash256> Mempool::Insert(PendingTx tx, const AdmissionCheck& check) {
@@ -121,11 +110,15 @@ Result<Hash256> Mempool::InsertLocked(PendingTx tx) {
   // Under Insert's lock nothing changed since its CheckSlotLocked; after InsertAgainstStableState's
   // unlocked check a racing copy or a filled pool may have appeared.
   POLNODE_RETURN_IF_ERROR(CheckSlotLocked(tx));
+  const Signer signer = tx.envelope.signer_pubkey;
+  const std::uint64_t nonce = tx.envelope.nonce;
+  const auto own = by_signer_.find(signer);
   tx.seq = next_seq_;
-  tx.future = tx.envelope.nonce > RunEndLocked(tx.envelope.signer_pubkey, tx.account_nonce);
+  const std::uint64_t run_end = own != by_signer_.end() ? RunEnd(own->second, tx.account_nonce) : tx.account_nonce;
+  tx.future = nonce > run_end;
   if (tx.future) {
-    if (FutureOfSignerLocked(tx.envelope.signer_pubkey) >= options_.max_future_per_signer) {
-      return Status::ResourceExhausted("signer " + ToHex(tx.envelope.signer_pubkey) + " already has " +
+    if (own != by_signer_.end() && FutureCount(own->second) >= options_.max_future_per_signer) {
+      return Status::ResourceExhausted("signer " + ToHex(signer) + " already has " +
                                        std::to_string(options_.max_future_per_signer) +
                                        " transactions waiting behind a missing nonce " +
                                        std::to_string(tx.account_nonce));
@@ -141,28 +134,29 @@ Result<Hash256> Mempool::InsertLocked(PendingTx tx) {
   tx.admitted_height = height_;
   bytes_ += tx.encoded.size();
   const Hash256 id = tx.id;
-  SignerNonce sn{tx.envelope.signer_pubkey, tx.envelope.nonce};
-  by_id_.emplace(id, tx.seq);
-  by_nonce_.emplace(std::move(sn), tx.seq);
-  by_seq_.emplace(tx.seq, std::move(tx));
+  const std::uint64_t seq = tx.seq;
+  const BySeq::iterator entry = by_seq_.emplace_hint(by_seq_.end(), seq, std::move(tx));  // seq is the largest yet
+  by_id_.emplace(id, seq);
+  (own != by_signer_.end() ? own : by_signer_.try_emplace(signer).first)->second.emplace(nonce, entry);
   return id;
 }
 
 std::vector<PendingTx> Mempool::Candidates(std::size_t max, std::size_t max_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  // Each signer's gap-free run from its account nonce; by_nonce_ walks signers in key order and
-  // each signer's txs in nonce order, so each run is contiguous in `runs` (its "group").
+  // Each signer's gap-free run from its account nonce, in nonce order: each run is contiguous in
+  // `runs` (its "group"). The signers come in the hash table's order, which is not deterministic
+  // (the table's key is random), but nothing below depends on the order of the groups, only on
+  // the admission order of the txs and on the nonce order within each group.
   std::vector<const PendingTx*> runs;
   std::vector<std::size_t> group_of;     // per entry of `runs`
   std::vector<std::size_t> group_start;  // per group: its first entry in `runs`
-  for (auto it = by_nonce_.begin(); it != by_nonce_.end();) {
-    const std::array<std::uint8_t, 32>& signer = it->first.first;
-    std::uint64_t expected = by_seq_.at(it->second).account_nonce;
+  for (const auto& [signer, own] : by_signer_) {
+    std::uint64_t expected = own.begin()->second->second.account_nonce;
     const std::size_t group = group_start.size();
     const std::size_t first = runs.size();
-    for (; it != by_nonce_.end() && it->first.first == signer; ++it) {
-      if (it->first.second != expected) continue;  // behind a gap (or a stale, used nonce)
-      runs.push_back(&by_seq_.at(it->second));
+    for (const auto& [nonce, entry] : own) {
+      if (nonce != expected) continue;  // behind a gap (or a stale, used nonce)
+      runs.push_back(&entry->second);
       group_of.push_back(group);
       ++expected;
     }
@@ -200,29 +194,26 @@ std::vector<PendingTx> Mempool::Candidates(std::size_t max, std::size_t max_byte
   return out;
 }
 
-std::uint64_t Mempool::RunEndLocked(const std::array<std::uint8_t, 32>& signer, std::uint64_t account_nonce) const {
+std::uint64_t Mempool::RunEnd(const SignerTxs& own, std::uint64_t account_nonce) {
   std::uint64_t end = account_nonce;
-  for (auto it = by_nonce_.lower_bound(SignerNonce(signer, account_nonce));
-       it != by_nonce_.end() && it->first.first == signer && it->first.second == end; ++it) {
-    ++end;
-  }
+  for (auto it = own.lower_bound(account_nonce); it != own.end() && it->first == end; ++it) ++end;
   return end;
 }
 
-std::size_t Mempool::FutureOfSignerLocked(const std::array<std::uint8_t, 32>& signer) const {
+std::size_t Mempool::FutureCount(const SignerTxs& own) {
   std::size_t count = 0;
-  for (auto it = by_nonce_.lower_bound(SignerNonce(signer, 0)); it != by_nonce_.end() && it->first.first == signer;
-       ++it) {
-    count += by_seq_.at(it->second).future ? 1 : 0;
-  }
+  for (const auto& [nonce, entry] : own) count += entry->second.future ? 1 : 0;
   return count;
 }
 
-void Mempool::EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it) {
-  bytes_ -= it->second.encoded.size();
-  if (it->second.future) --future_;
-  by_id_.erase(it->second.id);
-  by_nonce_.erase(SignerNonce{it->second.envelope.signer_pubkey, it->second.envelope.nonce});
+void Mempool::EraseLocked(BySeq::iterator it) {
+  const PendingTx& tx = it->second;
+  bytes_ -= tx.encoded.size();
+  if (tx.future) --future_;
+  by_id_.erase(tx.id);
+  const auto own = by_signer_.find(tx.envelope.signer_pubkey);
+  own->second.erase(tx.envelope.nonce);
+  if (own->second.empty()) by_signer_.erase(own);
   by_seq_.erase(it);
 }
 
@@ -248,26 +239,25 @@ std::size_t Mempool::Recheck(const AdmissionCheck& check, std::uint64_t height) 
     it = next;
   }
   // Which txs are behind a gap now (blocks and fresh txs may have filled gaps); those that have
-  // waited there too long go.
+  // waited there too long go, after the walk (erasing a signer's last tx would remove the entry
+  // the walk stands on). A signer's expired txs lie past its run, so they do not change it.
   future_ = 0;
-  for (auto it = by_nonce_.begin(); it != by_nonce_.end();) {
-    const std::array<std::uint8_t, 32> signer = it->first.first;
-    const std::uint64_t run_end = RunEndLocked(signer, by_seq_.at(it->second).account_nonce);
-    while (it != by_nonce_.end() && it->first.first == signer) {
-      auto next = std::next(it);
-      PendingTx& tx = by_seq_.at(it->second);
-      tx.future = tx.envelope.nonce >= run_end;
+  std::vector<BySeq::iterator> expired;
+  for (auto& [signer, own] : by_signer_) {
+    const std::uint64_t run_end = RunEnd(own, own.begin()->second->second.account_nonce);
+    for (auto& [nonce, entry] : own) {
+      PendingTx& tx = entry->second;
+      tx.future = nonce >= run_end;
       if (tx.future && height - tx.admitted_height > options_.future_expiry_blocks) {
         tx.future = false;  // not counted: it leaves now
-        EraseLocked(by_seq_.find(it->second));
-        ++dropped;
+        expired.push_back(entry);
       } else if (tx.future) {
         ++future_;
       }
-      it = next;
     }
   }
-  return dropped;
+  for (const BySeq::iterator entry : expired) EraseLocked(entry);
+  return dropped + expired.size();
 }
 
 std::size_t Mempool::size() const {
@@ -292,13 +282,9 @@ bool Mempool::Contains(const Hash256& id) const {
 
 std::optional<std::uint64_t> Mempool::NextPendingNonce(const std::array<std::uint8_t, 32>& signer) const {
   std::lock_guard<std::mutex> lock(mu_);
-  // by_nonce_ orders by (signer, nonce): the entry before the first one past (signer, max) is
-  // this signer's highest pending nonce, if that entry is the signer's at all.
-  auto it = by_nonce_.upper_bound(SignerNonce(signer, std::numeric_limits<std::uint64_t>::max()));
-  if (it == by_nonce_.begin()) return std::nullopt;
-  --it;
-  if (it->first.first != signer) return std::nullopt;
-  return it->first.second + 1;
+  const auto own = by_signer_.find(signer);
+  if (own == by_signer_.end()) return std::nullopt;
+  return own->second.rbegin()->first + 1;
 }
 
 }  // namespace polnode::consensus

@@ -152,6 +152,10 @@ Status Application::InitChain(const proto::GenesisSpec& genesis, StateStore& sta
 }
 
 Status Application::CheckTx(const VerifiedTx& tx, const StateStore& state) const {
+  return CheckTxAndNextNonce(tx, state).status();
+}
+
+Result<std::uint64_t> Application::CheckTxAndNextNonce(const VerifiedTx& tx, const StateStore& state) const {
   POLNODE_ASSIGN_OR_RETURN(std::string chain_id, LoadChainId(state));
   POLNODE_ASSIGN_OR_RETURN(const proto::Params* params, ThreadCachedParams(state));
   if (tx.chain_id != chain_id) {
@@ -174,12 +178,6 @@ Status Application::CheckTx(const VerifiedTx& tx, const StateStore& state) const
     return Status::FailedPrecondition("balance " + std::to_string(account.balance()) +
                                       " cannot pay the fees of the pending transactions up to this one");
   }
-  return Status::Ok();
-}
-
-Result<std::uint64_t> Application::NextNonce(const StateStore& state, const PubKey& signer) const {
-  POLNODE_ASSIGN_OR_RETURN(proto::Account account,
-                           LoadAccount(state, std::string_view(reinterpret_cast<const char*>(signer.data()), signer.size())));
   return account.nonce();
 }
 

@@ -420,8 +420,8 @@ Result<abci::ResponseInitChain> AbciApp::InitChain(const abci::RequestInitChain&
 }
 
 Status AbciApp::CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const {
-  POLNODE_RETURN_IF_ERROR(app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), committed));
-  POLNODE_ASSIGN_OR_RETURN(tx.account_nonce, app_.NextNonce(committed, tx.envelope.signer_pubkey));
+  const contracts::VerifiedTx verified = contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size());
+  POLNODE_ASSIGN_OR_RETURN(tx.account_nonce, app_.CheckTxAndNextNonce(verified, committed));
   return Status::Ok();
 }
 

@@ -22,23 +22,13 @@ class ReadRecorder final : public contracts::StateStore {
  public:
   explicit ReadRecorder(const contracts::StateStore& base) : base_(base) {
     // A transfer's check reads three keys (chain id, params, account): room for a few from the
-    // start, so each vector allocates once instead of growing through 1, 2 and 4 elements.
+    // start, so the vector allocates once instead of growing through 1, 2 and 4 elements.
     reads_.reserve(kTypicalReads);
-    values_.reserve(kTypicalReads);
   }
 
   [[nodiscard]] Result<std::optional<std::string>> Get(std::string_view key) const override {
-    // A check reads a key more than once (CheckTx and NextNonce both load the signer's account):
-    // the second read is answered from here. The store cannot change meanwhile (the caller holds
-    // the ledger's state lock), so the value is the same.
-    for (std::size_t i = 0; i < reads_.size(); ++i) {
-      if (reads_[i] == key) return values_[i];
-    }
     Result<std::optional<std::string>> value = base_.Get(key);
-    if (value.ok()) {
-      reads_.emplace_back(key);
-      values_.push_back(*value);
-    }
+    if (value.ok()) reads_.emplace_back(key);
     return value;
   }
   // CheckTx receives a const store, so it cannot write; a write here would be a bug.
@@ -59,7 +49,6 @@ class ReadRecorder final : public contracts::StateStore {
   static constexpr std::size_t kTypicalReads = 4;
   const contracts::StateStore& base_;
   mutable std::vector<std::string> reads_;
-  mutable std::vector<std::optional<std::string>> values_;  // values_[i] is the value of reads_[i]
   mutable bool scanned_ = false;
 };
 
@@ -186,14 +175,11 @@ Result<Hash256> Ledger::SubmitTx(std::string_view encoded_envelope) {
 
 Status Ledger::CheckPending(consensus::PendingTx& tx, const contracts::StateStore& committed) const {
   ReadRecorder recorder(committed);
-  Status status = app_.CheckTx(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), recorder);
-  if (status.ok()) {
-    Result<std::uint64_t> nonce = app_.NextNonce(recorder, tx.envelope.signer_pubkey);
-    if (!nonce.ok()) return nonce.status();
-    tx.account_nonce = *nonce;
-  }
+  Result<std::uint64_t> account_nonce =
+      app_.CheckTxAndNextNonce(contracts::MakeVerifiedTx(tx.envelope, tx.id, tx.encoded.size()), recorder);
+  if (account_nonce.ok()) tx.account_nonce = *account_nonce;
   tx.check_reads = recorder.TakeReads();
-  return status;
+  return account_nonce.status();
 }
 
 Result<ProducedBlock> Ledger::ProduceBlock(std::int64_t time_unix_ms) {

@@ -95,10 +95,46 @@ TEST(MempoolTest, NextPendingNonceIsOnePastTheSignersHighestPendingNonce) {
   EXPECT_EQ(pool.NextPendingNonce(signer_one), std::nullopt);
   ASSERT_TRUE(pool.Add(SignedTx(1, 4), AcceptAll).ok());
   ASSERT_TRUE(pool.Add(SignedTx(1, 5), AcceptAll).ok());
-  ASSERT_TRUE(pool.Add(SignedTx(2, 0), AcceptAll).ok());
+  Result<Hash256> signer_two_tx = pool.Add(SignedTx(2, 0), AcceptAll);
+  ASSERT_TRUE(signer_two_tx.ok());
   EXPECT_EQ(pool.NextPendingNonce(signer_one), std::optional<std::uint64_t>(6));
   EXPECT_EQ(pool.NextPendingNonce(signer_two), std::optional<std::uint64_t>(1));
   EXPECT_EQ(pool.NextPendingNonce(signer_three), std::nullopt) << "other signers' txs do not count";
+  pool.Remove(std::span<const Hash256>(&*signer_two_tx, 1));
+  EXPECT_EQ(pool.NextPendingNonce(signer_two), std::nullopt) << "a signer whose last tx left has none pending";
+  ASSERT_TRUE(pool.Add(SignedTx(2, 3), AcceptAll).ok());
+  EXPECT_EQ(pool.NextPendingNonce(signer_two), std::optional<std::uint64_t>(4));
+}
+
+// Each pool keys its hash tables with fresh randomness, so two pools walk their signers in
+// different orders; the candidates must not depend on that: the same admissions give the same
+// list, in admission order, each signer's txs in nonce order within the positions they hold.
+TEST(MempoolTest, CandidatesAreTheSameInEveryPoolGivenTheSameAdmissions) {
+  // Forty signers send nonces 0 and 1; every fourth sends 1 first. All first txs come before
+  // all second ones, the second ones in reverse signer order.
+  std::vector<std::string> txs;
+  for (std::uint8_t signer = 1; signer <= 40; ++signer) txs.push_back(SignedTx(signer, signer % 4 == 0 ? 1 : 0));
+  for (std::uint8_t signer = 40; signer >= 1; --signer) txs.push_back(SignedTx(signer, signer % 4 == 0 ? 0 : 1));
+  std::vector<std::vector<Hash256>> lists;
+  for (int pool_index = 0; pool_index < 4; ++pool_index) {
+    Mempool pool = MakePool(1000);
+    for (const std::string& tx : txs) ASSERT_TRUE(pool.Add(tx, AcceptAll).ok());
+    std::vector<Hash256> ids;
+    for (const PendingTx& candidate : pool.Candidates(1000, 1 << 20)) ids.push_back(candidate.id);
+    lists.push_back(std::move(ids));
+  }
+  ASSERT_EQ(lists[0].size(), 80u);
+  for (std::size_t i = 1; i < lists.size(); ++i) EXPECT_EQ(lists[i], lists[0]) << "pool " << i;
+  // Signer 4 sent nonce 1 before nonce 0; nonce 0 takes the first of its positions.
+  Mempool pool = MakePool(1000);
+  for (const std::string& tx : txs) ASSERT_TRUE(pool.Add(tx, AcceptAll).ok());
+  const std::vector<PendingTx> candidates = pool.Candidates(1000, 1 << 20);
+  const auto signer_four = KeyFromByte(4).PublicKey().bytes();
+  std::vector<std::uint64_t> nonces;
+  for (const PendingTx& candidate : candidates) {
+    if (candidate.envelope.signer_pubkey == signer_four) nonces.push_back(candidate.envelope.nonce);
+  }
+  EXPECT_EQ(nonces, (std::vector<std::uint64_t>{0, 1}));
 }
 
 TEST(MempoolTest, RejectsOversizedTxBeforeDecoding) {

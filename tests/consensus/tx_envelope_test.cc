@@ -206,6 +206,17 @@ TEST(TxEnvelopeTest, EncodeDecodeRoundTrip) {
   Result<TxEnvelope> zero_back = DecodeEnvelope(*zero_wire);
   ASSERT_TRUE(zero_back.ok());
   EXPECT_EQ(*zero_back, *signed_zero);
+
+  // The largest nonce takes a 10-byte varint whose last byte carries one bit.
+  TxEnvelope top = Unsigned();
+  top.nonce = ~std::uint64_t{0};
+  Result<TxEnvelope> signed_top = SignEnvelope(TestKey(3), top);
+  ASSERT_TRUE(signed_top.ok());
+  Result<std::string> top_wire = EncodeEnvelope(*signed_top);
+  ASSERT_TRUE(top_wire.ok());
+  Result<TxEnvelope> top_back = DecodeEnvelope(*top_wire);
+  ASSERT_TRUE(top_back.ok()) << top_back.status().ToString();
+  EXPECT_EQ(*top_back, *signed_top);
 }
 
 TEST(TxEnvelopeTest, DecodeRejectsWrongSizes) {
@@ -254,6 +265,20 @@ TEST(TxEnvelopeTest, DecodeAcceptsOnlyCanonicalBytes) {
   long_varint += std::string("\x10\x87\x00", 3);
   long_varint += WireInOrder(e, {3, 4, 5, 6});
   EXPECT_EQ(DecodeEnvelope(long_varint).status().code(), StatusCode::kCorruption);
+  // A length in more bytes than needed: the chain id's as 0x80 | n, 0x00.
+  std::string long_length("\x0a", 1);
+  long_length += static_cast<char>(0x80 | e.chain_id.size());
+  long_length += std::string(1, '\0') + e.chain_id + WireInOrder(e, {2, 3, 4, 5, 6});
+  EXPECT_EQ(DecodeEnvelope(long_length).status().code(), StatusCode::kCorruption);
+  // An empty payload written out (proto3 omits it).
+  TxEnvelope empty_payload = e;
+  empty_payload.payload.clear();
+  EXPECT_EQ(DecodeEnvelope(WireInOrder(empty_payload, {1, 2, 3, 4, 5, 6})).status().code(), StatusCode::kCorruption);
+  // The nonce as a length-delimited field: protobuf keeps it as an unknown field.
+  std::string nonce_as_bytes = WireInOrder(e, {1});
+  AppendBytesField(nonce_as_bytes, 2, "\x07");
+  nonce_as_bytes += WireInOrder(e, {3, 4, 5, 6});
+  EXPECT_EQ(DecodeEnvelope(nonce_as_bytes).status().code(), StatusCode::kCorruption);
   // Unknown fields, at the end or in the middle.
   std::string unknown_end = canonical;
   AppendVarintField(unknown_end, 99, 1);

@@ -33,6 +33,7 @@
 #ifndef POLNODE_CONSENSUS_MEMPOOL_H_
 #define POLNODE_CONSENSUS_MEMPOOL_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -143,29 +144,32 @@ class Mempool {
   const MempoolOptions& options() const { return options_; }
 
  private:
-  using SignerNonce = std::pair<std::array<std::uint8_t, 32>, std::uint64_t>;
-  // The order std::less gives (signer bytes, then nonce), with the signers compared a 64-bit
-  // big-endian word at a time: the map compares on every look-up, and std::less called memcmp
-  // twice per step, the largest cost of admission under the pool's lock.
-  struct SignerNonceLess {
-    bool operator()(const SignerNonce& a, const SignerNonce& b) const;
-  };
-  // Tx ids need no order, only look-ups: a hash table indexed by 8 bytes of the id mixed with a
-  // per-pool random key, so nobody can grind ids that pile into one bucket.
-  struct IdHash {
+  using Signer = std::array<std::uint8_t, 32>;
+  using BySeq = std::map<std::uint64_t, PendingTx>;
+  // One signer's pending txs by nonce (their entries in by_seq_). Per signer, so that admission
+  // finds a signer's txs with one hash look-up instead of a search of every pending tx's
+  // (signer, nonce) pair: that search was the largest cost of admission under the pool's lock.
+  using SignerTxs = std::map<std::uint64_t, BySeq::iterator>;
+  // Tx ids and signers need no order, only look-ups: hash tables indexed by 8 bytes of the key
+  // mixed with a per-pool random key, so nobody can grind ids or keys that pile into one bucket.
+  struct KeyedHash {
     std::uint64_t key = 0;
-    std::size_t operator()(const Hash256& id) const;
+    std::size_t operator()(const std::array<std::uint8_t, 32>& bytes) const;
   };
 
   // Steps 5 (duplicates) and 6 (capacity) for `tx`.
   Status CheckSlotLocked(const PendingTx& tx) const;
+  Status CheckCapacityLocked(const PendingTx& tx) const;
+  static Status DuplicateIdError(const PendingTx& tx);
+  static Status DuplicateNonceError(const PendingTx& tx);
   // Steps 5 and 6 (again: the lock may have been dropped since), 8 and the insertion, for a tx
   // whose step 7 passed.
   Result<Hash256> InsertLocked(PendingTx tx);
-  void EraseLocked(std::map<std::uint64_t, PendingTx>::iterator it);
-  // One past the last nonce of `signer`'s gap-free run of pending txs from `account_nonce`.
-  std::uint64_t RunEndLocked(const std::array<std::uint8_t, 32>& signer, std::uint64_t account_nonce) const;
-  std::size_t FutureOfSignerLocked(const std::array<std::uint8_t, 32>& signer) const;
+  void EraseLocked(BySeq::iterator it);
+  // One past the last nonce of the gap-free run of `own` from `account_nonce`.
+  static std::uint64_t RunEnd(const SignerTxs& own, std::uint64_t account_nonce);
+  // How many of `own` are future txs.
+  static std::size_t FutureCount(const SignerTxs& own);
 
   const MempoolOptions options_;
   mutable XOnlyKeyCache signer_keys_;  // Precheck's parsed signer keys; locks of its own
@@ -174,9 +178,9 @@ class Mempool {
   std::uint64_t height_ = 0;      // of the last Recheck
   std::size_t bytes_ = 0;         // encoded bytes pending
   std::size_t future_ = 0;        // pending txs marked future
-  std::map<std::uint64_t, PendingTx> by_seq_;     // admission order
-  std::unordered_map<Hash256, std::uint64_t, IdHash> by_id_;       // id -> seq
-  std::map<SignerNonce, std::uint64_t, SignerNonceLess> by_nonce_; // (signer, nonce) -> seq
+  BySeq by_seq_;                                                    // admission order
+  std::unordered_map<Hash256, std::uint64_t, KeyedHash> by_id_;     // id -> seq
+  std::unordered_map<Signer, SignerTxs, KeyedHash> by_signer_;      // never holds an empty SignerTxs
 };
 
 }  // namespace polnode::consensus

@@ -117,9 +117,10 @@ class Application {
   /// the payload: a tx that passes can still fail in FinalizeBlock (it then pays its fee).
   [[nodiscard]] Status CheckTx(const VerifiedTx& tx, const StateStore& state) const;
 
-  /// The nonce the next transaction of `signer` must carry in `state` (0 for a new account): what
-  /// a mempool needs to tell executable transactions from those waiting behind a missing nonce.
-  [[nodiscard]] Result<std::uint64_t> NextNonce(const StateStore& state, const PubKey& signer) const;
+  /// CheckTx, and for a tx that passes, the nonce the signer's next transaction must carry in
+  /// `state` (0 for a new account): what a mempool needs to tell executable transactions from
+  /// those waiting behind a missing nonce. Both come from one read of the signer's account.
+  [[nodiscard]] Result<std::uint64_t> CheckTxAndNextNonce(const VerifiedTx& tx, const StateStore& state) const;
 
   /// Picks the txs of the next block from `candidates` (mempool order): each signer's txs are put
   /// in nonce order within the positions they occupy, then txs are simulated in order on a scratch
