@@ -54,6 +54,16 @@ CpuIsa SelectedCpuIsa() {
   return available.back();
 }
 
+void NormalizePixels(CpuIsa isa, std::span<const std::uint8_t> pixels, float mean, float stddev, float* out) {
+  GetCpuKernels(isa).normalize_pixels(pixels.data(), mean, stddev, out, static_cast<std::int64_t>(pixels.size()));
+}
+
+void NormalizePixels(std::span<const std::uint8_t> pixels, float mean, float stddev, float* out) {
+  // Chosen once: every level gives the same bits, and a data loader calls this per image.
+  static const CpuKernels& kernels = GetCpuKernels(SelectedCpuIsa());
+  kernels.normalize_pixels(pixels.data(), mean, stddev, out, static_cast<std::int64_t>(pixels.size()));
+}
+
 const CpuKernels& GetCpuKernels(CpuIsa isa) {
   switch (isa) {
 #if defined(__x86_64__)

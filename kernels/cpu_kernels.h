@@ -158,6 +158,8 @@ struct CpuKernels {
   // The 4-D bias gradient's chains over one image (BiasGradPlanes above): the channels' values
   // gathered into lanes by register transposes, so that one vector addition steps every chain.
   void (*bias_grad_planes)(const BiasGradPlanes& args);
+  // y[i] = (float(pixels[i]) / 255 - mean) / stddev, each operation rounded to float.
+  void (*normalize_pixels)(const std::uint8_t* pixels, float mean, float stddev, float* y, std::int64_t count);
 };
 
 /// The table for `isa`. Precondition: `isa` is in AvailableCpuIsas().

@@ -17,6 +17,9 @@ struct Lanes {
   using Mask = __m256;  // all-ones or all-zeros per lane
   static constexpr int kWidth = 8;
   static Reg Load(const float* p) { return _mm256_loadu_ps(p); }
+  static Reg LoadBytes(const std::uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static void Store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg Set1(float x) { return _mm256_set1_ps(x); }
   static Reg Zero() { return _mm256_setzero_ps(); }

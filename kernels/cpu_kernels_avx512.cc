@@ -18,6 +18,12 @@ struct Lanes {
   using Mask = __mmask16;
   static constexpr int kWidth = 16;
   static Reg Load(const float* p) { return _mm512_loadu_ps(p); }
+  // Zero-masking forms with every lane selected, as Sqrt's (GCC 12's warning on the plain ones).
+  static Reg LoadBytes(const std::uint8_t* p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m512i words = _mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xFFFF), bytes);
+    return _mm512_maskz_cvtepi32_ps(static_cast<__mmask16>(0xFFFF), words);
+  }
   static void Store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg Set1(float x) { return _mm512_set1_ps(x); }
   static Reg Zero() { return _mm512_setzero_ps(); }

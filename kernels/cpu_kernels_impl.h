@@ -7,7 +7,8 @@
 //   POLNODE_CPU_ISA      the CpuIsa enumerator of that level;
 // and, inside namespace polnode::kernels::POLNODE_CPU_ISA_NS (after including cpu_one_lane.h),
 //   struct Lanes         kWidth floats per register with Load/Store/Set1/Zero/Add/Sub/Mul/Div/
-//                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane, and the
+//                        Sqrt/Fma/PositiveSelect, each one IEEE operation per lane (LoadBytes:
+//                        kWidth bytes, each converted to a float), and the
 //                        Mask type with Lt/Le/Gt/Eq/IsNan/Select and the exact bit operations
 //                        Abs/Neg/SignBit/Or/Pow2 that det::Exp and det::Tanh need, and the
 //                        copies SplitPairs/JoinPairs (the even and odd floats of two
@@ -252,6 +253,13 @@ void Relu(const float* x, float* y, std::int64_t count) {
 void ReluGrad(const float* x, const float* dy, float* dx, std::int64_t count) {
   ForEachLane(count, [&]<typename L>(std::int64_t i) {
     L::Store(dx + i, L::PositiveSelect(L::Load(x + i), L::Load(dy + i)));
+  });
+}
+
+void NormalizePixels(const std::uint8_t* pixels, float mean, float stddev, float* y, std::int64_t count) {
+  ForEachLane(count, [&]<typename L>(std::int64_t i) {
+    const typename L::Reg unit = L::Div(L::LoadBytes(pixels + i), L::Set1(255.0f));
+    L::Store(y + i, L::Div(L::Sub(unit, L::Set1(mean)), L::Set1(stddev)));
   });
 }
 
@@ -629,6 +637,7 @@ const CpuKernels kKernels = {
     .channels_last = ChannelsLast,
     .conv_lanes = Lanes::kWidth,
     .bias_grad_planes = BiasGradPlanesKernel,
+    .normalize_pixels = NormalizePixels,
 };
 
 }  // namespace polnode::kernels::POLNODE_CPU_ISA_NS

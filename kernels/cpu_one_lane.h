@@ -9,6 +9,8 @@
 #error "define POLNODE_CPU_ISA_NS before including cpu_one_lane.h"
 #endif
 
+#include <cstdint>
+
 namespace polnode::kernels::POLNODE_CPU_ISA_NS {
 
 struct OneLane {
@@ -16,6 +18,8 @@ struct OneLane {
   using Mask = bool;
   static constexpr int kWidth = 1;
   static Reg Load(const float* p) { return *p; }
+  // The byte at p as a float (exact: every byte value is a float).
+  static Reg LoadBytes(const std::uint8_t* p) { return static_cast<float>(*p); }
   static void Store(float* p, Reg v) { *p = v; }
   static Reg Set1(float x) { return x; }
   static Reg Zero() { return 0.0f; }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "polnode/kernels/cpu_backend.h"
 #include "polnode/solver/dataset_npy.h"
 #include "polnode/solver/model_spec.h"
 
@@ -170,12 +171,6 @@ Status GatherBatch(const ImageSplit& split, std::span<const std::uint32_t> indic
                                      std::to_string(split.count) + " samples)");
     }
   }
-  // Computed once per batch: the same bits as converting every pixel.
-  std::array<float, 256> lut;
-  for (int v = 0; v < 256; ++v) {
-    lut[static_cast<std::size_t>(v)] =
-        PixelToFloat(static_cast<std::uint8_t>(v), split.normalization);
-  }
   images.Resize(image_shape);
   labels.Resize({batch});
   float* out = images.data();
@@ -186,8 +181,11 @@ Status GatherBatch(const ImageSplit& split, std::span<const std::uint32_t> indic
       std::copy_n(split.features.data() + static_cast<std::int64_t>(i) * per_image, per_image, out + b * per_image);
       continue;
     }
-    const std::uint8_t* src = split.pixels.data() + static_cast<std::int64_t>(i) * per_image;
-    for (std::int64_t p = 0; p < per_image; ++p) out[b * per_image + p] = lut[src[p]];
+    // PixelToFloat's operations a register at a time: its bits, at less than half the cost of a
+    // table look-up per pixel (the look-up was 8% of the small MLP's step on one core, this 3%).
+    const std::span<const std::uint8_t> src(split.pixels.data() + static_cast<std::int64_t>(i) * per_image,
+                                            static_cast<std::size_t>(per_image));
+    kernels::NormalizePixels(src, split.normalization.mean, split.normalization.stddev, out + b * per_image);
   }
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -515,6 +517,37 @@ TEST(CpuIsaTest, EnvironmentVariableLowersTheLevel) {
   EXPECT_EQ(SelectedCpuIsa(), best);
   ASSERT_EQ(unsetenv("POLNODE_CPU_ISA"), 0);
   EXPECT_EQ(SelectedCpuIsa(), best);
+}
+
+// Pixel bytes to training floats (the data loader's conversion): every level, every byte value,
+// vector bodies and scalar tails alike, have the bits of the expression evaluated in float.
+TEST(CpuIsaTest, NormalizedPixelsHaveTheScalarExpressionsBits) {
+  std::vector<std::uint8_t> pixels(256 + 37);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 97 + 13) % 256);
+  const std::pair<float, float> normalizations[] = {{0.0f, 1.0f}, {0.2860402f, 0.3530239f}, {-1.5f, 3e-3f},
+                                                    {0.5f, 7.0f}};
+  for (const auto& [mean, stddev] : normalizations) {
+    std::vector<float> want(pixels.size());
+    for (std::size_t i = 0; i < pixels.size(); ++i) want[i] = (static_cast<float>(pixels[i]) / 255.0f - mean) / stddev;
+    for (CpuIsa isa : AvailableCpuIsas()) {
+      // Every length up to three registers and the whole buffer, from an odd start too.
+      for (std::size_t start : {std::size_t{0}, std::size_t{5}}) {
+        for (std::size_t count :
+             {std::size_t{1}, std::size_t{7}, std::size_t{16}, std::size_t{47}, pixels.size() - start}) {
+          std::vector<float> got(count, -1.0f);
+          NormalizePixels(isa, std::span<const std::uint8_t>(pixels.data() + start, count), mean, stddev, got.data());
+          for (std::size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[start + i]))
+                << CpuIsaName(isa) << " mean " << mean << " stddev " << stddev << " start " << start
+                << " element " << i;
+          }
+        }
+      }
+    }
+    std::vector<float> selected(pixels.size());
+    NormalizePixels(pixels, mean, stddev, selected.data());
+    EXPECT_EQ(std::memcmp(selected.data(), want.data(), want.size() * sizeof(float)), 0);
+  }
 }
 
 TEST(CpuIsaTest, FactoryChecksArguments) {

@@ -3,7 +3,9 @@
 #ifndef POLNODE_KERNELS_CPU_BACKEND_H_
 #define POLNODE_KERNELS_CPU_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +29,14 @@ CpuIsa SelectedCpuIsa();
 /// The fast CPU backend at exactly `isa` with `threads` threads (>= 1); kUnavailable when this
 /// machine or build cannot run that level, kInvalidArgument for threads < 1.
 Result<std::unique_ptr<Backend>> MakeCpuBackendForIsa(CpuIsa isa, int threads);
+
+/// out[i] = (static_cast<float>(pixels[i]) / 255.0f - mean) / stddev for i < pixels.size(), each
+/// operation rounded to float as written, so the bits are those of that expression in scalar
+/// code at every level: a data set's pixels as training reads them (solver/dataset.h), converted
+/// a register at a time. At `isa`, which must be in AvailableCpuIsas(); without it, at
+/// SelectedCpuIsa()'s level. `out` holds pixels.size() floats.
+void NormalizePixels(CpuIsa isa, std::span<const std::uint8_t> pixels, float mean, float stddev, float* out);
+void NormalizePixels(std::span<const std::uint8_t> pixels, float mean, float stddev, float* out);
 
 }  // namespace polnode::kernels
 
