@@ -1,5 +1,6 @@
 // The fast CPU backend's instruction-set levels, for tests and benchmarks that want a specific
 // one. Normal callers use MakeCpuBackend (backend.h), which picks the best level at run time.
+// Also the data loader's conversion of pixel bytes, vectorized with the same kernels.
 #ifndef POLNODE_KERNELS_CPU_BACKEND_H_
 #define POLNODE_KERNELS_CPU_BACKEND_H_
 
