@@ -58,10 +58,10 @@ class BlobStore {
   /// Commit for many files at once: each file is fsynced and renamed (StagedFile::Publish), and
   /// the directory synced once after the last rename. A caller that started each file's writeback
   /// when it was written (StagedFile::StartWriteback) finds most fsyncs with their bytes on the
-  /// device already, the journal committed by the fsync before. All are durable blobs when it returns OK; on an error, the files before the failing
-  /// one are blobs (not necessarily durable), the failing one is removed and the rest stay staged
-  /// (removed when destroyed). Precondition:
-  /// files.size() == names.size(); every name as for PutNamed.
+  /// device already, the journal committed by the fsync before. All are durable blobs when it
+  /// returns OK; on an error, the files before the failing one are blobs (not necessarily
+  /// durable), the failing one is removed and the rest stay staged (removed when destroyed).
+  /// Precondition: files.size() == names.size(); every name as for PutNamed.
   [[nodiscard]] Status CommitAll(std::span<StagedFile> files, std::span<const consensus::Hash256> names) const;
   /// The bytes named `hash`. kNotFound when absent; kResourceExhausted when the file is larger
   /// than `max_bytes` (checked before anything is read: a caller that knows how large the blob
